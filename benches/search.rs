@@ -1,0 +1,122 @@
+//! Search latency of the embedded store at 10,000 points: dense and lexical
+//! rankings, before and after the HNSW index is built (`optimize`). Vectors
+//! are random (normalised) so the bench needs no model; latency does not
+//! depend on what the vectors mean.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use grace::lexical::{LexicalEncoder, SparseVector};
+use grace::store::edge::EdgeStore;
+use grace::store::{ChunkPayload, ChunkPoint, QueryVector, StoreQuery, VectorStore};
+
+const DIM: usize = 384;
+const POINTS: usize = 10_000;
+
+/// xorshift: deterministic vectors without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next_f32(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    }
+    fn unit(&mut self) -> Vec<f32> {
+        let v: Vec<f32> = (0..DIM).map(|_| self.next_f32()).collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / n).collect()
+    }
+}
+
+const WORDS: &[&str] = &[
+    "package",
+    "install",
+    "kernel",
+    "network",
+    "debian",
+    "release",
+    "mirror",
+    "security",
+    "update",
+    "archive",
+    "source",
+    "binary",
+    "dependency",
+    "upgrade",
+    "config",
+    "service",
+];
+
+fn fill(store: &EdgeStore, rng: &mut Rng, lexical: &LexicalEncoder) {
+    let mut batch = Vec::new();
+    for i in 0..POINTS {
+        let text: String = (0..40)
+            .map(|j| WORDS[(i * 7 + j * 13 + (i % 5) * j) % WORDS.len()])
+            .collect::<Vec<_>>()
+            .join(" ");
+        batch.push(ChunkPoint {
+            id: i as u64,
+            dense: rng.unit(),
+            lexical: lexical.encode_document(&text),
+            payload: ChunkPayload {
+                source: format!("/bench/doc{}.md", i / 10),
+                section: String::new(),
+                chunk_index: i % 10,
+                text,
+                content_hash: "bench".into(),
+            },
+        });
+        if batch.len() == 1000 {
+            store.upsert(std::mem::take(&mut batch)).unwrap();
+        }
+    }
+    store.flush().unwrap();
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EdgeStore::open_or_create(&dir.path().join("bench"), DIM).unwrap();
+    let lexical = LexicalEncoder::new().unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    fill(&store, &mut rng, &lexical);
+    let queries: Vec<Vec<f32>> = (0..64).map(|_| rng.unit()).collect();
+    let sparse: SparseVector = lexical.encode_query("kernel security update mirror");
+
+    let mut group = c.benchmark_group("search_10k");
+    for phase in ["unindexed", "indexed"] {
+        if phase == "indexed" {
+            store.optimize().unwrap();
+        }
+        let mut i = 0;
+        group.bench_function(format!("dense top40 {phase}"), |b| {
+            b.iter(|| {
+                i = (i + 1) % queries.len();
+                store
+                    .search(&StoreQuery {
+                        vector: QueryVector::Dense(&queries[i]),
+                        limit: 40,
+                        filter: None,
+                        with_dense: false,
+                    })
+                    .unwrap()
+                    .len()
+            })
+        });
+        group.bench_function(format!("lexical top40 {phase}"), |b| {
+            b.iter(|| {
+                store
+                    .search(&StoreQuery {
+                        vector: QueryVector::Lexical(&sparse),
+                        limit: 40,
+                        filter: None,
+                        with_dense: true,
+                    })
+                    .unwrap()
+                    .len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

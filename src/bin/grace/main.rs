@@ -1,0 +1,167 @@
+//! The `grace` command: parses arguments, loads the configuration, calls the
+//! library and renders the result for people (or as JSON with `--json`).
+
+mod output;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use grace::ingest::{IngestEvent, IngestOptions};
+use grace::{Config, KnowledgeBase, OpenMode};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tracing_subscriber::EnvFilter;
+
+/// GRACE: knowledge-base question answering that knows when it does not know.
+#[derive(Debug, Parser)]
+#[command(name = "grace", version, about, long_about = None)]
+struct Cli {
+    /// Configuration file [default: ./grace_config.yml when present]
+    #[arg(long, global = true, env = "GRACE_CONFIG", value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Data folder (overrides storage.data_dir)
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout
+    #[arg(long, global = true)]
+    json: bool,
+    /// More log output (-v info, -vv debug); RUST_LOG overrides
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Only errors
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Add or update documents (Markdown, text, reStructuredText, HTML)
+    Ingest {
+        /// Files, folders or quoted glob patterns
+        #[arg(required = true, value_name = "PATHS")]
+        paths: Vec<PathBuf>,
+        /// Remove chunks of files that are gone from the given folders
+        #[arg(long)]
+        prune: bool,
+    },
+    /// Find the passages that best match a query
+    Search {
+        /// What to look for
+        query: String,
+        /// Number of passages [default: qdrant.search_limit]
+        #[arg(short = 'k', long = "limit", value_name = "N")]
+        limit: Option<usize>,
+        /// Only passages of this source file
+        #[arg(long, value_name = "PATH")]
+        source: Option<PathBuf>,
+    },
+    /// Show the collection, its size and the model
+    Status,
+    /// Print the effective configuration (defaults + file + environment)
+    Config,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli);
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            output::error(&e, cli.json);
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn init_logging(cli: &Cli) {
+    // qdrant-edge logs start-up warnings meant for the Qdrant server
+    // ("Feature flags not initialized!"); its errors still show.
+    let default = if cli.quiet {
+        "error"
+    } else {
+        match cli.verbose {
+            0 => "warn,qdrant_edge=error",
+            1 => "info,qdrant_edge=error",
+            _ => "debug",
+        }
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+fn load_config(cli: &Cli) -> grace::Result<Config> {
+    let mut config = Config::load(cli.config.as_deref())?;
+    if let Some(dir) = &cli.data_dir {
+        config.storage.data_dir = dir.clone();
+    }
+    Ok(config)
+}
+
+fn run(cli: &Cli) -> grace::Result<()> {
+    let config = load_config(cli)?;
+    match &cli.command {
+        Command::Ingest { paths, prune } => {
+            let kb = KnowledgeBase::open(config, OpenMode::Create)?;
+            let bar = progress_bar(cli);
+            let report = kb.ingest(
+                paths,
+                &IngestOptions { prune: *prune },
+                &mut |event| match event {
+                    IngestEvent::Found { files } => bar.set_length(files as u64),
+                    IngestEvent::File { path, .. } => {
+                        bar.set_message(output::display_path(&path.to_string_lossy()));
+                        bar.inc(1);
+                    }
+                    IngestEvent::Optimizing => bar.set_message("building the search index"),
+                },
+            );
+            bar.finish_and_clear();
+            let report = report?;
+            output::ingest_report(&report, &kb.config().qdrant.collection, cli.json);
+        }
+        Command::Search {
+            query,
+            limit,
+            source,
+        } => {
+            let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
+            let filter = match source {
+                Some(p) => {
+                    let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+                    Some(grace::store::PayloadFilter::source(
+                        &canonical.to_string_lossy(),
+                    ))
+                }
+                None => None,
+            };
+            let passages = kb.search(query, *limit, filter.as_ref())?;
+            output::passages(&passages, cli.json);
+        }
+        Command::Status => {
+            let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
+            output::status(&kb.status()?, cli.json);
+        }
+        Command::Config => output::config(&config, cli.json)?,
+    }
+    Ok(())
+}
+
+fn progress_bar(cli: &Cli) -> ProgressBar {
+    if cli.quiet || cli.json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} files  {wide_msg}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}

@@ -1,0 +1,175 @@
+//! Rendering results for people (plain text) and machines (`--json`).
+
+use std::error::Error as _;
+
+use grace::ingest::IngestReport;
+use grace::{Config, Passage, Status};
+use serde::Serialize;
+
+/// A path as the user would type it: relative to the current folder when
+/// it lies below it.
+pub fn display_path(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    match std::env::current_dir() {
+        Ok(cwd) => p
+            .strip_prefix(&cwd)
+            .map(|r| r.display().to_string())
+            .unwrap_or_else(|_| path.to_string()),
+        Err(_) => path.to_string(),
+    }
+}
+
+fn print_json<T: Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("error: cannot render JSON: {e}"),
+    }
+}
+
+/// Prints an error with its causes, on stderr (and as JSON on stdout with `--json`).
+pub fn error(e: &grace::Error, json: bool) {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = s.source();
+    }
+    if json {
+        print_json(&serde_json::json!({
+            "error": { "message": message, "exit_code": e.exit_code() }
+        }));
+    }
+    eprintln!("error: {message}");
+}
+
+pub fn ingest_report(r: &IngestReport, collection: &str, json: bool) {
+    if json {
+        print_json(r);
+        return;
+    }
+    println!(
+        "{} files: {} added, {} updated, {} unchanged, {} skipped, {} removed",
+        r.files_seen,
+        r.added,
+        r.updated,
+        r.unchanged,
+        r.skipped.len(),
+        r.removed.len()
+    );
+    let rate = if r.embed_secs > 0.0 {
+        format!(", embedding {:.1} s", r.embed_secs)
+    } else {
+        String::new()
+    };
+    println!(
+        "{} chunks written in {:.1} s{rate}; collection `{collection}` holds {} chunks",
+        r.chunks_written, r.elapsed_secs, r.points_total
+    );
+    if !r.skipped.is_empty() {
+        println!("skipped:");
+        for s in &r.skipped {
+            println!(
+                "  {}: {}",
+                display_path(&s.path.to_string_lossy()),
+                s.reason
+            );
+        }
+    }
+    if !r.removed.is_empty() {
+        println!("removed:");
+        for s in &r.removed {
+            println!("  {}", display_path(s));
+        }
+    }
+}
+
+pub fn passages(passages: &[Passage], json: bool) {
+    if json {
+        print_json(&passages);
+        return;
+    }
+    if passages.is_empty() {
+        println!("no passages found");
+        return;
+    }
+    for (i, p) in passages.iter().enumerate() {
+        let section = if p.section.is_empty() {
+            String::new()
+        } else {
+            format!(" § {}", p.section)
+        };
+        let via = match (p.dense_rank, p.lexical_rank) {
+            (Some(_), Some(_)) => "dense+lexical",
+            (Some(_), None) => "dense",
+            (None, Some(_)) => "lexical",
+            (None, None) => "",
+        };
+        println!(
+            "{}. [{:.3}] {}{section}  (chunk {}, {via})",
+            i + 1,
+            p.score,
+            display_path(&p.source),
+            p.chunk_index
+        );
+        println!("   {}", snippet(&p.text, 320));
+    }
+}
+
+fn snippet(text: &str, max_chars: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max_chars {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max_chars).collect();
+        format!("{}…", cut.trim_end())
+    }
+}
+
+pub fn status(s: &Status, json: bool) {
+    if json {
+        print_json(s);
+        return;
+    }
+    println!("collection   {} ({} backend)", s.collection, s.backend);
+    println!("path         {}", s.path.display());
+    println!(
+        "chunks       {} in {} sources ({} vectors indexed, {} segments)",
+        s.store.points, s.sources, s.store.indexed_vectors, s.store.segments
+    );
+    if s.pending_sources > 0 {
+        println!(
+            "pending      {} sources left half-written by an interrupted ingest; the next ingest repairs them",
+            s.pending_sources
+        );
+    }
+    println!(
+        "model        {} ({}d) from {}",
+        s.model,
+        s.store.dimension,
+        s.model_dir.display()
+    );
+    if let Some(p) = &s.pipeline {
+        println!("built with   {p}");
+    }
+    println!(
+        "search       {}",
+        if s.hybrid {
+            "hybrid (dense + lexical, RRF)"
+        } else {
+            "dense"
+        }
+    );
+}
+
+pub fn config(c: &Config, json: bool) -> grace::Result<()> {
+    if json {
+        print_json(c);
+    } else {
+        print!("{}", c.to_yaml()?);
+    }
+    Ok(())
+}

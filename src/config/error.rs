@@ -1,0 +1,123 @@
+//! Configuration errors. Every variant names the key (`section.key`) or the
+//! environment variable at fault, and the file and line where known.
+
+use std::path::{Path, PathBuf};
+
+/// Result of configuration operations.
+pub type Result<T> = std::result::Result<T, ConfigError>;
+
+/// What went wrong while loading or validating the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// YAML syntax error, unknown key or wrong type, as serde_yaml reports it
+    /// (it names the key path and the line).
+    #[error("{}{message}", file_prefix(.file.as_deref(), *.line))]
+    Parse {
+        file: Option<PathBuf>,
+        line: Option<usize>,
+        message: String,
+    },
+    /// An environment override could not be applied.
+    #[error("environment variable {var}: {message}")]
+    Env { var: String, message: String },
+    /// A value is out of its allowed range.
+    #[error("{}invalid value for `{key}`: {message}", file_prefix(.file.as_deref(), *.line))]
+    Invalid {
+        key: String,
+        message: String,
+        file: Option<PathBuf>,
+        line: Option<usize>,
+    },
+}
+
+fn file_prefix(file: Option<&Path>, line: Option<usize>) -> String {
+    match (file, line) {
+        (Some(f), Some(l)) => format!("{}:{l}: ", f.display()),
+        (Some(f), None) => format!("{}: ", f.display()),
+        (None, _) => String::new(),
+    }
+}
+
+impl ConfigError {
+    pub(crate) fn from_yaml(e: serde_yaml::Error) -> Self {
+        ConfigError::Parse {
+            file: None,
+            line: e.location().map(|l| l.line()),
+            message: e.to_string(),
+        }
+    }
+
+    /// Attaches the file a parse error came from.
+    pub(crate) fn in_file(self, path: &Path) -> Self {
+        match self {
+            ConfigError::Parse { line, message, .. } => ConfigError::Parse {
+                file: Some(path.to_path_buf()),
+                line,
+                message,
+            },
+            other => other,
+        }
+    }
+
+    /// For a validation error, finds the line of the key in the file text
+    /// (when the file sets it) so the message points at it.
+    pub(crate) fn locate(self, path: &Path, text: &str) -> Self {
+        match self {
+            ConfigError::Invalid { key, message, .. } => {
+                let line = find_key_line(text, &key);
+                ConfigError::Invalid {
+                    file: line.map(|_| path.to_path_buf()),
+                    line,
+                    key,
+                    message,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// 1-based line of `section.key` in a two-level YAML document, if present.
+fn find_key_line(text: &str, dotted: &str) -> Option<usize> {
+    let (section, key) = dotted.split_once('.')?;
+    let mut in_section = false;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('#') || trimmed.is_empty() {
+            continue;
+        }
+        let indented = line.len() != trimmed.len();
+        if !indented {
+            in_section = trimmed
+                .strip_prefix(section)
+                .is_some_and(|r| r.starts_with(':'));
+        } else if in_section
+            && trimmed
+                .strip_prefix(key)
+                .is_some_and(|r| r.starts_with(':'))
+        {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_key_line;
+
+    #[test]
+    fn finds_the_line_of_a_nested_key() {
+        let text = "storage:\n  data_dir: x\n# c\nqdrant:\n  collection: a\n  search_limit: 0\n";
+        assert_eq!(find_key_line(text, "qdrant.search_limit"), Some(6));
+        assert_eq!(find_key_line(text, "storage.search_limit"), None);
+        assert_eq!(find_key_line(text, "qdrant.data_dir"), None);
+    }
+}

@@ -1,0 +1,264 @@
+//! Configuration: typed sections, built-in defaults, YAML loading,
+//! `GRACE_<SECTION>__<KEY>` environment overrides and validation.
+//!
+//! Load order (later wins): [`Config::default()`] → the YAML file (`--config
+//! PATH`, else `./grace_config.yml` when present) → environment variables.
+//! `grace_config.yml` at the repository root documents every key and equals
+//! `Config::default()` (a test proves it).
+//!
+//! Relative paths in a config file are resolved against the file's folder;
+//! defaults and environment values against the current directory.
+
+mod env;
+mod error;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use self::error::{ConfigError, Result};
+
+/// The file looked for in the current directory when no `--config` is given.
+pub const DEFAULT_CONFIG_FILE: &str = "grace_config.yml";
+
+/// The whole configuration. Every section has defaults, so an empty file is
+/// a valid configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub storage: StorageConfig,
+    pub embedding: EmbeddingConfig,
+    pub ingest: IngestConfig,
+    pub qdrant: QdrantConfig,
+}
+
+/// Where and how the knowledge base is stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Folder holding the vector store and the ingest manifest.
+    pub data_dir: PathBuf,
+    /// Vector store backend. `edge`: embedded qdrant-edge, on disk, in process.
+    pub backend: Backend,
+}
+
+/// The vector store implementations GRACE can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// Embedded qdrant-edge shard in `storage.data_dir`.
+    Edge,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from(".grace"),
+            backend: Backend::Edge,
+        }
+    }
+}
+
+/// The local sentence-embedding model (installed by `scripts/setup`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    /// Folder with `model.onnx`, `tokenizer.json`, `config.json`,
+    /// `special_tokens_map.json` and `tokenizer_config.json`.
+    pub model_dir: PathBuf,
+    /// The ONNX Runtime shared library (version 1.24 or newer).
+    pub runtime_path: PathBuf,
+    /// Longest input in model tokens; longer text is truncated.
+    pub max_length: usize,
+    /// Texts embedded per call to the model.
+    pub batch_size: usize,
+    /// ONNX Runtime intra-op threads; 0 uses every core.
+    pub threads: usize,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        Self {
+            model_dir: PathBuf::from("models/minilm"),
+            runtime_path: PathBuf::from("models/libonnxruntime.so"),
+            max_length: 256,
+            batch_size: 32,
+            threads: 0,
+        }
+    }
+}
+
+/// How documents are found, split and chunked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestConfig {
+    /// Target chunk length in words.
+    pub chunk_size: usize,
+    /// Words repeated from the end of one chunk at the start of the next.
+    pub chunk_overlap: usize,
+    /// Glob patterns (relative to the folder given to `grace ingest`) of the
+    /// files to load; a file named explicitly on the command line is always
+    /// loaded.
+    pub include: Vec<String>,
+    /// Glob patterns of files and folders to skip.
+    pub exclude: Vec<String>,
+    /// Files larger than this many bytes are reported and skipped.
+    pub max_file_bytes: u64,
+    /// Chunks embedded and committed together (store flush + manifest
+    /// save). Smaller loses less work to a crash; larger is faster.
+    pub commit_chunks: usize,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        Self {
+            chunk_size: 200,
+            chunk_overlap: 30,
+            include: [
+                "**/*.md",
+                "**/*.markdown",
+                "**/*.txt",
+                "**/*.rst",
+                "**/*.html",
+                "**/*.htm",
+            ]
+            .map(String::from)
+            .to_vec(),
+            exclude: ["**/.git/**", "**/node_modules/**", "**/target/**"]
+                .map(String::from)
+                .to_vec(),
+            max_file_bytes: 10_000_000,
+            commit_chunks: 256,
+        }
+    }
+}
+
+/// The collection and how it is searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QdrantConfig {
+    /// Collection name; the embedded store keeps it in
+    /// `<data_dir>/collections/<collection>`.
+    pub collection: String,
+    /// Passages returned by a search when `-k` is not given.
+    pub search_limit: usize,
+    /// Passages whose dense cosine similarity is below this are dropped.
+    pub score_threshold: f32,
+    /// Fuse a lexical (BM25 + exact identifier) ranking with the dense one.
+    pub hybrid: bool,
+    /// Reciprocal-rank-fusion constant `k` in `weight / (k + rank)`.
+    pub rrf_k: f32,
+    /// Weight of the lexical ranking in the fusion (the dense ranking's is
+    /// 1) for queries in plain words.
+    pub lexical_weight: f32,
+    /// Weight of the lexical ranking for queries that contain an identifier
+    /// (`E0382`, `--purge`, `foo_bar()`, `1.24.4`), which dense embeddings
+    /// match poorly and the lexical ranking matches exactly.
+    pub identifier_weight: f32,
+    /// Candidates taken from each ranking before fusion.
+    pub candidates: usize,
+}
+
+impl Default for QdrantConfig {
+    fn default() -> Self {
+        Self {
+            collection: "grace".to_string(),
+            search_limit: 5,
+            score_threshold: 0.0,
+            hybrid: true,
+            rrf_k: 60.0,
+            lexical_weight: 0.3,
+            identifier_weight: 2.0,
+            candidates: 40,
+        }
+    }
+}
+
+impl Config {
+    /// Loads the configuration: defaults, then `path` (or `./grace_config.yml`
+    /// if `path` is `None` and that file exists), then the process
+    /// environment; validates the result.
+    pub fn load(path: Option<&Path>) -> Result<Self> {
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        Self::load_with_env(path, &vars)
+    }
+
+    /// Like [`Config::load`], with the environment given explicitly (tests).
+    pub fn load_with_env(path: Option<&Path>, vars: &[(String, String)]) -> Result<Self> {
+        let file = match path {
+            Some(p) => Some(p.to_path_buf()),
+            None => {
+                let p = PathBuf::from(DEFAULT_CONFIG_FILE);
+                p.is_file().then_some(p)
+            }
+        };
+        let (mut config, text) = match &file {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                    path: p.clone(),
+                    source,
+                })?;
+                let config = Self::from_yaml(&text).map_err(|e| e.in_file(p))?;
+                (config, Some(text))
+            }
+            None => (Self::default(), None),
+        };
+        if let Some(p) = &file {
+            let base = p.parent().unwrap_or(Path::new(""));
+            config.resolve_paths(base);
+        }
+        env::apply_overrides(&mut config, vars)?;
+        validate::validate(&config).map_err(|e| match (&file, &text) {
+            (Some(p), Some(t)) => e.locate(p, t),
+            _ => e,
+        })?;
+        Ok(config)
+    }
+
+    /// Parses YAML text over the defaults (missing keys keep their default)
+    /// without validating ranges.
+    pub fn from_yaml(text: &str) -> Result<Self> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        serde_yaml::from_str(text).map_err(ConfigError::from_yaml)
+    }
+
+    /// The YAML form of this configuration.
+    pub fn to_yaml(&self) -> Result<String> {
+        serde_yaml::to_string(self).map_err(ConfigError::from_yaml)
+    }
+
+    /// Makes relative paths relative to `base` (the config file's folder).
+    fn resolve_paths(&mut self, base: &Path) {
+        for p in [
+            &mut self.storage.data_dir,
+            &mut self.embedding.model_dir,
+            &mut self.embedding.runtime_path,
+        ] {
+            if p.is_relative() && !p.as_os_str().is_empty() && !base.as_os_str().is_empty() {
+                *p = base.join(&*p);
+            }
+        }
+    }
+
+    /// Folder of the configured collection in the embedded store.
+    pub fn collection_dir(&self) -> PathBuf {
+        self.storage
+            .data_dir
+            .join("collections")
+            .join(&self.qdrant.collection)
+    }
+
+    /// Path of the ingest manifest of the configured collection.
+    pub fn manifest_path(&self) -> PathBuf {
+        self.storage
+            .data_dir
+            .join("manifests")
+            .join(format!("{}.json", self.qdrant.collection))
+    }
+}
+
+#[cfg(test)]
+mod tests;

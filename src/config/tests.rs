@@ -1,0 +1,215 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+fn repo_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+fn write(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("c.yml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn shipped_config_file_equals_the_defaults() {
+    let text = std::fs::read_to_string(repo_file(DEFAULT_CONFIG_FILE)).unwrap();
+    let parsed = Config::from_yaml(&text).unwrap();
+    assert_eq!(parsed, Config::default());
+}
+
+#[test]
+fn defaults_are_valid() {
+    validate::validate(&Config::default()).unwrap();
+}
+
+#[test]
+fn empty_file_gives_defaults_and_relative_paths_follow_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "");
+    let c = Config::load_with_env(Some(&p), &[]).unwrap();
+    assert_eq!(c.qdrant, QdrantConfig::default());
+    assert_eq!(c.storage.data_dir, dir.path().join(".grace"));
+    assert_eq!(c.embedding.model_dir, dir.path().join("models/minilm"));
+}
+
+#[test]
+fn file_overrides_defaults_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "qdrant:\n  search_limit: 9\n");
+    let c = Config::load_with_env(Some(&p), &[]).unwrap();
+    assert_eq!(c.qdrant.search_limit, 9);
+    assert_eq!(c.qdrant.collection, "grace");
+    assert_eq!(c.ingest, IngestConfig::default());
+}
+
+#[test]
+fn env_overrides_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "qdrant:\n  search_limit: 9\n");
+    let env = vars(&[
+        ("GRACE_QDRANT__SEARCH_LIMIT", "12"),
+        ("GRACE_QDRANT__COLLECTION", "1234"),
+        ("GRACE_QDRANT__HYBRID", "false"),
+        ("GRACE_INGEST__EXCLUDE", "[\"**/drafts/**\"]"),
+        ("GRACE_CONFIG", "ignored: not an override"),
+        ("HOME", "/root"),
+    ]);
+    let c = Config::load_with_env(Some(&p), &env).unwrap();
+    assert_eq!(c.qdrant.search_limit, 12);
+    assert_eq!(c.qdrant.collection, "1234");
+    assert!(!c.qdrant.hybrid);
+    assert_eq!(c.ingest.exclude, vec!["**/drafts/**".to_string()]);
+}
+
+#[test]
+fn env_override_with_a_wrong_type_names_the_variable() {
+    let err = Config::load_with_env(None, &vars(&[("GRACE_QDRANT__SEARCH_LIMIT", "many")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("GRACE_QDRANT__SEARCH_LIMIT"), "{err}");
+    assert!(err.contains("qdrant.search_limit"), "{err}");
+}
+
+#[test]
+fn env_override_of_an_unknown_key_is_an_error() {
+    let err = Config::load_with_env(None, &vars(&[("GRACE_QDRANT__SEARCH_LIMT", "3")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("GRACE_QDRANT__SEARCH_LIMT"), "{err}");
+    assert!(err.contains("unknown key `qdrant.search_limt`"), "{err}");
+    let err = Config::load_with_env(None, &vars(&[("GRACE_QDRNT__SEARCH_LIMIT", "3")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown config section `qdrnt`"), "{err}");
+}
+
+#[test]
+fn env_override_out_of_range_names_the_key() {
+    let err = Config::load_with_env(None, &vars(&[("GRACE_EMBEDDING__BATCH_SIZE", "0")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`embedding.batch_size`"), "{err}");
+}
+
+#[test]
+fn unknown_key_in_file_names_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "qdrant:\n  collection: a\n  serch_limit: 3\n");
+    let err = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("serch_limit"), "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("c.yml"), "{err}");
+}
+
+#[test]
+fn unknown_section_in_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "retrieval:\n  limit: 3\n");
+    let err = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("retrieval"), "{err}");
+}
+
+#[test]
+fn wrong_type_in_file_names_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "ingest:\n  chunk_size: big\n");
+    let err = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ingest.chunk_size"), "{err}");
+    assert!(err.contains("line 2"), "{err}");
+}
+
+#[test]
+fn unknown_backend_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "storage:\n  backend: sqlite\n");
+    let err = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("storage.backend"), "{err}");
+    assert!(err.contains("sqlite"), "{err}");
+}
+
+#[test]
+fn out_of_range_values_name_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("qdrant:\n  search_limit: 0\n", "qdrant.search_limit", 2),
+        (
+            "qdrant:\n  score_threshold: 1.5\n",
+            "qdrant.score_threshold",
+            2,
+        ),
+        ("qdrant:\n  rrf_k: -1\n", "qdrant.rrf_k", 2),
+        ("qdrant:\n  candidates: 0\n", "qdrant.candidates", 2),
+        (
+            "qdrant:\n  lexical_weight: -1\n",
+            "qdrant.lexical_weight",
+            2,
+        ),
+        (
+            "qdrant:\n  identifier_weight: .nan\n",
+            "qdrant.identifier_weight",
+            2,
+        ),
+        ("qdrant:\n  collection: \"a b\"\n", "qdrant.collection", 2),
+        ("ingest:\n  chunk_size: 5\n", "ingest.chunk_size", 2),
+        (
+            "ingest:\n  chunk_size: 100\n  chunk_overlap: 60\n",
+            "ingest.chunk_overlap",
+            3,
+        ),
+        ("ingest:\n  include: []\n", "ingest.include", 2),
+        ("ingest:\n  exclude: [\"a/[\"]\n", "ingest.exclude", 2),
+        ("ingest:\n  max_file_bytes: 0\n", "ingest.max_file_bytes", 2),
+        ("ingest:\n  commit_chunks: 0\n", "ingest.commit_chunks", 2),
+        ("embedding:\n  max_length: 1\n", "embedding.max_length", 2),
+        ("embedding:\n  batch_size: 0\n", "embedding.batch_size", 2),
+        ("embedding:\n  threads: 5000\n", "embedding.threads", 2),
+        ("embedding:\n  model_dir: \"\"\n", "embedding.model_dir", 2),
+        ("storage:\n  data_dir: \"\"\n", "storage.data_dir", 2),
+    ];
+    for (text, key, line) in cases {
+        let p = write(dir.path(), text);
+        let err = Config::load_with_env(Some(&p), &[]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("`{key}`")), "{text:?}: {msg}");
+        assert!(msg.contains(&format!("c.yml:{line}:")), "{text:?}: {msg}");
+    }
+}
+
+#[test]
+fn yaml_round_trip_preserves_the_config() {
+    let c = Config::default();
+    assert_eq!(Config::from_yaml(&c.to_yaml().unwrap()).unwrap(), c);
+}
+
+#[test]
+fn example_configs_load() {
+    let dir = repo_file("config");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "yml") {
+            let c = Config::load_with_env(Some(&p), &[])
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert!(c.storage.data_dir.starts_with(&dir), "{}", p.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 2);
+}

@@ -1,0 +1,135 @@
+//! Range and consistency checks run after loading. Each error names the key.
+
+use super::{Config, ConfigError, Result};
+
+fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_string(),
+        message: message.into(),
+        file: None,
+        line: None,
+    }
+}
+
+/// Checks every value that the types alone do not constrain.
+pub(crate) fn validate(c: &Config) -> Result<()> {
+    if c.storage.data_dir.as_os_str().is_empty() {
+        return Err(invalid("storage.data_dir", "must not be empty"));
+    }
+
+    let e = &c.embedding;
+    if e.model_dir.as_os_str().is_empty() {
+        return Err(invalid("embedding.model_dir", "must not be empty"));
+    }
+    if e.runtime_path.as_os_str().is_empty() {
+        return Err(invalid("embedding.runtime_path", "must not be empty"));
+    }
+    if !(16..=8192).contains(&e.max_length) {
+        return Err(invalid(
+            "embedding.max_length",
+            format!("{} is out of range 16..=8192", e.max_length),
+        ));
+    }
+    if !(1..=4096).contains(&e.batch_size) {
+        return Err(invalid(
+            "embedding.batch_size",
+            format!("{} is out of range 1..=4096", e.batch_size),
+        ));
+    }
+    if e.threads > 1024 {
+        return Err(invalid(
+            "embedding.threads",
+            format!("{} is out of range 0..=1024 (0 = all cores)", e.threads),
+        ));
+    }
+
+    let i = &c.ingest;
+    if !(20..=4000).contains(&i.chunk_size) {
+        return Err(invalid(
+            "ingest.chunk_size",
+            format!("{} words is out of range 20..=4000", i.chunk_size),
+        ));
+    }
+    if i.chunk_overlap * 2 > i.chunk_size {
+        return Err(invalid(
+            "ingest.chunk_overlap",
+            format!(
+                "{} must be at most half of ingest.chunk_size ({})",
+                i.chunk_overlap, i.chunk_size
+            ),
+        ));
+    }
+    if i.include.is_empty() {
+        return Err(invalid("ingest.include", "needs at least one glob pattern"));
+    }
+    for (key, patterns) in [
+        ("ingest.include", &i.include),
+        ("ingest.exclude", &i.exclude),
+    ] {
+        for p in patterns {
+            globset::Glob::new(p)
+                .map_err(|e| invalid(key, format!("`{p}` is not a valid glob: {e}")))?;
+        }
+    }
+    if !(1..=100_000).contains(&i.commit_chunks) {
+        return Err(invalid(
+            "ingest.commit_chunks",
+            format!("{} is out of range 1..=100000", i.commit_chunks),
+        ));
+    }
+    if i.max_file_bytes == 0 {
+        return Err(invalid("ingest.max_file_bytes", "must be greater than 0"));
+    }
+
+    let q = &c.qdrant;
+    let name_ok = !q.collection.is_empty()
+        && q.collection.len() <= 64
+        && q.collection
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+    if !name_ok {
+        return Err(invalid(
+            "qdrant.collection",
+            format!(
+                "`{}` must be 1 to 64 characters of letters, digits, `_` or `-`",
+                q.collection
+            ),
+        ));
+    }
+    if !(1..=1000).contains(&q.search_limit) {
+        return Err(invalid(
+            "qdrant.search_limit",
+            format!("{} is out of range 1..=1000", q.search_limit),
+        ));
+    }
+    if !(-1.0..=1.0).contains(&q.score_threshold) {
+        return Err(invalid(
+            "qdrant.score_threshold",
+            format!(
+                "{} is out of range -1.0..=1.0 (a cosine similarity)",
+                q.score_threshold
+            ),
+        ));
+    }
+    if !(q.rrf_k.is_finite() && q.rrf_k > 0.0) {
+        return Err(invalid(
+            "qdrant.rrf_k",
+            format!("{} must be a positive number", q.rrf_k),
+        ));
+    }
+    for (key, w) in [
+        ("qdrant.lexical_weight", q.lexical_weight),
+        ("qdrant.identifier_weight", q.identifier_weight),
+    ] {
+        if !(w.is_finite() && (0.0..=100.0).contains(&w)) {
+            return Err(invalid(key, format!("{w} is out of range 0.0..=100.0")));
+        }
+    }
+    if !(1..=10_000).contains(&q.candidates) {
+        return Err(invalid(
+            "qdrant.candidates",
+            format!("{} is out of range 1..=10000", q.candidates),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Text embedding: the [`Embedder`] trait and the local fastembed (ONNX)
+//! implementation, [`FastEmbedder`].
+
+mod fastembed;
+
+pub use self::fastembed::FastEmbedder;
+
+use std::path::PathBuf;
+
+/// Result of embedding operations.
+pub type Result<T> = std::result::Result<T, EmbedError>;
+
+/// What went wrong while loading or running the embedding model.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// A model file is missing.
+    #[error(
+        "embedding model file {path} not found: run `scripts/setup` (or point embedding.model_dir at a folder with model.onnx and its tokenizer files)"
+    )]
+    ModelMissing { path: PathBuf },
+    /// The ONNX Runtime library is missing.
+    #[error(
+        "ONNX Runtime library {path} not found: run `scripts/setup` (or point embedding.runtime_path at libonnxruntime.so 1.24 or newer)"
+    )]
+    RuntimeMissing { path: PathBuf },
+    /// The ONNX Runtime library could not be used.
+    #[error("ONNX Runtime library {path} cannot be used: {message}")]
+    Runtime { path: PathBuf, message: String },
+    /// A model file could not be read or parsed.
+    #[error("cannot read embedding model file {path}: {message}")]
+    ModelFile { path: PathBuf, message: String },
+    /// The model failed to load or to run.
+    #[error("embedding model: {0}")]
+    Model(String),
+}
+
+/// Turns texts into fixed-size vectors whose cosine similarity reflects
+/// meaning. Implementations return L2-normalised vectors, one per text, in
+/// order.
+pub trait Embedder: Send + Sync {
+    /// Length of every vector.
+    fn dimension(&self) -> usize;
+    /// A name for the model, recorded with the data it embedded.
+    fn model_id(&self) -> &str;
+    /// Embeds documents (or passages).
+    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+    /// Embeds a query. The default is the same as a document.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        self.embed(&[text.to_string()])?
+            .pop()
+            .ok_or_else(|| EmbedError::Model("the model returned no vector".into()))
+    }
+}
+
+/// Cosine similarity of two vectors (their dot product when both are
+/// L2-normalised, as an [`Embedder`]'s are).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cosine;
+
+    #[test]
+    fn cosine_of_known_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
+        assert!((cosine(&[3.0, 4.0], &[6.0, 8.0]) - 1.0).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+    }
+}

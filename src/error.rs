@@ -1,0 +1,71 @@
+//! The library's top-level error: one variant per layer, each layer's own
+//! `thiserror` enum inside. [`Error::exit_code`] maps them to the CLI's exit
+//! codes (DESIGN.md): 2 bad input or config, 3 not found, 1 anything else.
+
+use crate::config::ConfigError;
+use crate::embed::EmbedError;
+use crate::ingest::IngestError;
+use crate::lexical::LexicalError;
+use crate::store::StoreError;
+
+/// Result of library operations.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Any error GRACE's library returns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    #[error(transparent)]
+    Lexical(#[from] LexicalError),
+    /// A request the caller can fix (an empty query, a zero limit).
+    #[error("{0}")]
+    InvalidInput(String),
+}
+
+/// Exit code: bad input or configuration.
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: something named does not exist (a path, the knowledge base, the model).
+pub const EXIT_NOT_FOUND: u8 = 3;
+/// Exit code: any other failure.
+pub const EXIT_FAILURE: u8 = 1;
+
+impl Error {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Config(_) | Error::InvalidInput(_) => EXIT_BAD_INPUT,
+            Error::Embed(e) => embed_code(e),
+            Error::Store(e) => store_code(e),
+            Error::Ingest(e) => match e {
+                IngestError::PathNotFound { .. } => EXIT_NOT_FOUND,
+                IngestError::BadGlob { .. } => EXIT_BAD_INPUT,
+                IngestError::Store(s) => store_code(s),
+                IngestError::Embed(m) => embed_code(m),
+                IngestError::Manifest { .. } | IngestError::Io { .. } => EXIT_FAILURE,
+            },
+            Error::Lexical(_) => EXIT_FAILURE,
+        }
+    }
+}
+
+fn embed_code(e: &EmbedError) -> u8 {
+    match e {
+        EmbedError::ModelMissing { .. } | EmbedError::RuntimeMissing { .. } => EXIT_NOT_FOUND,
+        _ => EXIT_FAILURE,
+    }
+}
+
+fn store_code(e: &StoreError) -> u8 {
+    match e {
+        StoreError::NotFound { .. } => EXIT_NOT_FOUND,
+        StoreError::DimensionMismatch { .. } => EXIT_BAD_INPUT,
+        _ => EXIT_FAILURE,
+    }
+}

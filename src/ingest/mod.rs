@@ -1,0 +1,475 @@
+//! Ingest: files → sections → chunks → vectors → store, recorded in a
+//! manifest so that re-ingesting is idempotent.
+//!
+//! [`Ingestor::run`] walks the paths, skips files whose content hash the
+//! manifest already has, and writes changed files in groups of about
+//! `ingest.commit_chunks` chunks: mark pending → delete the source's old points →
+//! embed → upsert → flush → mark committed. A crash anywhere leaves pending
+//! entries that the next run rebuilds, so the store ends with exactly the
+//! chunks of the files, none twice (see [`manifest`]).
+
+pub mod chunk;
+pub mod load;
+pub mod manifest;
+pub mod walk;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use self::chunk::{Chunk, ChunkParams};
+use self::load::{Format, LoadError};
+use self::manifest::{EntryState, Manifest, SourceEntry};
+use crate::config::IngestConfig;
+use crate::embed::{EmbedError, Embedder};
+use crate::lexical::LexicalEncoder;
+use crate::store::{ChunkPayload, ChunkPoint, StoreError, VectorStore, point_id};
+
+/// Version of how text becomes chunks and sparse vectors; part of the
+/// pipeline fingerprint, bumped when loaders, chunker or lexical encoding
+/// change their output.
+const PIPELINE_VERSION: &str = "chunks-v1+lexical-v1";
+
+/// Result of ingest operations.
+pub type Result<T> = std::result::Result<T, IngestError>;
+
+/// Errors that stop an ingest. (Problems with single files do not: they
+/// are reported in [`IngestReport::skipped`].)
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("{path}: no such file or folder")]
+    PathNotFound { path: PathBuf },
+    #[error("invalid glob pattern `{pattern}`: {message}")]
+    BadGlob { pattern: String, message: String },
+    #[error(
+        "manifest {path} is unreadable ({message}); move it away to rebuild the knowledge base from scratch"
+    )]
+    Manifest { path: PathBuf, message: String },
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+/// Options of one ingest run.
+#[derive(Debug, Clone, Default)]
+pub struct IngestOptions {
+    /// Remove the chunks of files that were ingested from the walked folders
+    /// before and are gone (deleted, or now excluded).
+    pub prune: bool,
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status", content = "reason")]
+pub enum FileStatus {
+    Added,
+    Updated,
+    Unchanged,
+    Skipped(String),
+}
+
+/// Progress of a run, for a progress bar or a log.
+#[derive(Debug)]
+pub enum IngestEvent<'a> {
+    /// The walk found this many files.
+    Found { files: usize },
+    /// A file is done.
+    File {
+        path: &'a Path,
+        status: &'a FileStatus,
+        chunks: usize,
+    },
+    /// Index building started (can take a while on large collections).
+    Optimizing,
+}
+
+/// A file that was not ingested.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkippedFile {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Summary of a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestReport {
+    pub files_seen: usize,
+    pub added: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+    pub skipped: Vec<SkippedFile>,
+    /// Sources whose chunks were removed (pruned, or left pending by an
+    /// interrupted run and no longer present).
+    pub removed: Vec<String>,
+    pub chunks_written: usize,
+    /// Points in the collection after the run.
+    pub points_total: usize,
+    /// Whether index building rebuilt anything.
+    pub optimized: bool,
+    pub elapsed_secs: f64,
+    /// Time spent inside the embedding model.
+    pub embed_secs: f64,
+}
+
+/// Everything an ingest run works with.
+pub struct Ingestor<'a> {
+    pub store: &'a dyn VectorStore,
+    pub embedder: &'a dyn Embedder,
+    pub lexical: &'a LexicalEncoder,
+    pub config: &'a IngestConfig,
+    pub manifest_path: &'a Path,
+}
+
+/// A file read, hashed and chunked, waiting for its group to be written.
+struct Prepared {
+    source: String,
+    path: PathBuf,
+    hash: String,
+    chunks: Vec<Chunk>,
+    title: Option<String>,
+    existed: bool,
+}
+
+impl Ingestor<'_> {
+    /// Identifies the model and the text pipeline; stored in the manifest.
+    pub fn pipeline_id(&self) -> String {
+        format!(
+            "{}|chunk{}/{}|{PIPELINE_VERSION}",
+            self.embedder.model_id(),
+            self.config.chunk_size,
+            self.config.chunk_overlap
+        )
+    }
+
+    /// Ingests `paths`, reporting progress through `on_event`.
+    pub fn run(
+        &self,
+        paths: &[PathBuf],
+        options: &IngestOptions,
+        on_event: &mut dyn FnMut(IngestEvent<'_>),
+    ) -> Result<IngestReport> {
+        let started = Instant::now();
+        let filters = walk::Filters::new(&self.config.include, &self.config.exclude)?;
+        let found = walk::walk(paths, &filters)?;
+        on_event(IngestEvent::Found {
+            files: found.files.len(),
+        });
+
+        let pipeline = self.pipeline_id();
+        let mut manifest =
+            Manifest::load(self.manifest_path)?.unwrap_or_else(|| Manifest::new(&pipeline));
+        let pipeline_changed = manifest.pipeline != pipeline;
+        if pipeline_changed {
+            tracing::warn!(
+                old = %manifest.pipeline,
+                new = %pipeline,
+                "the embedding model or chunking changed: every file is re-ingested"
+            );
+            manifest.pipeline = pipeline.clone();
+        }
+
+        let mut report = IngestReport {
+            files_seen: found.files.len(),
+            ..Default::default()
+        };
+        for p in &found.problems {
+            report.skipped.push(SkippedFile {
+                path: p.path.clone(),
+                reason: p.reason.clone(),
+            });
+        }
+
+        let walked: HashSet<String> = found.files.iter().map(|c| source_key(&c.path)).collect();
+        let mut embed_time = Duration::ZERO;
+        let mut changed_store = self.recover_pending(&mut manifest, &walked, &mut report)?;
+
+        let mut group: Vec<Prepared> = Vec::new();
+        let mut group_chunks = 0;
+        for candidate in &found.files {
+            let source = source_key(&candidate.path);
+            let previous = manifest.sources.get(&source);
+            match self.prepare(candidate, &source, previous, pipeline_changed) {
+                Ok(None) => {
+                    report.unchanged += 1;
+                    let chunks = previous.map(|e| e.point_ids.len()).unwrap_or_default();
+                    on_event(IngestEvent::File {
+                        path: &candidate.path,
+                        status: &FileStatus::Unchanged,
+                        chunks,
+                    });
+                }
+                Ok(Some(prepared)) => {
+                    group_chunks += prepared.chunks.len();
+                    group.push(prepared);
+                    if group_chunks >= self.config.commit_chunks {
+                        self.write_group(
+                            &mut group,
+                            &mut manifest,
+                            &mut report,
+                            &mut embed_time,
+                            on_event,
+                        )?;
+                        group_chunks = 0;
+                        changed_store = true;
+                    }
+                }
+                Err(reason) => {
+                    // A file that can no longer be loaded must not keep serving old text.
+                    if manifest.sources.contains_key(&source) {
+                        self.remove_source(&mut manifest, &source)?;
+                        changed_store = true;
+                    }
+                    let status = FileStatus::Skipped(reason.clone());
+                    on_event(IngestEvent::File {
+                        path: &candidate.path,
+                        status: &status,
+                        chunks: 0,
+                    });
+                    report.skipped.push(SkippedFile {
+                        path: candidate.path.clone(),
+                        reason,
+                    });
+                }
+            }
+        }
+        if !group.is_empty() {
+            self.write_group(
+                &mut group,
+                &mut manifest,
+                &mut report,
+                &mut embed_time,
+                on_event,
+            )?;
+            changed_store = true;
+        }
+
+        if options.prune {
+            let gone: Vec<String> = manifest
+                .sources
+                .keys()
+                .filter(|s| {
+                    !walked.contains(*s) && found.roots.iter().any(|r| Path::new(s).starts_with(r))
+                })
+                .cloned()
+                .collect();
+            for source in gone {
+                self.remove_source(&mut manifest, &source)?;
+                report.removed.push(source);
+                changed_store = true;
+            }
+        }
+        if changed_store {
+            self.store.flush()?;
+            manifest.save(self.manifest_path)?;
+            on_event(IngestEvent::Optimizing);
+            report.optimized = self.store.optimize()?;
+        } else if pipeline_changed || !self.manifest_path.exists() {
+            manifest.save(self.manifest_path)?;
+        }
+        report.points_total = self.store.count(None)?;
+        report.elapsed_secs = started.elapsed().as_secs_f64();
+        report.embed_secs = embed_time.as_secs_f64();
+        Ok(report)
+    }
+
+    /// Sources left pending by an interrupted run that this run will not
+    /// rewrite: their store state is unknown, so their points go and the
+    /// entry is dropped (the next ingest of that file adds it again).
+    fn recover_pending(
+        &self,
+        manifest: &mut Manifest,
+        walked: &HashSet<String>,
+        report: &mut IngestReport,
+    ) -> Result<bool> {
+        let stale: Vec<String> = manifest
+            .sources
+            .iter()
+            .filter(|(s, e)| e.state == EntryState::Pending && !walked.contains(*s))
+            .map(|(s, _)| s.clone())
+            .collect();
+        for source in &stale {
+            tracing::info!(%source, "removing the chunks of a file an interrupted ingest left half-written");
+            self.remove_source(manifest, source)?;
+            report.removed.push(source.clone());
+        }
+        Ok(!stale.is_empty())
+    }
+
+    fn remove_source(&self, manifest: &mut Manifest, source: &str) -> Result<()> {
+        self.store.delete_by_source(source)?;
+        self.store.flush()?;
+        manifest.sources.remove(source);
+        manifest.save(self.manifest_path)?;
+        Ok(())
+    }
+
+    /// Reads, hashes and chunks a file; `Ok(None)` when it is unchanged,
+    /// `Err(reason)` when it cannot be ingested.
+    fn prepare(
+        &self,
+        candidate: &walk::Candidate,
+        source: &str,
+        previous: Option<&SourceEntry>,
+        pipeline_changed: bool,
+    ) -> std::result::Result<Option<Prepared>, String> {
+        let path = &candidate.path;
+        let meta = std::fs::metadata(path).map_err(|e| format!("unreadable: {e}"))?;
+        if meta.len() > self.config.max_file_bytes {
+            return Err(format!(
+                "too large: {} bytes, over ingest.max_file_bytes = {}",
+                meta.len(),
+                self.config.max_file_bytes
+            ));
+        }
+        let bytes = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
+        let hash = hex(&Sha256::digest(&bytes));
+        if let Some(prev) = previous
+            && prev.state == EntryState::Committed
+            && prev.content_hash == hash
+            && !pipeline_changed
+        {
+            return Ok(None);
+        }
+        let format = match Format::from_path(path) {
+            Some(f) => f,
+            None if candidate.explicit => Format::Text,
+            None => return Err("unsupported file type".into()),
+        };
+        let doc = load::load(&bytes, format).map_err(|e: LoadError| e.to_string())?;
+        let params = ChunkParams {
+            size: self.config.chunk_size,
+            overlap: self.config.chunk_overlap,
+        };
+        let chunks = chunk::chunk_sections(&doc.sections, params);
+        Ok(Some(Prepared {
+            source: source.to_string(),
+            path: path.clone(),
+            hash,
+            chunks,
+            title: doc.title,
+            existed: previous.is_some(),
+        }))
+    }
+
+    /// Writes a group of prepared files (see the module docs for the order).
+    fn write_group(
+        &self,
+        group: &mut Vec<Prepared>,
+        manifest: &mut Manifest,
+        report: &mut IngestReport,
+        embed_time: &mut Duration,
+        on_event: &mut dyn FnMut(IngestEvent<'_>),
+    ) -> Result<()> {
+        let now = manifest::now();
+        for p in group.iter() {
+            let entry = manifest
+                .sources
+                .entry(p.source.clone())
+                .or_insert_with(|| SourceEntry {
+                    content_hash: p.hash.clone(),
+                    point_ids: Vec::new(),
+                    state: EntryState::Pending,
+                    updated_at: now,
+                });
+            entry.state = EntryState::Pending;
+        }
+        manifest.save(self.manifest_path)?;
+
+        let texts: Vec<String> = group
+            .iter()
+            .flat_map(|p| {
+                p.chunks
+                    .iter()
+                    .map(|c| c.embedding_text(p.title.as_deref()))
+            })
+            .collect();
+        let t = Instant::now();
+        let vectors = self.embedder.embed(&texts)?;
+        *embed_time += t.elapsed();
+
+        let mut vectors = vectors.into_iter();
+        let mut texts = texts.into_iter();
+        let mut points = Vec::with_capacity(texts.len());
+        let mut ids_per_file = Vec::with_capacity(group.len());
+        for p in group.iter() {
+            self.store.delete_by_source(&p.source)?;
+            let mut ids = Vec::with_capacity(p.chunks.len());
+            for (i, c) in p.chunks.iter().enumerate() {
+                let (Some(dense), Some(text)) = (vectors.next(), texts.next()) else {
+                    return Err(EmbedError::Model("fewer vectors than texts".into()).into());
+                };
+                let id = point_id(&p.source, i, &p.hash);
+                ids.push(id);
+                points.push(ChunkPoint {
+                    id,
+                    dense,
+                    lexical: self.lexical.encode_document(&text),
+                    payload: ChunkPayload {
+                        source: p.source.clone(),
+                        section: c.section.clone(),
+                        chunk_index: i,
+                        text: c.text.clone(),
+                        content_hash: p.hash.clone(),
+                    },
+                });
+            }
+            ids_per_file.push(ids);
+        }
+        report.chunks_written += points.len();
+        self.store.upsert(points)?;
+        self.store.flush()?;
+
+        for (p, ids) in group.iter().zip(ids_per_file) {
+            let n = ids.len();
+            manifest.sources.insert(
+                p.source.clone(),
+                SourceEntry {
+                    content_hash: p.hash.clone(),
+                    point_ids: ids,
+                    state: EntryState::Committed,
+                    updated_at: now,
+                },
+            );
+            let status = if p.existed {
+                report.updated += 1;
+                FileStatus::Updated
+            } else {
+                report.added += 1;
+                FileStatus::Added
+            };
+            on_event(IngestEvent::File {
+                path: &p.path,
+                status: &status,
+                chunks: n,
+            });
+        }
+        manifest.save(self.manifest_path)?;
+        group.clear();
+        Ok(())
+    }
+}
+
+/// The `source` of a file: its canonical path as text.
+pub fn source_key(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}

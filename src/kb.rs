@@ -1,0 +1,178 @@
+//! [`KnowledgeBase`]: one collection with its store, embedder and lexical
+//! encoder, opened from a [`Config`]. The CLI and (later) the services are
+//! thin layers over it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::Result;
+use crate::config::{Backend, Config};
+use crate::embed::{Embedder, FastEmbedder};
+use crate::ingest::manifest::Manifest;
+use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
+use crate::lexical::LexicalEncoder;
+use crate::search::{Passage, SearchRequest};
+use crate::store::edge::EdgeStore;
+use crate::store::{PayloadFilter, StoreInfo, VectorStore};
+
+/// An opened knowledge base.
+pub struct KnowledgeBase {
+    config: Config,
+    store: Box<dyn VectorStore>,
+    embedder: Arc<dyn Embedder>,
+    lexical: LexicalEncoder,
+}
+
+/// How to open the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// The collection must exist (search, status).
+    Existing,
+    /// Create the collection if it does not exist (ingest).
+    Create,
+}
+
+impl KnowledgeBase {
+    /// Opens the configured collection with the configured local model.
+    pub fn open(config: Config, mode: OpenMode) -> Result<Self> {
+        let embedder: Arc<dyn Embedder> = Arc::new(FastEmbedder::new(&config.embedding)?);
+        Self::with_embedder(config, embedder, mode)
+    }
+
+    /// Opens the configured collection with a given embedder.
+    pub fn with_embedder(
+        config: Config,
+        embedder: Arc<dyn Embedder>,
+        mode: OpenMode,
+    ) -> Result<Self> {
+        let store: Box<dyn VectorStore> = match config.storage.backend {
+            Backend::Edge => {
+                let dir = config.collection_dir();
+                Box::new(match mode {
+                    OpenMode::Existing => EdgeStore::open_existing(&dir)?,
+                    OpenMode::Create => EdgeStore::open_or_create(&dir, embedder.dimension())?,
+                })
+            }
+        };
+        Ok(Self {
+            config,
+            store,
+            embedder,
+            lexical: LexicalEncoder::new()?,
+        })
+    }
+
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The vector store.
+    pub fn store(&self) -> &dyn VectorStore {
+        self.store.as_ref()
+    }
+
+    /// The embedder.
+    pub fn embedder(&self) -> &dyn Embedder {
+        self.embedder.as_ref()
+    }
+
+    /// The lexical encoder.
+    pub fn lexical(&self) -> &LexicalEncoder {
+        &self.lexical
+    }
+
+    /// Ingests files and folders (see [`crate::ingest`]).
+    pub fn ingest(
+        &self,
+        paths: &[PathBuf],
+        options: &IngestOptions,
+        on_event: &mut dyn FnMut(IngestEvent<'_>),
+    ) -> Result<IngestReport> {
+        let manifest_path = self.config.manifest_path();
+        let ingestor = Ingestor {
+            store: self.store.as_ref(),
+            embedder: self.embedder.as_ref(),
+            lexical: &self.lexical,
+            config: &self.config.ingest,
+            manifest_path: &manifest_path,
+        };
+        Ok(ingestor.run(paths, options, on_event)?)
+    }
+
+    /// Searches the collection; `limit` defaults to `qdrant.search_limit`.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: Option<usize>,
+        filter: Option<&PayloadFilter>,
+    ) -> Result<Vec<Passage>> {
+        let request = SearchRequest {
+            query,
+            limit: limit.unwrap_or(self.config.qdrant.search_limit),
+            filter,
+        };
+        crate::search::search(
+            self.store.as_ref(),
+            self.embedder.as_ref(),
+            &self.lexical,
+            &self.config.qdrant,
+            &request,
+        )
+    }
+
+    /// Size and provenance of the collection.
+    pub fn status(&self) -> Result<Status> {
+        let manifest = Manifest::load(&self.config.manifest_path())?;
+        let (sources, pipeline, pending) = match &manifest {
+            Some(m) => (
+                m.sources.len(),
+                Some(m.pipeline.clone()),
+                m.sources
+                    .values()
+                    .filter(|e| e.state == crate::ingest::manifest::EntryState::Pending)
+                    .count(),
+            ),
+            None => (0, None, 0),
+        };
+        Ok(Status {
+            collection: self.config.qdrant.collection.clone(),
+            backend: "edge".to_string(),
+            path: self.config.collection_dir(),
+            store: self.store.info()?,
+            sources,
+            pending_sources: pending,
+            pipeline,
+            model: self.embedder.model_id().to_string(),
+            model_dir: self.config.embedding.model_dir.clone(),
+            hybrid: self.config.qdrant.hybrid,
+        })
+    }
+
+    /// The manifest's source list (canonical paths), sorted.
+    pub fn sources(&self) -> Result<Vec<String>> {
+        Ok(Manifest::load(&self.config.manifest_path())?
+            .map(|m| m.sources.into_keys().collect())
+            .unwrap_or_default())
+    }
+}
+
+/// What `grace status` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub collection: String,
+    pub backend: String,
+    pub path: PathBuf,
+    pub store: StoreInfo,
+    pub sources: usize,
+    /// Sources an interrupted ingest left half-written (the next ingest repairs them).
+    pub pending_sources: usize,
+    /// Model and chunking the collection was built with.
+    pub pipeline: Option<String>,
+    /// The model configured now.
+    pub model: String,
+    pub model_dir: PathBuf,
+    pub hybrid: bool,
+}

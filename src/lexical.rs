@@ -1,0 +1,248 @@
+//! Lexical (sparse) encoding of text for exact-term retrieval.
+//!
+//! Sentence embeddings match identifiers poorly: `E0382`, `--no-install-recommends`,
+//! `apt_pkg.init()` or `1.24.4` carry little meaning for MiniLM. The lexical
+//! signal makes them count. A text becomes a sparse vector of
+//!
+//! * BM25 term weights of its words (qdrant-edge's English tokenizer:
+//!   lowercasing, stop words, Snowball stemming), and
+//! * one extra term per *identifier* — a token that looks like code or a
+//!   version rather than a word — hashed whole, so a query containing
+//!   `--purge` matches documents containing exactly `--purge`, not every
+//!   document mentioning "purge".
+//!
+//! The store applies the IDF modifier at search time, so together with the
+//! document-side term frequency weights this scores like BM25.
+
+use qdrant_edge::bm25_embed::{EdgeBm25, EdgeBm25Config};
+
+/// A sparse vector: parallel term ids and weights, ids unique.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SparseVector {
+    pub indices: Vec<u32>,
+    pub values: Vec<f32>,
+}
+
+impl SparseVector {
+    /// True when the vector has no terms (a query of stop words only).
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+}
+
+/// BM25 parameters used for identifier terms (the same as the word terms').
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+const AVG_LEN: f32 = 256.0;
+/// Identifier terms weigh this much more than a word with the same
+/// frequency: an exact identifier match is strong evidence.
+const IDENTIFIER_BOOST: f32 = 2.0;
+
+/// Encodes documents and queries into [`SparseVector`]s.
+#[derive(Debug)]
+pub struct LexicalEncoder {
+    bm25: EdgeBm25,
+}
+
+impl LexicalEncoder {
+    /// Builds the English encoder.
+    pub fn new() -> Result<Self, LexicalError> {
+        let config = EdgeBm25Config {
+            language: Some("english".to_string()),
+            ..Default::default()
+        };
+        let bm25 = EdgeBm25::new(config).map_err(|e| LexicalError(e.to_string()))?;
+        Ok(Self { bm25 })
+    }
+
+    /// Document-side vector: BM25 term-frequency weights.
+    pub fn encode_document(&self, text: &str) -> SparseVector {
+        let words = self.bm25.embed_document(text);
+        let doc_len = text.split_whitespace().count() as f32;
+        let mut ids = identifiers(text);
+        ids.sort();
+        let mut id_terms: Vec<(u32, f32)> = Vec::new();
+        for group in ids.chunk_by(|a, b| a == b) {
+            let tf = group.len() as f32;
+            let weight = tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * doc_len / AVG_LEN));
+            id_terms.push((identifier_term(&group[0]), weight * IDENTIFIER_BOOST));
+        }
+        merge(words.indices, words.values, id_terms)
+    }
+
+    /// Query-side vector: each distinct term once, weight 1 (the store's
+    /// IDF modifier supplies the term's rarity).
+    pub fn encode_query(&self, text: &str) -> SparseVector {
+        let words = self.bm25.embed_query(text);
+        let mut ids = identifiers(text);
+        ids.sort();
+        ids.dedup();
+        let id_terms = ids
+            .iter()
+            .map(|t| (identifier_term(t), IDENTIFIER_BOOST))
+            .collect();
+        merge(words.indices, words.values, id_terms)
+    }
+}
+
+/// The BM25 tokenizer could not be built (an unsupported language or
+/// invalid parameters).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the lexical (BM25) encoder: {0}")]
+pub struct LexicalError(String);
+
+/// Combines word terms and identifier terms, summing weights of equal ids
+/// (a hash collision) so ids stay unique.
+fn merge(indices: Vec<u32>, values: Vec<f32>, extra: Vec<(u32, f32)>) -> SparseVector {
+    let mut pairs: Vec<(u32, f32)> = indices.into_iter().zip(values).chain(extra).collect();
+    pairs.sort_by_key(|p| p.0);
+    let mut out = SparseVector::default();
+    for (i, v) in pairs {
+        if out.indices.last() == Some(&i) {
+            if let Some(last) = out.values.last_mut() {
+                *last += v;
+            }
+        } else {
+            out.indices.push(i);
+            out.values.push(v);
+        }
+    }
+    out
+}
+
+/// Term id of an identifier: FNV-1a of a namespaced form, so it cannot
+/// coincide with the word term of the same letters except by a 32-bit
+/// collision.
+fn identifier_term(token: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in b"id:".iter().chain(token.as_bytes()) {
+        h ^= u32::from(*b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// The identifier-like tokens of `text`, lowercased, in order of appearance.
+///
+/// A token is a run of letters, digits and `_ . - : / # + ( )` that,
+/// after trimming sentence punctuation, contains a digit next to letters
+/// (`E0382`, `ipv6`), an underscore (`foo_bar`), a `::` or an inner `.`
+/// between word characters (`std::fs`, `apt.conf`, `1.24.4`), starts
+/// with `-` or `--` followed by a letter (`--purge`, `-y`), ends with `()`
+/// (`init()`), or mixes lower and upper case inside (`camelCase`, `DPkg`).
+pub fn identifiers(text: &str) -> Vec<String> {
+    let is_part = |c: char| c.is_alphanumeric() || "_.-:/#+()".contains(c);
+    text.split(|c: char| !is_part(c))
+        .filter_map(|raw| {
+            let t = raw.trim_end_matches(['.', ':', ',', ')', '(']);
+            let t = t.trim_start_matches(['(', ':', '.']);
+            let t = if raw.ends_with("()") && !t.is_empty() {
+                // keep a call's parentheses: `init()` is a function name
+                &raw[raw.len() - t.len() - 2..]
+            } else {
+                t
+            };
+            is_identifier(t).then(|| t.to_lowercase())
+        })
+        .collect()
+}
+
+fn is_identifier(t: &str) -> bool {
+    if t.chars().count() < 2 || t.chars().count() > 80 {
+        return false;
+    }
+    let has_alpha = t.chars().any(char::is_alphabetic);
+    let has_digit = t.chars().any(|c| c.is_ascii_digit());
+    let bytes = t.as_bytes();
+    let inner_dot = t.char_indices().any(|(i, c)| {
+        c == '.' && i > 0 && i + 1 < t.len() && is_word(bytes[i - 1]) && is_word(bytes[i + 1])
+    });
+    let flag = (t.starts_with("--") && t[2..].starts_with(|c: char| c.is_alphabetic()))
+        || (t.starts_with('-') && t.len() >= 2 && t[1..].starts_with(|c: char| c.is_alphabetic()));
+    let call = t.ends_with("()") && t.len() > 2;
+    let inner_caps = t
+        .char_indices()
+        .skip(1)
+        .any(|(i, c)| c.is_uppercase() && bytes[i - 1].is_ascii_lowercase());
+    (has_digit && (has_alpha || inner_dot))
+        || (t.contains('_') && has_alpha)
+        || t.contains("::")
+        || (inner_dot && has_alpha && t.split('.').any(|part| part.len() >= 2))
+        || flag
+        || call
+        || inner_caps
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_identifiers_and_not_words() {
+        let text = "Error E0382 (use of moved value) appears; run `apt-get install --no-install-recommends foo_bar` \
+                    or call apt_pkg.init() with ORT 1.24.4 and camelCase. A plain sentence, e.g. this one.";
+        let ids = identifiers(text);
+        for want in [
+            "e0382",
+            "--no-install-recommends",
+            "foo_bar",
+            "apt_pkg.init()",
+            "1.24.4",
+            "camelcase",
+        ] {
+            assert!(
+                ids.contains(&want.to_string()),
+                "{want} missing from {ids:?}"
+            );
+        }
+        for not in ["error", "appears", "plain", "sentence", "e.g", "one"] {
+            assert!(!ids.contains(&not.to_string()), "{not} wrongly in {ids:?}");
+        }
+    }
+
+    #[test]
+    fn apt_get_is_not_an_identifier_but_a_flag_is() {
+        assert!(!is_identifier("apt-get"));
+        assert!(is_identifier("-y"));
+        assert!(is_identifier("--purge"));
+        assert!(!is_identifier("-"));
+        assert!(!is_identifier("--"));
+    }
+
+    #[test]
+    fn sparse_vectors_have_unique_sorted_ids() {
+        let enc = LexicalEncoder::new().unwrap();
+        let v = enc
+            .encode_document("The E0382 error, again E0382; moved values and more moved values.");
+        assert!(!v.is_empty());
+        assert!(v.indices.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(v.indices.len(), v.values.len());
+    }
+
+    #[test]
+    fn query_and_document_share_identifier_terms() {
+        let enc = LexicalEncoder::new().unwrap();
+        let d = enc.encode_document("Pass --purge to remove configuration files.");
+        let q = enc.encode_query("what does --purge do");
+        let shared = q.indices.iter().filter(|i| d.indices.contains(i)).count();
+        // "purge" as a word (stemmed) and "--purge" as an identifier
+        assert!(shared >= 2, "shared {shared}: {q:?} vs {d:?}");
+        let other = enc.encode_document("Purge the cache.");
+        let shared_other = q
+            .indices
+            .iter()
+            .filter(|i| other.indices.contains(i))
+            .count();
+        assert!(shared_other < shared);
+    }
+
+    #[test]
+    fn stop_word_query_is_empty() {
+        let enc = LexicalEncoder::new().unwrap();
+        assert!(enc.encode_query("the of and").is_empty());
+    }
+}

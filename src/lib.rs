@@ -1,0 +1,35 @@
+//! GRACE: knowledge-base question answering that knows when it does not know.
+//!
+//! This crate is the library behind the `grace` command. The foundation is
+//! ingest and search over an embedded vector store:
+//!
+//! ```no_run
+//! use grace::{Config, KnowledgeBase, OpenMode};
+//! use grace::ingest::IngestOptions;
+//!
+//! # fn main() -> grace::Result<()> {
+//! let config = Config::load(None)?;
+//! let kb = KnowledgeBase::open(config, OpenMode::Create)?;
+//! kb.ingest(&["examples/kb".into()], &IngestOptions::default(), &mut |_| {})?;
+//! for passage in kb.search("How do I rotate the keys?", Some(3), None)? {
+//!     println!("{:.3} {} {}", passage.score, passage.source, passage.section);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! See `ARCHITECTURE.md` for how the modules fit together.
+
+pub mod config;
+pub mod embed;
+mod error;
+pub mod ingest;
+mod kb;
+pub mod lexical;
+pub mod search;
+pub mod store;
+
+pub use config::Config;
+pub use error::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_FOUND, Error, Result};
+pub use kb::{KnowledgeBase, OpenMode, Status};
+pub use search::Passage;

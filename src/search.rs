@@ -1,0 +1,128 @@
+//! Search: a question → ranked passages. The dense ranking (cosine of
+//! MiniLM vectors) and, when `qdrant.hybrid` is on, the lexical ranking
+//! (BM25 + exact identifiers) are fused by reciprocal rank; every passage
+//! keeps its dense cosine similarity as `score`, the number later stages
+//! (confidence) reason about.
+
+use serde::Serialize;
+
+use crate::config::QdrantConfig;
+use crate::embed::{Embedder, cosine};
+use crate::lexical::{LexicalEncoder, identifiers};
+use crate::store::fusion::rrf;
+use crate::store::{PayloadFilter, QueryVector, StoreQuery, StoredHit, VectorStore};
+use crate::{Error, Result};
+
+/// A passage found by a search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Passage {
+    pub id: u64,
+    /// The document's canonical path.
+    pub source: String,
+    /// Heading path of the passage (` > `-separated).
+    pub section: String,
+    pub chunk_index: usize,
+    pub text: String,
+    /// Cosine similarity of the passage to the query, in [-1, 1].
+    pub score: f32,
+    /// Reciprocal-rank-fusion score (the ranking order).
+    pub fused_score: f32,
+    /// Rank (from 1) in the dense ranking, if the passage was in it.
+    pub dense_rank: Option<usize>,
+    /// Rank (from 1) in the lexical ranking, if the passage was in it.
+    pub lexical_rank: Option<usize>,
+    /// BM25 score in the lexical ranking.
+    pub lexical_score: Option<f32>,
+}
+
+/// What to search for.
+#[derive(Debug, Clone)]
+pub struct SearchRequest<'a> {
+    pub query: &'a str,
+    pub limit: usize,
+    pub filter: Option<&'a PayloadFilter>,
+}
+
+/// Runs a search.
+pub fn search(
+    store: &dyn VectorStore,
+    embedder: &dyn Embedder,
+    lexical: &LexicalEncoder,
+    config: &QdrantConfig,
+    request: &SearchRequest<'_>,
+) -> Result<Vec<Passage>> {
+    let query = request.query.trim();
+    if query.is_empty() {
+        return Err(Error::InvalidInput("the query is empty".into()));
+    }
+    if request.limit == 0 {
+        return Err(Error::InvalidInput(
+            "the number of results must be at least 1".into(),
+        ));
+    }
+    let candidates = config.candidates.max(request.limit);
+    let q = embedder.embed_query(query)?;
+    let dense = store.search(&StoreQuery {
+        vector: QueryVector::Dense(&q),
+        limit: candidates,
+        filter: request.filter,
+        with_dense: false,
+    })?;
+    let lexical_hits = if config.hybrid {
+        let sparse = lexical.encode_query(query);
+        store.search(&StoreQuery {
+            vector: QueryVector::Lexical(&sparse),
+            limit: candidates,
+            filter: request.filter,
+            with_dense: true,
+        })?
+    } else {
+        Vec::new()
+    };
+
+    // A query that names an identifier (an error code, a flag, a function)
+    // is exactly where the dense model is weakest: trust the lexical
+    // ranking, whose identifier terms match exactly, more.
+    let lexical_weight = if identifiers(query).is_empty() {
+        config.lexical_weight
+    } else {
+        config.identifier_weight
+    };
+    let rankings = vec![
+        (dense.iter().map(|h| h.id).collect(), 1.0),
+        (lexical_hits.iter().map(|h| h.id).collect(), lexical_weight),
+    ];
+    let find = |hits: &[StoredHit], id: u64| hits.iter().find(|h| h.id == id).cloned();
+    let mut passages = Vec::new();
+    for fused in rrf(&rankings, config.rrf_k) {
+        let dense_hit = find(&dense, fused.id);
+        let lexical_hit = find(&lexical_hits, fused.id);
+        let score = match (&dense_hit, &lexical_hit) {
+            (Some(d), _) => d.score,
+            (None, Some(l)) => l.dense.as_deref().map(|v| cosine(&q, v)).unwrap_or(0.0),
+            (None, None) => continue,
+        };
+        if score < config.score_threshold {
+            continue;
+        }
+        let Some(hit) = dense_hit.or_else(|| lexical_hit.clone()) else {
+            continue;
+        };
+        passages.push(Passage {
+            id: hit.id,
+            source: hit.payload.source,
+            section: hit.payload.section,
+            chunk_index: hit.payload.chunk_index,
+            text: hit.payload.text,
+            score,
+            fused_score: fused.score,
+            dense_rank: fused.ranks[0],
+            lexical_rank: fused.ranks[1],
+            lexical_score: lexical_hit.map(|h| h.score),
+        });
+        if passages.len() == request.limit {
+            break;
+        }
+    }
+    Ok(passages)
+}

@@ -1,0 +1,370 @@
+//! The embedded vector store: one qdrant-edge shard per collection, on disk
+//! in `<data_dir>/collections/<name>`, in this process.
+//!
+//! qdrant-edge writes every update to its write-ahead log and replays the
+//! log on load, so updates accepted before a crash are not lost; [`flush`]
+//! makes them part of the segments. A lock file (`<dir>.lock`) keeps a
+//! second process from opening the same shard.
+//!
+//! [`flush`]: VectorStore::flush
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use qdrant_edge::{
+    Condition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
+    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, JsonPath, Match, Modifier,
+    NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations,
+    PointOperations, PointStruct, QueryEnum, QueryRequest, ScoredPoint, ScoringQuery,
+    UpdateOperation, ValueVariants, VectorInternal, VectorRef, Vectors, WithPayloadInterface,
+    WithVector,
+};
+
+use super::{
+    ChunkPayload, ChunkPoint, DENSE_VECTOR, LEXICAL_VECTOR, PayloadFilter, QueryVector, Result,
+    StoreError, StoreInfo, StoreQuery, StoredHit, VectorStore,
+};
+
+/// A qdrant-edge shard holding one collection.
+#[derive(Debug)]
+pub struct EdgeStore {
+    shard: EdgeShard,
+    path: PathBuf,
+    dimension: usize,
+    // Held for the store's lifetime: the OS releases the lock when it closes.
+    _lock: File,
+}
+
+impl EdgeStore {
+    /// Opens the collection at `path`, creating it for `dimension`-sized
+    /// dense vectors if it does not exist yet.
+    pub fn open_or_create(path: &Path, dimension: usize) -> Result<Self> {
+        let lock = lock(path)?;
+        let shard = if has_shard(path) {
+            load(path)?
+        } else {
+            create(path, dimension)?
+        };
+        let store = Self::new(shard, path, lock)?;
+        if store.dimension != dimension {
+            return Err(StoreError::DimensionMismatch {
+                path: path.to_path_buf(),
+                found: store.dimension,
+                expected: dimension,
+            });
+        }
+        Ok(store)
+    }
+
+    /// Opens an existing collection; [`StoreError::NotFound`] if there is none.
+    pub fn open_existing(path: &Path) -> Result<Self> {
+        if !has_shard(path) {
+            return Err(StoreError::NotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        let lock = lock(path)?;
+        let shard = load(path)?;
+        Self::new(shard, path, lock)
+    }
+
+    fn new(shard: EdgeShard, path: &Path, lock: File) -> Result<Self> {
+        let dimension = shard
+            .config()
+            .vectors
+            .get(DENSE_VECTOR)
+            .map(|v| v.size)
+            .ok_or_else(|| StoreError::Engine {
+                path: path.to_path_buf(),
+                message: format!(
+                    "the collection has no `{DENSE_VECTOR}` vector; it was not written by grace"
+                ),
+            })?;
+        Ok(Self {
+            shard,
+            path: path.to_path_buf(),
+            dimension,
+            _lock: lock,
+        })
+    }
+
+    /// Size of the dense vectors.
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    fn engine<E: std::fmt::Display>(&self, e: E) -> StoreError {
+        engine_error(&self.path, e)
+    }
+}
+
+fn engine_error<E: std::fmt::Display>(path: &Path, e: E) -> StoreError {
+    StoreError::Engine {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+fn has_shard(path: &Path) -> bool {
+    path.join("edge_config.json").is_file()
+}
+
+fn create(path: &Path, dimension: usize) -> Result<EdgeShard> {
+    let config = EdgeConfig::builder()
+        .vector(
+            DENSE_VECTOR,
+            EdgeVectorParams::builder(dimension, Distance::Cosine).build(),
+        )
+        .sparse_vector(
+            LEXICAL_VECTOR,
+            EdgeSparseVectorParams::builder()
+                .modifier(Modifier::Idf)
+                .build(),
+        )
+        .build();
+    let shard = EdgeShard::new(path, config).map_err(|e| engine_error(path, e))?;
+    // A keyword index on `source` makes delete-by-source and source filters
+    // cheap once the collection is large.
+    shard
+        .update(UpdateOperation::FieldIndexOperation(
+            FieldIndexOperations::CreateIndex(CreateIndex {
+                field_name: json_path(path, "source")?,
+                field_schema: Some(PayloadFieldSchema::FieldType(PayloadSchemaType::Keyword)),
+            }),
+        ))
+        .map_err(|e| engine_error(path, e))?;
+    shard.flush().map_err(|e| engine_error(path, e))?;
+    Ok(shard)
+}
+
+fn load(path: &Path) -> Result<EdgeShard> {
+    EdgeShard::load(path, None).map_err(|e| engine_error(path, e))
+}
+
+/// Takes the exclusive lock beside the collection folder, recording our pid
+/// so a second process can say who holds it.
+fn lock(path: &Path) -> Result<File> {
+    let lock_path = path.with_extension("lock");
+    if let Some(parent) = lock_path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| StoreError::Io {
+            action: "create the folder",
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    }
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(|source| StoreError::Io {
+            action: "open the lock file",
+            path: lock_path.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            return Err(StoreError::Busy {
+                path: path.to_path_buf(),
+                holder: if holder.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid {holder})")
+                },
+            });
+        }
+        Err(TryLockError::Error(source)) => {
+            return Err(StoreError::Io {
+                action: "lock",
+                path: lock_path,
+                source,
+            });
+        }
+    }
+    let pid = std::process::id().to_string();
+    let written = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| file.write_all(pid.as_bytes()));
+    written.map_err(|source| StoreError::Io {
+        action: "write the lock file",
+        path: lock_path,
+        source,
+    })?;
+    Ok(file)
+}
+
+fn json_path(store: &Path, field: &str) -> Result<JsonPath> {
+    JsonPath::try_from(field).map_err(|_| StoreError::Engine {
+        path: store.to_path_buf(),
+        message: format!("`{field}` is not a valid payload field name"),
+    })
+}
+
+fn to_filter(store: &Path, filter: &PayloadFilter) -> Result<Option<Filter>> {
+    if filter.is_empty() {
+        return Ok(None);
+    }
+    let mut conditions = Vec::with_capacity(filter.must.len());
+    for (field, value) in &filter.must {
+        conditions.push(Condition::Field(FieldCondition::new_match(
+            json_path(store, field)?,
+            Match::new_value(ValueVariants::String(value.clone())),
+        )));
+    }
+    Ok(Some(Filter {
+        must: Some(conditions),
+        ..Default::default()
+    }))
+}
+
+fn id_string(id: &PointId) -> String {
+    match id {
+        PointId::NumId(n) => n.to_string(),
+        PointId::Uuid(u) => u.to_string(),
+    }
+}
+
+fn to_hit(point: ScoredPoint) -> Result<StoredHit> {
+    let id = match point.id {
+        PointId::NumId(n) => n,
+        other => {
+            return Err(StoreError::BadPayload {
+                id: id_string(&other),
+                message: "point id is not numeric".into(),
+            });
+        }
+    };
+    let map = point.payload.map(|p| p.0).unwrap_or_default();
+    let payload: ChunkPayload = serde_json::from_value(serde_json::Value::Object(
+        map.into_iter().collect(),
+    ))
+    .map_err(|e| StoreError::BadPayload {
+        id: id.to_string(),
+        message: e.to_string(),
+    })?;
+    let dense = point
+        .vector
+        .as_ref()
+        .and_then(|v| match v.get(DENSE_VECTOR) {
+            Some(VectorRef::Dense(d)) => Some(d.to_vec()),
+            _ => None,
+        });
+    Ok(StoredHit {
+        id,
+        score: point.score,
+        payload,
+        dense,
+    })
+}
+
+impl VectorStore for EdgeStore {
+    fn upsert(&self, points: Vec<ChunkPoint>) -> Result<()> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        let mut batch = Vec::with_capacity(points.len());
+        for p in points {
+            if p.dense.len() != self.dimension {
+                return Err(StoreError::DimensionMismatch {
+                    path: self.path.clone(),
+                    found: self.dimension,
+                    expected: p.dense.len(),
+                });
+            }
+            let payload = serde_json::to_value(&p.payload).map_err(|e| self.engine(e))?;
+            let sparse = qdrant_edge::SparseVector {
+                indices: p.lexical.indices,
+                values: p.lexical.values,
+            };
+            let vectors = Vectors::new_named([
+                (DENSE_VECTOR, qdrant_edge::Vector::from(p.dense)),
+                (LEXICAL_VECTOR, qdrant_edge::Vector::from(sparse)),
+            ]);
+            batch.push(PointStruct::new(p.id, vectors, payload).into());
+        }
+        self.shard
+            .update(UpdateOperation::PointOperation(
+                PointOperations::UpsertPoints(PointInsertOperations::PointsList(batch)),
+            ))
+            .map_err(|e| self.engine(e))
+    }
+
+    fn search(&self, query: &StoreQuery<'_>) -> Result<Vec<StoredHit>> {
+        let (vector, using) = match query.vector {
+            QueryVector::Dense(v) => (VectorInternal::from(v.to_vec()), DENSE_VECTOR),
+            QueryVector::Lexical(s) => {
+                if s.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let sparse = qdrant_edge::SparseVector {
+                    indices: s.indices.clone(),
+                    values: s.values.clone(),
+                };
+                (VectorInternal::from(sparse), LEXICAL_VECTOR)
+            }
+        };
+        let mut request = QueryRequest::new(query.limit);
+        request.query = Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery {
+            query: vector,
+            using: Some(using.to_string()),
+        })));
+        request.filter = match query.filter {
+            Some(f) => to_filter(&self.path, f)?,
+            None => None,
+        };
+        request.with_payload = WithPayloadInterface::Bool(true);
+        request.with_vector = if query.with_dense {
+            WithVector::Selector(vec![DENSE_VECTOR.to_string()])
+        } else {
+            WithVector::Bool(false)
+        };
+        let points = self.shard.query(request).map_err(|e| self.engine(e))?;
+        points.into_iter().map(to_hit).collect()
+    }
+
+    fn delete_by_source(&self, source: &str) -> Result<()> {
+        let Some(filter) = to_filter(&self.path, &PayloadFilter::source(source))? else {
+            return Ok(());
+        };
+        self.shard
+            .update(UpdateOperation::PointOperation(
+                PointOperations::DeletePointsByFilter(filter),
+            ))
+            .map_err(|e| self.engine(e))
+    }
+
+    fn count(&self, filter: Option<&PayloadFilter>) -> Result<usize> {
+        let mut request = CountRequest::new();
+        request.filter = match filter {
+            Some(f) => to_filter(&self.path, f)?,
+            None => None,
+        };
+        request.exact = true;
+        self.shard.count(request).map_err(|e| self.engine(e))
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.shard.flush().map_err(|e| self.engine(e))
+    }
+
+    fn optimize(&self) -> Result<bool> {
+        self.shard.optimize().map_err(|e| self.engine(e))
+    }
+
+    fn info(&self) -> Result<StoreInfo> {
+        let info = self.shard.info().map_err(|e| self.engine(e))?;
+        Ok(StoreInfo {
+            points: info.points_count,
+            indexed_vectors: info.indexed_vectors_count,
+            segments: info.segments_count,
+            dimension: self.dimension,
+        })
+    }
+}

@@ -1,0 +1,198 @@
+//! Vector store: the [`VectorStore`] trait and its implementations.
+//!
+//! A point is one chunk: a dense vector (`dense`, cosine), a sparse lexical
+//! vector (`lexical`, with the IDF modifier) and a [`ChunkPayload`]. The
+//! embedded implementation is [`edge::EdgeStore`] (qdrant-edge, on disk, in
+//! process). Ranking fusion is not a store concern: the store answers one
+//! ranking per query and [`fusion`] combines them, so every backend fuses
+//! the same way.
+
+pub mod edge;
+pub mod fusion;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::lexical::SparseVector;
+
+/// Name of the dense vector of a point.
+pub const DENSE_VECTOR: &str = "dense";
+/// Name of the sparse (lexical) vector of a point.
+pub const LEXICAL_VECTOR: &str = "lexical";
+
+/// Result of store operations.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// What went wrong in the vector store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Nothing has been ingested into this collection yet.
+    #[error(
+        "no knowledge base at {path}: run `grace ingest PATH...` first (or check storage.data_dir and qdrant.collection)"
+    )]
+    NotFound { path: PathBuf },
+    /// The collection holds vectors of another size than the model gives.
+    #[error(
+        "the collection at {path} holds {found}-dimensional vectors but the embedding model gives {expected}: \
+         use another qdrant.collection or storage.data_dir, or delete {path} and ingest again"
+    )]
+    DimensionMismatch {
+        path: PathBuf,
+        found: usize,
+        expected: usize,
+    },
+    /// Another process holds the store.
+    #[error(
+        "the knowledge base at {path} is in use by another grace process{holder}; wait for it to finish (a running `grace serve` keeps it open: use its API instead)"
+    )]
+    Busy { path: PathBuf, holder: String },
+    /// The engine reported an error.
+    #[error("vector store at {path}: {message}")]
+    Engine { path: PathBuf, message: String },
+    /// A file operation around the store failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A stored point does not have the payload GRACE writes.
+    #[error(
+        "stored point {id} has a malformed payload ({message}); was this collection written by another program?"
+    )]
+    BadPayload { id: String, message: String },
+}
+
+/// What GRACE stores with every chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkPayload {
+    /// The document: its canonical absolute path.
+    pub source: String,
+    /// Heading path joined with ` > `.
+    pub section: String,
+    /// Position of the chunk in its document, from 0.
+    pub chunk_index: usize,
+    /// The chunk's text.
+    pub text: String,
+    /// sha256 of the document's bytes when the chunk was made.
+    pub content_hash: String,
+}
+
+/// One point to upsert.
+#[derive(Debug, Clone)]
+pub struct ChunkPoint {
+    pub id: u64,
+    pub dense: Vec<f32>,
+    pub lexical: SparseVector,
+    pub payload: ChunkPayload,
+}
+
+/// Deterministic point id of a chunk: the same source, position and content
+/// always give the same id, so re-ingesting overwrites instead of duplicating.
+pub fn point_id(source: &str, chunk_index: usize, content_hash: &str) -> u64 {
+    let mut h = Sha256::new();
+    h.update(source.as_bytes());
+    h.update([0]);
+    h.update(chunk_index.to_le_bytes());
+    h.update([0]);
+    h.update(content_hash.as_bytes());
+    let digest = h.finalize();
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(id)
+}
+
+/// Keyword equality conditions on payload fields, all of which must hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PayloadFilter {
+    /// `(field, value)` pairs, e.g. `("source", "/kb/a.md")`.
+    pub must: Vec<(String, String)>,
+}
+
+impl PayloadFilter {
+    /// Points of one source document.
+    pub fn source(source: &str) -> Self {
+        Self {
+            must: vec![("source".to_string(), source.to_string())],
+        }
+    }
+
+    /// True when the filter has no condition.
+    pub fn is_empty(&self) -> bool {
+        self.must.is_empty()
+    }
+}
+
+/// The vector a query ranks by.
+#[derive(Debug, Clone, Copy)]
+pub enum QueryVector<'a> {
+    Dense(&'a [f32]),
+    Lexical(&'a SparseVector),
+}
+
+/// One ranking request.
+#[derive(Debug, Clone)]
+pub struct StoreQuery<'a> {
+    pub vector: QueryVector<'a>,
+    pub limit: usize,
+    pub filter: Option<&'a PayloadFilter>,
+    /// Also return each hit's dense vector (to score lexical hits by cosine).
+    pub with_dense: bool,
+}
+
+/// One ranked point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredHit {
+    pub id: u64,
+    /// The ranking's own score: cosine for dense, BM25 for lexical.
+    pub score: f32,
+    pub payload: ChunkPayload,
+    pub dense: Option<Vec<f32>>,
+}
+
+/// Size and index state of a collection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoreInfo {
+    pub points: usize,
+    pub indexed_vectors: usize,
+    pub segments: usize,
+    pub dimension: usize,
+}
+
+/// A collection of chunk points.
+///
+/// Implementations are safe to share between threads.
+pub trait VectorStore: Send + Sync {
+    /// Inserts or replaces points (by id).
+    fn upsert(&self, points: Vec<ChunkPoint>) -> Result<()>;
+    /// Ranks points by one vector.
+    fn search(&self, query: &StoreQuery<'_>) -> Result<Vec<StoredHit>>;
+    /// Deletes every point of `source`.
+    fn delete_by_source(&self, source: &str) -> Result<()>;
+    /// Counts points matching `filter` (all points when `None`).
+    fn count(&self, filter: Option<&PayloadFilter>) -> Result<usize>;
+    /// Makes every accepted change durable.
+    fn flush(&self) -> Result<()>;
+    /// Builds search indexes and vacuums deletions where the engine's
+    /// thresholds call for it; returns whether anything was rebuilt.
+    fn optimize(&self) -> Result<bool>;
+    /// Size and index state.
+    fn info(&self) -> Result<StoreInfo>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn point_ids_are_deterministic_and_distinct() {
+        let a = point_id("/kb/a.md", 0, "h1");
+        assert_eq!(a, point_id("/kb/a.md", 0, "h1"));
+        assert_ne!(a, point_id("/kb/a.md", 1, "h1"));
+        assert_ne!(a, point_id("/kb/a.md", 0, "h2"));
+        assert_ne!(a, point_id("/kb/b.md", 0, "h1"));
+    }
+}

@@ -1,0 +1,166 @@
+//! The `grace` command as a user runs it: exit codes, messages, `--json`.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn grace(dir: &Path, args: &[&str]) -> Output {
+    let repo = common::repo();
+    Command::new(env!("CARGO_BIN_EXE_grace"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GRACE_CONFIG")
+        .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
+        .env(
+            "GRACE_EMBEDDING__RUNTIME_PATH",
+            repo.join("models/libonnxruntime.so"),
+        )
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+#[test]
+fn ingest_search_status_round_trip_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    let kb = kb.to_str().unwrap();
+
+    let out = grace(dir.path(), &["ingest", kb, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = json(&out);
+    assert_eq!(report["added"], 6);
+    assert_eq!(report["skipped"].as_array().unwrap().len(), 0);
+    assert!(dir.path().join(".grace/collections/grace").is_dir());
+
+    // An error code is found by its exact identifier.
+    let out = grace(
+        dir.path(),
+        &["search", "what does ORB-2001 mean", "-k", "3", "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let passages = json(&out);
+    let top = &passages[0];
+    assert!(
+        top["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("troubleshooting.md"),
+        "{top}"
+    );
+    assert!(
+        top["section"].as_str().unwrap().contains("ORB-2001"),
+        "{top}"
+    );
+    assert!(top["score"].as_f64().unwrap() > 0.0);
+
+    let out = grace(dir.path(), &["search", "How do I rotate an API key?"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("1. ["), "{text}");
+    assert!(
+        text.lines().next().unwrap().contains("secrets.html"),
+        "{text}"
+    );
+
+    let out = grace(dir.path(), &["status", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = json(&out);
+    assert_eq!(status["sources"], 6);
+    assert!(status["store"]["points"].as_u64().unwrap() >= 6);
+    assert_eq!(status["store"]["dimension"], 384);
+
+    // Unchanged re-ingest writes nothing.
+    let out = grace(dir.path(), &["ingest", kb, "--json"]);
+    let report = json(&out);
+    assert_eq!(
+        (
+            report["unchanged"].as_u64(),
+            report["chunks_written"].as_u64()
+        ),
+        (Some(6), Some(0))
+    );
+}
+
+#[test]
+fn search_before_any_ingest_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = grace(dir.path(), &["search", "anything"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("grace ingest"), "{}", stderr(&out));
+}
+
+#[test]
+fn missing_path_exits_3_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = grace(dir.path(), &["ingest", "no/such/folder"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("no/such/folder"), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_config_exits_2_naming_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("grace_config.yml"),
+        "qdrant:\n  search_limit: 0\n",
+    )
+    .unwrap();
+    let out = grace(dir.path(), &["status"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("grace_config.yml:2:") && err.contains("qdrant.search_limit"),
+        "{err}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_grace"))
+        .args(["config"])
+        .current_dir(tempfile::tempdir().unwrap().path())
+        .env("GRACE_QDRANT__HYBRID", "sometimes")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("GRACE_QDRANT__HYBRID"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn empty_query_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("a.md");
+    std::fs::write(&doc, "# A\n\nSome text.").unwrap();
+    assert!(
+        grace(dir.path(), &["ingest", "a.md", "-q"])
+            .status
+            .success()
+    );
+    let out = grace(dir.path(), &["search", "  "]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn missing_model_exits_3_and_says_run_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.md"), "# A\n\nSome text.").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_grace"))
+        .args(["ingest", "a.md"])
+        .current_dir(dir.path())
+        .env_remove("GRACE_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("scripts/setup"), "{}", stderr(&out));
+}

@@ -1,0 +1,222 @@
+//! Ingest end to end on the real embedded store and the real local model.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use grace::KnowledgeBase;
+use grace::ingest::manifest::Manifest;
+use grace::ingest::{IngestOptions, IngestReport};
+use grace::store::PayloadFilter;
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+fn ingest(kb: &KnowledgeBase, paths: &[PathBuf], prune: bool) -> IngestReport {
+    kb.ingest(paths, &IngestOptions { prune }, &mut |_| {})
+        .unwrap()
+}
+
+fn source(p: &Path) -> String {
+    fs::canonicalize(p).unwrap().to_string_lossy().into_owned()
+}
+
+fn manifest(kb: &KnowledgeBase) -> Manifest {
+    Manifest::load(&kb.config().manifest_path())
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn every_format_is_loaded_and_searchable() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open(common::config(data.path()));
+    let fixtures = common::repo().join("tests/fixtures/formats");
+    let r = ingest(&kb, &[fixtures], false);
+    assert_eq!((r.files_seen, r.added, r.skipped.len()), (4, 4, 0), "{r:?}");
+    assert_eq!(r.points_total, r.chunks_written);
+
+    let top = |q: &str| kb.search(q, Some(1), None).unwrap().remove(0);
+    let leave = top("How many days of paid leave do employees get?");
+    assert!(leave.source.ends_with("page.html"), "{leave:?}");
+    assert!(leave.text.contains("28 days"));
+    let restore = top("restore --from latest");
+    assert!(restore.source.ends_with("guide.md"), "{restore:?}");
+    assert_eq!(restore.section, "Backup guide > Restoring a backup");
+    let wifi = top("Which wireless network do I join?");
+    assert!(wifi.source.ends_with("guide.rst"), "{wifi:?}");
+    assert_eq!(wifi.section, "Network setup > Wireless");
+    let budget = top("When are budget requests due?");
+    assert!(budget.source.ends_with("notes.txt"), "{budget:?}");
+
+    // Scripts never reach the index.
+    let all = kb
+        .search("tracking variable script", Some(50), None)
+        .unwrap();
+    assert!(all.iter().all(|p| !p.text.contains("tracking")));
+}
+
+#[test]
+fn reingest_is_idempotent_and_updates_only_what_changed() {
+    let data = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    copy_dir(&common::repo().join("tests/fixtures/formats"), docs.path());
+    let kb = common::open(common::config(data.path()));
+
+    let first = ingest(&kb, &[docs.path().to_path_buf()], false);
+    let total = first.points_total;
+    assert_eq!(first.added, 4);
+    let before = manifest(&kb);
+
+    // Unchanged: nothing is written, nothing changes.
+    let again = ingest(&kb, &[docs.path().to_path_buf()], false);
+    assert_eq!(
+        (
+            again.unchanged,
+            again.added,
+            again.updated,
+            again.chunks_written
+        ),
+        (4, 0, 0, 0)
+    );
+    assert_eq!(again.points_total, total);
+    assert_eq!(manifest(&kb).sources, before.sources);
+
+    // Edit one file: only its chunks change.
+    let notes = docs.path().join("notes.txt");
+    fs::write(
+        &notes,
+        "Meeting notes\n\nThe review is cancelled this quarter.\n",
+    )
+    .unwrap();
+    let edited = ingest(&kb, &[docs.path().to_path_buf()], false);
+    assert_eq!((edited.updated, edited.unchanged), (1, 3), "{edited:?}");
+    let after = manifest(&kb);
+    let notes_src = source(&notes);
+    for (src, entry) in &after.sources {
+        if *src == notes_src {
+            assert_ne!(entry.point_ids, before.sources[src].point_ids);
+        } else {
+            assert_eq!(
+                entry.point_ids, before.sources[src].point_ids,
+                "{src} changed"
+            );
+        }
+    }
+    let notes_count = kb
+        .store()
+        .count(Some(&PayloadFilter::source(&notes_src)))
+        .unwrap();
+    assert_eq!(notes_count, after.sources[&notes_src].point_ids.len());
+    assert_eq!(kb.store().count(None).unwrap(), after.committed_points());
+    let hit = kb
+        .search("Is the review cancelled?", Some(1), None)
+        .unwrap()
+        .remove(0);
+    assert!(hit.text.contains("cancelled"));
+    let stale = kb
+        .search("second Tuesday of the month", Some(10), None)
+        .unwrap();
+    assert!(
+        stale.iter().all(|p| !p.text.contains("second Tuesday")),
+        "old text still served"
+    );
+
+    // Delete a file: kept without --prune, removed with it.
+    let html = docs.path().join("page.html");
+    let html_src = source(&html);
+    fs::remove_file(&html).unwrap();
+    let kept = ingest(&kb, &[docs.path().to_path_buf()], false);
+    assert!(kept.removed.is_empty());
+    assert!(
+        kb.store()
+            .count(Some(&PayloadFilter::source(&html_src)))
+            .unwrap()
+            > 0
+    );
+    let pruned = ingest(&kb, &[docs.path().to_path_buf()], true);
+    assert_eq!(pruned.removed, vec![html_src.clone()]);
+    assert_eq!(
+        kb.store()
+            .count(Some(&PayloadFilter::source(&html_src)))
+            .unwrap(),
+        0
+    );
+    assert_eq!(pruned.points_total, manifest(&kb).committed_points());
+    assert!(!manifest(&kb).sources.contains_key(&html_src));
+}
+
+#[test]
+fn prune_only_touches_the_folders_given() {
+    let data = tempfile::tempdir().unwrap();
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    fs::write(a.path().join("a.md"), "# A\n\nApples are red.").unwrap();
+    fs::write(b.path().join("b.md"), "# B\n\nBananas are yellow.").unwrap();
+    let kb = common::open(common::config(data.path()));
+    ingest(
+        &kb,
+        &[a.path().to_path_buf(), b.path().to_path_buf()],
+        false,
+    );
+    let r = ingest(&kb, &[a.path().to_path_buf()], true);
+    assert!(
+        r.removed.is_empty(),
+        "b/ was not walked, so nothing of it is pruned: {r:?}"
+    );
+    assert_eq!(r.points_total, 2);
+}
+
+#[cfg(unix)]
+#[test]
+fn bad_files_are_reported_and_skipped_and_the_rest_go_in() {
+    let data = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    let d = docs.path();
+    fs::write(d.join("good.md"), "# Good\n\nThis file is fine.").unwrap();
+    fs::write(d.join("binary.md"), b"# Bin\n\x00\x01\x02\xff").unwrap();
+    fs::write(d.join("latin1.txt"), b"Caf\xe9 cr\xe8me").unwrap();
+    fs::write(d.join("empty.md"), b"").unwrap();
+    fs::write(d.join("huge.txt"), "word ".repeat(1000)).unwrap();
+    fs::create_dir(d.join("loop")).unwrap();
+    std::os::unix::fs::symlink(d.join("loop"), d.join("loop/again")).unwrap();
+    let mut c = common::config(data.path());
+    c.ingest.max_file_bytes = 2000;
+    let kb = common::open(c);
+    let r = ingest(&kb, &[d.to_path_buf()], false);
+    assert_eq!(r.added, 1, "{r:?}");
+    let reason = |name: &str| {
+        r.skipped
+            .iter()
+            .find(|s| s.path.to_string_lossy().contains(name))
+            .map(|s| s.reason.clone())
+            .unwrap_or_else(|| panic!("{name} not reported: {:?}", r.skipped))
+    };
+    assert!(reason("binary.md").contains("binary"));
+    assert!(reason("latin1.txt").contains("UTF-8"));
+    assert!(reason("empty.md").contains("empty"));
+    assert!(reason("huge.txt").contains("too large"));
+    assert!(reason("again").contains("symbolic link loop"));
+    assert_eq!(r.skipped.len(), 5, "{:?}", r.skipped);
+    assert_eq!(r.points_total, 1);
+}
+
+#[test]
+fn a_file_that_turns_bad_stops_serving_its_old_text() {
+    let data = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    let f = docs.path().join("doc.md");
+    fs::write(&f, "# Doc\n\nThe launch code is purple.").unwrap();
+    let kb = common::open(common::config(data.path()));
+    ingest(&kb, &[docs.path().to_path_buf()], false);
+    fs::write(&f, b"\x00\x00binary now").unwrap();
+    let r = ingest(&kb, &[docs.path().to_path_buf()], false);
+    assert_eq!(r.skipped.len(), 1);
+    assert_eq!(r.points_total, 0);
+}
