@@ -164,3 +164,39 @@ fn missing_model_exits_3_and_says_run_setup() {
     assert_eq!(out.status.code(), Some(3));
     assert!(stderr(&out).contains("scripts/setup"), "{}", stderr(&out));
 }
+
+#[test]
+fn missing_or_broken_runtime_is_a_clear_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.md"), "# A\n\nSome text.").unwrap();
+    let run = |runtime: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_grace"))
+            .args(["ingest", "a.md"])
+            .current_dir(dir.path())
+            .env_remove("GRACE_CONFIG")
+            .env(
+                "GRACE_EMBEDDING__MODEL_DIR",
+                common::repo().join("models/minilm"),
+            )
+            .env("GRACE_EMBEDDING__RUNTIME_PATH", runtime)
+            .output()
+            .unwrap()
+    };
+    let out = run(&dir.path().join("nowhere/libonnxruntime.so"));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ONNX Runtime library"),
+        "{}",
+        stderr(&out)
+    );
+
+    let fake = dir.path().join("libonnxruntime.so");
+    std::fs::write(&fake, "this is not a shared library").unwrap();
+    let out = run(&fake);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot be used") && !err.contains("panicked"),
+        "{err}"
+    );
+}

@@ -33,6 +33,9 @@ use crate::store::{ChunkPayload, ChunkPoint, StoreError, VectorStore, point_id};
 /// change their output.
 const PIPELINE_VERSION: &str = "chunks-v1+lexical-v1";
 
+/// Chunks embedded per call to the embedder (and per progress event).
+const PROGRESS_STEP: usize = 64;
+
 /// Result of ingest operations.
 pub type Result<T> = std::result::Result<T, IngestError>;
 
@@ -79,11 +82,15 @@ pub enum FileStatus {
     Skipped(String),
 }
 
-/// Progress of a run, for a progress bar or a log.
+/// Progress of a run, for a progress bar or a log. Progress is measured in
+/// bytes of the files found: an unchanged or skipped file counts at once, a
+/// file being written counts as its chunks are embedded.
 #[derive(Debug)]
 pub enum IngestEvent<'a> {
-    /// The walk found this many files.
-    Found { files: usize },
+    /// The walk found this many files, of this many bytes in all.
+    Found { files: usize, bytes: u64 },
+    /// This many more bytes of the files are done.
+    Advanced { bytes: u64 },
     /// A file is done.
     File {
         path: &'a Path,
@@ -139,6 +146,8 @@ struct Prepared {
     chunks: Vec<Chunk>,
     title: Option<String>,
     existed: bool,
+    /// Size of the file, for progress.
+    bytes: u64,
 }
 
 impl Ingestor<'_> {
@@ -162,8 +171,18 @@ impl Ingestor<'_> {
         let started = Instant::now();
         let filters = walk::Filters::new(&self.config.include, &self.config.exclude)?;
         let found = walk::walk(paths, &filters)?;
+        let sizes: Vec<u64> = found
+            .files
+            .iter()
+            .map(|c| {
+                std::fs::metadata(&c.path)
+                    .map(|m| m.len())
+                    .unwrap_or_default()
+            })
+            .collect();
         on_event(IngestEvent::Found {
             files: found.files.len(),
+            bytes: sizes.iter().sum(),
         });
 
         let pipeline = self.pipeline_id();
@@ -196,12 +215,13 @@ impl Ingestor<'_> {
 
         let mut group: Vec<Prepared> = Vec::new();
         let mut group_chunks = 0;
-        for candidate in &found.files {
+        for (candidate, &bytes) in found.files.iter().zip(&sizes) {
             let source = source_key(&candidate.path);
             let previous = manifest.sources.get(&source);
             match self.prepare(candidate, &source, previous, pipeline_changed) {
                 Ok(None) => {
                     report.unchanged += 1;
+                    on_event(IngestEvent::Advanced { bytes });
                     let chunks = previous.map(|e| e.point_ids.len()).unwrap_or_default();
                     on_event(IngestEvent::File {
                         path: &candidate.path,
@@ -209,7 +229,8 @@ impl Ingestor<'_> {
                         chunks,
                     });
                 }
-                Ok(Some(prepared)) => {
+                Ok(Some(mut prepared)) => {
+                    prepared.bytes = bytes;
                     group_chunks += prepared.chunks.len();
                     group.push(prepared);
                     if group_chunks >= self.config.commit_chunks {
@@ -231,6 +252,7 @@ impl Ingestor<'_> {
                         changed_store = true;
                     }
                     let status = FileStatus::Skipped(reason.clone());
+                    on_event(IngestEvent::Advanced { bytes });
                     on_event(IngestEvent::File {
                         path: &candidate.path,
                         status: &status,
@@ -359,6 +381,7 @@ impl Ingestor<'_> {
             chunks,
             title: doc.title,
             existed: previous.is_some(),
+            bytes: 0,
         }))
     }
 
@@ -394,9 +417,30 @@ impl Ingestor<'_> {
                     .map(|c| c.embedding_text(p.title.as_deref()))
             })
             .collect();
-        let t = Instant::now();
-        let vectors = self.embedder.embed(&texts)?;
-        *embed_time += t.elapsed();
+        // Each chunk stands for an equal share of its file's bytes.
+        let shares: Vec<f64> = group
+            .iter()
+            .flat_map(|p| {
+                let share = p.bytes as f64 / p.chunks.len().max(1) as f64;
+                std::iter::repeat_n(share, p.chunks.len())
+            })
+            .collect();
+        let mut vectors = Vec::with_capacity(texts.len());
+        let (mut done, mut reported) = (0.0, 0.0);
+        for (batch, batch_shares) in texts
+            .chunks(PROGRESS_STEP)
+            .zip(shares.chunks(PROGRESS_STEP))
+        {
+            let t = Instant::now();
+            vectors.extend(self.embedder.embed(batch)?);
+            *embed_time += t.elapsed();
+            done += batch_shares.iter().sum::<f64>();
+            let bytes = (done - reported).floor();
+            reported += bytes;
+            on_event(IngestEvent::Advanced {
+                bytes: bytes as u64,
+            });
+        }
 
         let mut vectors = vectors.into_iter();
         let mut texts = texts.into_iter();

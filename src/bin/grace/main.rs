@@ -110,14 +110,20 @@ fn run(cli: &Cli) -> grace::Result<()> {
         Command::Ingest { paths, prune } => {
             let kb = KnowledgeBase::open(config, OpenMode::Create)?;
             let bar = progress_bar(cli);
+            let (mut files, mut done) = (0, 0);
             let report = kb.ingest(
                 paths,
                 &IngestOptions { prune: *prune },
                 &mut |event| match event {
-                    IngestEvent::Found { files } => bar.set_length(files as u64),
+                    IngestEvent::Found { files: n, bytes } => {
+                        files = n;
+                        bar.set_length(bytes);
+                    }
+                    IngestEvent::Advanced { bytes } => bar.inc(bytes),
                     IngestEvent::File { path, .. } => {
-                        bar.set_message(output::display_path(&path.to_string_lossy()));
-                        bar.inc(1);
+                        done += 1;
+                        let name = output::display_path(&path.to_string_lossy());
+                        bar.set_message(format!("{done}/{files} files  {name}"));
                     }
                     IngestEvent::Optimizing => bar.set_message("building the search index"),
                 },
@@ -158,9 +164,11 @@ fn progress_bar(cli: &Cli) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} files  {wide_msg}")
-    {
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({eta})  {wide_msg}",
+    ) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
