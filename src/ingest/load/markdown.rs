@@ -60,22 +60,13 @@ fn level_number(level: HeadingLevel) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Format, load as load_bytes};
+    use super::super::{Format, load as load_bytes, outline};
 
     #[test]
     fn headings_make_nested_sections() {
         let md = "---\ntitle: x\n---\nIntro text.\n\n# Install\nRun it.\n\n## From source\nUse `make install`.\n\n```sh\ncargo build --release\n```\n\n# Usage\n- one\n- two\n";
         let doc = load_bytes(md.as_bytes(), Format::Markdown).unwrap();
-        let got: Vec<(Vec<&str>, &str)> = doc
-            .sections
-            .iter()
-            .map(|s| {
-                (
-                    s.headings.iter().map(String::as_str).collect(),
-                    s.text.as_str(),
-                )
-            })
-            .collect();
+        let got = outline(&doc);
         assert_eq!(
             got,
             vec![

@@ -168,6 +168,20 @@ impl SectionBuilder {
     }
 }
 
+/// A document's `(headings, text)` pairs, for compact test assertions.
+#[cfg(test)]
+pub(crate) fn outline(doc: &Document) -> Vec<(Vec<&str>, &str)> {
+    doc.sections
+        .iter()
+        .map(|s| {
+            (
+                s.headings.iter().map(String::as_str).collect(),
+                s.text.as_str(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

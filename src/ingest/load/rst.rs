@@ -149,23 +149,14 @@ fn strip_role(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Format, load as load_bytes};
+    use super::super::{Format, load as load_bytes, outline};
     use super::inline;
 
     #[test]
     fn adornment_styles_give_levels() {
         let rst = "=====\nGuide\n=====\n\nIntro.\n\nInstall\n=======\n\nRun ``make``.\n\nFrom source\n-----------\n\n.. note::\n\n   Needs a compiler.\n\nUsage\n=====\n\nSee :ref:`usage-label` and `Docs <http://x>`_.\n";
         let doc = load_bytes(rst.as_bytes(), Format::ReStructuredText).unwrap();
-        let got: Vec<(Vec<&str>, &str)> = doc
-            .sections
-            .iter()
-            .map(|s| {
-                (
-                    s.headings.iter().map(String::as_str).collect(),
-                    s.text.as_str(),
-                )
-            })
-            .collect();
+        let got = outline(&doc);
         assert_eq!(
             got,
             vec![
