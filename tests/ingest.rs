@@ -55,6 +55,20 @@ fn every_format_is_loaded_and_searchable() {
     let budget = top("When are budget requests due?");
     assert!(budget.source.ends_with("notes.txt"), "{budget:?}");
 
+    // A payload filter restricts the search to one source.
+    let notes = source(&common::repo().join("tests/fixtures/formats/notes.txt"));
+    let only = kb
+        .search(
+            "How many days of paid leave?",
+            Some(5),
+            Some(&PayloadFilter::source(&notes)),
+        )
+        .unwrap();
+    assert!(
+        !only.is_empty() && only.iter().all(|p| p.source == notes),
+        "{only:?}"
+    );
+
     // Scripts never reach the index.
     let all = kb
         .search("tracking variable script", Some(50), None)

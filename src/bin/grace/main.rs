@@ -29,7 +29,7 @@ struct Cli {
     /// More log output (-v info, -vv debug); RUST_LOG overrides
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
-    /// Only errors
+    /// Print only errors (and --json output)
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
     #[command(subcommand)]
@@ -130,7 +130,9 @@ fn run(cli: &Cli) -> grace::Result<()> {
             );
             bar.finish_and_clear();
             let report = report?;
-            output::ingest_report(&report, &kb.config().qdrant.collection, cli.json);
+            if !cli.quiet || cli.json {
+                output::ingest_report(&report, &kb.config().qdrant.collection, cli.json);
+            }
         }
         Command::Search {
             query,
