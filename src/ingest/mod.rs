@@ -138,6 +138,18 @@ pub struct Ingestor<'a> {
     pub manifest_path: &'a Path,
 }
 
+/// The state of one run: the manifest as it is being updated, the report,
+/// and the prepared files waiting to be committed.
+struct Run {
+    manifest: Manifest,
+    report: IngestReport,
+    embed_time: Duration,
+    /// Whether the store was written (then indexes may need building).
+    changed_store: bool,
+    group: Vec<Prepared>,
+    group_chunks: usize,
+}
+
 /// A file read, hashed and chunked, waiting for its group to be written.
 struct Prepared {
     source: String,
@@ -197,32 +209,52 @@ impl Ingestor<'_> {
             );
             manifest.pipeline = pipeline.clone();
         }
-
-        let mut report = IngestReport {
-            files_seen: found.files.len(),
-            ..Default::default()
+        let mut run = Run {
+            manifest,
+            report: IngestReport {
+                files_seen: found.files.len(),
+                ..Default::default()
+            },
+            embed_time: Duration::ZERO,
+            changed_store: false,
+            group: Vec::new(),
+            group_chunks: 0,
         };
         for p in &found.problems {
-            report.skipped.push(SkippedFile {
+            run.report.skipped.push(SkippedFile {
                 path: p.path.clone(),
                 reason: p.reason.clone(),
             });
         }
 
+        // Sources an interrupted run left pending and this run will not
+        // rewrite: their store state is unknown, so their points go and the
+        // entry is dropped (the next ingest of that file adds it again).
         let walked: HashSet<String> = found.files.iter().map(|c| source_key(&c.path)).collect();
-        let mut embed_time = Duration::ZERO;
-        let mut changed_store = self.recover_pending(&mut manifest, &walked, &mut report)?;
+        let stale: Vec<String> = run
+            .manifest
+            .sources
+            .iter()
+            .filter(|(s, e)| e.state == EntryState::Pending && !walked.contains(*s))
+            .map(|(s, _)| s.clone())
+            .collect();
+        if !stale.is_empty() {
+            tracing::info!(
+                count = stale.len(),
+                "removing files an interrupted ingest left half-written"
+            );
+            self.remove_sources(&mut run, &stale)?;
+            run.report.removed.extend(stale);
+        }
 
-        let mut group: Vec<Prepared> = Vec::new();
-        let mut group_chunks = 0;
         for (candidate, &bytes) in found.files.iter().zip(&sizes) {
             let source = source_key(&candidate.path);
-            let previous = manifest.sources.get(&source);
+            let previous = run.manifest.sources.get(&source);
             match self.prepare(candidate, &source, previous, pipeline_changed) {
                 Ok(None) => {
-                    report.unchanged += 1;
-                    on_event(IngestEvent::Advanced { bytes });
+                    run.report.unchanged += 1;
                     let chunks = previous.map(|e| e.point_ids.len()).unwrap_or_default();
+                    on_event(IngestEvent::Advanced { bytes });
                     on_event(IngestEvent::File {
                         path: &candidate.path,
                         status: &FileStatus::Unchanged,
@@ -231,53 +263,35 @@ impl Ingestor<'_> {
                 }
                 Ok(Some(mut prepared)) => {
                     prepared.bytes = bytes;
-                    group_chunks += prepared.chunks.len();
-                    group.push(prepared);
-                    if group_chunks >= self.config.commit_chunks {
-                        self.write_group(
-                            &mut group,
-                            &mut manifest,
-                            &mut report,
-                            &mut embed_time,
-                            on_event,
-                        )?;
-                        group_chunks = 0;
-                        changed_store = true;
+                    run.group_chunks += prepared.chunks.len();
+                    run.group.push(prepared);
+                    if run.group_chunks >= self.config.commit_chunks {
+                        self.commit_group(&mut run, on_event)?;
                     }
                 }
                 Err(reason) => {
                     // A file that can no longer be loaded must not keep serving old text.
-                    if manifest.sources.contains_key(&source) {
-                        self.remove_source(&mut manifest, &source)?;
-                        changed_store = true;
+                    if run.manifest.sources.contains_key(&source) {
+                        self.remove_sources(&mut run, std::slice::from_ref(&source))?;
                     }
-                    let status = FileStatus::Skipped(reason.clone());
                     on_event(IngestEvent::Advanced { bytes });
                     on_event(IngestEvent::File {
                         path: &candidate.path,
-                        status: &status,
+                        status: &FileStatus::Skipped(reason.clone()),
                         chunks: 0,
                     });
-                    report.skipped.push(SkippedFile {
+                    run.report.skipped.push(SkippedFile {
                         path: candidate.path.clone(),
                         reason,
                     });
                 }
             }
         }
-        if !group.is_empty() {
-            self.write_group(
-                &mut group,
-                &mut manifest,
-                &mut report,
-                &mut embed_time,
-                on_event,
-            )?;
-            changed_store = true;
-        }
+        self.commit_group(&mut run, on_event)?;
 
         if options.prune {
-            let gone: Vec<String> = manifest
+            let gone: Vec<String> = run
+                .manifest
                 .sources
                 .keys()
                 .filter(|s| {
@@ -285,54 +299,42 @@ impl Ingestor<'_> {
                 })
                 .cloned()
                 .collect();
-            for source in gone {
-                self.remove_source(&mut manifest, &source)?;
-                report.removed.push(source);
-                changed_store = true;
+            if !gone.is_empty() {
+                self.remove_sources(&mut run, &gone)?;
+                run.report.removed.extend(gone);
             }
         }
-        if changed_store {
-            self.store.flush()?;
-            manifest.save(self.manifest_path)?;
+        if run.changed_store {
             on_event(IngestEvent::Optimizing);
-            report.optimized = self.store.optimize()?;
+            run.report.optimized = self.store.optimize()?;
         } else if pipeline_changed || !self.manifest_path.exists() {
-            manifest.save(self.manifest_path)?;
+            run.manifest.save(self.manifest_path)?;
         }
+        let mut report = run.report;
         report.points_total = self.store.count(None)?;
         report.elapsed_secs = started.elapsed().as_secs_f64();
-        report.embed_secs = embed_time.as_secs_f64();
+        report.embed_secs = run.embed_time.as_secs_f64();
         Ok(report)
     }
 
-    /// Sources left pending by an interrupted run that this run will not
-    /// rewrite: their store state is unknown, so their points go and the
-    /// entry is dropped (the next ingest of that file adds it again).
-    fn recover_pending(
-        &self,
-        manifest: &mut Manifest,
-        walked: &HashSet<String>,
-        report: &mut IngestReport,
-    ) -> Result<bool> {
-        let stale: Vec<String> = manifest
-            .sources
-            .iter()
-            .filter(|(s, e)| e.state == EntryState::Pending && !walked.contains(*s))
-            .map(|(s, _)| s.clone())
-            .collect();
-        for source in &stale {
-            tracing::info!(%source, "removing the chunks of a file an interrupted ingest left half-written");
-            self.remove_source(manifest, source)?;
-            report.removed.push(source.clone());
+    /// Deletes the points of `sources` and drops their entries, with the
+    /// same pending → flush → commit order as writing.
+    fn remove_sources(&self, run: &mut Run, sources: &[String]) -> Result<()> {
+        for source in sources {
+            if let Some(entry) = run.manifest.sources.get_mut(source) {
+                entry.state = EntryState::Pending;
+            }
         }
-        Ok(!stale.is_empty())
-    }
-
-    fn remove_source(&self, manifest: &mut Manifest, source: &str) -> Result<()> {
-        self.store.delete_by_source(source)?;
+        run.manifest.save(self.manifest_path)?;
+        for source in sources {
+            self.store.delete_by_source(source)?;
+        }
         self.store.flush()?;
-        manifest.sources.remove(source);
-        manifest.save(self.manifest_path)?;
+        for source in sources {
+            run.manifest.sources.remove(source);
+        }
+        run.manifest.save(self.manifest_path)?;
+        run.changed_store = true;
         Ok(())
     }
 
@@ -385,16 +387,17 @@ impl Ingestor<'_> {
         }))
     }
 
-    /// Writes a group of prepared files (see the module docs for the order).
-    fn write_group(
-        &self,
-        group: &mut Vec<Prepared>,
-        manifest: &mut Manifest,
-        report: &mut IngestReport,
-        embed_time: &mut Duration,
-        on_event: &mut dyn FnMut(IngestEvent<'_>),
-    ) -> Result<()> {
+    /// Writes the prepared files waiting in `run.group` (see the module
+    /// docs for the order); does nothing when there are none.
+    fn commit_group(&self, run: &mut Run, on_event: &mut dyn FnMut(IngestEvent<'_>)) -> Result<()> {
+        if run.group.is_empty() {
+            return Ok(());
+        }
+        let group = std::mem::take(&mut run.group);
+        run.group_chunks = 0;
+        run.changed_store = true;
         let now = manifest::now();
+        let (manifest, report) = (&mut run.manifest, &mut run.report);
         for p in group.iter() {
             let entry = manifest
                 .sources
@@ -433,7 +436,7 @@ impl Ingestor<'_> {
         {
             let t = Instant::now();
             vectors.extend(self.embedder.embed(batch)?);
-            *embed_time += t.elapsed();
+            run.embed_time += t.elapsed();
             done += batch_shares.iter().sum::<f64>();
             let bytes = (done - reported).floor();
             reported += bytes;
@@ -499,7 +502,6 @@ impl Ingestor<'_> {
             });
         }
         manifest.save(self.manifest_path)?;
-        group.clear();
         Ok(())
     }
 }
