@@ -20,6 +20,7 @@
 //!
 //! See `ARCHITECTURE.md` for how the modules fit together.
 
+pub mod confidence;
 pub mod config;
 pub mod embed;
 mod error;

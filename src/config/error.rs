@@ -84,25 +84,25 @@ impl ConfigError {
     }
 }
 
-/// 1-based line of `section.key` in a two-level YAML document, if present.
+/// 1-based line of a dotted key (`section.key`, `section.sub.key`) in a
+/// block-style YAML document, if the document sets it.
 fn find_key_line(text: &str, dotted: &str) -> Option<usize> {
-    let (section, key) = dotted.split_once('.')?;
-    let mut in_section = false;
+    let want: Vec<&str> = dotted.split('.').collect();
+    let mut path: Vec<(usize, &str)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
-        if trimmed.starts_with('#') || trimmed.is_empty() {
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('-') {
             continue;
         }
-        let indented = line.len() != trimmed.len();
-        if !indented {
-            in_section = trimmed
-                .strip_prefix(section)
-                .is_some_and(|r| r.starts_with(':'));
-        } else if in_section
-            && trimmed
-                .strip_prefix(key)
-                .is_some_and(|r| r.starts_with(':'))
-        {
+        let Some((key, _)) = trimmed.split_once(':') else {
+            continue;
+        };
+        let indent = line.len() - trimmed.len();
+        while path.last().is_some_and(|(ind, _)| *ind >= indent) {
+            path.pop();
+        }
+        path.push((indent, key.trim()));
+        if path.len() == want.len() && path.iter().zip(&want).all(|((_, k), w)| k == w) {
             return Some(i + 1);
         }
     }
@@ -119,5 +119,12 @@ mod tests {
         assert_eq!(find_key_line(text, "qdrant.search_limit"), Some(6));
         assert_eq!(find_key_line(text, "storage.search_limit"), None);
         assert_eq!(find_key_line(text, "qdrant.data_dir"), None);
+        let nested = "confidence:\n  weights:\n    bias: 1\n  thresholds:\n    silent: 2\n";
+        assert_eq!(
+            find_key_line(nested, "confidence.thresholds.silent"),
+            Some(5)
+        );
+        assert_eq!(find_key_line(nested, "confidence.weights.bias"), Some(3));
+        assert_eq!(find_key_line(nested, "confidence.thresholds"), Some(4));
     }
 }

@@ -31,6 +31,7 @@ pub struct Config {
     pub embedding: EmbeddingConfig,
     pub ingest: IngestConfig,
     pub qdrant: QdrantConfig,
+    pub confidence: ConfidenceConfig,
 }
 
 /// Where and how the knowledge base is stored.
@@ -173,6 +174,89 @@ impl Default for QdrantConfig {
             candidates: 40,
         }
     }
+}
+
+/// How confidence is computed from the factors steps report (see
+/// [`crate::confidence`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConfidenceConfig {
+    pub weights: Weights,
+    pub thresholds: Thresholds,
+    /// How a run's step scores combine into its score.
+    pub aggregation: Aggregation,
+}
+
+/// Bias and per-factor weights of `score = sigmoid(bias + Σ weight·feature)`.
+/// Hand-set starting points (see `grace_config.yml` for the reasoning),
+/// to be replaced by fitted values from calibration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Weights {
+    pub bias: f64,
+    pub result_count: f64,
+    pub max_score: f64,
+    pub mean_score: f64,
+    pub score_variance: f64,
+    pub min_score: f64,
+    pub margin: f64,
+    pub query_coverage: f64,
+    pub groundedness: f64,
+    pub citation_validity: f64,
+    pub self_assessment: f64,
+    pub abstained: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Self {
+            bias: -12.0,
+            result_count: 0.5,
+            max_score: 12.0,
+            mean_score: 0.0,
+            score_variance: 0.0,
+            min_score: 0.0,
+            margin: 2.0,
+            query_coverage: 1.0,
+            groundedness: 6.0,
+            citation_validity: 1.0,
+            self_assessment: 1.0,
+            abstained: -8.0,
+        }
+    }
+}
+
+/// Score thresholds of the levels: `silent ≥ silent`, `notify ≥ notify`,
+/// `confirm ≥ confirm`, else escalate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Thresholds {
+    pub silent: f64,
+    pub notify: f64,
+    pub confirm: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            silent: 0.9,
+            notify: 0.7,
+            confirm: 0.4,
+        }
+    }
+}
+
+/// How step scores combine into a run's score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    /// Step `i` (from 1) weighs `i`: later steps (the answer) count most.
+    #[default]
+    Weighted,
+    /// The weakest step.
+    Min,
+    /// All steps alike.
+    Mean,
 }
 
 impl Config {

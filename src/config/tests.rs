@@ -182,6 +182,21 @@ fn out_of_range_values_name_key_and_line() {
         ("embedding:\n  threads: 5000\n", "embedding.threads", 2),
         ("embedding:\n  model_dir: \"\"\n", "embedding.model_dir", 2),
         ("storage:\n  data_dir: \"\"\n", "storage.data_dir", 2),
+        (
+            "confidence:\n  weights:\n    bias: .inf\n",
+            "confidence.weights.bias",
+            3,
+        ),
+        (
+            "confidence:\n  thresholds:\n    silent: 1.5\n",
+            "confidence.thresholds.silent",
+            3,
+        ),
+        (
+            "confidence:\n  thresholds:\n    notify: 0.95\n",
+            "confidence.thresholds",
+            2,
+        ),
     ];
     for (text, key, line) in cases {
         let p = write(dir.path(), text);
@@ -190,6 +205,25 @@ fn out_of_range_values_name_key_and_line() {
         assert!(msg.contains(&format!("`{key}`")), "{text:?}: {msg}");
         assert!(msg.contains(&format!("c.yml:{line}:")), "{text:?}: {msg}");
     }
+}
+
+#[test]
+fn unknown_confidence_weight_is_an_error() {
+    let err = Config::from_yaml("confidence:\n  weights:\n    max_scor: 1\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("max_scor") && err.contains("line 3"), "{err}");
+    let env = vars(&[("GRACE_CONFIDENCE__AGGREGATION", "median")]);
+    let err = Config::load_with_env(None, &env).unwrap_err().to_string();
+    assert!(err.contains("GRACE_CONFIDENCE__AGGREGATION"), "{err}");
+    let env = vars(&[("GRACE_CONFIDENCE__AGGREGATION", "min")]);
+    assert_eq!(
+        Config::load_with_env(None, &env)
+            .unwrap()
+            .confidence
+            .aggregation,
+        Aggregation::Min
+    );
 }
 
 #[test]

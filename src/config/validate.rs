@@ -125,6 +125,47 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             return Err(invalid(key, format!("{w} is out of range 0.0..=100.0")));
         }
     }
+    let w = &c.confidence.weights;
+    for (key, v) in [
+        ("confidence.weights.bias", w.bias),
+        ("confidence.weights.result_count", w.result_count),
+        ("confidence.weights.max_score", w.max_score),
+        ("confidence.weights.mean_score", w.mean_score),
+        ("confidence.weights.score_variance", w.score_variance),
+        ("confidence.weights.min_score", w.min_score),
+        ("confidence.weights.margin", w.margin),
+        ("confidence.weights.query_coverage", w.query_coverage),
+        ("confidence.weights.groundedness", w.groundedness),
+        ("confidence.weights.citation_validity", w.citation_validity),
+        ("confidence.weights.self_assessment", w.self_assessment),
+        ("confidence.weights.abstained", w.abstained),
+    ] {
+        if !(v.is_finite() && v.abs() <= 1000.0) {
+            return Err(invalid(
+                key,
+                format!("{v} must be a finite number within ±1000"),
+            ));
+        }
+    }
+    let t = &c.confidence.thresholds;
+    for (key, v) in [
+        ("confidence.thresholds.silent", t.silent),
+        ("confidence.thresholds.notify", t.notify),
+        ("confidence.thresholds.confirm", t.confirm),
+    ] {
+        if !(0.0..=1.0).contains(&v) {
+            return Err(invalid(key, format!("{v} is out of range 0.0..=1.0")));
+        }
+    }
+    if !(t.confirm <= t.notify && t.notify <= t.silent) {
+        return Err(invalid(
+            "confidence.thresholds",
+            format!(
+                "must satisfy confirm ({}) <= notify ({}) <= silent ({})",
+                t.confirm, t.notify, t.silent
+            ),
+        ));
+    }
     if !(1..=10_000).contains(&q.candidates) {
         return Err(invalid(
             "qdrant.candidates",

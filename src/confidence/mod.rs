@@ -1,0 +1,242 @@
+//! Confidence: a step's factors → features → a score in [0, 1] → a level.
+//!
+//! `score = sigmoid(bias + Σ weightᵢ · featureᵢ)` over the factors a step
+//! reports, with the bias and weights from `confidence.weights` in the
+//! config. Every score comes with its [`Contribution`]s (factor, value,
+//! feature, weight, product), so each number that reaches a user can be
+//! explained. Levels come from `confidence.thresholds`; the score of a run
+//! aggregates its steps' scores (`confidence.aggregation`).
+//!
+//! A confident wrong answer is the worst outcome GRACE can produce: the
+//! default weights make an abstention or ungrounded answer pull the score
+//! down hard, and a retrieval that does not cover the question's terms
+//! cannot reach `silent` on similarity alone.
+
+mod retrieval;
+
+pub use self::retrieval::{query_coverage, retrieval_factors};
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Aggregation, ConfidenceConfig, Thresholds, Weights};
+
+/// What a step can report about how much to trust its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Factor {
+    /// Number of passages retrieved.
+    ResultCount,
+    /// Highest passage similarity (cosine, -1..1).
+    MaxScore,
+    /// Mean passage similarity.
+    MeanScore,
+    /// Population variance of the passage similarities.
+    ScoreVariance,
+    /// Lowest passage similarity.
+    MinScore,
+    /// Top-1 minus top-2 similarity.
+    Margin,
+    /// Share of the question's content words and identifiers found in the
+    /// passages (0..1).
+    QueryCoverage,
+    /// Share of answer sentences supported by the passage they cite (0..1).
+    Groundedness,
+    /// Share of citations that point at a real source (0..1).
+    CitationValidity,
+    /// The generator's own confidence, where it gives one (0..1).
+    SelfAssessment,
+    /// 1 when the generator declined to answer, else 0.
+    Abstained,
+}
+
+impl Factor {
+    /// Every factor, in a fixed order.
+    pub const ALL: [Factor; 11] = [
+        Factor::ResultCount,
+        Factor::MaxScore,
+        Factor::MeanScore,
+        Factor::ScoreVariance,
+        Factor::MinScore,
+        Factor::Margin,
+        Factor::QueryCoverage,
+        Factor::Groundedness,
+        Factor::CitationValidity,
+        Factor::SelfAssessment,
+        Factor::Abstained,
+    ];
+
+    /// The feature the weight multiplies. Factors are already on a 0..1 (or
+    /// cosine) scale except the result count, which saturates at 10.
+    pub fn feature(self, value: f64) -> f64 {
+        match self {
+            Factor::ResultCount => (value / 10.0).clamp(0.0, 1.0),
+            _ => value,
+        }
+    }
+
+    /// The weight of this factor in `weights`.
+    pub fn weight(self, weights: &Weights) -> f64 {
+        match self {
+            Factor::ResultCount => weights.result_count,
+            Factor::MaxScore => weights.max_score,
+            Factor::MeanScore => weights.mean_score,
+            Factor::ScoreVariance => weights.score_variance,
+            Factor::MinScore => weights.min_score,
+            Factor::Margin => weights.margin,
+            Factor::QueryCoverage => weights.query_coverage,
+            Factor::Groundedness => weights.groundedness,
+            Factor::CitationValidity => weights.citation_validity,
+            Factor::SelfAssessment => weights.self_assessment,
+            Factor::Abstained => weights.abstained,
+        }
+    }
+}
+
+/// The factors one step reported (a factor a step does not measure is
+/// absent, and contributes nothing).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Factors(pub BTreeMap<Factor, f64>);
+
+impl Factors {
+    /// Sets a factor (non-finite values are ignored: they carry no evidence).
+    pub fn set(&mut self, factor: Factor, value: f64) -> &mut Self {
+        if value.is_finite() {
+            self.0.insert(factor, value);
+        }
+        self
+    }
+
+    /// The value of a factor, if reported.
+    pub fn get(&self, factor: Factor) -> Option<f64> {
+        self.0.get(&factor).copied()
+    }
+
+    /// Adds the factors of `other`, replacing equal ones.
+    pub fn merge(&mut self, other: &Factors) {
+        self.0.extend(other.0.iter().map(|(k, v)| (*k, *v)));
+    }
+}
+
+/// One term of a score: why the score is what it is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Contribution {
+    pub factor: Factor,
+    pub value: f64,
+    pub feature: f64,
+    pub weight: f64,
+    /// `weight · feature`: what this factor adds to the logit.
+    pub term: f64,
+}
+
+/// A scored step, with its explanation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Score {
+    /// In [0, 1].
+    pub score: f64,
+    /// `bias + Σ terms`.
+    pub logit: f64,
+    pub bias: f64,
+    pub contributions: Vec<Contribution>,
+}
+
+/// Scores factors with the configured weights.
+pub fn score(factors: &Factors, weights: &Weights) -> Score {
+    let contributions: Vec<Contribution> = factors
+        .0
+        .iter()
+        .map(|(&factor, &value)| {
+            let feature = factor.feature(value);
+            let weight = factor.weight(weights);
+            Contribution {
+                factor,
+                value,
+                feature,
+                weight,
+                term: weight * feature,
+            }
+        })
+        .collect();
+    let logit = weights.bias + contributions.iter().map(|c| c.term).sum::<f64>();
+    Score {
+        score: sigmoid(logit),
+        logit,
+        bias: weights.bias,
+        contributions,
+    }
+}
+
+/// The logistic function, stable for large |x|.
+pub fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// What a score means for the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Below `confirm`: a human must look at it.
+    Escalate,
+    /// Answer, but ask the user to confirm.
+    Confirm,
+    /// Answer, with a caveat.
+    Notify,
+    /// Answer.
+    Silent,
+}
+
+/// The level of a score.
+pub fn level(score: f64, t: &Thresholds) -> Level {
+    if score >= t.silent {
+        Level::Silent
+    } else if score >= t.notify {
+        Level::Notify
+    } else if score >= t.confirm {
+        Level::Confirm
+    } else {
+        Level::Escalate
+    }
+}
+
+/// Combines step scores (in run order) into the run's score.
+///
+/// `weighted`: step `i` (from 1) weighs `i`, so later steps — the answer —
+/// count most; `min`: the weakest step; `mean`: all alike. An empty run
+/// scores 0.
+pub fn aggregate(scores: &[f64], how: Aggregation) -> f64 {
+    if scores.is_empty() {
+        return 0.0;
+    }
+    match how {
+        Aggregation::Min => scores.iter().copied().fold(f64::INFINITY, f64::min),
+        Aggregation::Mean => scores.iter().sum::<f64>() / scores.len() as f64,
+        Aggregation::Weighted => {
+            let (num, den) = scores
+                .iter()
+                .enumerate()
+                .fold((0.0, 0.0), |(n, d), (i, s)| {
+                    let w = (i + 1) as f64;
+                    (n + w * s, d + w)
+                });
+            num / den
+        }
+    }
+}
+
+/// Scores every step and the run with the configuration.
+pub fn assess(steps: &[Factors], config: &ConfidenceConfig) -> (Vec<Score>, f64, Level) {
+    let scores: Vec<Score> = steps.iter().map(|f| score(f, &config.weights)).collect();
+    let values: Vec<f64> = scores.iter().map(|s| s.score).collect();
+    let overall = aggregate(&values, config.aggregation);
+    (scores, overall, level(overall, &config.thresholds))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+//! Confidence factors of a retrieval: score statistics of the passages and
+//! how much of the question they cover.
+//!
+//! Score statistics alone separate answerable from unanswerable questions
+//! poorly (an unrelated question still has a nearest passage), so the
+//! lexical query coverage is reported beside them: the share of the
+//! question's content words (stemmed, stop words dropped) and identifiers
+//! (`E0382`, `--purge`, `foo_bar()`, matched whole and exactly) that occur
+//! in the passages.
+
+use std::collections::HashSet;
+
+use statrs::statistics::Statistics;
+
+use super::{Factor, Factors};
+use crate::lexical::LexicalEncoder;
+use crate::search::Passage;
+
+/// Share of the query's terms found in any of `passages`; `None` when the
+/// query has no content term (only stop words).
+pub fn query_coverage(lexical: &LexicalEncoder, query: &str, passages: &[&str]) -> Option<f64> {
+    let q = lexical.encode_query(query);
+    if q.is_empty() {
+        return None;
+    }
+    let found: HashSet<u32> = passages
+        .iter()
+        .flat_map(|p| lexical.encode_document(p).indices)
+        .collect();
+    let hits = q.indices.iter().filter(|t| found.contains(t)).count();
+    Some(hits as f64 / q.indices.len() as f64)
+}
+
+/// The factors of a search for `query` that returned `passages`.
+pub fn retrieval_factors(lexical: &LexicalEncoder, query: &str, passages: &[Passage]) -> Factors {
+    let mut f = Factors::default();
+    f.set(Factor::ResultCount, passages.len() as f64);
+    if passages.is_empty() {
+        f.set(Factor::QueryCoverage, 0.0);
+        return f;
+    }
+    let scores: Vec<f64> = passages.iter().map(|p| f64::from(p.score)).collect();
+    let mut sorted = scores.clone();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    f.set(Factor::MaxScore, Statistics::max(&scores));
+    f.set(Factor::MinScore, Statistics::min(&scores));
+    f.set(Factor::MeanScore, Statistics::mean(&scores));
+    f.set(
+        Factor::ScoreVariance,
+        Statistics::population_variance(&scores),
+    );
+    f.set(
+        Factor::Margin,
+        sorted[0] - sorted.get(1).copied().unwrap_or(sorted[0]),
+    );
+    let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
+    if let Some(c) = query_coverage(lexical, query, &texts) {
+        f.set(Factor::QueryCoverage, c);
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passage(score: f32, text: &str) -> Passage {
+        Passage {
+            id: 0,
+            source: "/kb/a.md".into(),
+            section: String::new(),
+            chunk_index: 0,
+            text: text.into(),
+            score,
+            fused_score: 0.0,
+            dense_rank: Some(1),
+            lexical_rank: None,
+            lexical_score: None,
+        }
+    }
+
+    #[test]
+    fn score_statistics_by_hand() {
+        let enc = LexicalEncoder::new().unwrap();
+        let ps = [
+            passage(0.8, "apt pinning"),
+            passage(0.5, "other"),
+            passage(0.2, "more"),
+        ];
+        let f = retrieval_factors(&enc, "apt pinning", &ps);
+        let get = |x| f.get(x).unwrap();
+        assert_eq!(get(Factor::ResultCount), 3.0);
+        assert!((get(Factor::MaxScore) - 0.8).abs() < 1e-6);
+        assert!((get(Factor::MinScore) - 0.2).abs() < 1e-6);
+        assert!((get(Factor::MeanScore) - 0.5).abs() < 1e-6);
+        // population variance of 0.8, 0.5, 0.2 = (0.09 + 0 + 0.09) / 3 = 0.06
+        assert!((get(Factor::ScoreVariance) - 0.06).abs() < 1e-6);
+        assert!((get(Factor::Margin) - 0.3).abs() < 1e-6);
+        assert_eq!(get(Factor::QueryCoverage), 1.0);
+    }
+
+    #[test]
+    fn empty_retrieval_has_no_coverage() {
+        let enc = LexicalEncoder::new().unwrap();
+        let f = retrieval_factors(&enc, "anything at all", &[]);
+        assert_eq!(f.get(Factor::ResultCount), Some(0.0));
+        assert_eq!(f.get(Factor::QueryCoverage), Some(0.0));
+        assert_eq!(f.get(Factor::MaxScore), None);
+    }
+
+    #[test]
+    fn single_passage_has_zero_margin() {
+        let enc = LexicalEncoder::new().unwrap();
+        let f = retrieval_factors(&enc, "x", &[passage(0.7, "x")]);
+        assert_eq!(f.get(Factor::Margin), Some(0.0));
+        assert_eq!(f.get(Factor::ScoreVariance), Some(0.0));
+    }
+
+    #[test]
+    fn coverage_counts_stemmed_words_and_exact_identifiers() {
+        let enc = LexicalEncoder::new().unwrap();
+        // "configuring" and "configuration" share a stem; stop words do not count.
+        let full =
+            query_coverage(&enc, "configuring the network", &["Network configuration."]).unwrap();
+        assert_eq!(full, 1.0);
+        let half = query_coverage(&enc, "network printers", &["The network is down."]).unwrap();
+        assert!((half - 0.5).abs() < 1e-9, "{half}");
+        // An identifier must match exactly: E0383 is not E0382.
+        let exact = query_coverage(&enc, "E0382", &["error E0382 explained"]).unwrap();
+        let wrong = query_coverage(&enc, "E0382", &["error E0383 explained"]).unwrap();
+        assert_eq!(exact, 1.0);
+        assert_eq!(wrong, 0.0);
+        assert_eq!(query_coverage(&enc, "the of and", &["anything"]), None);
+    }
+}
