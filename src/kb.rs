@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::Result;
 use crate::config::{Backend, Config};
 use crate::embed::{Embedder, FastEmbedder};
-use crate::ingest::manifest::Manifest;
+use crate::ingest::manifest::{EntryState, Manifest};
 use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
 use crate::lexical::LexicalEncoder;
 use crate::search::{Passage, SearchRequest};
@@ -125,30 +125,11 @@ impl KnowledgeBase {
 
     /// Size and provenance of the collection.
     pub fn status(&self) -> Result<Status> {
-        let manifest = Manifest::load(&self.config.manifest_path())?;
-        let (sources, pipeline, pending) = match &manifest {
-            Some(m) => (
-                m.sources.len(),
-                Some(m.pipeline.clone()),
-                m.sources
-                    .values()
-                    .filter(|e| e.state == crate::ingest::manifest::EntryState::Pending)
-                    .count(),
-            ),
-            None => (0, None, 0),
-        };
-        Ok(Status {
-            collection: self.config.qdrant.collection.clone(),
-            backend: "edge".to_string(),
-            path: self.config.collection_dir(),
-            store: self.store.info()?,
-            sources,
-            pending_sources: pending,
-            pipeline,
-            model: self.embedder.model_id().to_string(),
-            model_dir: self.config.embedding.model_dir.clone(),
-            hybrid: self.config.qdrant.hybrid,
-        })
+        collect_status(
+            &self.config,
+            self.store.as_ref(),
+            Ok(self.embedder.model_id()),
+        )
     }
 
     /// The manifest's source list (canonical paths), sorted.
@@ -157,6 +138,57 @@ impl KnowledgeBase {
             .map(|m| m.sources.into_keys().collect())
             .unwrap_or_default())
     }
+}
+
+/// The status of the configured collection without loading the embedding
+/// model, so it also answers when the model files are missing (the problem
+/// is then reported in [`Status::model`]).
+pub fn status(config: &Config) -> Result<Status> {
+    let store: Box<dyn VectorStore> = match config.storage.backend {
+        Backend::Edge => Box::new(EdgeStore::open_existing(&config.collection_dir())?),
+    };
+    let embedder = FastEmbedder::new(&config.embedding);
+    let model = match &embedder {
+        Ok(e) => Ok(e.model_id()),
+        Err(e) => Err(e.to_string()),
+    };
+    collect_status(config, store.as_ref(), model)
+}
+
+fn collect_status(
+    config: &Config,
+    store: &dyn VectorStore,
+    model: std::result::Result<&str, String>,
+) -> Result<Status> {
+    let manifest = Manifest::load(&config.manifest_path())?;
+    let (sources, pipeline, pending) = match &manifest {
+        Some(m) => (
+            m.sources.len(),
+            Some(m.pipeline.clone()),
+            m.sources
+                .values()
+                .filter(|e| e.state == EntryState::Pending)
+                .count(),
+        ),
+        None => (0, None, 0),
+    };
+    let (model, model_error) = match model {
+        Ok(id) => (Some(id.to_string()), None),
+        Err(e) => (None, Some(e)),
+    };
+    Ok(Status {
+        collection: config.qdrant.collection.clone(),
+        backend: "edge".to_string(),
+        path: config.collection_dir(),
+        store: store.info()?,
+        sources,
+        pending_sources: pending,
+        pipeline,
+        model,
+        model_error,
+        model_dir: config.embedding.model_dir.clone(),
+        hybrid: config.qdrant.hybrid,
+    })
 }
 
 /// What `grace status` reports.
@@ -171,8 +203,10 @@ pub struct Status {
     pub pending_sources: usize,
     /// Model and chunking the collection was built with.
     pub pipeline: Option<String>,
-    /// The model configured now.
-    pub model: String,
+    /// The model configured now, if its files are in place.
+    pub model: Option<String>,
+    /// Why the configured model cannot be used, if it cannot.
+    pub model_error: Option<String>,
     pub model_dir: PathBuf,
     pub hybrid: bool,
 }

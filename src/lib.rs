@@ -32,5 +32,5 @@ pub mod store;
 
 pub use config::Config;
 pub use error::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_FOUND, Error, Result};
-pub use kb::{KnowledgeBase, OpenMode, Status};
+pub use kb::{KnowledgeBase, OpenMode, Status, status};
 pub use search::Passage;

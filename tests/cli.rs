@@ -78,6 +78,26 @@ fn ingest_search_status_round_trip_with_json() {
     assert_eq!(status["sources"], 6);
     assert!(status["store"]["points"].as_u64().unwrap() >= 6);
     assert_eq!(status["store"]["dimension"], 384);
+    assert!(status["model"].as_str().is_some());
+
+    // Status still answers when the model is missing, and says why.
+    let out = Command::new(env!("CARGO_BIN_EXE_grace"))
+        .args(["status", "--json"])
+        .current_dir(dir.path())
+        .env_remove("GRACE_CONFIG")
+        .env("GRACE_EMBEDDING__MODEL_DIR", dir.path().join("no-model"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = json(&out);
+    assert!(status["model"].is_null());
+    assert!(
+        status["model_error"]
+            .as_str()
+            .unwrap()
+            .contains("scripts/setup")
+    );
+    assert_eq!(status["sources"], 6);
 
     // Unchanged re-ingest writes nothing.
     let out = grace(dir.path(), &["ingest", kb, "--json"]);

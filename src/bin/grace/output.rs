@@ -146,12 +146,15 @@ pub fn status(s: &Status, json: bool) {
             s.pending_sources
         );
     }
-    println!(
-        "model        {} ({}d) from {}",
-        s.model,
-        s.store.dimension,
-        s.model_dir.display()
-    );
+    match (&s.model, &s.model_error) {
+        (Some(m), _) => println!(
+            "model        {m} ({}d store) from {}",
+            s.store.dimension,
+            s.model_dir.display()
+        ),
+        (None, Some(e)) => println!("model        unavailable: {e}"),
+        (None, None) => println!("model        unknown"),
+    }
     if let Some(p) = &s.pipeline {
         println!("built with   {p}");
     }
