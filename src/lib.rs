@@ -29,6 +29,7 @@ mod kb;
 pub mod lexical;
 pub mod search;
 pub mod store;
+pub mod tools;
 
 pub use config::Config;
 pub use error::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_FOUND, Error, Result};

@@ -53,7 +53,12 @@ pub fn retrieval_factors(lexical: &LexicalEncoder, query: &str, passages: &[Pass
         Factor::Margin,
         sorted[0] - sorted.get(1).copied().unwrap_or(sorted[0]),
     );
-    let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
+    // The heading path is part of what was indexed, so it counts too.
+    let texts: Vec<String> = passages
+        .iter()
+        .map(|p| format!("{}\n{}", p.section, p.text))
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     if let Some(c) = query_coverage(lexical, query, &texts) {
         f.set(Factor::QueryCoverage, c);
     }

@@ -32,6 +32,7 @@ pub struct Config {
     pub ingest: IngestConfig,
     pub qdrant: QdrantConfig,
     pub confidence: ConfidenceConfig,
+    pub tools: ToolsConfig,
 }
 
 /// Where and how the knowledge base is stored.
@@ -172,6 +173,103 @@ impl Default for QdrantConfig {
             lexical_weight: 0.3,
             identifier_weight: 2.0,
             candidates: 40,
+        }
+    }
+}
+
+/// The tools a run may use (see [`crate::tools`]). Only the tools named in
+/// `enabled` are constructed; a name GRACE does not know is an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    pub enabled: Vec<String>,
+    pub rag_search: RagSearchConfig,
+    pub ask_user: AskUserConfig,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: crate::tools::TOOL_NAMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rag_search: RagSearchConfig::default(),
+            ask_user: AskUserConfig::default(),
+        }
+    }
+}
+
+/// How a tool call is bounded and retried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ToolPolicy {
+    /// A call running longer fails with a timeout.
+    pub timeout_seconds: f64,
+    /// Extra attempts after a transient failure or a timeout.
+    pub retry_count: u32,
+    /// Wait before the first retry; doubled before each further one.
+    pub retry_delay_seconds: f64,
+}
+
+/// `rag_search`: vector search over the knowledge base.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RagSearchConfig {
+    pub timeout_seconds: f64,
+    pub retry_count: u32,
+    pub retry_delay_seconds: f64,
+    /// Passages returned when the call gives no `limit`.
+    pub limit: usize,
+}
+
+impl Default for RagSearchConfig {
+    fn default() -> Self {
+        Self {
+            timeout_seconds: 10.0,
+            retry_count: 1,
+            retry_delay_seconds: 0.5,
+            limit: 5,
+        }
+    }
+}
+
+/// `ask_user`: a structured question for a human.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskUserConfig {
+    pub timeout_seconds: f64,
+    pub retry_count: u32,
+    pub retry_delay_seconds: f64,
+}
+
+impl Default for AskUserConfig {
+    fn default() -> Self {
+        Self {
+            timeout_seconds: 5.0,
+            retry_count: 0,
+            retry_delay_seconds: 0.0,
+        }
+    }
+}
+
+impl RagSearchConfig {
+    /// Timeout and retries of the tool.
+    pub fn policy(&self) -> ToolPolicy {
+        ToolPolicy {
+            timeout_seconds: self.timeout_seconds,
+            retry_count: self.retry_count,
+            retry_delay_seconds: self.retry_delay_seconds,
+        }
+    }
+}
+
+impl AskUserConfig {
+    /// Timeout and retries of the tool.
+    pub fn policy(&self) -> ToolPolicy {
+        ToolPolicy {
+            timeout_seconds: self.timeout_seconds,
+            retry_count: self.retry_count,
+            retry_delay_seconds: self.retry_delay_seconds,
         }
     }
 }

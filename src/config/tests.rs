@@ -183,6 +183,36 @@ fn out_of_range_values_name_key_and_line() {
         ("embedding:\n  model_dir: \"\"\n", "embedding.model_dir", 2),
         ("storage:\n  data_dir: \"\"\n", "storage.data_dir", 2),
         (
+            "tools:\n  enabled: [rag_search, web_search]\n",
+            "tools.enabled",
+            2,
+        ),
+        (
+            "tools:\n  enabled: [ask_user, ask_user]\n",
+            "tools.enabled",
+            2,
+        ),
+        (
+            "tools:\n  rag_search:\n    timeout_seconds: 0\n",
+            "tools.rag_search.timeout_seconds",
+            3,
+        ),
+        (
+            "tools:\n  ask_user:\n    retry_count: 11\n",
+            "tools.ask_user.retry_count",
+            3,
+        ),
+        (
+            "tools:\n  rag_search:\n    retry_delay_seconds: -1\n",
+            "tools.rag_search.retry_delay_seconds",
+            3,
+        ),
+        (
+            "tools:\n  rag_search:\n    limit: 0\n",
+            "tools.rag_search.limit",
+            3,
+        ),
+        (
             "confidence:\n  weights:\n    bias: .inf\n",
             "confidence.weights.bias",
             3,
@@ -205,6 +235,24 @@ fn out_of_range_values_name_key_and_line() {
         assert!(msg.contains(&format!("`{key}`")), "{text:?}: {msg}");
         assert!(msg.contains(&format!("c.yml:{line}:")), "{text:?}: {msg}");
     }
+}
+
+#[test]
+fn unknown_tool_names_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "tools:\n  enabled: [rag_search, web_search]\n");
+    let err = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("unknown tool `web_search`") && err.contains("known: rag_search"),
+        "{err}"
+    );
+    let p = write(dir.path(), "tools:\n  enabled: [ask_user]\n");
+    assert_eq!(
+        Config::load_with_env(Some(&p), &[]).unwrap().tools.enabled,
+        vec!["ask_user"]
+    );
 }
 
 #[test]

@@ -166,10 +166,62 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             ),
         ));
     }
+    validate_tools(&c.tools)?;
     if !(1..=10_000).contains(&q.candidates) {
         return Err(invalid(
             "qdrant.candidates",
             format!("{} is out of range 1..=10000", q.candidates),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
+    let known = crate::tools::TOOL_NAMES;
+    for (i, name) in t.enabled.iter().enumerate() {
+        if !known.contains(&name.as_str()) {
+            return Err(invalid(
+                "tools.enabled",
+                format!("unknown tool `{name}` (known: {})", known.join(", ")),
+            ));
+        }
+        if t.enabled[..i].contains(name) {
+            return Err(invalid(
+                "tools.enabled",
+                format!("`{name}` is listed twice"),
+            ));
+        }
+    }
+    for (tool, p) in [
+        ("rag_search", t.rag_search.policy()),
+        ("ask_user", t.ask_user.policy()),
+    ] {
+        if !(p.timeout_seconds.is_finite()
+            && p.timeout_seconds > 0.0
+            && p.timeout_seconds <= 86_400.0)
+        {
+            return Err(invalid(
+                &format!("tools.{tool}.timeout_seconds"),
+                format!("{} must be in (0, 86400]", p.timeout_seconds),
+            ));
+        }
+        if p.retry_count > 10 {
+            return Err(invalid(
+                &format!("tools.{tool}.retry_count"),
+                format!("{} is out of range 0..=10", p.retry_count),
+            ));
+        }
+        if !(p.retry_delay_seconds.is_finite() && (0.0..=600.0).contains(&p.retry_delay_seconds)) {
+            return Err(invalid(
+                &format!("tools.{tool}.retry_delay_seconds"),
+                format!("{} is out of range 0..=600", p.retry_delay_seconds),
+            ));
+        }
+    }
+    if !(1..=100).contains(&t.rag_search.limit) {
+        return Err(invalid(
+            "tools.rag_search.limit",
+            format!("{} is out of range 1..=100", t.rag_search.limit),
         ));
     }
     Ok(())

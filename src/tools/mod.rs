@@ -1,0 +1,167 @@
+//! Tools: the [`Tool`] trait, what a call returns ([`ToolResult`]), and the
+//! [`ToolRegistry`] built from `tools.enabled`, which runs calls with each
+//! tool's timeout and retries.
+//!
+//! Tools are synchronous; the registry runs each call on its own thread so
+//! that a timeout can be enforced whatever the tool does (a timed-out call's
+//! thread is left to finish and its result discarded).
+
+mod ask_user;
+mod rag_search;
+mod registry;
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use self::ask_user::{AskUser, Urgency, UserRequest};
+pub use self::rag_search::RagSearch;
+pub use self::registry::ToolRegistry;
+
+use crate::confidence::Factors;
+use crate::search::Passage;
+
+/// Names of the tools GRACE has; `tools.enabled` may list these only.
+pub const TOOL_NAMES: &[&str] = &["rag_search", "ask_user"];
+
+/// A capability a plan step can call.
+pub trait Tool: Send + Sync {
+    /// The name plans and `tools.enabled` use.
+    fn name(&self) -> &'static str;
+    /// One sentence on what the tool does (for planners and MCP clients).
+    fn description(&self) -> &'static str;
+    /// JSON schema of the input.
+    fn input_schema(&self) -> Value;
+    /// Runs the tool. `Ok` carries what it produced (which may still be a
+    /// `success: false` result); `Err` is a failure the registry may retry
+    /// (see [`ToolErrorKind`]).
+    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError>;
+}
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum ToolOutput {
+    /// Ranked passages (`rag_search`).
+    Passages(Vec<Passage>),
+    /// A question for a human (`ask_user`).
+    UserRequest(UserRequest),
+    /// Nothing (a failed call).
+    None,
+}
+
+/// The result of one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolResult {
+    pub success: bool,
+    pub output: ToolOutput,
+    /// Canonical paths of the documents the output rests on.
+    pub sources: Vec<String>,
+    /// Evidence for the confidence model.
+    pub factors: Factors,
+    pub error: Option<String>,
+    /// What the caller could do instead (after a failure or a weak result).
+    pub suggestions: Vec<String>,
+    /// Wall time of the call, retries included.
+    #[serde(with = "duration_secs")]
+    pub duration: Duration,
+    /// Attempts made (1 without retries).
+    pub attempts: u32,
+}
+
+impl ToolResult {
+    /// A successful result; the registry fills in duration and attempts.
+    pub fn ok(output: ToolOutput, sources: Vec<String>, factors: Factors) -> Self {
+        Self {
+            success: true,
+            output,
+            sources,
+            factors,
+            error: None,
+            suggestions: Vec::new(),
+            duration: Duration::ZERO,
+            attempts: 1,
+        }
+    }
+
+    /// A failed result carrying the error and suggestions.
+    pub fn failed(error: &ToolError, suggestions: Vec<String>) -> Self {
+        Self {
+            success: false,
+            output: ToolOutput::None,
+            sources: Vec::new(),
+            factors: Factors::default(),
+            error: Some(error.to_string()),
+            suggestions,
+            duration: Duration::ZERO,
+            attempts: 1,
+        }
+    }
+}
+
+/// How a call failed, which decides whether it is retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    /// The input does not match the schema: never retried.
+    InvalidInput,
+    /// Might work on another try (a busy store, a network hiccup): retried.
+    Transient,
+    /// The call ran out of time: retried.
+    Timeout,
+    /// Will fail again: not retried.
+    Failed,
+    /// The tool is not enabled or does not exist.
+    Unknown,
+}
+
+/// A failed tool call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{tool}: {message}")]
+pub struct ToolError {
+    pub tool: String,
+    pub kind: ToolErrorKind,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(tool: &str, kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            tool: tool.to_string(),
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// Whether another attempt may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.kind, ToolErrorKind::Transient | ToolErrorKind::Timeout)
+    }
+}
+
+/// Reads an input's field as a string, or says what is wrong.
+pub(crate) fn str_field<'a>(
+    tool: &str,
+    input: &'a Value,
+    field: &str,
+) -> Result<Option<&'a str>, ToolError> {
+    match input.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ToolError::new(
+            tool,
+            ToolErrorKind::InvalidInput,
+            format!("`{field}` must be a string, got {other}"),
+        )),
+    }
+}
+
+mod duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}

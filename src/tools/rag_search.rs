@@ -1,0 +1,108 @@
+//! `rag_search {query, limit?, filter?}`: ranked passages from the knowledge
+//! base with the retrieval factors of the confidence model.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, str_field};
+use crate::confidence::retrieval_factors;
+use crate::store::{PayloadFilter, StoreError};
+use crate::{Error, KnowledgeBase};
+
+const NAME: &str = "rag_search";
+
+/// Vector search over a knowledge base.
+pub struct RagSearch {
+    kb: Arc<KnowledgeBase>,
+    default_limit: usize,
+}
+
+impl RagSearch {
+    pub fn new(kb: Arc<KnowledgeBase>, default_limit: usize) -> Self {
+        Self { kb, default_limit }
+    }
+}
+
+impl Tool for RagSearch {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "Search the knowledge base; returns ranked passages with their source, section and similarity."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "description": "what to look for"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "filter": {
+                    "type": "object",
+                    "description": "payload fields that must equal the given strings, e.g. {\"source\": \"/kb/a.md\"}",
+                    "additionalProperties": {"type": "string"}
+                }
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+
+    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+        let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
+        let query = str_field(NAME, input, "query")?
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .ok_or_else(|| invalid("`query` is required and must not be empty".into()))?;
+        let limit = match input.get("limit") {
+            None | Some(Value::Null) => self.default_limit,
+            Some(v) => v
+                .as_u64()
+                .filter(|n| (1..=100).contains(n))
+                .ok_or_else(|| invalid(format!("`limit` must be an integer in 1..=100, got {v}")))?
+                as usize,
+        };
+        let filter = match input.get("filter") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(map)) => {
+                let mut f = PayloadFilter::default();
+                for (k, v) in map {
+                    let v = v.as_str().ok_or_else(|| {
+                        invalid(format!("filter value of `{k}` must be a string"))
+                    })?;
+                    f.must.push((k.clone(), v.to_string()));
+                }
+                Some(f)
+            }
+            Some(other) => return Err(invalid(format!("`filter` must be an object, got {other}"))),
+        };
+        let passages = self
+            .kb
+            .search(query, Some(limit), filter.as_ref())
+            .map_err(|e| match &e {
+                Error::InvalidInput(m) => invalid(m.clone()),
+                Error::Store(StoreError::Busy { .. }) => {
+                    ToolError::new(NAME, ToolErrorKind::Transient, e.to_string())
+                }
+                _ => ToolError::new(NAME, ToolErrorKind::Failed, e.to_string()),
+            })?;
+        let factors = retrieval_factors(self.kb.lexical(), query, &passages);
+        let mut sources: Vec<String> = Vec::new();
+        for p in &passages {
+            if !sources.contains(&p.source) {
+                sources.push(p.source.clone());
+            }
+        }
+        let mut result = ToolResult::ok(ToolOutput::Passages(passages), sources, factors);
+        if let ToolOutput::Passages(p) = &result.output
+            && p.is_empty()
+        {
+            result.suggestions.push(
+                "nothing matched: rephrase the query, drop the filter, or ingest the documents that answer it".into(),
+            );
+        }
+        Ok(result)
+    }
+}

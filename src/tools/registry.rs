@@ -1,0 +1,293 @@
+//! The tools a run may call, built from `tools.enabled`, and the call
+//! policy: a timeout per call, retries with exponential backoff for
+//! transient failures and timeouts only.
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{AskUser, RagSearch, Tool, ToolError, ToolErrorKind, ToolResult};
+use crate::KnowledgeBase;
+use crate::config::{ToolPolicy, ToolsConfig};
+
+/// The enabled tools, each with its call policy.
+pub struct ToolRegistry {
+    tools: Vec<(Arc<dyn Tool>, ToolPolicy)>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.names())
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    /// Constructs the tools named in `config.enabled`, and no others.
+    pub fn from_config(config: &ToolsConfig, kb: Arc<KnowledgeBase>) -> Result<Self, ToolError> {
+        let mut tools: Vec<(Arc<dyn Tool>, ToolPolicy)> = Vec::new();
+        for name in &config.enabled {
+            let entry: (Arc<dyn Tool>, ToolPolicy) = match name.as_str() {
+                "rag_search" => (
+                    Arc::new(RagSearch::new(kb.clone(), config.rag_search.limit)),
+                    config.rag_search.policy(),
+                ),
+                "ask_user" => (Arc::new(AskUser), config.ask_user.policy()),
+                other => {
+                    return Err(ToolError::new(
+                        other,
+                        ToolErrorKind::Unknown,
+                        format!(
+                            "unknown tool in tools.enabled (known: {})",
+                            super::TOOL_NAMES.join(", ")
+                        ),
+                    ));
+                }
+            };
+            tools.push(entry);
+        }
+        Ok(Self { tools })
+    }
+
+    /// A registry of the given tools (for tests and embedding applications).
+    pub fn with_tools(tools: Vec<(Arc<dyn Tool>, ToolPolicy)>) -> Self {
+        Self { tools }
+    }
+
+    /// Names of the enabled tools, in configuration order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|(t, _)| t.name()).collect()
+    }
+
+    /// The tool called `name`, if enabled.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools
+            .iter()
+            .find(|(t, _)| t.name() == name)
+            .map(|(t, _)| t)
+    }
+
+    /// Calls a tool under its policy. Never fails: a failure is a result
+    /// with `success: false`, the error and suggestions.
+    pub fn call(&self, name: &str, input: &Value) -> ToolResult {
+        let started = Instant::now();
+        let Some((tool, policy)) = self.tools.iter().find(|(t, _)| t.name() == name) else {
+            let e = ToolError::new(
+                name,
+                ToolErrorKind::Unknown,
+                format!("not an enabled tool (enabled: {})", self.names().join(", ")),
+            );
+            return ToolResult::failed(
+                &e,
+                vec![format!("use one of: {}", self.names().join(", "))],
+            );
+        };
+        let timeout = Duration::from_secs_f64(policy.timeout_seconds);
+        let mut delay = Duration::from_secs_f64(policy.retry_delay_seconds);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let outcome = call_with_timeout(tool.clone(), input.clone(), timeout);
+            match outcome {
+                Ok(mut result) => {
+                    result.duration = started.elapsed();
+                    result.attempts = attempt;
+                    return result;
+                }
+                Err(e) if e.is_retryable() && attempt <= policy.retry_count => {
+                    tracing::info!(tool = name, attempt, error = %e, ?delay, "retrying");
+                    std::thread::sleep(delay);
+                    delay *= 2;
+                }
+                Err(e) => {
+                    let mut result = ToolResult::failed(&e, suggestions(&e, tool.as_ref()));
+                    result.duration = started.elapsed();
+                    result.attempts = attempt;
+                    return result;
+                }
+            }
+        }
+    }
+}
+
+/// Runs one attempt on its own thread and waits at most `timeout`.
+fn call_with_timeout(
+    tool: Arc<dyn Tool>,
+    input: Value,
+    timeout: Duration,
+) -> Result<ToolResult, ToolError> {
+    let name = tool.name();
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name(format!("tool-{name}"))
+        .spawn(move || {
+            // The receiver may be gone after a timeout; nothing to do then.
+            let _ = tx.send(tool.execute(&input));
+        });
+    if let Err(e) = spawned {
+        return Err(ToolError::new(
+            name,
+            ToolErrorKind::Transient,
+            format!("cannot start a thread: {e}"),
+        ));
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(outcome) => outcome,
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(ToolError::new(
+            name,
+            ToolErrorKind::Timeout,
+            format!("no result within {:.1} s", timeout.as_secs_f64()),
+        )),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(ToolError::new(
+            name,
+            ToolErrorKind::Failed,
+            "the tool panicked",
+        )),
+    }
+}
+
+fn suggestions(e: &ToolError, tool: &dyn Tool) -> Vec<String> {
+    match e.kind {
+        ToolErrorKind::InvalidInput => vec![format!(
+            "fix the input; it must match {}",
+            tool.input_schema()
+        )],
+        ToolErrorKind::Timeout => vec![format!(
+            "raise tools.{}.timeout_seconds, or ask a narrower question",
+            tool.name()
+        )],
+        ToolErrorKind::Transient => vec!["try again in a moment".to_string()],
+        ToolErrorKind::Failed | ToolErrorKind::Unknown => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::confidence::Factors;
+    use crate::tools::ToolOutput;
+
+    /// Fails with `kind` the first `failures` calls, sleeps `sleep` on each.
+    struct Fake {
+        calls: AtomicU32,
+        failures: u32,
+        kind: ToolErrorKind,
+        sleep: Duration,
+    }
+
+    impl Fake {
+        fn new(failures: u32, kind: ToolErrorKind, sleep_ms: u64) -> Arc<Self> {
+            Arc::new(Self {
+                calls: AtomicU32::new(0),
+                failures,
+                kind,
+                sleep: Duration::from_millis(sleep_ms),
+            })
+        }
+    }
+
+    impl Tool for Fake {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn description(&self) -> &'static str {
+            "test double"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn execute(&self, _input: &Value) -> Result<ToolResult, ToolError> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            std::thread::sleep(self.sleep);
+            if n <= self.failures {
+                return Err(ToolError::new("fake", self.kind, format!("failure {n}")));
+            }
+            Ok(ToolResult::ok(ToolOutput::None, vec![], Factors::default()))
+        }
+    }
+
+    fn policy(timeout_ms: u64, retries: u32) -> ToolPolicy {
+        ToolPolicy {
+            timeout_seconds: timeout_ms as f64 / 1000.0,
+            retry_count: retries,
+            retry_delay_seconds: 0.01,
+        }
+    }
+
+    fn registry(tool: Arc<Fake>, p: ToolPolicy) -> ToolRegistry {
+        ToolRegistry::with_tools(vec![(tool as Arc<dyn Tool>, p)])
+    }
+
+    #[test]
+    fn transient_failures_are_retried_until_success() {
+        let fake = Fake::new(2, ToolErrorKind::Transient, 0);
+        let r = registry(fake.clone(), policy(1000, 2)).call("fake", &json!({}));
+        assert!(r.success, "{r:?}");
+        assert_eq!(r.attempts, 3);
+        assert_eq!(fake.calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn retries_stop_at_retry_count() {
+        let fake = Fake::new(5, ToolErrorKind::Transient, 0);
+        let r = registry(fake.clone(), policy(1000, 2)).call("fake", &json!({}));
+        assert!(!r.success);
+        assert_eq!(r.attempts, 3);
+        assert!(r.error.as_deref().unwrap().contains("failure 3"), "{r:?}");
+        assert!(!r.suggestions.is_empty());
+    }
+
+    #[test]
+    fn invalid_input_and_hard_failures_are_not_retried() {
+        for kind in [ToolErrorKind::InvalidInput, ToolErrorKind::Failed] {
+            let fake = Fake::new(1, kind, 0);
+            let r = registry(fake.clone(), policy(1000, 3)).call("fake", &json!({}));
+            assert!(!r.success);
+            assert_eq!(
+                (r.attempts, fake.calls.load(Ordering::SeqCst)),
+                (1, 1),
+                "{kind:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_slow_call_times_out_and_is_retried() {
+        // Sleeps 300 ms every time; timeout 50 ms; one retry.
+        let fake = Fake::new(0, ToolErrorKind::Failed, 300);
+        let started = Instant::now();
+        let r = registry(fake.clone(), policy(50, 1)).call("fake", &json!({}));
+        assert!(!r.success);
+        assert_eq!(r.attempts, 2);
+        assert!(
+            r.error.as_deref().unwrap().contains("no result within"),
+            "{r:?}"
+        );
+        // Two 50 ms waits and a 10 ms backoff: the registry did not wait for
+        // the tool's two 300 ms sleeps.
+        assert!(
+            started.elapsed() < Duration::from_millis(550),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(r.suggestions[0].contains("timeout_seconds"));
+    }
+
+    #[test]
+    fn unknown_tool_is_a_failed_result_naming_the_enabled_ones() {
+        let r = registry(Fake::new(0, ToolErrorKind::Failed, 0), policy(100, 0))
+            .call("web_search", &json!({}));
+        assert!(!r.success);
+        assert!(
+            r.error.as_deref().unwrap().contains("enabled: fake"),
+            "{r:?}"
+        );
+    }
+}
