@@ -4,6 +4,7 @@
 
 use crate::config::ConfigError;
 use crate::embed::EmbedError;
+use crate::eval::EvalError;
 use crate::ingest::IngestError;
 use crate::lexical::LexicalError;
 use crate::store::StoreError;
@@ -24,6 +25,8 @@ pub enum Error {
     Ingest(#[from] IngestError),
     #[error(transparent)]
     Lexical(#[from] LexicalError),
+    #[error(transparent)]
+    Eval(#[from] EvalError),
     /// A request the caller can fix (an empty query, a zero limit).
     #[error("{0}")]
     InvalidInput(String),
@@ -51,6 +54,11 @@ impl Error {
                 IngestError::Manifest { .. } | IngestError::Io { .. } => EXIT_FAILURE,
             },
             Error::Lexical(_) => EXIT_FAILURE,
+            Error::Eval(e) => match e {
+                EvalError::NotASet { .. } => EXIT_NOT_FOUND,
+                EvalError::BadQuestion { .. } => EXIT_BAD_INPUT,
+                EvalError::Io { .. } => EXIT_FAILURE,
+            },
         }
     }
 }

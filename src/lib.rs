@@ -24,6 +24,7 @@ pub mod confidence;
 pub mod config;
 pub mod embed;
 mod error;
+pub mod eval;
 pub mod ingest;
 mod kb;
 pub mod lexical;

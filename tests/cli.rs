@@ -220,3 +220,35 @@ fn missing_or_broken_runtime_is_a_clear_error_not_a_panic() {
         "{err}"
     );
 }
+
+#[test]
+fn eval_reports_recall_and_separation_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = common::repo().join("tests/fixtures/eval-mini");
+    let out = grace(dir.path(), &["eval", set.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = json(&out);
+    assert_eq!(r["questions"], 5);
+    assert_eq!(r["answerable"], 3);
+    assert_eq!(r["unanswerable_in_domain"], 1);
+    assert_eq!(r["unanswerable_out_of_domain"], 1);
+    assert_eq!(r["recall_at_k"], 1.0);
+    let auroc = r["top1_cosine"]["auroc"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&auroc));
+    assert!(r["ece"].as_f64().is_some() && r["latency_p50_ms"].as_f64().is_some());
+    // The temporary store is gone and the user's data folder untouched.
+    assert!(!dir.path().join(".grace").exists());
+
+    let out = grace(dir.path(), &["eval", "no-such-set"]);
+    assert_eq!(out.status.code(), Some(3));
+    let bad = dir.path().join("bad");
+    std::fs::create_dir_all(bad.join("corpus")).unwrap();
+    std::fs::write(bad.join("questions.jsonl"), "{\"id\": 1}\n").unwrap();
+    let out = grace(dir.path(), &["eval", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("questions.jsonl:1:"),
+        "{}",
+        stderr(&out)
+    );
+}

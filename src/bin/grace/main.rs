@@ -60,6 +60,15 @@ enum Command {
     },
     /// Show the collection, its size and the model
     Status,
+    /// Evaluate retrieval and confidence on a question set (DIR holds
+    /// corpus/ and questions.jsonl); uses a temporary store
+    Eval {
+        /// The evaluation set folder
+        dir: PathBuf,
+        /// Passages retrieved per question
+        #[arg(short = 'k', long = "limit", value_name = "N", default_value_t = 5)]
+        limit: usize,
+    },
     /// Print the effective configuration (defaults + file + environment)
     Config,
 }
@@ -153,6 +162,14 @@ fn run(cli: &Cli) -> grace::Result<()> {
             output::passages(&passages, cli.json);
         }
         Command::Status => output::status(&grace::status(&config)?, cli.json),
+        Command::Eval { dir, limit } => {
+            if *limit == 0 {
+                return Err(grace::Error::InvalidInput("-k must be at least 1".into()));
+            }
+            let embedder = std::sync::Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
+            let report = grace::eval::run(&config, embedder, dir, *limit)?;
+            output::eval_report(&report, cli.json);
+        }
         Command::Config => output::config(&config, cli.json)?,
     }
     Ok(())

@@ -2,6 +2,7 @@
 
 use std::error::Error as _;
 
+use grace::eval::{EvalReport, Separation};
 use grace::ingest::IngestReport;
 use grace::{Config, Passage, Status};
 use serde::Serialize;
@@ -175,4 +176,62 @@ pub fn config(c: &Config, json: bool) -> grace::Result<()> {
         print!("{}", c.to_yaml()?);
     }
     Ok(())
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{:.1}%", v * 100.0))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into())
+}
+
+fn separation_line(name: &str, s: &Separation) {
+    println!(
+        "  {name:<22} AUROC {} (in-domain {}); unanswerable passing at 80% / 90% answerable kept: {} / {} (in-domain at 90%: {})",
+        num(s.auroc),
+        num(s.auroc_in_domain),
+        pct(s.unanswerable_passing_at_80),
+        pct(s.unanswerable_passing_at_90),
+        pct(s.in_domain_passing_at_90)
+    );
+}
+
+pub fn eval_report(r: &EvalReport, json: bool) {
+    if json {
+        print_json(r);
+        return;
+    }
+    println!(
+        "{}: {} questions ({} answerable, {} unanswerable in-domain, {} out-of-domain), {} chunks",
+        r.set.display(),
+        r.questions,
+        r.answerable,
+        r.unanswerable_in_domain,
+        r.unanswerable_out_of_domain,
+        r.chunks
+    );
+    println!(
+        "retrieval: recall@1 {:.3}, recall@{} {:.3}",
+        r.recall_at_1, r.k, r.recall_at_k
+    );
+    println!("separating answerable from unanswerable questions:");
+    separation_line("top-1 cosine", &r.top1_cosine);
+    separation_line("retrieval confidence", &r.retrieval_confidence);
+    println!(
+        "calibration of the retrieval confidence: ECE {} (10 bins), Brier {}",
+        num(r.ece),
+        num(r.brier)
+    );
+    println!(
+        "latency per question (search + factors): p50 {} ms, p95 {} ms",
+        r.latency_p50_ms
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or_else(|| "n/a".into()),
+        r.latency_p95_ms
+            .map(|v| format!("{v:.1}"))
+            .unwrap_or_else(|| "n/a".into())
+    );
+    println!("(answer quality is not evaluated yet: grace does not answer yet)");
 }

@@ -1,0 +1,305 @@
+//! Evaluation over a question set: a folder with `corpus/` (documents) and
+//! `questions.jsonl` (format of `../shared/eval/*/`).
+//!
+//! [`run`] ingests the corpus into a temporary store, searches every
+//! question and reports retrieval recall on the answerable ones and how well
+//! confidence scores separate answerable from unanswerable questions
+//! (AUROC, overall and in-domain; unanswerable questions that pass the
+//! threshold keeping 80% / 90% of answerable ones) and whether the
+//! configured confidence means what it says (ECE, Brier). Answering is not
+//! evaluated yet: that comes with the answering work (issue 3).
+
+pub mod metrics;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::confidence::{Factor, retrieval_factors, score};
+use crate::embed::Embedder;
+use crate::ingest::IngestOptions;
+use crate::{Config, KnowledgeBase, OpenMode, Result};
+
+/// One line of `questions.jsonl`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Question {
+    pub id: String,
+    pub question: String,
+    pub answerable: bool,
+    /// File names (in `corpus/`) that answer the question.
+    #[serde(default)]
+    pub gold_sources: Vec<String>,
+    #[serde(default)]
+    pub gold_answer: Option<String>,
+    /// `in-corpus`, `held-out-section` or `out-of-domain`.
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub origin: Option<String>,
+}
+
+impl Question {
+    /// Unanswerable but about the corpus's subject.
+    pub fn in_domain(&self) -> bool {
+        self.kind != "out-of-domain"
+    }
+}
+
+/// What went wrong reading an evaluation set.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("{path}: not an evaluation set folder ({what} is missing)")]
+    NotASet { path: PathBuf, what: &'static str },
+    #[error("{path}:{line}: {message}")]
+    BadQuestion {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Reads `questions.jsonl`; a malformed line is an error naming file and line.
+pub fn load_questions(path: &Path) -> std::result::Result<Vec<Question>, EvalError> {
+    let text = std::fs::read_to_string(path).map_err(|source| EvalError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let q: Question = serde_json::from_str(line).map_err(|e| EvalError::BadQuestion {
+            path: path.to_path_buf(),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
+        if q.question.trim().is_empty() {
+            return Err(EvalError::BadQuestion {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message: "empty `question`".into(),
+            });
+        }
+        out.push(q);
+    }
+    Ok(out)
+}
+
+/// How well one score separates answerable from unanswerable questions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Separation {
+    pub auroc: Option<f64>,
+    /// Answerable vs in-domain unanswerable only.
+    pub auroc_in_domain: Option<f64>,
+    /// Share of unanswerable questions scoring at or above the threshold
+    /// that keeps 80% (90%) of answerable ones.
+    pub unanswerable_passing_at_80: Option<f64>,
+    pub unanswerable_passing_at_90: Option<f64>,
+    pub in_domain_passing_at_90: Option<f64>,
+}
+
+fn separation(rows: &[(f64, &Question)]) -> Separation {
+    let all: Vec<(f64, bool)> = rows.iter().map(|(s, q)| (*s, q.answerable)).collect();
+    let in_domain: Vec<(f64, bool)> = rows
+        .iter()
+        .filter(|(_, q)| q.answerable || q.in_domain())
+        .map(|(s, q)| (*s, q.answerable))
+        .collect();
+    Separation {
+        auroc: metrics::auroc(&all),
+        auroc_in_domain: metrics::auroc(&in_domain),
+        unanswerable_passing_at_80: metrics::negatives_passing_at_recall(&all, 0.8).map(|r| r.1),
+        unanswerable_passing_at_90: metrics::negatives_passing_at_recall(&all, 0.9).map(|r| r.1),
+        in_domain_passing_at_90: metrics::negatives_passing_at_recall(&in_domain, 0.9).map(|r| r.1),
+    }
+}
+
+/// What `grace eval` reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvalReport {
+    pub set: PathBuf,
+    pub questions: usize,
+    pub answerable: usize,
+    pub unanswerable_in_domain: usize,
+    pub unanswerable_out_of_domain: usize,
+    pub chunks: usize,
+    /// Share of answerable questions with a gold source first / in the top `k`.
+    pub recall_at_1: f64,
+    pub recall_at_k: f64,
+    pub k: usize,
+    /// Baseline: the top-1 passage's cosine similarity.
+    pub top1_cosine: Separation,
+    /// The configured confidence model on the retrieval factors.
+    pub retrieval_confidence: Separation,
+    /// Calibration of the retrieval confidence against "answerable and a
+    /// gold source retrieved".
+    pub ece: Option<f64>,
+    pub brier: Option<f64>,
+    /// Search + factors per question, milliseconds.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p95_ms: Option<f64>,
+}
+
+/// Runs the evaluation of the set in `dir` with `config` (its data folder is
+/// replaced by a temporary one, removed afterwards) and the given embedder.
+pub fn run(
+    config: &Config,
+    embedder: std::sync::Arc<dyn Embedder>,
+    dir: &Path,
+    k: usize,
+) -> Result<EvalReport> {
+    let corpus = dir.join("corpus");
+    let questions_path = dir.join("questions.jsonl");
+    if !corpus.is_dir() {
+        return Err(EvalError::NotASet {
+            path: dir.to_path_buf(),
+            what: "corpus/",
+        }
+        .into());
+    }
+    if !questions_path.is_file() {
+        return Err(EvalError::NotASet {
+            path: dir.to_path_buf(),
+            what: "questions.jsonl",
+        }
+        .into());
+    }
+    let questions = load_questions(&questions_path)?;
+
+    let temp = TempDir::new()?;
+    let mut config = config.clone();
+    config.storage.data_dir = temp.0.clone();
+    let kb = KnowledgeBase::with_embedder(config, embedder, OpenMode::Create)?;
+    let ingest = kb.ingest(&[corpus], &IngestOptions::default(), &mut |_| {})?;
+
+    let weights = kb.config().confidence.weights.clone();
+    let mut cosine_rows = Vec::new();
+    let mut confidence_rows = Vec::new();
+    let mut calibration = Vec::new();
+    let mut latencies = Vec::new();
+    let (mut at1, mut atk) = (0usize, 0usize);
+    for q in &questions {
+        let started = Instant::now();
+        let passages = kb.search(&q.question, Some(k), None)?;
+        let factors = retrieval_factors(kb.lexical(), &q.question, &passages);
+        let confidence = score(&factors, &weights).score;
+        latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+
+        let is_gold = |source: &str| {
+            let name = Path::new(source)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+            name.is_some_and(|n| q.gold_sources.contains(&n))
+        };
+        let gold_first = passages.first().is_some_and(|p| is_gold(&p.source));
+        let gold_in_k = passages.iter().any(|p| is_gold(&p.source));
+        if q.answerable {
+            at1 += usize::from(gold_first);
+            atk += usize::from(gold_in_k);
+        }
+        cosine_rows.push((factors.get(Factor::MaxScore).unwrap_or(-1.0), q));
+        confidence_rows.push((confidence, q));
+        calibration.push((confidence, q.answerable && gold_in_k));
+    }
+    let answerable = questions.iter().filter(|q| q.answerable).count();
+    let share = |n: usize| {
+        if answerable == 0 {
+            0.0
+        } else {
+            n as f64 / answerable as f64
+        }
+    };
+    Ok(EvalReport {
+        set: dir.to_path_buf(),
+        questions: questions.len(),
+        answerable,
+        unanswerable_in_domain: questions
+            .iter()
+            .filter(|q| !q.answerable && q.in_domain())
+            .count(),
+        unanswerable_out_of_domain: questions
+            .iter()
+            .filter(|q| !q.answerable && !q.in_domain())
+            .count(),
+        chunks: ingest.points_total,
+        recall_at_1: share(at1),
+        recall_at_k: share(atk),
+        k,
+        top1_cosine: separation(&cosine_rows),
+        retrieval_confidence: separation(&confidence_rows),
+        ece: metrics::ece(&calibration, 10),
+        brier: metrics::brier(&calibration),
+        latency_p50_ms: metrics::quantile(&latencies, 0.5),
+        latency_p95_ms: metrics::quantile(&latencies, 0.95),
+    })
+}
+
+/// A temporary folder removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> std::result::Result<Self, EvalError> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let path = std::env::temp_dir().join(format!("grace-eval-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).map_err(|source| EvalError::Io {
+            action: "create",
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_question_names_file_and_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("questions.jsonl");
+        std::fs::write(
+            &p,
+            "{\"id\":\"a\",\"question\":\"q?\",\"answerable\":true}\n\n{\"id\":\"b\",\"answerable\":true}\n",
+        )
+        .unwrap();
+        let err = load_questions(&p).unwrap_err().to_string();
+        assert!(
+            err.contains("questions.jsonl:3:") && err.contains("question"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn loads_the_shared_format() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("questions.jsonl");
+        std::fs::write(
+            &p,
+            r#"{"id": "x-1", "question": "What?", "answerable": false, "gold_sources": [], "gold_answer": null, "kind": "out-of-domain", "origin": "t"}"#,
+        )
+        .unwrap();
+        let q = load_questions(&p).unwrap();
+        assert_eq!(q.len(), 1);
+        assert!(!q[0].in_domain());
+    }
+}
