@@ -79,6 +79,11 @@ impl KnowledgeBase {
         self.embedder.as_ref()
     }
 
+    /// A shared handle to the embedder (for generators that embed too).
+    pub fn embedder_handle(&self) -> Arc<dyn Embedder> {
+        self.embedder.clone()
+    }
+
     /// The lexical encoder.
     pub fn lexical(&self) -> &LexicalEncoder {
         &self.lexical

@@ -28,6 +28,7 @@ pub mod eval;
 pub mod ingest;
 mod kb;
 pub mod lexical;
+pub mod llm;
 pub mod search;
 pub mod store;
 pub mod tools;

@@ -25,14 +25,14 @@ fn kb_with_sample(data: &std::path::Path) -> Arc<grace::KnowledgeBase> {
 fn only_enabled_tools_are_constructed() {
     let data = tempfile::tempdir().unwrap();
     let kb = kb_with_sample(data.path());
-    let mut config = kb.config().tools.clone();
+    let mut config = kb.config().clone();
     assert_eq!(
         ToolRegistry::from_config(&config, kb.clone())
             .unwrap()
             .names(),
-        vec!["rag_search", "ask_user"]
+        vec!["rag_search", "reasoning", "ask_user"]
     );
-    config.enabled = vec!["ask_user".into()];
+    config.tools.enabled = vec!["ask_user".into()];
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
     assert_eq!(registry.names(), vec!["ask_user"]);
     assert!(registry.get("rag_search").is_none());
@@ -40,7 +40,7 @@ fn only_enabled_tools_are_constructed() {
     assert!(!r.success);
     assert!(r.error.unwrap().contains("not an enabled tool"));
 
-    config.enabled = vec!["web_search".into()];
+    config.tools.enabled = vec!["web_search".into()];
     assert!(ToolRegistry::from_config(&config, kb).is_err());
 }
 
@@ -48,7 +48,7 @@ fn only_enabled_tools_are_constructed() {
 fn rag_search_returns_passages_sources_and_factors() {
     let data = tempfile::tempdir().unwrap();
     let kb = kb_with_sample(data.path());
-    let registry = ToolRegistry::from_config(&kb.config().tools, kb.clone()).unwrap();
+    let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
 
     let r = registry.call(
         "rag_search",
@@ -91,7 +91,7 @@ fn rag_search_returns_passages_sources_and_factors() {
 fn rag_search_rejects_bad_input_without_retrying() {
     let data = tempfile::tempdir().unwrap();
     let kb = kb_with_sample(data.path());
-    let registry = ToolRegistry::from_config(&kb.config().tools, kb.clone()).unwrap();
+    let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
     for bad in [
         json!({}),
         json!({"query": "  "}),
@@ -106,4 +106,109 @@ fn rag_search_rejects_bad_input_without_retrying() {
         assert_eq!(r.attempts, 1, "{bad}");
         assert!(r.suggestions[0].contains("fix the input"), "{bad}: {r:?}");
     }
+}
+
+fn passages_json(r: &grace::tools::ToolResult) -> serde_json::Value {
+    let ToolOutput::Passages(passages) = &r.output else {
+        panic!("{:?}", r.output)
+    };
+    serde_json::Value::Array(
+        passages
+            .iter()
+            .map(|p| json!({"text": p.text, "source": p.source, "section": p.section}))
+            .collect(),
+    )
+}
+
+#[test]
+fn reasoning_answers_from_sources_with_citations_or_abstains() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = kb_with_sample(data.path());
+    let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
+
+    let question = "How do I rotate an API key?";
+    let found = registry.call("rag_search", &json!({"query": question, "limit": 3}));
+    let r = registry.call(
+        "reasoning",
+        &json!({"query": question, "sources": passages_json(&found)}),
+    );
+    assert!(r.success, "{r:?}");
+    let ToolOutput::Answer(answer) = &r.output else {
+        panic!("{:?}", r.output)
+    };
+    assert!(!answer.abstained, "{answer:?}");
+    assert!(answer.text.contains("[1]"), "{answer:?}");
+    assert!(
+        answer.citations[0]
+            .source
+            .as_deref()
+            .unwrap()
+            .ends_with("secrets.html")
+    );
+    assert!(answer.text.to_lowercase().contains("rotate"), "{answer:?}");
+    assert_eq!(r.factors.get(Factor::Groundedness), Some(1.0));
+    assert_eq!(r.factors.get(Factor::CitationValidity), Some(1.0));
+    assert_eq!(r.factors.get(Factor::Abstained), Some(0.0));
+
+    // A question the knowledge base knows nothing about: abstain, cite nothing.
+    let question = "Who won the 1998 football world cup?";
+    let found = registry.call("rag_search", &json!({"query": question, "limit": 3}));
+    let r = registry.call(
+        "reasoning",
+        &json!({"query": question, "sources": passages_json(&found)}),
+    );
+    let ToolOutput::Answer(answer) = &r.output else {
+        panic!("{:?}", r.output)
+    };
+    assert!(answer.abstained, "{answer:?}");
+    assert!(answer.citations.is_empty());
+    assert_eq!(r.factors.get(Factor::Abstained), Some(1.0));
+    assert!(!r.suggestions.is_empty());
+
+    // Bad input is rejected.
+    for bad in [
+        json!({"query": "q"}),
+        json!({"query": "q", "sources": [{"source": "a"}]}),
+        json!({"query": "", "sources": []}),
+    ] {
+        let r = registry.call("reasoning", &bad);
+        assert!(!r.success && r.attempts == 1, "{bad}: {r:?}");
+    }
+}
+
+/// A generator that returns something that is not the answer JSON.
+struct Garbled;
+
+impl grace::llm::LlmClient for Garbled {
+    fn name(&self) -> &str {
+        "garbled"
+    }
+    fn generate(
+        &self,
+        _r: &grace::llm::GenerateRequest,
+    ) -> grace::llm::Result<grace::llm::Generation> {
+        Ok(grace::llm::Generation {
+            text: "Sure! The answer is 42.".into(),
+            stop_reason: grace::llm::StopReason::Complete,
+            usage: Default::default(),
+        })
+    }
+}
+
+#[test]
+fn malformed_generator_output_is_retried_then_reported() {
+    let tool = grace::tools::Reasoning::new(Arc::new(Garbled)).unwrap();
+    let policy = grace::config::ToolPolicy {
+        timeout_seconds: 5.0,
+        retry_count: 2,
+        retry_delay_seconds: 0.0,
+    };
+    let registry = ToolRegistry::with_tools(vec![(Arc::new(tool), policy)]);
+    let r = registry.call(
+        "reasoning",
+        &json!({"query": "q?", "sources": [{"text": "Some text here."}]}),
+    );
+    assert!(!r.success);
+    assert_eq!(r.attempts, 3);
+    assert!(r.error.unwrap().contains("malformed JSON"));
 }

@@ -12,8 +12,10 @@
 //! down hard, and a retrieval that does not cover the question's terms
 //! cannot reach `silent` on similarity alone.
 
+mod answer;
 mod retrieval;
 
+pub use self::answer::{SUPPORT_THRESHOLD, answer_factors, citation_markers};
 pub use self::retrieval::{query_coverage, retrieval_factors};
 
 use std::collections::BTreeMap;

@@ -33,6 +33,7 @@ pub struct Config {
     pub qdrant: QdrantConfig,
     pub confidence: ConfidenceConfig,
     pub tools: ToolsConfig,
+    pub llm: LlmConfig,
 }
 
 /// Where and how the knowledge base is stored.
@@ -184,6 +185,7 @@ impl Default for QdrantConfig {
 pub struct ToolsConfig {
     pub enabled: Vec<String>,
     pub rag_search: RagSearchConfig,
+    pub reasoning: ReasoningConfig,
     pub ask_user: AskUserConfig,
 }
 
@@ -195,6 +197,7 @@ impl Default for ToolsConfig {
                 .map(|s| s.to_string())
                 .collect(),
             rag_search: RagSearchConfig::default(),
+            reasoning: ReasoningConfig::default(),
             ask_user: AskUserConfig::default(),
         }
     }
@@ -229,6 +232,73 @@ impl Default for RagSearchConfig {
             retry_count: 1,
             retry_delay_seconds: 0.5,
             limit: 5,
+        }
+    }
+}
+
+/// `reasoning`: an answer from sources by the configured generator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReasoningConfig {
+    pub timeout_seconds: f64,
+    pub retry_count: u32,
+    pub retry_delay_seconds: f64,
+}
+
+impl Default for ReasoningConfig {
+    fn default() -> Self {
+        Self {
+            timeout_seconds: 30.0,
+            retry_count: 1,
+            retry_delay_seconds: 1.0,
+        }
+    }
+}
+
+impl ReasoningConfig {
+    /// Timeout and retries of the tool.
+    pub fn policy(&self) -> ToolPolicy {
+        ToolPolicy {
+            timeout_seconds: self.timeout_seconds,
+            retry_count: self.retry_count,
+            retry_delay_seconds: self.retry_delay_seconds,
+        }
+    }
+}
+
+/// The generator that writes answers (see [`crate::llm`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    pub provider: LlmProvider,
+    pub extractive: ExtractiveConfig,
+}
+
+/// The generators GRACE has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmProvider {
+    /// Offline sentence selection with citations (no model beyond the embedder).
+    #[default]
+    Extractive,
+}
+
+/// The extractive answerer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExtractiveConfig {
+    /// Sentences in an answer at most.
+    pub max_sentences: usize,
+    /// Abstain when no source sentence has at least this cosine similarity
+    /// to the question.
+    pub min_similarity: f32,
+}
+
+impl Default for ExtractiveConfig {
+    fn default() -> Self {
+        Self {
+            max_sentences: 3,
+            min_similarity: 0.35,
         }
     }
 }

@@ -167,6 +167,22 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
         ));
     }
     validate_tools(&c.tools)?;
+    let x = &c.llm.extractive;
+    if !(1..=20).contains(&x.max_sentences) {
+        return Err(invalid(
+            "llm.extractive.max_sentences",
+            format!("{} is out of range 1..=20", x.max_sentences),
+        ));
+    }
+    if !(-1.0..=1.0).contains(&x.min_similarity) {
+        return Err(invalid(
+            "llm.extractive.min_similarity",
+            format!(
+                "{} is out of range -1.0..=1.0 (a cosine similarity)",
+                x.min_similarity
+            ),
+        ));
+    }
     if !(1..=10_000).contains(&q.candidates) {
         return Err(invalid(
             "qdrant.candidates",
@@ -194,6 +210,7 @@ fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
     }
     for (tool, p) in [
         ("rag_search", t.rag_search.policy()),
+        ("reasoning", t.reasoning.policy()),
         ("ask_user", t.ask_user.policy()),
     ] {
         if !(p.timeout_seconds.is_finite()

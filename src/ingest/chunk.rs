@@ -123,7 +123,7 @@ fn units(text: &str, max_words: usize) -> Vec<Unit> {
 /// closing quote or bracket) when whitespace and an upper-case letter, digit
 /// or opening quote follow; a line break inside a paragraph also ends a
 /// sentence when the next line starts like a list item.
-fn sentences(paragraph: &str) -> Vec<String> {
+pub fn sentences(paragraph: &str) -> Vec<String> {
     let chars: Vec<char> = paragraph.chars().collect();
     let mut out = Vec::new();
     let mut start = 0;

@@ -8,6 +8,7 @@
 
 mod ask_user;
 mod rag_search;
+mod reasoning;
 mod registry;
 
 use std::time::Duration;
@@ -17,13 +18,14 @@ use serde_json::Value;
 
 pub use self::ask_user::{AskUser, Urgency, UserRequest};
 pub use self::rag_search::RagSearch;
+pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION};
 pub use self::registry::ToolRegistry;
 
 use crate::confidence::Factors;
 use crate::search::Passage;
 
 /// Names of the tools GRACE has; `tools.enabled` may list these only.
-pub const TOOL_NAMES: &[&str] = &["rag_search", "ask_user"];
+pub const TOOL_NAMES: &[&str] = &["rag_search", "reasoning", "ask_user"];
 
 /// A capability a plan step can call.
 pub trait Tool: Send + Sync {
@@ -45,6 +47,8 @@ pub trait Tool: Send + Sync {
 pub enum ToolOutput {
     /// Ranked passages (`rag_search`).
     Passages(Vec<Passage>),
+    /// An answer with citations (`reasoning`).
+    Answer(Answer),
     /// A question for a human (`ask_user`).
     UserRequest(UserRequest),
     /// Nothing (a failed call).

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{AskUser, RagSearch, Tool, ToolError, ToolErrorKind, ToolResult};
-use crate::KnowledgeBase;
-use crate::config::{ToolPolicy, ToolsConfig};
+use super::{AskUser, RagSearch, Reasoning, Tool, ToolError, ToolErrorKind, ToolResult};
+use crate::config::{Config, ToolPolicy};
+use crate::{KnowledgeBase, llm};
 
 /// The enabled tools, each with its call policy.
 pub struct ToolRegistry {
@@ -26,16 +26,25 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// Constructs the tools named in `config.enabled`, and no others.
-    pub fn from_config(config: &ToolsConfig, kb: Arc<KnowledgeBase>) -> Result<Self, ToolError> {
+    /// Constructs the tools named in `tools.enabled`, and no others (the
+    /// generator only when `reasoning` is enabled).
+    pub fn from_config(config: &Config, kb: Arc<KnowledgeBase>) -> Result<Self, ToolError> {
+        let tc = &config.tools;
         let mut tools: Vec<(Arc<dyn Tool>, ToolPolicy)> = Vec::new();
-        for name in &config.enabled {
+        for name in &tc.enabled {
             let entry: (Arc<dyn Tool>, ToolPolicy) = match name.as_str() {
                 "rag_search" => (
-                    Arc::new(RagSearch::new(kb.clone(), config.rag_search.limit)),
-                    config.rag_search.policy(),
+                    Arc::new(RagSearch::new(kb.clone(), tc.rag_search.limit)),
+                    tc.rag_search.policy(),
                 ),
-                "ask_user" => (Arc::new(AskUser), config.ask_user.policy()),
+                "reasoning" => {
+                    let generator =
+                        llm::from_config(&config.llm, kb.embedder_handle()).map_err(|e| {
+                            ToolError::new("reasoning", ToolErrorKind::Failed, e.to_string())
+                        })?;
+                    (Arc::new(Reasoning::new(generator)?), tc.reasoning.policy())
+                }
+                "ask_user" => (Arc::new(AskUser), tc.ask_user.policy()),
                 other => {
                     return Err(ToolError::new(
                         other,

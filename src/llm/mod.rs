@@ -1,0 +1,148 @@
+//! Generators: the [`LlmClient`] trait and its implementations. Today:
+//! [`Extractive`], the offline default (no model beyond the embedder). The
+//! Gemini and Ollama clients come with the answering work (issue 3).
+//!
+//! A request carries chat messages (what a language model reads) and,
+//! when the task is answering from sources, the same question and sources
+//! as data ([`AnswerTask`]), which a non-LLM generator such as
+//! [`Extractive`] works from. Answers come back as JSON in the
+//! [`answer_schema`] shape whatever the generator.
+
+mod extractive;
+
+pub use self::extractive::{Extractive, NOT_IN_SOURCES};
+
+use std::sync::Arc;
+
+use crate::config::{LlmConfig, LlmProvider};
+use crate::embed::Embedder;
+
+/// The configured generator.
+pub fn from_config(config: &LlmConfig, embedder: Arc<dyn Embedder>) -> Result<Arc<dyn LlmClient>> {
+    match config.provider {
+        LlmProvider::Extractive => Ok(Arc::new(Extractive::new(
+            embedder,
+            config.extractive.max_sentences,
+            config.extractive.min_similarity,
+        )?)),
+    }
+}
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Result of generator calls.
+pub type Result<T> = std::result::Result<T, LlmError>;
+
+/// What went wrong while generating.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// The request cannot be served by this generator.
+    #[error("{generator}: {message}")]
+    Unsupported { generator: String, message: String },
+    /// The generator failed (a model error, a malformed output).
+    #[error("{generator}: {message}")]
+    Failed { generator: String, message: String },
+}
+
+/// Who says a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+/// A numbered source an answer may cite as `[n]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceText {
+    /// 1-based citation number.
+    pub number: usize,
+    /// Where it comes from (path and section), for the reader.
+    pub label: String,
+    pub text: String,
+}
+
+/// Answering a question from sources, as data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerTask {
+    pub question: String,
+    pub sources: Vec<SourceText>,
+}
+
+/// A generation request.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GenerateRequest {
+    pub messages: Vec<Message>,
+    /// JSON schema the output must follow, if any.
+    pub json_schema: Option<Value>,
+    /// The answering task behind the messages, if that is the task.
+    pub answer: Option<AnswerTask>,
+}
+
+/// Token counts, where the generator reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Complete,
+    MaxTokens,
+    Other,
+}
+
+/// What a generator returned.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Generation {
+    /// The output text (JSON when a schema was given).
+    pub text: String,
+    pub stop_reason: StopReason,
+    pub usage: Usage,
+}
+
+/// A text generator.
+pub trait LlmClient: Send + Sync {
+    /// A name for traces (`extractive`, `gemini:gemini-2.5-flash`, …).
+    fn name(&self) -> &str;
+    /// Generates a response to the request.
+    fn generate(&self, request: &GenerateRequest) -> Result<Generation>;
+}
+
+/// The JSON an answer comes back in: the answer text with `[n]` citations,
+/// the cited numbers, the generator's confidence in 0..1 (if it gives
+/// one) and whether it declined to answer.
+pub fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string"},
+            "citations": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+            "confidence": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+            "abstained": {"type": "boolean"}
+        },
+        "required": ["answer", "citations", "abstained"]
+    })
+}
+
+/// An answer parsed from a generator's JSON output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerDraft {
+    pub answer: String,
+    pub citations: Vec<usize>,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    pub abstained: bool,
+}

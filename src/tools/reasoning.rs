@@ -1,0 +1,221 @@
+//! `reasoning {query, sources, context?}`: an answer built only from the
+//! given sources, with `[n]` citations, by the configured generator; its
+//! factors say how grounded the answer is (see
+//! [`crate::confidence::answer_factors`]).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, str_field};
+use crate::confidence::answer_factors;
+use crate::lexical::LexicalEncoder;
+use crate::llm::{
+    AnswerDraft, AnswerTask, GenerateRequest, LlmClient, LlmError, Message, Role, SourceText,
+    answer_schema,
+};
+
+const NAME: &str = "reasoning";
+
+/// The rules every generator is given.
+pub const SYSTEM_INSTRUCTION: &str = "Answer the question using only the numbered sources. \
+Cite every claim with the number of its source in brackets, like [1]. \
+If the sources do not contain the answer, say that the sources do not answer the question, \
+set abstained to true and cite nothing. Do not use outside knowledge. \
+Reply with JSON: {\"answer\": string, \"citations\": [numbers], \"confidence\": number between 0 and 1 or null, \"abstained\": boolean}.";
+
+/// A source an answer cites.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Citation {
+    pub number: usize,
+    /// The document (canonical path), when the source named one.
+    pub source: Option<String>,
+    pub section: Option<String>,
+}
+
+/// An answer with its citations.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answer {
+    pub text: String,
+    pub citations: Vec<Citation>,
+    pub abstained: bool,
+    /// The generator's own confidence, if it gave one.
+    pub self_confidence: Option<f64>,
+    pub generator: String,
+}
+
+/// Answers from sources with a generator.
+pub struct Reasoning {
+    llm: Arc<dyn LlmClient>,
+    lexical: LexicalEncoder,
+}
+
+impl Reasoning {
+    pub fn new(llm: Arc<dyn LlmClient>) -> Result<Self, ToolError> {
+        let lexical = LexicalEncoder::new()
+            .map_err(|e| ToolError::new(NAME, ToolErrorKind::Failed, e.to_string()))?;
+        Ok(Self { llm, lexical })
+    }
+}
+
+/// The user message: the question, optional context and numbered sources.
+pub fn user_message(question: &str, context: Option<&str>, sources: &[SourceText]) -> String {
+    let mut m = format!("Question: {question}\n");
+    if let Some(c) = context {
+        m.push_str(&format!("Context: {c}\n"));
+    }
+    m.push_str("\nSources:\n");
+    for s in sources {
+        m.push_str(&format!("[{}] ({})\n{}\n\n", s.number, s.label, s.text));
+    }
+    m
+}
+
+impl Tool for Reasoning {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "Answer a question from the given sources only, citing them as [n]; says so when they do not answer it."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                "sources": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "text": {"type": "string", "minLength": 1},
+                            "source": {"type": "string"},
+                            "section": {"type": "string"}
+                        },
+                        "required": ["text"]
+                    }
+                },
+                "context": {"type": "string"}
+            },
+            "required": ["query", "sources"],
+            "additionalProperties": false
+        })
+    }
+
+    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+        let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
+        let query = str_field(NAME, input, "query")?
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .ok_or_else(|| invalid("`query` is required and must not be empty".into()))?;
+        let context = str_field(NAME, input, "context")?;
+        let items = input
+            .get("sources")
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                invalid("`sources` must be an array of {text, source?, section?}".into())
+            })?;
+        let mut sources = Vec::with_capacity(items.len());
+        let mut origins = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let text = item
+                .get("text")
+                .and_then(Value::as_str)
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| invalid(format!("sources[{i}] needs a non-empty `text`")))?;
+            let source = item
+                .get("source")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let section = item
+                .get("section")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string);
+            let label = match (&source, &section) {
+                (Some(s), Some(sec)) => format!("{s} § {sec}"),
+                (Some(s), None) => s.clone(),
+                (None, Some(sec)) => sec.clone(),
+                (None, None) => format!("source {}", i + 1),
+            };
+            sources.push(SourceText {
+                number: i + 1,
+                label,
+                text: text.to_string(),
+            });
+            origins.push((source, section));
+        }
+
+        let request = GenerateRequest {
+            messages: vec![
+                Message {
+                    role: Role::System,
+                    content: SYSTEM_INSTRUCTION.to_string(),
+                },
+                Message {
+                    role: Role::User,
+                    content: user_message(query, context, &sources),
+                },
+            ],
+            json_schema: Some(answer_schema()),
+            answer: Some(AnswerTask {
+                question: query.to_string(),
+                sources: sources.clone(),
+            }),
+        };
+        let generation = self.llm.generate(&request).map_err(|e| match e {
+            LlmError::Unsupported { .. } => {
+                ToolError::new(NAME, ToolErrorKind::Failed, e.to_string())
+            }
+            LlmError::Failed { .. } => {
+                ToolError::new(NAME, ToolErrorKind::Transient, e.to_string())
+            }
+        })?;
+        let draft: AnswerDraft = serde_json::from_str(&generation.text).map_err(|e| {
+            ToolError::new(
+                NAME,
+                ToolErrorKind::Transient,
+                format!("{} returned malformed JSON ({e})", self.llm.name()),
+            )
+        })?;
+
+        let factors = answer_factors(&self.lexical, &draft, &sources);
+        let mut numbers: Vec<usize> = crate::confidence::citation_markers(&draft.answer);
+        numbers.extend(draft.citations.iter().copied());
+        let mut citations: Vec<Citation> = Vec::new();
+        for n in numbers {
+            if citations.iter().any(|c| c.number == n) {
+                continue;
+            }
+            if let Some((source, section)) = n.checked_sub(1).and_then(|i| origins.get(i)) {
+                citations.push(Citation {
+                    number: n,
+                    source: source.clone(),
+                    section: section.clone(),
+                });
+            }
+        }
+        let cited_sources: Vec<String> =
+            citations.iter().filter_map(|c| c.source.clone()).collect();
+        let mut result = ToolResult::ok(
+            ToolOutput::Answer(Answer {
+                text: draft.answer,
+                citations,
+                abstained: draft.abstained,
+                self_confidence: draft.confidence,
+                generator: self.llm.name().to_string(),
+            }),
+            cited_sources,
+            factors,
+        );
+        if draft.abstained {
+            result.suggestions.push(
+                "the sources do not answer this: search with other words, or ask a person".into(),
+            );
+        }
+        Ok(result)
+    }
+}
