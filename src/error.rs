@@ -27,6 +27,10 @@ pub enum Error {
     Lexical(#[from] LexicalError),
     #[error(transparent)]
     Eval(#[from] EvalError),
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    #[error(transparent)]
+    Tool(#[from] crate::tools::ToolError),
     /// A request the caller can fix (an empty query, a zero limit).
     #[error("{0}")]
     InvalidInput(String),
@@ -36,6 +40,8 @@ pub enum Error {
 pub const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code: something named does not exist (a path, the knowledge base, the model).
 pub const EXIT_NOT_FOUND: u8 = 3;
+/// Exit code: the question was escalated or declined, not answered.
+pub const EXIT_NOT_ANSWERED: u8 = 4;
 /// Exit code: any other failure.
 pub const EXIT_FAILURE: u8 = 1;
 
@@ -54,6 +60,8 @@ impl Error {
                 IngestError::Manifest { .. } | IngestError::Io { .. } => EXIT_FAILURE,
             },
             Error::Lexical(_) => EXIT_FAILURE,
+            Error::Plan(_) => EXIT_BAD_INPUT,
+            Error::Tool(_) => EXIT_FAILURE,
             Error::Eval(e) => match e {
                 EvalError::NotASet { .. } => EXIT_NOT_FOUND,
                 EvalError::BadQuestion { .. } => EXIT_BAD_INPUT,

@@ -25,15 +25,17 @@ pub mod config;
 pub mod embed;
 mod error;
 pub mod eval;
+pub mod exec;
 pub mod ingest;
 mod kb;
 pub mod lexical;
 pub mod llm;
+pub mod plan;
 pub mod search;
 pub mod store;
 pub mod tools;
 
 pub use config::Config;
-pub use error::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_FOUND, Error, Result};
+pub use error::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_ANSWERED, EXIT_NOT_FOUND, Error, Result};
 pub use kb::{KnowledgeBase, OpenMode, Status, status};
 pub use search::Passage;

@@ -252,3 +252,44 @@ fn eval_reports_recall_and_separation_as_json() {
         stderr(&out)
     );
 }
+
+#[test]
+fn ask_answers_or_exits_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    assert!(
+        grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"])
+            .status
+            .success()
+    );
+
+    let out = grace(
+        dir.path(),
+        &["ask", "How do I rotate an API key?", "--trace"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[1]") && text.contains("secrets.html"),
+        "{text}"
+    );
+    assert!(
+        text.contains("trace:") && text.contains("Groundedness"),
+        "{text}"
+    );
+
+    let out = grace(
+        dir.path(),
+        &["ask", "Who won the 1998 football world cup?", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let r = json(&out);
+    assert!(
+        r["decision"] == "decline" || r["decision"] == "escalate",
+        "{r}"
+    );
+    assert!(r["steps"].as_array().unwrap().len() >= 2);
+
+    let out = grace(dir.path(), &["ask", " "]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -141,10 +141,16 @@ impl Tool for Reasoning {
                 (None, Some(sec)) => sec.clone(),
                 (None, None) => format!("source {}", i + 1),
             };
+            // The heading path is part of the passage (it was indexed with it):
+            // an answer may rest on it ("Error ORB-2001: health check failed").
+            let text = match &section {
+                Some(sec) => format!("{}\n\n{text}", sec.rsplit(" > ").next().unwrap_or(sec)),
+                None => text.to_string(),
+            };
             sources.push(SourceText {
                 number: i + 1,
                 label,
-                text: text.to_string(),
+                text,
             });
             origins.push((source, section));
         }

@@ -58,6 +58,19 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         source: Option<PathBuf>,
     },
+    /// Answer a question from the knowledge base, with citations and a
+    /// confidence that decides: answer, caveat, escalate or decline
+    /// (exit 4 when not answered)
+    Ask {
+        /// The question
+        question: String,
+        /// Passages retrieved [default: tools.rag_search.limit]
+        #[arg(short = 'k', long = "limit", value_name = "N")]
+        limit: Option<usize>,
+        /// Show every step with its confidence factors and weights
+        #[arg(long)]
+        trace: bool,
+    },
     /// Show the collection, its size and the model
     Status,
     /// Evaluate retrieval and confidence on a question set (DIR holds
@@ -77,7 +90,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli);
     match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             output::error(&e, cli.json);
             ExitCode::from(e.exit_code())
@@ -113,7 +126,9 @@ fn load_config(cli: &Cli) -> grace::Result<Config> {
     Ok(config)
 }
 
-fn run(cli: &Cli) -> grace::Result<()> {
+/// Runs the command; the exit code on success is 0, or
+/// [`grace::EXIT_NOT_ANSWERED`] when `ask` escalated or declined.
+fn run(cli: &Cli) -> grace::Result<u8> {
     let config = load_config(cli)?;
     match &cli.command {
         Command::Ingest { paths, prune } => {
@@ -161,6 +176,34 @@ fn run(cli: &Cli) -> grace::Result<()> {
             let passages = kb.search(query, *limit, filter.as_ref())?;
             output::passages(&passages, cli.json);
         }
+        Command::Ask {
+            question,
+            limit,
+            trace,
+        } => {
+            if question.trim().is_empty() {
+                return Err(grace::Error::InvalidInput("the question is empty".into()));
+            }
+            if *limit == Some(0) {
+                return Err(grace::Error::InvalidInput("-k must be at least 1".into()));
+            }
+            let limit = limit.unwrap_or(config.tools.rag_search.limit);
+            let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
+            let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
+            let executor = grace::exec::Executor {
+                registry: &registry,
+                confidence: &kb.config().confidence,
+                limit,
+            };
+            let report = executor.ask(question, &mut |_| {})?;
+            output::run_report(&report, *trace, cli.json);
+            if matches!(
+                report.decision,
+                grace::exec::Decision::Escalate | grace::exec::Decision::Decline
+            ) {
+                return Ok(grace::EXIT_NOT_ANSWERED);
+            }
+        }
         Command::Status => output::status(&grace::status(&config)?, cli.json),
         Command::Eval { dir, limit } => {
             if *limit == 0 {
@@ -172,7 +215,7 @@ fn run(cli: &Cli) -> grace::Result<()> {
         }
         Command::Config => output::config(&config, cli.json)?,
     }
-    Ok(())
+    Ok(0)
 }
 
 fn progress_bar(cli: &Cli) -> ProgressBar {

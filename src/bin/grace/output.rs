@@ -3,6 +3,7 @@
 use std::error::Error as _;
 
 use grace::eval::{EvalReport, Separation};
+use grace::exec::{Decision, RunReport};
 use grace::ingest::IngestReport;
 use grace::{Config, Passage, Status};
 use serde::Serialize;
@@ -234,4 +235,102 @@ pub fn eval_report(r: &EvalReport, json: bool) {
             .unwrap_or_else(|| "n/a".into())
     );
     println!("(answer quality is not evaluated yet: grace does not answer yet)");
+}
+
+pub fn run_report(r: &RunReport, trace: bool, json: bool) {
+    if json {
+        print_json(r);
+        return;
+    }
+    let level = format!("{:?}", r.level).to_lowercase();
+    match r.decision {
+        Decision::Answer | Decision::Caveat => {
+            if r.decision == Decision::Caveat {
+                println!(
+                    "Note: moderate confidence ({:.2}); check the cited sources.\n",
+                    r.confidence
+                );
+            }
+            if let Some(a) = &r.answer {
+                println!("{}", a.text);
+                print_citations(a);
+            }
+        }
+        Decision::Escalate => {
+            println!(
+                "GRACE is not confident enough to answer (confidence {:.2}).",
+                r.confidence
+            );
+            if let Some(req) = &r.escalation {
+                println!("\nQuestion for a reviewer: {}", req.question);
+                println!("Reason: {}", req.reason);
+                for (i, o) in req.options.iter().enumerate() {
+                    println!("  {}. {o}", i + 1);
+                }
+            }
+        }
+        Decision::Decline => {
+            println!(
+                "The knowledge base does not answer this question (confidence {:.2}).",
+                r.confidence
+            );
+        }
+    }
+    println!(
+        "\nconfidence {:.2} ({level}) -> {}{}",
+        r.confidence,
+        format!("{:?}", r.decision).to_lowercase(),
+        if r.recovered {
+            " (after a wider search)"
+        } else {
+            ""
+        }
+    );
+    if trace {
+        println!("\ntrace:");
+        for s in &r.steps {
+            println!(
+                "  {} ({}): {} in {:.0} ms, {} attempt(s), step confidence {:.3} (logit {:.2} = bias {:.2} + terms)",
+                s.id,
+                s.action,
+                if s.result.success { "ok" } else { "failed" },
+                s.result.duration.as_secs_f64() * 1000.0,
+                s.result.attempts,
+                s.confidence.score,
+                s.confidence.logit,
+                s.confidence.bias
+            );
+            if let Some(e) = &s.result.error {
+                println!("      error: {e}");
+            }
+            for c in &s.confidence.contributions {
+                println!(
+                    "      {:<18} value {:>7.3}  feature {:>7.3}  x weight {:>6.2} = {:>7.3}",
+                    format!("{:?}", c.factor),
+                    c.value,
+                    c.feature,
+                    c.weight,
+                    c.term
+                );
+            }
+        }
+    }
+}
+
+fn print_citations(a: &grace::tools::Answer) {
+    if a.citations.is_empty() {
+        return;
+    }
+    println!("\nSources:");
+    for c in &a.citations {
+        let source = c
+            .source
+            .as_deref()
+            .map(display_path)
+            .unwrap_or_else(|| "(unnamed)".into());
+        match &c.section {
+            Some(sec) => println!("  [{}] {source} § {sec}", c.number),
+            None => println!("  [{}] {source}", c.number),
+        }
+    }
 }

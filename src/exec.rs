@@ -1,0 +1,322 @@
+//! The executor: runs a plan's steps through the tool registry, scores each
+//! step, and decides what to do with the answer.
+//!
+//! An answer step is scored on its own factors together with those of the
+//! steps it depends on (an answer is only as good as what it was drawn
+//! from). When the run's confidence is below `notify`, the executor tries
+//! one recovery — the same question with twice the passages — and keeps
+//! the better run. Then the level decides: `silent` → answer, `notify` →
+//! answer with a caveat, `confirm` or `escalate` → a question for a human
+//! (`ask_user`), or a decline when the generator found nothing to answer
+//! with or no human can be asked.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score};
+use crate::config::ConfidenceConfig;
+use crate::plan::{Plan, PlanError, Step, default_plan};
+use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
+
+/// What the run does with its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Confident: the answer stands.
+    Answer,
+    /// Fairly confident: the answer, with a caveat.
+    Caveat,
+    /// Not confident: a human must answer or confirm (see `escalation`).
+    Escalate,
+    /// Nothing to answer with, or nobody to ask.
+    Decline,
+}
+
+/// One executed step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    pub id: String,
+    pub action: String,
+    /// The input as run (references resolved).
+    pub input: Value,
+    pub result: ToolResult,
+    /// The step's confidence and why.
+    pub confidence: Score,
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub question: String,
+    /// The answer (also when escalated: the draft a human may confirm).
+    pub answer: Option<Answer>,
+    pub confidence: f64,
+    pub level: Level,
+    pub decision: Decision,
+    /// The question put to a human, when escalated.
+    pub escalation: Option<UserRequest>,
+    /// Whether the recovery run was used.
+    pub recovered: bool,
+    pub steps: Vec<StepRecord>,
+}
+
+/// What a run reports as it goes.
+#[derive(Debug)]
+pub enum Event<'a> {
+    StepStarted { step: &'a Step },
+    StepFinished { record: &'a StepRecord },
+    Recovering { confidence: f64 },
+    Escalated { request: &'a UserRequest },
+    Answered { report: &'a RunReport },
+}
+
+/// Runs questions through the registry.
+pub struct Executor<'a> {
+    pub registry: &'a ToolRegistry,
+    pub confidence: &'a ConfidenceConfig,
+    /// Passages retrieved per question.
+    pub limit: usize,
+}
+
+struct Attempt {
+    steps: Vec<StepRecord>,
+    confidence: f64,
+    level: Level,
+}
+
+impl Executor<'_> {
+    /// Answers `question` (non-interactively: an escalation is returned, not
+    /// put to anyone).
+    pub fn ask(
+        &self,
+        question: &str,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunReport, PlanError> {
+        let enabled = self.registry.names();
+        let plan = default_plan(question, self.limit);
+        plan.validate(&enabled)?;
+        let mut best = self.run(&plan, on_event);
+        let mut recovered = false;
+        if best.level < Level::Notify {
+            on_event(Event::Recovering {
+                confidence: best.confidence,
+            });
+            let wider = default_plan(question, (self.limit * 2).max(10));
+            wider.validate(&enabled)?;
+            let second = self.run(&wider, on_event);
+            if second.confidence > best.confidence {
+                best = second;
+                recovered = true;
+            }
+        }
+
+        let answer = best
+            .steps
+            .iter()
+            .rev()
+            .find_map(|s| match &s.result.output {
+                ToolOutput::Answer(a) => Some(a.clone()),
+                _ => None,
+            });
+        let abstained = answer.as_ref().is_none_or(|a| a.abstained);
+        let mut decision = match best.level {
+            Level::Silent => Decision::Answer,
+            Level::Notify => Decision::Caveat,
+            Level::Escalate if abstained => Decision::Decline,
+            Level::Confirm | Level::Escalate => Decision::Escalate,
+        };
+        let mut escalation = None;
+        if decision == Decision::Escalate {
+            match self.escalate(question, &best, answer.as_ref()) {
+                Some(request) => {
+                    on_event(Event::Escalated { request: &request });
+                    escalation = Some(request);
+                }
+                None => decision = Decision::Decline,
+            }
+        }
+        let report = RunReport {
+            question: question.to_string(),
+            answer,
+            confidence: best.confidence,
+            level: best.level,
+            decision,
+            escalation,
+            recovered,
+            steps: best.steps,
+        };
+        on_event(Event::Answered { report: &report });
+        Ok(report)
+    }
+
+    fn run(&self, plan: &Plan, on_event: &mut dyn FnMut(Event<'_>)) -> Attempt {
+        let mut steps: Vec<StepRecord> = Vec::new();
+        for step in &plan.steps {
+            on_event(Event::StepStarted { step });
+            let input = resolve(&step.input, &steps);
+            let result = self.registry.call(&step.action, &input);
+            // An answer is scored together with what it was drawn from.
+            let mut factors = Factors::default();
+            for dep in &step.depends_on {
+                if let Some(d) = steps.iter().find(|s| &s.id == dep) {
+                    factors.merge(&d.result.factors);
+                }
+            }
+            factors.merge(&result.factors);
+            let confidence = if result.success {
+                score(&factors, &self.confidence.weights)
+            } else {
+                failed_score()
+            };
+            steps.push(StepRecord {
+                id: step.id.clone(),
+                action: step.action.clone(),
+                input,
+                result,
+                confidence,
+            });
+            if let Some(record) = steps.last() {
+                on_event(Event::StepFinished { record });
+            }
+            if steps.last().is_some_and(|s| !s.result.success) {
+                break;
+            }
+        }
+        // The run's confidence is that of its answers: an answer step is
+        // scored with the evidence of the steps it used, so counting those
+        // steps again would only dilute it.
+        let scores: Vec<f64> = steps
+            .iter()
+            .filter(|s| matches!(s.result.output, ToolOutput::Answer(_)))
+            .map(|s| s.confidence.score)
+            .collect();
+        let complete = steps.len() == plan.steps.len()
+            && steps.iter().all(|s| s.result.success)
+            && !scores.is_empty();
+        let confidence = if complete {
+            aggregate(&scores, self.confidence.aggregation)
+        } else {
+            0.0
+        };
+        Attempt {
+            steps,
+            confidence,
+            level: level(confidence, &self.confidence.thresholds),
+        }
+    }
+
+    /// Builds the question for a human through `ask_user`, if enabled.
+    fn escalate(
+        &self,
+        question: &str,
+        attempt: &Attempt,
+        answer: Option<&Answer>,
+    ) -> Option<UserRequest> {
+        self.registry.get("ask_user")?;
+        let mut options = Vec::new();
+        if let Some(a) = answer.filter(|a| !a.abstained) {
+            options.push(format!("Confirm this answer: {}", a.text));
+        }
+        options.push("The knowledge base does not answer this".to_string());
+        let input = json!({
+            "question": question,
+            "reason": reason(attempt, &self.confidence.thresholds),
+            "options": options,
+            "urgency": "blocking",
+        });
+        match self.registry.call("ask_user", &input).output {
+            ToolOutput::UserRequest(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The score of a failed step: zero, explained by its absence of factors.
+fn failed_score() -> Score {
+    Score {
+        score: 0.0,
+        logit: f64::NEG_INFINITY,
+        bias: 0.0,
+        contributions: Vec::new(),
+    }
+}
+
+/// Why a run is escalated: its confidence against the threshold and the
+/// factors that pulled the last step down most.
+fn reason(attempt: &Attempt, thresholds: &crate::config::Thresholds) -> String {
+    let mut text = format!(
+        "confidence {:.2} is below {:.2} (notify)",
+        attempt.confidence, thresholds.notify
+    );
+    if let Some(last) = attempt.steps.last() {
+        if !last.result.success {
+            text.push_str(&format!(
+                "; step `{}` failed: {}",
+                last.id,
+                last.result.error.as_deref().unwrap_or("unknown error")
+            ));
+        }
+        // What each factor cost: a positive weight's unused room
+        // (weight * (1 - feature)), a negative weight's penalty.
+        let shortfall = |c: &Contribution| {
+            if c.weight > 0.0 {
+                c.weight * (1.0 - c.feature.min(1.0))
+            } else {
+                -c.term
+            }
+        };
+        let mut weakest: Vec<&Contribution> = last
+            .confidence
+            .contributions
+            .iter()
+            .filter(|c| shortfall(c) > 0.0)
+            .collect();
+        weakest.sort_by(|a, b| shortfall(b).total_cmp(&shortfall(a)));
+        let parts: Vec<String> = weakest
+            .iter()
+            .take(3)
+            .map(|c| format!("{:?} {:.2} (weight {})", c.factor, c.value, c.weight))
+            .collect();
+        if !parts.is_empty() {
+            text.push_str(&format!("; weakest factors: {}", parts.join(", ")));
+        }
+    }
+    text
+}
+
+/// Replaces every `{"$from": id}` in `input` by the output of step `id`.
+fn resolve(input: &Value, done: &[StepRecord]) -> Value {
+    match input {
+        Value::Object(map) => {
+            if let (1, Some(Value::String(id))) = (map.len(), map.get("$from")) {
+                return done
+                    .iter()
+                    .find(|s| &s.id == id)
+                    .map(|s| output_value(&s.result.output))
+                    .unwrap_or(Value::Null);
+            }
+            Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), resolve(v, done)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| resolve(v, done)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A step's output as the next step's input: passages as `reasoning`
+/// sources, anything else as its JSON.
+fn output_value(output: &ToolOutput) -> Value {
+    match output {
+        ToolOutput::Passages(passages) => Value::Array(
+            passages
+                .iter()
+                .map(|p| json!({"text": p.text, "source": p.source, "section": p.section}))
+                .collect(),
+        ),
+        ToolOutput::Answer(a) => json!({"text": a.text, "abstained": a.abstained}),
+        other => serde_json::to_value(other).unwrap_or(Value::Null),
+    }
+}
