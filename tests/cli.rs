@@ -236,6 +236,11 @@ fn eval_reports_recall_and_separation_as_json() {
     let auroc = r["top1_cosine"]["auroc"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&auroc));
     assert!(r["ece"].as_f64().is_some() && r["latency_p50_ms"].as_f64().is_some());
+    let answered = r["answered"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&answered));
+    assert!(r["answer_confidence"]["auroc"].as_f64().is_some());
+    // The out-of-domain question must not be answered.
+    assert!(r["unanswerable_answered"].as_f64().unwrap() <= 0.5, "{r}");
     // The temporary store is gone and the user's data folder untouched.
     assert!(!dir.path().join(".grace").exists());
 

@@ -1,13 +1,16 @@
 //! Evaluation over a question set: a folder with `corpus/` (documents) and
 //! `questions.jsonl` (format of `../shared/eval/*/`).
 //!
-//! [`run`] ingests the corpus into a temporary store, searches every
-//! question and reports retrieval recall on the answerable ones and how well
-//! confidence scores separate answerable from unanswerable questions
+//! [`run`] ingests the corpus into a temporary store, asks every question
+//! non-interactively (as `grace ask --json` would) and reports retrieval
+//! recall on the answerable ones; how often GRACE answers, and how often
+//! what it answers is right (answerable and citing a gold source) or is an
+//! answer to an unanswerable question — the worst outcome; how well the
+//! run's confidence separates answerable from unanswerable questions
 //! (AUROC, overall and in-domain; unanswerable questions that pass the
-//! threshold keeping 80% / 90% of answerable ones) and whether the
-//! configured confidence means what it says (ECE, Brier). Answering is not
-//! evaluated yet: that comes with the answering work (issue 3).
+//! threshold keeping 80% / 90% of answerable ones), next to the top-1
+//! cosine baseline; and whether the confidence means what it says (ECE,
+//! Brier against "answerable and gold cited").
 
 pub mod metrics;
 
@@ -16,9 +19,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::confidence::{Factor, retrieval_factors, score};
+use crate::confidence::Factor;
 use crate::embed::Embedder;
+use crate::exec::{Decision, Executor};
 use crate::ingest::IngestOptions;
+use crate::tools::{ToolOutput, ToolRegistry};
 use crate::{Config, KnowledgeBase, OpenMode, Result};
 
 /// One line of `questions.jsonl`.
@@ -137,15 +142,21 @@ pub struct EvalReport {
     pub recall_at_1: f64,
     pub recall_at_k: f64,
     pub k: usize,
+    /// Share of questions answered (decision `answer` or `caveat`).
+    pub answered: f64,
+    /// Share of answered questions that are answerable and cite a gold source.
+    pub answered_right: f64,
+    /// Share of unanswerable questions answered anyway (the worst outcome).
+    pub unanswerable_answered: f64,
     /// Baseline: the top-1 passage's cosine similarity.
     pub top1_cosine: Separation,
-    /// The configured confidence model on the retrieval factors.
-    pub retrieval_confidence: Separation,
-    /// Calibration of the retrieval confidence against "answerable and a
-    /// gold source retrieved".
+    /// The run's confidence (the configured model on the answer's factors).
+    pub answer_confidence: Separation,
+    /// Calibration of the run's confidence against "answerable and a gold
+    /// source cited".
     pub ece: Option<f64>,
     pub brier: Option<f64>,
-    /// Search + factors per question, milliseconds.
+    /// Whole `ask` per question, milliseconds.
     pub latency_p50_ms: Option<f64>,
     pub latency_p95_ms: Option<f64>,
 }
@@ -182,17 +193,22 @@ pub fn run(
     let kb = KnowledgeBase::with_embedder(config, embedder, OpenMode::Create)?;
     let ingest = kb.ingest(&[corpus], &IngestOptions::default(), &mut |_| {})?;
 
-    let weights = kb.config().confidence.weights.clone();
+    let kb = std::sync::Arc::new(kb);
+    let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
+    let executor = Executor {
+        registry: &registry,
+        confidence: &kb.config().confidence,
+        limit: k,
+    };
     let mut cosine_rows = Vec::new();
     let mut confidence_rows = Vec::new();
     let mut calibration = Vec::new();
     let mut latencies = Vec::new();
     let (mut at1, mut atk) = (0usize, 0usize);
+    let (mut answered, mut answered_right, mut unanswerable_answered) = (0usize, 0usize, 0usize);
     for q in &questions {
         let started = Instant::now();
-        let passages = kb.search(&q.question, Some(k), None)?;
-        let factors = retrieval_factors(kb.lexical(), &q.question, &passages);
-        let confidence = score(&factors, &weights).score;
+        let run = executor.ask(&q.question, &mut |_| {})?;
         latencies.push(started.elapsed().as_secs_f64() * 1000.0);
 
         let is_gold = |source: &str| {
@@ -201,15 +217,34 @@ pub fn run(
                 .map(|n| n.to_string_lossy().into_owned());
             name.is_some_and(|n| q.gold_sources.contains(&n))
         };
-        let gold_first = passages.first().is_some_and(|p| is_gold(&p.source));
-        let gold_in_k = passages.iter().any(|p| is_gold(&p.source));
+        // Retrieval: the first search of the run (the plan's, before any recovery).
+        let search = run.steps.iter().find(|s| s.action == "rag_search");
+        let passages = match search.map(|s| &s.result.output) {
+            Some(ToolOutput::Passages(p)) => p.as_slice(),
+            _ => &[],
+        };
         if q.answerable {
-            at1 += usize::from(gold_first);
-            atk += usize::from(gold_in_k);
+            at1 += usize::from(passages.first().is_some_and(|p| is_gold(&p.source)));
+            atk += usize::from(passages.iter().any(|p| is_gold(&p.source)));
         }
-        cosine_rows.push((factors.get(Factor::MaxScore).unwrap_or(-1.0), q));
-        confidence_rows.push((confidence, q));
-        calibration.push((confidence, q.answerable && gold_in_k));
+        let top1 = search
+            .and_then(|s| s.result.factors.get(Factor::MaxScore))
+            .unwrap_or(-1.0);
+        let gold_cited = run.answer.as_ref().is_some_and(|a| {
+            !a.abstained
+                && a.citations
+                    .iter()
+                    .any(|c| c.source.as_deref().is_some_and(is_gold))
+        });
+        let right = q.answerable && gold_cited;
+        if matches!(run.decision, Decision::Answer | Decision::Caveat) {
+            answered += 1;
+            answered_right += usize::from(right);
+            unanswerable_answered += usize::from(!q.answerable);
+        }
+        cosine_rows.push((top1, q));
+        confidence_rows.push((run.confidence, q));
+        calibration.push((run.confidence, right));
     }
     let answerable = questions.iter().filter(|q| q.answerable).count();
     let share = |n: usize| {
@@ -235,8 +270,22 @@ pub fn run(
         recall_at_1: share(at1),
         recall_at_k: share(atk),
         k,
+        answered: answered as f64 / questions.len().max(1) as f64,
+        answered_right: if answered == 0 {
+            0.0
+        } else {
+            answered_right as f64 / answered as f64
+        },
+        unanswerable_answered: {
+            let n = questions.iter().filter(|q| !q.answerable).count();
+            if n == 0 {
+                0.0
+            } else {
+                unanswerable_answered as f64 / n as f64
+            }
+        },
         top1_cosine: separation(&cosine_rows),
-        retrieval_confidence: separation(&confidence_rows),
+        answer_confidence: separation(&confidence_rows),
         ece: metrics::ece(&calibration, 10),
         brier: metrics::brier(&calibration),
         latency_p50_ms: metrics::quantile(&latencies, 0.5),

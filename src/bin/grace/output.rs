@@ -217,16 +217,22 @@ pub fn eval_report(r: &EvalReport, json: bool) {
         "retrieval: recall@1 {:.3}, recall@{} {:.3}",
         r.recall_at_1, r.k, r.recall_at_k
     );
+    println!(
+        "answers: {} of questions answered; {} of answers right (answerable, gold source cited); {} of unanswerable questions answered",
+        pct(Some(r.answered)),
+        pct(Some(r.answered_right)),
+        pct(Some(r.unanswerable_answered))
+    );
     println!("separating answerable from unanswerable questions:");
     separation_line("top-1 cosine", &r.top1_cosine);
-    separation_line("retrieval confidence", &r.retrieval_confidence);
+    separation_line("answer confidence", &r.answer_confidence);
     println!(
-        "calibration of the retrieval confidence: ECE {} (10 bins), Brier {}",
+        "calibration of the answer confidence: ECE {} (10 bins), Brier {}",
         num(r.ece),
         num(r.brier)
     );
     println!(
-        "latency per question (search + factors): p50 {} ms, p95 {} ms",
+        "latency per question (whole ask): p50 {} ms, p95 {} ms",
         r.latency_p50_ms
             .map(|v| format!("{v:.1}"))
             .unwrap_or_else(|| "n/a".into()),
@@ -234,7 +240,6 @@ pub fn eval_report(r: &EvalReport, json: bool) {
             .map(|v| format!("{v:.1}"))
             .unwrap_or_else(|| "n/a".into())
     );
-    println!("(answer quality is not evaluated yet: grace does not answer yet)");
 }
 
 pub fn run_report(r: &RunReport, trace: bool, json: bool) {
