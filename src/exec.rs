@@ -18,6 +18,22 @@ use crate::config::ConfidenceConfig;
 use crate::plan::{Plan, PlanError, Step, default_plan};
 use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
 
+/// The option that confirms the drafted answer starts with this.
+pub const CONFIRM_OPTION_PREFIX: &str = "Confirm this answer: ";
+/// The option saying the knowledge base does not answer the question.
+pub const NOT_ANSWERED_OPTION: &str = "The knowledge base does not answer this";
+
+/// A human's reply to an escalation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HumanReply {
+    /// The 1-based number of one of the offered options.
+    Option(usize),
+    /// An answer in the human's own words.
+    Text(String),
+    /// No reply: the run stays escalated.
+    Skip,
+}
+
 /// What the run does with its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -57,7 +73,59 @@ pub struct RunReport {
     pub escalation: Option<UserRequest>,
     /// Whether the recovery run was used.
     pub recovered: bool,
+    /// Who made the final decision when a human did (`user`, a reviewer id).
+    pub decided_by: Option<String>,
     pub steps: Vec<StepRecord>,
+}
+
+impl RunReport {
+    /// Applies a human's reply to an escalated run: confirming the draft
+    /// answers with it, "not answered" declines, free text becomes the
+    /// answer (with no citation: the human is the source). Returns an error
+    /// message for a reply that does not fit (no escalation, bad number).
+    pub fn apply_reply(
+        &mut self,
+        reply: &HumanReply,
+        who: &str,
+    ) -> std::result::Result<(), String> {
+        let Some(request) = &self.escalation else {
+            return Err("this run was not escalated".into());
+        };
+        match reply {
+            HumanReply::Skip => return Ok(()),
+            HumanReply::Option(n) => {
+                let option = n
+                    .checked_sub(1)
+                    .and_then(|i| request.options.get(i))
+                    .ok_or_else(|| {
+                        format!("choose a number from 1 to {}", request.options.len())
+                    })?;
+                if option.starts_with(CONFIRM_OPTION_PREFIX) {
+                    self.decision = Decision::Answer;
+                } else if option == NOT_ANSWERED_OPTION {
+                    self.decision = Decision::Decline;
+                } else {
+                    return Err(format!("option {n} is not one GRACE can act on"));
+                }
+            }
+            HumanReply::Text(text) => {
+                let text = text.trim();
+                if text.is_empty() {
+                    return Err("the answer is empty".into());
+                }
+                self.answer = Some(Answer {
+                    text: text.to_string(),
+                    citations: Vec::new(),
+                    abstained: false,
+                    self_confidence: None,
+                    generator: format!("human:{who}"),
+                });
+                self.decision = Decision::Answer;
+            }
+        }
+        self.decided_by = Some(who.to_string());
+        Ok(())
+    }
 }
 
 /// What a run reports as it goes.
@@ -143,6 +211,7 @@ impl Executor<'_> {
             decision,
             escalation,
             recovered,
+            decided_by: None,
             steps: best.steps,
         };
         on_event(Event::Answered { report: &report });
@@ -215,9 +284,9 @@ impl Executor<'_> {
         self.registry.get("ask_user")?;
         let mut options = Vec::new();
         if let Some(a) = answer.filter(|a| !a.abstained) {
-            options.push(format!("Confirm this answer: {}", a.text));
+            options.push(format!("{CONFIRM_OPTION_PREFIX}{}", a.text));
         }
-        options.push("The knowledge base does not answer this".to_string());
+        options.push(NOT_ANSWERED_OPTION.to_string());
         let input = json!({
             "question": question,
             "reason": reason(attempt, &self.confidence.thresholds),
@@ -318,5 +387,79 @@ fn output_value(output: &ToolOutput) -> Value {
         ),
         ToolOutput::Answer(a) => json!({"text": a.text, "abstained": a.abstained}),
         other => serde_json::to_value(other).unwrap_or(Value::Null),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Urgency;
+
+    fn escalated() -> RunReport {
+        RunReport {
+            question: "q?".into(),
+            answer: Some(Answer {
+                text: "draft [1]".into(),
+                citations: Vec::new(),
+                abstained: false,
+                self_confidence: None,
+                generator: "extractive".into(),
+            }),
+            confidence: 0.5,
+            level: Level::Confirm,
+            decision: Decision::Escalate,
+            escalation: Some(UserRequest {
+                question: "q?".into(),
+                reason: "r".into(),
+                options: vec![
+                    format!("{CONFIRM_OPTION_PREFIX}draft [1]"),
+                    NOT_ANSWERED_OPTION.into(),
+                ],
+                urgency: Urgency::Blocking,
+                awaiting_response: true,
+            }),
+            recovered: false,
+            decided_by: None,
+            steps: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn human_replies_decide_an_escalated_run() {
+        let mut r = escalated();
+        r.apply_reply(&HumanReply::Option(1), "user").unwrap();
+        assert_eq!(
+            (r.decision, r.decided_by.as_deref()),
+            (Decision::Answer, Some("user"))
+        );
+        assert_eq!(r.answer.as_ref().unwrap().text, "draft [1]");
+
+        let mut r = escalated();
+        r.apply_reply(&HumanReply::Option(2), "user").unwrap();
+        assert_eq!(r.decision, Decision::Decline);
+
+        let mut r = escalated();
+        r.apply_reply(&HumanReply::Text("  Use orbit rollback.  ".into()), "alice")
+            .unwrap();
+        let a = r.answer.as_ref().unwrap();
+        assert_eq!(
+            (a.text.as_str(), a.generator.as_str()),
+            ("Use orbit rollback.", "human:alice")
+        );
+        assert_eq!(r.decision, Decision::Answer);
+
+        let mut r = escalated();
+        r.apply_reply(&HumanReply::Skip, "user").unwrap();
+        assert_eq!(
+            (r.decision, r.decided_by.clone()),
+            (Decision::Escalate, None)
+        );
+        assert!(r.apply_reply(&HumanReply::Option(3), "user").is_err());
+        assert!(
+            r.apply_reply(&HumanReply::Text(" ".into()), "user")
+                .is_err()
+        );
+        r.escalation = None;
+        assert!(r.apply_reply(&HumanReply::Option(1), "user").is_err());
     }
 }

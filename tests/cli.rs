@@ -298,3 +298,61 @@ fn ask_answers_or_exits_4() {
     let out = grace(dir.path(), &["ask", " "]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `grace ask` at a terminal (a pseudo-terminal from util-linux `script`)
+/// puts an escalation to the person and acts on the reply.
+#[test]
+fn ask_at_a_terminal_prompts_and_applies_the_reply() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    assert!(
+        grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"])
+            .status
+            .success()
+    );
+    let repo = common::repo();
+    let run_in_pty = |reply: &str| {
+        let command = format!(
+            "{} ask 'Can I deploy on Fridays?'",
+            env!("CARGO_BIN_EXE_grace")
+        );
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(dir.path())
+            .env_remove("GRACE_CONFIG")
+            .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
+            .env(
+                "GRACE_EMBEDDING__RUNTIME_PATH",
+                repo.join("models/libonnxruntime.so"),
+            )
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("util-linux `script` runs the command in a pseudo-terminal");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(reply.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+
+    let (code, text) = run_in_pty("Only with an approved change request.\n");
+    assert!(text.contains("Your choice (1-"), "{text}");
+    assert!(
+        text.contains("Answer (decided by user):") && text.contains("approved change request"),
+        "{text}"
+    );
+    assert_eq!(code, Some(0), "{text}");
+
+    let (code, text) = run_in_pty("2\n");
+    assert!(text.contains("does not answer this"), "{text}");
+    assert_eq!(code, Some(4), "{text}");
+}

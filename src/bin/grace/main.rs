@@ -70,6 +70,10 @@ enum Command {
         /// Show every step with its confidence factors and weights
         #[arg(long)]
         trace: bool,
+        /// Never prompt: an escalation is printed and the exit code is 4
+        /// (the default when stdin or stdout is not a terminal, or with --json)
+        #[arg(long)]
+        no_input: bool,
     },
     /// Show the collection, its size and the model
     Status,
@@ -180,6 +184,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             question,
             limit,
             trace,
+            no_input,
         } => {
             if question.trim().is_empty() {
                 return Err(grace::Error::InvalidInput("the question is empty".into()));
@@ -195,8 +200,15 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 confidence: &kb.config().confidence,
                 limit,
             };
-            let report = executor.ask(question, &mut |_| {})?;
+            let mut report = executor.ask(question, &mut |_| {})?;
             output::run_report(&report, *trace, cli.json);
+            let interactive = !*no_input
+                && !cli.json
+                && std::io::stdin().is_terminal()
+                && std::io::stdout().is_terminal();
+            if interactive && report.decision == grace::exec::Decision::Escalate {
+                prompt_for_reply(&mut report);
+            }
             if matches!(
                 report.decision,
                 grace::exec::Decision::Escalate | grace::exec::Decision::Decline
@@ -231,4 +243,42 @@ fn progress_bar(cli: &Cli) -> ProgressBar {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
+}
+
+/// Asks the person at the terminal to settle an escalated run: a number
+/// picks an offered option, other text is their own answer, an empty line
+/// leaves the run escalated.
+fn prompt_for_reply(report: &mut grace::exec::RunReport) {
+    use std::io::{BufRead, Write};
+    let options = report
+        .escalation
+        .as_ref()
+        .map(|r| r.options.len())
+        .unwrap_or(0);
+    let stdin = std::io::stdin();
+    for _ in 0..3 {
+        print!(
+            "\nYour choice (1-{options}), an answer in your own words, or Enter to leave it escalated: "
+        );
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim();
+        let reply = if line.is_empty() {
+            grace::exec::HumanReply::Skip
+        } else if let Ok(n) = line.parse::<usize>() {
+            grace::exec::HumanReply::Option(n)
+        } else {
+            grace::exec::HumanReply::Text(line.to_string())
+        };
+        match report.apply_reply(&reply, "user") {
+            Ok(()) => {
+                output::human_decision(report);
+                return;
+            }
+            Err(e) => println!("{e}"),
+        }
+    }
 }

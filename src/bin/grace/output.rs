@@ -339,3 +339,18 @@ fn print_citations(a: &grace::tools::Answer) {
         }
     }
 }
+
+/// What a human's reply made of an escalated run.
+pub fn human_decision(r: &RunReport) {
+    let who = r.decided_by.as_deref().unwrap_or("a human");
+    match (r.decision, &r.answer) {
+        (Decision::Answer, Some(a)) => {
+            println!("\nAnswer (decided by {who}):\n{}", a.text);
+            print_citations(a);
+        }
+        (Decision::Decline, _) => {
+            println!("\nRecorded (by {who}): the knowledge base does not answer this.")
+        }
+        _ => println!("\nLeft escalated."),
+    }
+}
