@@ -255,16 +255,24 @@ impl Default for ReasoningConfig {
     }
 }
 
-impl ReasoningConfig {
-    /// Timeout and retries of the tool.
-    pub fn policy(&self) -> ToolPolicy {
-        ToolPolicy {
-            timeout_seconds: self.timeout_seconds,
-            retry_count: self.retry_count,
-            retry_delay_seconds: self.retry_delay_seconds,
+/// Each tool's config has the three policy keys at its top level (serde's
+/// `flatten` does not combine with `deny_unknown_fields`); this reads them.
+macro_rules! tool_policy {
+    ($($config:ty),*) => {$(
+        impl $config {
+            /// Timeout and retries of the tool.
+            pub fn policy(&self) -> ToolPolicy {
+                ToolPolicy {
+                    timeout_seconds: self.timeout_seconds,
+                    retry_count: self.retry_count,
+                    retry_delay_seconds: self.retry_delay_seconds,
+                }
+            }
         }
-    }
+    )*};
 }
+
+tool_policy!(RagSearchConfig, ReasoningConfig, AskUserConfig);
 
 /// The generator that writes answers (see [`crate::llm`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -318,28 +326,6 @@ impl Default for AskUserConfig {
             timeout_seconds: 5.0,
             retry_count: 0,
             retry_delay_seconds: 0.0,
-        }
-    }
-}
-
-impl RagSearchConfig {
-    /// Timeout and retries of the tool.
-    pub fn policy(&self) -> ToolPolicy {
-        ToolPolicy {
-            timeout_seconds: self.timeout_seconds,
-            retry_count: self.retry_count,
-            retry_delay_seconds: self.retry_delay_seconds,
-        }
-    }
-}
-
-impl AskUserConfig {
-    /// Timeout and retries of the tool.
-    pub fn policy(&self) -> ToolPolicy {
-        ToolPolicy {
-            timeout_seconds: self.timeout_seconds,
-            retry_count: self.retry_count,
-            retry_delay_seconds: self.retry_delay_seconds,
         }
     }
 }

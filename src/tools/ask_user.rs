@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, str_field};
+use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, required_str};
 use crate::confidence::Factors;
 
 const NAME: &str = "ask_user";
@@ -63,16 +63,9 @@ impl Tool for AskUser {
 
     fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
         let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
-        let required = |field: &str| -> Result<String, ToolError> {
-            str_field(NAME, input, field)?
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or_else(|| invalid(format!("`{field}` is required and must not be empty")))
-        };
-        let question = required("question")?;
-        let reason = required("reason")?;
-        let urgency = match required("urgency")?.as_str() {
+        let question = required_str(NAME, input, "question")?.to_string();
+        let reason = required_str(NAME, input, "reason")?.to_string();
+        let urgency = match required_str(NAME, input, "urgency")? {
             "blocking" => Urgency::Blocking,
             "optional" => Urgency::Optional,
             other => {

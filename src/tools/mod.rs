@@ -144,6 +144,24 @@ impl ToolError {
     }
 }
 
+/// Reads a required, non-empty string field (trimmed), or says what is wrong.
+pub(crate) fn required_str<'a>(
+    tool: &str,
+    input: &'a Value,
+    field: &str,
+) -> Result<&'a str, ToolError> {
+    str_field(tool, input, field)?
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            ToolError::new(
+                tool,
+                ToolErrorKind::InvalidInput,
+                format!("`{field}` is required and must not be empty"),
+            )
+        })
+}
+
 /// Reads an input's field as a string, or says what is wrong.
 pub(crate) fn str_field<'a>(
     tool: &str,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, str_field};
+use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, required_str};
 use crate::confidence::retrieval_factors;
 use crate::store::{PayloadFilter, StoreError};
 use crate::{Error, KnowledgeBase};
@@ -52,10 +52,7 @@ impl Tool for RagSearch {
 
     fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
         let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
-        let query = str_field(NAME, input, "query")?
-            .map(str::trim)
-            .filter(|q| !q.is_empty())
-            .ok_or_else(|| invalid("`query` is required and must not be empty".into()))?;
+        let query = required_str(NAME, input, "query")?;
         let limit = match input.get("limit") {
             None | Some(Value::Null) => self.default_limit,
             Some(v) => v

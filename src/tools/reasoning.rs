@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, str_field};
+use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, required_str, str_field};
 use crate::confidence::answer_factors;
 use crate::lexical::LexicalEncoder;
 use crate::llm::{
@@ -107,10 +107,7 @@ impl Tool for Reasoning {
 
     fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
         let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
-        let query = str_field(NAME, input, "query")?
-            .map(str::trim)
-            .filter(|q| !q.is_empty())
-            .ok_or_else(|| invalid("`query` is required and must not be empty".into()))?;
+        let query = required_str(NAME, input, "query")?;
         let context = str_field(NAME, input, "context")?;
         let items = input
             .get("sources")
