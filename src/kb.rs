@@ -136,13 +136,6 @@ impl KnowledgeBase {
             Ok(self.embedder.model_id()),
         )
     }
-
-    /// The manifest's source list (canonical paths), sorted.
-    pub fn sources(&self) -> Result<Vec<String>> {
-        Ok(Manifest::load(&self.config.manifest_path())?
-            .map(|m| m.sources.into_keys().collect())
-            .unwrap_or_default())
-    }
 }
 
 /// The status of the configured collection without loading the embedding

@@ -8,19 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use grace::exec::{Decision, Event, Executor, RunReport};
-use grace::ingest::IngestOptions;
 use grace::tools::ToolRegistry;
-
-fn kb(data: &std::path::Path) -> Arc<grace::KnowledgeBase> {
-    let kb = common::open(common::config(data));
-    kb.ingest(
-        &[common::repo().join("examples/kb")],
-        &IngestOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap();
-    Arc::new(kb)
-}
 
 fn ask(
     kb: &Arc<grace::KnowledgeBase>,
@@ -51,7 +39,7 @@ fn ask(
 #[test]
 fn an_answerable_question_is_answered_with_citations() {
     let data = tempfile::tempdir().unwrap();
-    let kb = kb(data.path());
+    let kb = common::open_sample(data.path());
     let (r, events) = ask(&kb, kb.config(), "How do I rotate an API key?");
     assert!(
         matches!(r.decision, Decision::Answer | Decision::Caveat),
@@ -92,7 +80,7 @@ fn an_answerable_question_is_answered_with_citations() {
 #[test]
 fn unanswerable_questions_are_never_answered_confidently() {
     let data = tempfile::tempdir().unwrap();
-    let kb = kb(data.path());
+    let kb = common::open_sample(data.path());
     for q in [
         "Who won the 1998 football world cup?",
         "Can I deploy on Fridays?",
@@ -123,7 +111,7 @@ fn unanswerable_questions_are_never_answered_confidently() {
 #[test]
 fn without_ask_user_an_unconfident_run_declines() {
     let data = tempfile::tempdir().unwrap();
-    let kb = kb(data.path());
+    let kb = common::open_sample(data.path());
     let mut config = kb.config().clone();
     config.tools.enabled = vec!["rag_search".into(), "reasoning".into()];
     let (r, _) = ask(&kb, &config, "Can I deploy on Fridays?");
@@ -134,7 +122,7 @@ fn without_ask_user_an_unconfident_run_declines() {
 #[test]
 fn a_plan_needing_a_disabled_tool_is_refused() {
     let data = tempfile::tempdir().unwrap();
-    let kb = kb(data.path());
+    let kb = common::open_sample(data.path());
     let mut config = kb.config().clone();
     config.tools.enabled = vec!["rag_search".into()];
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();

@@ -6,25 +6,13 @@ mod common;
 use std::sync::Arc;
 
 use grace::confidence::Factor;
-use grace::ingest::IngestOptions;
 use grace::tools::{ToolOutput, ToolRegistry};
 use serde_json::json;
-
-fn kb_with_sample(data: &std::path::Path) -> Arc<grace::KnowledgeBase> {
-    let kb = common::open(common::config(data));
-    kb.ingest(
-        &[common::repo().join("examples/kb")],
-        &IngestOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap();
-    Arc::new(kb)
-}
 
 #[test]
 fn only_enabled_tools_are_constructed() {
     let data = tempfile::tempdir().unwrap();
-    let kb = kb_with_sample(data.path());
+    let kb = common::open_sample(data.path());
     let mut config = kb.config().clone();
     assert_eq!(
         ToolRegistry::from_config(&config, kb.clone())
@@ -47,7 +35,7 @@ fn only_enabled_tools_are_constructed() {
 #[test]
 fn rag_search_returns_passages_sources_and_factors() {
     let data = tempfile::tempdir().unwrap();
-    let kb = kb_with_sample(data.path());
+    let kb = common::open_sample(data.path());
     let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
 
     let r = registry.call(
@@ -90,7 +78,7 @@ fn rag_search_returns_passages_sources_and_factors() {
 #[test]
 fn rag_search_rejects_bad_input_without_retrying() {
     let data = tempfile::tempdir().unwrap();
-    let kb = kb_with_sample(data.path());
+    let kb = common::open_sample(data.path());
     let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
     for bad in [
         json!({}),
@@ -123,7 +111,7 @@ fn passages_json(r: &grace::tools::ToolResult) -> serde_json::Value {
 #[test]
 fn reasoning_answers_from_sources_with_citations_or_abstains() {
     let data = tempfile::tempdir().unwrap();
-    let kb = kb_with_sample(data.path());
+    let kb = common::open_sample(data.path());
     let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
 
     let question = "How do I rotate an API key?";

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{Factor, Factors};
+use super::{Factor, Factors, term_coverage};
 use crate::ingest::chunk::sentences;
 use crate::lexical::LexicalEncoder;
 use crate::llm::{AnswerDraft, SourceText};
@@ -47,17 +47,6 @@ fn strip_markers(sentence: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// Share of `sentence`'s content terms found in `source`; `None` when the
-/// sentence has no content term.
-fn containment(lexical: &LexicalEncoder, sentence: &str, source: &HashSet<u32>) -> Option<f64> {
-    let terms = lexical.encode_query(sentence);
-    if terms.is_empty() {
-        return None;
-    }
-    let found = terms.indices.iter().filter(|t| source.contains(t)).count();
-    Some(found as f64 / terms.indices.len() as f64)
 }
 
 /// The factors of an answer drafted from `sources`.
@@ -113,7 +102,8 @@ pub fn answer_factors(
             citation_markers(sentence).iter().any(|n| {
                 terms.iter().any(|(number, set)| {
                     number == n
-                        && containment(lexical, &text, set).is_none_or(|c| c >= SUPPORT_THRESHOLD)
+                        && term_coverage(&lexical.encode_query(&text), set)
+                            .is_none_or(|c| c >= SUPPORT_THRESHOLD)
                 })
             })
         })

@@ -16,7 +16,7 @@ mod answer;
 mod retrieval;
 
 pub use self::answer::{SUPPORT_THRESHOLD, answer_factors, citation_markers};
-pub use self::retrieval::{query_coverage, retrieval_factors};
+pub use self::retrieval::{query_coverage, retrieval_factors, term_coverage};
 
 use std::collections::BTreeMap;
 

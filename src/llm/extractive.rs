@@ -3,12 +3,13 @@
 //! returns them with `[n]` citations, and abstains when no sentence is
 //! close enough. Deterministic; needs no model beyond the embedder.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{
     AnswerDraft, GenerateRequest, Generation, LlmClient, LlmError, Result, StopReason, Usage,
 };
-use crate::confidence::query_coverage;
+use crate::confidence::term_coverage;
 use crate::embed::{Embedder, cosine};
 use crate::ingest::chunk::sentences;
 use crate::lexical::LexicalEncoder;
@@ -89,13 +90,21 @@ impl Extractive {
             .embedder
             .embed(&texts)
             .map_err(|e| Self::fail(e.to_string()))?;
+        // The question's terms are encoded once, not once per sentence.
+        let question_terms = self.lexical.encode_query(question);
         let scored: Vec<(f32, f32, usize)> = vectors
             .iter()
             .enumerate()
             .map(|(i, v)| {
                 let cos = cosine(&q, v);
-                let coverage = query_coverage(&self.lexical, question, &[texts[i].as_str()])
-                    .unwrap_or(0.0) as f32;
+                let sentence_terms: HashSet<u32> = self
+                    .lexical
+                    .encode_document(&texts[i])
+                    .indices
+                    .into_iter()
+                    .collect();
+                let coverage =
+                    term_coverage(&question_terms, &sentence_terms).unwrap_or(0.0) as f32;
                 (cos + COVERAGE_WEIGHT * coverage, cos, i)
             })
             .collect();

@@ -40,3 +40,15 @@ pub fn open(config: Config) -> KnowledgeBase {
 pub fn shared_eval() -> PathBuf {
     repo().join("../shared/eval")
 }
+
+/// A knowledge base in `data` holding the bundled sample (`examples/kb`).
+pub fn open_sample(data: &Path) -> Arc<KnowledgeBase> {
+    let kb = open(config(data));
+    kb.ingest(
+        &[repo().join("examples/kb")],
+        &grace::ingest::IngestOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    Arc::new(kb)
+}

@@ -48,16 +48,6 @@ pub struct Section {
     pub text: String,
 }
 
-impl Document {
-    /// Number of words over all sections.
-    pub fn word_count(&self) -> usize {
-        self.sections
-            .iter()
-            .map(|s| s.text.split_whitespace().count())
-            .sum()
-    }
-}
-
 /// Why a file could not be loaded. These are per-file problems: the file is
 /// reported and skipped, the rest of the ingest goes on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
