@@ -4,6 +4,8 @@
 //! keeps its dense cosine similarity as `score`, the number later stages
 //! (confidence) reason about.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::config::QdrantConfig;
@@ -92,22 +94,23 @@ pub fn search(
         (dense.iter().map(|h| h.id).collect(), 1.0),
         (lexical_hits.iter().map(|h| h.id).collect(), lexical_weight),
     ];
-    let find = |hits: &[StoredHit], id: u64| hits.iter().find(|h| h.id == id).cloned();
+    let by_id = |hits: &[StoredHit]| -> HashMap<u64, usize> {
+        hits.iter().enumerate().map(|(i, h)| (h.id, i)).collect()
+    };
+    let (dense_at, lexical_at) = (by_id(&dense), by_id(&lexical_hits));
     let mut passages = Vec::new();
     for fused in rrf(&rankings, config.rrf_k) {
-        let dense_hit = find(&dense, fused.id);
-        let lexical_hit = find(&lexical_hits, fused.id);
-        let score = match (&dense_hit, &lexical_hit) {
-            (Some(d), _) => d.score,
-            (None, Some(l)) => l.dense.as_deref().map(|v| cosine(&q, v)).unwrap_or(0.0),
+        let dense_hit = dense_at.get(&fused.id).map(|&i| &dense[i]);
+        let lexical_hit = lexical_at.get(&fused.id).map(|&i| &lexical_hits[i]);
+        let (score, hit) = match (dense_hit, lexical_hit) {
+            (Some(d), _) => (d.score, d),
+            (None, Some(l)) => (l.dense.as_deref().map(|v| cosine(&q, v)).unwrap_or(0.0), l),
             (None, None) => continue,
         };
         if score < config.score_threshold {
             continue;
         }
-        let Some(hit) = dense_hit.or_else(|| lexical_hit.clone()) else {
-            continue;
-        };
+        let hit = hit.clone();
         passages.push(Passage {
             id: hit.id,
             source: hit.payload.source,
