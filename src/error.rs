@@ -31,6 +31,8 @@ pub enum Error {
     Plan(#[from] crate::plan::PlanError),
     #[error(transparent)]
     Tool(#[from] crate::tools::ToolError),
+    #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
     /// A request the caller can fix (an empty query, a zero limit).
     #[error("{0}")]
     InvalidInput(String),
@@ -61,7 +63,13 @@ impl Error {
             },
             Error::Lexical(_) => EXIT_FAILURE,
             Error::Plan(_) => EXIT_BAD_INPUT,
-            Error::Tool(_) => EXIT_FAILURE,
+            Error::Tool(e) => match e.kind {
+                crate::tools::ToolErrorKind::Unknown => EXIT_BAD_INPUT,
+                _ => EXIT_FAILURE,
+            },
+            // A generator that is not set up (no API key) is configuration.
+            Error::Llm(crate::llm::LlmError::Setup { .. }) => EXIT_BAD_INPUT,
+            Error::Llm(_) => EXIT_FAILURE,
             Error::Eval(e) => match e {
                 EvalError::NotASet { .. } => EXIT_NOT_FOUND,
                 EvalError::BadQuestion { .. } => EXIT_BAD_INPUT,

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score};
 use crate::config::ConfidenceConfig;
-use crate::plan::{Plan, PlanError, Step, default_plan};
+use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan};
 use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
 
 /// The option that confirms the drafted answer starts with this.
@@ -71,6 +71,9 @@ pub struct RunReport {
     pub decision: Decision,
     /// The question put to a human, when escalated.
     pub escalation: Option<UserRequest>,
+    /// How the plan was made (default, the language model's, or the
+    /// default after the model's failed).
+    pub plan: PlanOrigin,
     /// Whether the recovery run was used.
     pub recovered: bool,
     /// Who made the final decision when a human did (`user`, a reviewer id).
@@ -118,6 +121,7 @@ impl RunReport {
                     citations: Vec::new(),
                     abstained: false,
                     self_confidence: None,
+                    usage: Default::default(),
                     generator: format!("human:{who}"),
                 });
                 self.decision = Decision::Answer;
@@ -144,6 +148,8 @@ pub struct Executor<'a> {
     pub confidence: &'a ConfidenceConfig,
     /// Passages retrieved per question.
     pub limit: usize,
+    /// Makes each question's plan (the default plan without a language model).
+    pub planner: Planner,
 }
 
 struct Attempt {
@@ -152,7 +158,20 @@ struct Attempt {
     level: Level,
 }
 
-impl Executor<'_> {
+impl<'a> Executor<'a> {
+    /// An executor for `config`: its confidence settings, and a planner
+    /// that asks the generator for plans when `llm.planner` is on and the
+    /// generator is a language model.
+    pub fn new(registry: &'a ToolRegistry, config: &'a crate::Config, limit: usize) -> Self {
+        let llm = config.llm.planner.then(|| registry.generator()).flatten();
+        Self {
+            registry,
+            confidence: &config.confidence,
+            limit,
+            planner: Planner::new(llm),
+        }
+    }
+
     /// Answers `question` (non-interactively: an escalation is returned, not
     /// put to anyone).
     pub fn ask(
@@ -161,9 +180,11 @@ impl Executor<'_> {
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
         let enabled = self.registry.names();
-        let plan = default_plan(question, self.limit);
-        plan.validate(&enabled)?;
-        let mut best = self.run(&plan, on_event);
+        let planned = self
+            .planner
+            .plan(question, self.limit, &self.registry.plannable());
+        planned.plan.validate(&enabled)?;
+        let mut best = self.run(&planned.plan, on_event);
         let mut recovered = false;
         if best.level < Level::Notify {
             on_event(Event::Recovering {
@@ -210,6 +231,7 @@ impl Executor<'_> {
             level: best.level,
             decision,
             escalation,
+            plan: planned.origin,
             recovered,
             decided_by: None,
             steps: best.steps,
@@ -223,7 +245,18 @@ impl Executor<'_> {
         for step in &plan.steps {
             on_event(Event::StepStarted { step });
             let input = resolve(&step.input, &steps);
-            let result = self.registry.call(&step.action, &input);
+            let timeout = step.timeout.map(std::time::Duration::from_secs_f64);
+            let mut result = self.registry.call_within(&step.action, &input, timeout);
+            if let (false, Some(fallback)) = (result.success, &step.fallback) {
+                tracing::info!(step = %step.id, %fallback, error = ?result.error, "step failed; trying its fallback");
+                let first_error = result.error.clone();
+                result = self.registry.call_within(fallback, &input, timeout);
+                result.suggestions.push(format!(
+                    "`{}` failed ({}); this is the result of its fallback `{fallback}`",
+                    step.action,
+                    first_error.as_deref().unwrap_or("unknown error")
+                ));
+            }
             // An answer is scored together with what it was drawn from.
             let mut factors = Factors::default();
             for dep in &step.depends_on {
@@ -370,9 +403,24 @@ fn resolve(input: &Value, done: &[StepRecord]) -> Value {
                     .collect(),
             )
         }
-        Value::Array(items) => Value::Array(items.iter().map(|v| resolve(v, done)).collect()),
+        // A list of references concatenates their outputs (the passages of
+        // several searches become one list of sources).
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                match (is_ref(item), resolve(item, done)) {
+                    (true, Value::Array(parts)) => out.extend(parts),
+                    (_, v) => out.push(v),
+                }
+            }
+            Value::Array(out)
+        }
         other => other.clone(),
     }
+}
+
+fn is_ref(v: &Value) -> bool {
+    matches!(v, Value::Object(m) if m.len() == 1 && m.contains_key("$from"))
 }
 
 /// A step's output as the next step's input: passages as `reasoning`
@@ -403,11 +451,13 @@ mod tests {
                 citations: Vec::new(),
                 abstained: false,
                 self_confidence: None,
+                usage: Default::default(),
                 generator: "extractive".into(),
             }),
             confidence: 0.5,
             level: Level::Confirm,
             decision: Decision::Escalate,
+            plan: PlanOrigin::Default,
             escalation: Some(UserRequest {
                 question: "q?".into(),
                 reason: "r".into(),

@@ -2,12 +2,17 @@
 //!
 //! A step's input is JSON; a value `{"$from": "<step id>"}` is replaced by
 //! that earlier step's output when the step runs (passages become
-//! `reasoning` sources). Today every run uses [`default_plan`]
-//! (`rag_search → reasoning`); an LLM planner comes with the Gemini and
-//! Ollama clients.
+//! `reasoning` sources; a list of references is concatenated). The
+//! [`Planner`] asks a language model for a plan when one is configured and
+//! falls back to [`default_plan`] (`rag_search → reasoning`) on any
+//! failure: no answer, malformed JSON, or a plan that does not validate.
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::llm::{GenerateRequest, LlmClient, Message, Role, Usage};
 
 /// One step of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,6 +24,12 @@ pub struct Step {
     /// Steps whose outputs this one uses; they must come earlier.
     #[serde(default)]
     pub depends_on: Vec<String>,
+    /// A tool to call with the same input when this step fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// Seconds this step may take, instead of the tool's `timeout_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
 }
 
 /// The steps of a run, in order.
@@ -44,7 +55,16 @@ pub enum PlanError {
     BadDependency { step: String, on: String },
     #[error("the last answer-producing step must be `reasoning` (it is `{0}`)")]
     NoAnswerStep(String),
+    #[error("step `{step}`: unknown or disabled fallback `{fallback}`")]
+    UnknownFallback { step: String, fallback: String },
+    #[error("step `{step}`: timeout {timeout} is not a positive number of seconds")]
+    BadTimeout { step: String, timeout: f64 },
+    #[error("the plan has {0} steps; at most {MAX_STEPS} are allowed")]
+    TooLong(usize),
 }
+
+/// Steps a plan may have at most.
+pub const MAX_STEPS: usize = 8;
 
 /// The plan for a question: search, then answer from what was found.
 pub fn default_plan(question: &str, limit: usize) -> Plan {
@@ -55,12 +75,16 @@ pub fn default_plan(question: &str, limit: usize) -> Plan {
                 action: "rag_search".into(),
                 input: json!({"query": question, "limit": limit}),
                 depends_on: Vec::new(),
+                fallback: None,
+                timeout: None,
             },
             Step {
                 id: "answer".into(),
                 action: "reasoning".into(),
                 input: json!({"query": question, "sources": {"$from": "search"}}),
                 depends_on: vec!["search".into()],
+                fallback: None,
+                timeout: None,
             },
         ],
     }
@@ -74,6 +98,9 @@ impl Plan {
         if self.steps.is_empty() {
             return Err(PlanError::Empty);
         }
+        if self.steps.len() > MAX_STEPS {
+            return Err(PlanError::TooLong(self.steps.len()));
+        }
         let mut seen: Vec<&str> = Vec::new();
         for step in &self.steps {
             if !enabled.contains(&step.action.as_str()) {
@@ -85,6 +112,22 @@ impl Plan {
             }
             if seen.contains(&step.id.as_str()) {
                 return Err(PlanError::DuplicateId(step.id.clone()));
+            }
+            if let Some(f) = &step.fallback
+                && !enabled.contains(&f.as_str())
+            {
+                return Err(PlanError::UnknownFallback {
+                    step: step.id.clone(),
+                    fallback: f.clone(),
+                });
+            }
+            if let Some(t) = step.timeout
+                && !(t.is_finite() && t > 0.0)
+            {
+                return Err(PlanError::BadTimeout {
+                    step: step.id.clone(),
+                    timeout: t,
+                });
             }
             let mut refs = step.depends_on.clone();
             collect_refs(&step.input, &mut refs);
@@ -127,11 +170,299 @@ pub fn collect_refs(value: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// A tool as the planner describes it to a language model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// How a run's plan was made.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum PlanOrigin {
+    /// The default plan; no planner is configured.
+    Default,
+    /// The language model's plan, validated.
+    Llm { generator: String, usage: Usage },
+    /// The default plan, because the language model's could not be used.
+    Fallback { generator: String, reason: String },
+}
+
+/// A plan and how it was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub plan: Plan,
+    pub origin: PlanOrigin,
+}
+
+const PLANNER_INSTRUCTION: &str = "You plan how to answer a question from a knowledge base. \
+You do not answer it. Reply with a JSON object {\"steps\": [...]}; each step has an `id`, an \
+`action` (one of the tools listed), an `input` following that tool's input schema, and \
+`depends_on` (ids of earlier steps whose output it uses). To pass an earlier step's output, \
+write {\"$from\": \"<step id>\"} as the value; a list of such references is concatenated. \
+The last step must be `reasoning` with the question exactly as asked as its `query` and the \
+search results as its `sources`. Use one search for a simple question; use several searches \
+(then one `reasoning` step over all their results) only when the question has several parts. \
+Keep plans short: at most 4 steps.";
+
+/// Makes plans: asks a language model when one is configured (and can
+/// plan), else uses the default plan.
+#[derive(Clone, Default)]
+pub struct Planner {
+    llm: Option<Arc<dyn LlmClient>>,
+}
+
+impl std::fmt::Debug for Planner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planner")
+            .field("llm", &self.llm.as_ref().map(|l| l.name().to_string()))
+            .finish()
+    }
+}
+
+impl Planner {
+    /// A planner that asks `llm` when it can plan; otherwise (the
+    /// extractive answerer) the default plan is used without asking.
+    pub fn new(llm: Option<Arc<dyn LlmClient>>) -> Self {
+        Self {
+            llm: llm.filter(|l| l.can_plan()),
+        }
+    }
+
+    /// Whether a language model is asked for plans.
+    pub fn uses_llm(&self) -> bool {
+        self.llm.is_some()
+    }
+
+    /// The plan for `question`. `tools` are the actions a plan may use
+    /// (escalation stays the executor's decision, so leave out `ask_user`).
+    pub fn plan(&self, question: &str, limit: usize, tools: &[ToolSpec]) -> Planned {
+        let default = || default_plan(question, limit);
+        let Some(llm) = &self.llm else {
+            return Planned {
+                plan: default(),
+                origin: PlanOrigin::Default,
+            };
+        };
+        match llm_plan(llm.as_ref(), question, tools) {
+            Ok((plan, usage)) => Planned {
+                plan,
+                origin: PlanOrigin::Llm {
+                    generator: llm.name().to_string(),
+                    usage,
+                },
+            },
+            Err(reason) => {
+                tracing::warn!(generator = llm.name(), %reason, "planner failed; using the default plan");
+                Planned {
+                    plan: default(),
+                    origin: PlanOrigin::Fallback {
+                        generator: llm.name().to_string(),
+                        reason,
+                    },
+                }
+            }
+        }
+    }
+}
+
+/// The JSON a plan comes back in.
+pub fn plan_schema(actions: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "steps": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_STEPS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "action": {"type": "string", "enum": actions},
+                        "input": {"type": "object"},
+                        "depends_on": {"type": "array", "items": {"type": "string"}}
+                    },
+                    "required": ["id", "action", "input"]
+                }
+            }
+        },
+        "required": ["steps"]
+    })
+}
+
+/// Asks `llm` for a plan and checks it; the error is why it cannot be used.
+fn llm_plan(
+    llm: &dyn LlmClient,
+    question: &str,
+    tools: &[ToolSpec],
+) -> Result<(Plan, Usage), String> {
+    let actions: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let catalogue = serde_json::to_string_pretty(tools).map_err(|e| e.to_string())?;
+    let request = GenerateRequest {
+        messages: vec![
+            Message {
+                role: Role::System,
+                content: PLANNER_INSTRUCTION.to_string(),
+            },
+            Message {
+                role: Role::User,
+                content: format!("Tools:\n{catalogue}\n\nQuestion: {question}"),
+            },
+        ],
+        json_schema: Some(plan_schema(&actions)),
+        answer: None,
+    };
+    let generation = llm.generate(&request).map_err(|e| e.to_string())?;
+    let mut plan: Plan = serde_json::from_str(&generation.text)
+        .map_err(|e| format!("the plan is not valid JSON in the plan shape ({e})"))?;
+    plan.validate(&actions).map_err(|e| e.to_string())?;
+    // The answer is to the question as asked, whatever the searches look for.
+    for step in plan.steps.iter_mut().filter(|s| s.action == "reasoning") {
+        if let Value::Object(input) = &mut step.input {
+            input.insert("query".into(), Value::String(question.to_string()));
+        }
+    }
+    Ok((plan, generation.usage))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const ENABLED: &[&str] = &["rag_search", "reasoning", "ask_user"];
+
+    /// A language model that replies with fixed text (or fails).
+    struct Scripted(Result<String, crate::llm::LlmError>);
+
+    impl LlmClient for Scripted {
+        fn name(&self) -> &str {
+            "scripted"
+        }
+        fn can_plan(&self) -> bool {
+            true
+        }
+        fn generate(
+            &self,
+            request: &GenerateRequest,
+        ) -> crate::llm::Result<crate::llm::Generation> {
+            assert!(request.json_schema.is_some(), "plans are asked for as JSON");
+            self.0.clone().map(|text| crate::llm::Generation {
+                text,
+                stop_reason: crate::llm::StopReason::Complete,
+                usage: Usage {
+                    input_tokens: 100,
+                    output_tokens: 20,
+                },
+            })
+        }
+    }
+
+    fn specs() -> Vec<ToolSpec> {
+        ["rag_search", "reasoning"]
+            .into_iter()
+            .map(|n| ToolSpec {
+                name: n.into(),
+                description: String::new(),
+                input_schema: json!({"type": "object"}),
+            })
+            .collect()
+    }
+
+    fn planner(reply: Result<&str, crate::llm::LlmError>) -> Planner {
+        Planner::new(Some(Arc::new(Scripted(reply.map(str::to_string)))))
+    }
+
+    #[test]
+    fn a_valid_llm_plan_is_used_and_answers_the_question_as_asked() {
+        let reply = r#"{"steps": [
+            {"id": "a", "action": "rag_search", "input": {"query": "apt pinning"}},
+            {"id": "b", "action": "rag_search", "input": {"query": "apt preferences file"}},
+            {"id": "answer", "action": "reasoning", "depends_on": ["a", "b"],
+             "input": {"query": "something else", "sources": [{"$from": "a"}, {"$from": "b"}]}}
+        ]}"#;
+        let planned = planner(Ok(reply)).plan("How do I pin a package?", 5, &specs());
+        assert!(
+            matches!(planned.origin, PlanOrigin::Llm { usage, .. } if usage.input_tokens == 100)
+        );
+        assert_eq!(planned.plan.steps.len(), 3);
+        assert_eq!(
+            planned.plan.steps[2].input["query"],
+            "How do I pin a package?"
+        );
+    }
+
+    #[test]
+    fn any_planner_failure_falls_back_to_the_default_plan() {
+        let cases: Vec<(Result<&str, crate::llm::LlmError>, &str)> = vec![
+            (Ok("not json"), "not valid JSON"),
+            (Ok(r#"{"steps": []}"#), "no steps"),
+            (
+                Ok(r#"{"steps": [{"id": "s", "action": "web_search", "input": {}}]}"#),
+                "unknown or disabled action",
+            ),
+            (
+                Ok(r#"{"steps": [{"id": "s", "action": "rag_search", "input": {"query": "q"}}]}"#),
+                "must be `reasoning`",
+            ),
+            (
+                Err(crate::llm::LlmError::Transient {
+                    generator: "scripted".into(),
+                    message: "HTTP 503".into(),
+                }),
+                "HTTP 503",
+            ),
+        ];
+        for (reply, why) in cases {
+            let planned = planner(reply).plan("q?", 5, &specs());
+            assert_eq!(planned.plan, default_plan("q?", 5));
+            match planned.origin {
+                PlanOrigin::Fallback { reason, .. } => assert!(reason.contains(why), "{reason}"),
+                other => panic!("expected a fallback, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn without_a_language_model_the_default_plan_is_used_without_asking() {
+        struct CannotPlan;
+        impl LlmClient for CannotPlan {
+            fn name(&self) -> &str {
+                "extractive"
+            }
+            fn generate(&self, _: &GenerateRequest) -> crate::llm::Result<crate::llm::Generation> {
+                panic!("a generator that cannot plan is never asked to");
+            }
+        }
+        for p in [Planner::default(), Planner::new(Some(Arc::new(CannotPlan)))] {
+            assert!(!p.uses_llm());
+            let planned = p.plan("q?", 5, &specs());
+            assert_eq!(
+                (planned.plan, planned.origin),
+                (default_plan("q?", 5), PlanOrigin::Default)
+            );
+        }
+    }
+
+    #[test]
+    fn fallbacks_and_timeouts_are_checked() {
+        let mut p = default_plan("q", 5);
+        p.steps[0].fallback = Some("web_search".into());
+        assert!(matches!(
+            p.validate(ENABLED),
+            Err(PlanError::UnknownFallback { .. })
+        ));
+        p.steps[0].fallback = Some("rag_search".into());
+        p.steps[0].timeout = Some(0.0);
+        assert!(matches!(
+            p.validate(ENABLED),
+            Err(PlanError::BadTimeout { .. })
+        ));
+        p.steps[0].timeout = Some(2.5);
+        p.validate(ENABLED).unwrap();
+    }
 
     #[test]
     fn the_default_plan_is_valid() {
@@ -191,6 +522,8 @@ mod tests {
             action: "ask_user".into(),
             input: json!({"question": "ok?", "reason": "r", "urgency": "optional"}),
             depends_on: vec!["answer".into()],
+            fallback: None,
+            timeout: None,
         });
         p.validate(ENABLED).unwrap();
     }

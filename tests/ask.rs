@@ -16,11 +16,7 @@ fn ask(
     q: &str,
 ) -> (RunReport, Vec<String>) {
     let registry = ToolRegistry::from_config(config, kb.clone()).unwrap();
-    let executor = Executor {
-        registry: &registry,
-        confidence: &config.confidence,
-        limit: 5,
-    };
+    let executor = Executor::new(&registry, config, 5);
     let mut events = Vec::new();
     let report = executor
         .ask(q, &mut |e| {
@@ -126,11 +122,7 @@ fn a_plan_needing_a_disabled_tool_is_refused() {
     let mut config = kb.config().clone();
     config.tools.enabled = vec!["rag_search".into()];
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
-    let executor = Executor {
-        registry: &registry,
-        confidence: &config.confidence,
-        limit: 5,
-    };
+    let executor = Executor::new(&registry, &config, 5);
     let err = executor.ask("q?", &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("reasoning"), "{err}");
 }

@@ -1,6 +1,7 @@
 //! `GRACE_<SECTION>__<KEY>` environment overrides.
 //!
-//! `GRACE_QDRANT__SEARCH_LIMIT=10` sets `qdrant.search_limit`. The value is
+//! `GRACE_QDRANT__SEARCH_LIMIT=10` sets `qdrant.search_limit`; deeper keys
+//! take more `__` (`GRACE_LLM__GEMINI__MODEL`). The value is
 //! read as a YAML scalar (`10`, `true`, `[a, b]`), except for keys whose
 //! value is a string, which take the text as it is. Variables named
 //! `GRACE_…` without a `__` are not overrides and are left alone (for
@@ -15,17 +16,15 @@ const PREFIX: &str = "GRACE_";
 
 /// Applies every override in `vars` to `config`.
 pub(crate) fn apply_overrides(config: &mut Config, vars: &[(String, String)]) -> Result<()> {
-    let mut overrides: Vec<(&str, String, String, &str)> = vars
+    // (variable, key path, value): `GRACE_LLM__GEMINI__MODEL` → [llm, gemini, model].
+    let mut overrides: Vec<(&str, Vec<String>, &str)> = vars
         .iter()
         .filter_map(|(name, value)| {
             let rest = name.strip_prefix(PREFIX)?;
-            let (section, key) = rest.split_once("__")?;
-            Some((
-                name.as_str(),
-                section.to_ascii_lowercase(),
-                key.to_ascii_lowercase(),
-                value.as_str(),
-            ))
+            rest.contains("__").then(|| {
+                let path = rest.split("__").map(|s| s.to_ascii_lowercase()).collect();
+                (name.as_str(), path, value.as_str())
+            })
         })
         .collect();
     if overrides.is_empty() {
@@ -38,37 +37,48 @@ pub(crate) fn apply_overrides(config: &mut Config, vars: &[(String, String)]) ->
         var: "GRACE_*".into(),
         message: e.to_string(),
     })?;
-    for (var, section, key, raw) in &overrides {
+    for (var, path, raw) in &overrides {
         let err = |message: String| ConfigError::Env {
             var: (*var).to_string(),
             message,
         };
-        let Some(Value::Mapping(sec)) = tree.get_mut(section.as_str()) else {
-            return Err(err(format!(
-                "unknown config section `{section}` (known: {})",
-                known_keys(&serde_yaml::to_value(&*config).unwrap_or(Value::Null))
-            )));
-        };
-        let known = known_keys(&Value::Mapping(sec.clone()));
-        let Some(slot) = sec.get_mut(key.as_str()) else {
-            return Err(err(format!(
-                "unknown key `{section}.{key}` (known in `{section}`: {known})"
-            )));
-        };
+        let dotted = path.join(".");
+        let mut slot = &mut tree;
+        for (depth, segment) in path.iter().enumerate() {
+            let parent = path[..depth].join(".");
+            let Value::Mapping(map) = slot else {
+                return Err(err(format!("`{parent}` is a value, not a section")));
+            };
+            let known = known_keys(&Value::Mapping(map.clone()));
+            let Some(next) = map.get_mut(segment.as_str()) else {
+                return Err(err(if depth == 0 {
+                    format!("unknown config section `{segment}` (known: {known})")
+                } else {
+                    format!("unknown key `{parent}.{segment}` (known in `{parent}`: {known})")
+                }));
+            };
+            slot = next;
+        }
+        if path.len() < 2 {
+            return Err(err(format!("`{dotted}` is a section; name a key in it")));
+        }
         *slot = match slot {
             Value::String(_) => Value::String((*raw).to_string()),
-            _ => serde_yaml::from_str(raw).map_err(|e| {
-                err(format!(
-                    "`{raw}` is not a valid value for `{section}.{key}`: {e}"
-                ))
-            })?,
+            Value::Mapping(_) => {
+                return Err(err(format!(
+                    "`{dotted}` is a section; name a key in it (GRACE_{}__<KEY>)",
+                    path.iter()
+                        .map(|s| s.to_ascii_uppercase())
+                        .collect::<Vec<_>>()
+                        .join("__")
+                )));
+            }
+            _ => serde_yaml::from_str(raw)
+                .map_err(|e| err(format!("`{raw}` is not a valid value for `{dotted}`: {e}")))?,
         };
         // Check this override alone so the message names its variable.
-        let _: Config = serde_yaml::from_value(tree.clone()).map_err(|e| {
-            err(format!(
-                "`{raw}` is not a valid value for `{section}.{key}`: {e}"
-            ))
-        })?;
+        let _: Config = serde_yaml::from_value(tree.clone())
+            .map_err(|e| err(format!("`{raw}` is not a valid value for `{dotted}`: {e}")))?;
     }
     *config = serde_yaml::from_value(tree).map_err(|e| ConfigError::Env {
         var: "GRACE_*".into(),

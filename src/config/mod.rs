@@ -275,11 +275,40 @@ macro_rules! tool_policy {
 tool_policy!(RagSearchConfig, ReasoningConfig, AskUserConfig);
 
 /// The generator that writes answers (see [`crate::llm`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
     pub provider: LlmProvider,
+    /// With a language model as the provider, ask it for a plan (JSON)
+    /// before running; any failure falls back to the default plan.
+    pub planner: bool,
     pub extractive: ExtractiveConfig,
+    pub gemini: RemoteLlmConfig,
+    pub ollama: RemoteLlmConfig,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            provider: LlmProvider::default(),
+            planner: true,
+            extractive: ExtractiveConfig::default(),
+            gemini: RemoteLlmConfig {
+                model: "gemini-2.5-flash".into(),
+                base_url: "https://generativelanguage.googleapis.com/v1beta/".into(),
+                timeout_seconds: 25.0,
+                temperature: 0.0,
+                max_output_tokens: 1024,
+            },
+            ollama: RemoteLlmConfig {
+                model: "llama3.1:8b".into(),
+                base_url: String::new(),
+                timeout_seconds: 25.0,
+                temperature: 0.0,
+                max_output_tokens: 1024,
+            },
+        }
+    }
 }
 
 /// The generators GRACE has.
@@ -289,6 +318,31 @@ pub enum LlmProvider {
     /// Offline sentence selection with citations (no model beyond the embedder).
     #[default]
     Extractive,
+    /// Google Gemini (needs `GEMINI_API_KEY`).
+    Gemini,
+    /// An Ollama server (`base_url`, else `OLLAMA_BASE_URL`, else localhost).
+    Ollama,
+}
+
+/// A language model behind an HTTP API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RemoteLlmConfig {
+    pub model: String,
+    /// The API's base URL; empty means the provider's default (Ollama:
+    /// `OLLAMA_BASE_URL`, else `http://localhost:11434`).
+    pub base_url: String,
+    /// Give up on one request after this long (the tool's own timeout and
+    /// retries apply on top).
+    pub timeout_seconds: f64,
+    pub temperature: f64,
+    pub max_output_tokens: u32,
+}
+
+impl Default for RemoteLlmConfig {
+    fn default() -> Self {
+        LlmConfig::default().gemini
+    }
 }
 
 /// The extractive answerer.

@@ -71,6 +71,39 @@ fn env_overrides_file() {
 }
 
 #[test]
+fn env_overrides_reach_nested_keys() {
+    let env = vars(&[
+        ("GRACE_LLM__PROVIDER", "gemini"),
+        ("GRACE_LLM__GEMINI__MODEL", "gemini-2.5-pro"),
+        ("GRACE_CONFIDENCE__THRESHOLDS__NOTIFY", "0.75"),
+    ]);
+    let c = Config::load_with_env(None, &env).unwrap();
+    assert_eq!(c.llm.provider, crate::config::LlmProvider::Gemini);
+    assert_eq!(c.llm.gemini.model, "gemini-2.5-pro");
+    assert_eq!(c.confidence.thresholds.notify, 0.75);
+
+    for (var, value, says) in [
+        (
+            "GRACE_LLM__GEMINI__MODLE",
+            "x",
+            "unknown key `llm.gemini.modle`",
+        ),
+        ("GRACE_LLM__GEMINI", "x", "`llm.gemini` is a section"),
+        ("GRACE_LLM__PROVIDER__X", "x", "`llm.provider` is a value"),
+        (
+            "GRACE_LLM__GEMINI__TIMEOUT_SECONDS",
+            "soon",
+            "llm.gemini.timeout_seconds",
+        ),
+    ] {
+        let err = Config::load_with_env(None, &vars(&[(var, value)]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(var) && err.contains(says), "{var}: {err}");
+    }
+}
+
+#[test]
 fn env_override_with_a_wrong_type_names_the_variable() {
     let err = Config::load_with_env(None, &vars(&[("GRACE_QDRANT__SEARCH_LIMIT", "many")]))
         .unwrap_err()

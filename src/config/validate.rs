@@ -183,6 +183,36 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             ),
         ));
     }
+    for (key, r) in [("llm.gemini", &c.llm.gemini), ("llm.ollama", &c.llm.ollama)] {
+        if r.model.trim().is_empty() {
+            return Err(invalid(&format!("{key}.model"), "must name a model"));
+        }
+        let is_url = |u: &str| u.starts_with("http://") || u.starts_with("https://");
+        if !(r.base_url.is_empty() || is_url(&r.base_url)) {
+            return Err(invalid(
+                &format!("{key}.base_url"),
+                format!("`{}` is not an http(s) URL", r.base_url),
+            ));
+        }
+        if !(r.timeout_seconds > 0.0 && r.timeout_seconds <= 3600.0) {
+            return Err(invalid(
+                &format!("{key}.timeout_seconds"),
+                format!("{} is out of range (0, 3600]", r.timeout_seconds),
+            ));
+        }
+        if !(0.0..=2.0).contains(&r.temperature) {
+            return Err(invalid(
+                &format!("{key}.temperature"),
+                format!("{} is out of range 0.0..=2.0", r.temperature),
+            ));
+        }
+        if !(16..=65_536).contains(&r.max_output_tokens) {
+            return Err(invalid(
+                &format!("{key}.max_output_tokens"),
+                format!("{} is out of range 16..=65536", r.max_output_tokens),
+            ));
+        }
+    }
     if !(1..=10_000).contains(&q.candidates) {
         return Err(invalid(
             "qdrant.candidates",

@@ -195,11 +195,7 @@ pub fn run(
 
     let kb = std::sync::Arc::new(kb);
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
-    let executor = Executor {
-        registry: &registry,
-        confidence: &kb.config().confidence,
-        limit: k,
-    };
+    let executor = Executor::new(&registry, kb.config(), k);
     let mut cosine_rows = Vec::new();
     let mut confidence_rows = Vec::new();
     let mut calibration = Vec::new();

@@ -1,6 +1,6 @@
-//! Generators: the [`LlmClient`] trait and its implementations. Today:
-//! [`Extractive`], the offline default (no model beyond the embedder). The
-//! Gemini and Ollama clients come with the answering work (issue 3).
+//! Generators: the [`LlmClient`] trait and its implementations:
+//! [`Extractive`], the offline default (no model beyond the embedder), and
+//! [`RemoteLlm`] for Gemini and Ollama.
 //!
 //! A request carries chat messages (what a language model reads) and,
 //! when the task is answering from sources, the same question and sources
@@ -9,21 +9,34 @@
 //! [`answer_schema`] shape whatever the generator.
 
 mod extractive;
+mod remote;
 
 pub use self::extractive::{Extractive, NOT_IN_SOURCES};
+pub use self::remote::{GEMINI_API_KEY, OLLAMA_BASE_URL, OLLAMA_DEFAULT_URL, RemoteLlm};
 
 use std::sync::Arc;
 
 use crate::config::{LlmConfig, LlmProvider};
 use crate::embed::Embedder;
 
-/// The configured generator.
+/// The configured generator. Gemini reads `GEMINI_API_KEY` and Ollama
+/// `OLLAMA_BASE_URL` from the environment here, so a missing key fails
+/// before any question is asked.
 pub fn from_config(config: &LlmConfig, embedder: Arc<dyn Embedder>) -> Result<Arc<dyn LlmClient>> {
+    let env = |name: &str| std::env::var(name).ok();
     match config.provider {
         LlmProvider::Extractive => Ok(Arc::new(Extractive::new(
             embedder,
             config.extractive.max_sentences,
             config.extractive.min_similarity,
+        )?)),
+        LlmProvider::Gemini => Ok(Arc::new(RemoteLlm::gemini(
+            &config.gemini,
+            env(GEMINI_API_KEY),
+        )?)),
+        LlmProvider::Ollama => Ok(Arc::new(RemoteLlm::ollama(
+            &config.ollama,
+            env(OLLAMA_BASE_URL),
         )?)),
     }
 }
@@ -40,7 +53,16 @@ pub enum LlmError {
     /// The request cannot be served by this generator.
     #[error("{generator}: {message}")]
     Unsupported { generator: String, message: String },
-    /// The generator failed (a model error, a malformed output).
+    /// The generator is not set up (a missing API key, a bad URL).
+    #[error("{generator}: {message}")]
+    Setup { generator: String, message: String },
+    /// Might work on another try: HTTP 429 or 5xx, a dropped connection.
+    #[error("{generator}: {message}")]
+    Transient { generator: String, message: String },
+    /// No response within the configured time.
+    #[error("{generator}: no response within {seconds} s")]
+    Timeout { generator: String, seconds: f64 },
+    /// Will fail again (a refused request, an empty response, a model error).
     #[error("{generator}: {message}")]
     Failed { generator: String, message: String },
 }
@@ -117,6 +139,11 @@ pub struct Generation {
 pub trait LlmClient: Send + Sync {
     /// A name for traces (`extractive`, `gemini:gemini-2.5-flash`, …).
     fn name(&self) -> &str;
+    /// Whether it can follow free instructions, such as writing a plan
+    /// (a language model can; the extractive answerer cannot).
+    fn can_plan(&self) -> bool {
+        false
+    }
     /// Generates a response to the request.
     fn generate(&self, request: &GenerateRequest) -> Result<Generation>;
 }

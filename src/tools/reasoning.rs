@@ -13,7 +13,7 @@ use crate::confidence::answer_factors;
 use crate::lexical::LexicalEncoder;
 use crate::llm::{
     AnswerDraft, AnswerTask, GenerateRequest, LlmClient, LlmError, Message, Role, SourceText,
-    answer_schema,
+    Usage, answer_schema,
 };
 
 const NAME: &str = "reasoning";
@@ -43,6 +43,8 @@ pub struct Answer {
     /// The generator's own confidence, if it gave one.
     pub self_confidence: Option<f64>,
     pub generator: String,
+    /// Tokens the generator reported (zero for the extractive answerer).
+    pub usage: Usage,
 }
 
 /// Answers from sources with a generator.
@@ -169,13 +171,15 @@ impl Tool for Reasoning {
                 sources: sources.clone(),
             }),
         };
-        let generation = self.llm.generate(&request).map_err(|e| match e {
-            LlmError::Unsupported { .. } => {
-                ToolError::new(NAME, ToolErrorKind::Failed, e.to_string())
-            }
-            LlmError::Failed { .. } => {
-                ToolError::new(NAME, ToolErrorKind::Transient, e.to_string())
-            }
+        let generation = self.llm.generate(&request).map_err(|e| {
+            let kind = match e {
+                LlmError::Transient { .. } => ToolErrorKind::Transient,
+                LlmError::Timeout { .. } => ToolErrorKind::Timeout,
+                LlmError::Unsupported { .. } | LlmError::Setup { .. } | LlmError::Failed { .. } => {
+                    ToolErrorKind::Failed
+                }
+            };
+            ToolError::new(NAME, kind, e.to_string())
         })?;
         let draft: AnswerDraft = serde_json::from_str(&generation.text).map_err(|e| {
             ToolError::new(
@@ -210,6 +214,7 @@ impl Tool for Reasoning {
                 abstained: draft.abstained,
                 self_confidence: draft.confidence,
                 generator: self.llm.name().to_string(),
+                usage: generation.usage,
             }),
             cited_sources,
             factors,

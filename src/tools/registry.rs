@@ -15,6 +15,8 @@ use crate::{KnowledgeBase, llm};
 /// The enabled tools, each with its call policy.
 pub struct ToolRegistry {
     tools: Vec<(Arc<dyn Tool>, ToolPolicy)>,
+    /// The generator `reasoning` answers with (the planner uses it too).
+    generator: Option<Arc<dyn llm::LlmClient>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -27,8 +29,25 @@ impl std::fmt::Debug for ToolRegistry {
 
 impl ToolRegistry {
     /// Constructs the tools named in `tools.enabled`, and no others (the
-    /// generator only when `reasoning` is enabled).
-    pub fn from_config(config: &Config, kb: Arc<KnowledgeBase>) -> Result<Self, ToolError> {
+    /// generator only when `reasoning` is enabled). A generator that is not
+    /// set up (Gemini without `GEMINI_API_KEY`) fails here, before any
+    /// question is asked.
+    pub fn from_config(config: &Config, kb: Arc<KnowledgeBase>) -> crate::Result<Self> {
+        let generator = if config.tools.enabled.iter().any(|n| n == "reasoning") {
+            Some(llm::from_config(&config.llm, kb.embedder_handle())?)
+        } else {
+            None
+        };
+        Ok(Self::from_config_with(config, kb, generator)?)
+    }
+
+    /// [`from_config`](Self::from_config) with a given generator for
+    /// `reasoning` (required when it is enabled).
+    pub fn from_config_with(
+        config: &Config,
+        kb: Arc<KnowledgeBase>,
+        generator: Option<Arc<dyn llm::LlmClient>>,
+    ) -> Result<Self, ToolError> {
         let tc = &config.tools;
         let mut tools: Vec<(Arc<dyn Tool>, ToolPolicy)> = Vec::new();
         for name in &tc.enabled {
@@ -38,10 +57,13 @@ impl ToolRegistry {
                     tc.rag_search.policy(),
                 ),
                 "reasoning" => {
-                    let generator =
-                        llm::from_config(&config.llm, kb.embedder_handle()).map_err(|e| {
-                            ToolError::new("reasoning", ToolErrorKind::Failed, e.to_string())
-                        })?;
+                    let generator = generator.clone().ok_or_else(|| {
+                        ToolError::new(
+                            "reasoning",
+                            ToolErrorKind::Failed,
+                            "enabled without a generator",
+                        )
+                    })?;
                     (Arc::new(Reasoning::new(generator)?), tc.reasoning.policy())
                 }
                 "ask_user" => (Arc::new(AskUser), tc.ask_user.policy()),
@@ -58,12 +80,39 @@ impl ToolRegistry {
             };
             tools.push(entry);
         }
-        Ok(Self { tools })
+        let generator = if tc.enabled.iter().any(|n| n == "reasoning") {
+            generator
+        } else {
+            None
+        };
+        Ok(Self { tools, generator })
     }
 
     /// A registry of the given tools (for tests and embedding applications).
     pub fn with_tools(tools: Vec<(Arc<dyn Tool>, ToolPolicy)>) -> Self {
-        Self { tools }
+        Self {
+            tools,
+            generator: None,
+        }
+    }
+
+    /// The generator `reasoning` answers with, when it is enabled.
+    pub fn generator(&self) -> Option<Arc<dyn llm::LlmClient>> {
+        self.generator.clone()
+    }
+
+    /// What a planner may use: every enabled tool but `ask_user` (whether
+    /// to ask a human is the executor's decision, not the plan's).
+    pub fn plannable(&self) -> Vec<crate::plan::ToolSpec> {
+        self.tools
+            .iter()
+            .filter(|(t, _)| t.name() != "ask_user")
+            .map(|(t, _)| crate::plan::ToolSpec {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+                input_schema: t.input_schema(),
+            })
+            .collect()
     }
 
     /// Names of the enabled tools, in configuration order.
@@ -82,6 +131,12 @@ impl ToolRegistry {
     /// Calls a tool under its policy. Never fails: a failure is a result
     /// with `success: false`, the error and suggestions.
     pub fn call(&self, name: &str, input: &Value) -> ToolResult {
+        self.call_within(name, input, None)
+    }
+
+    /// [`call`](Self::call) with a per-call timeout instead of the tool's
+    /// `timeout_seconds` (a plan step's `timeout`).
+    pub fn call_within(&self, name: &str, input: &Value, timeout: Option<Duration>) -> ToolResult {
         let started = Instant::now();
         let Some((tool, policy)) = self.tools.iter().find(|(t, _)| t.name() == name) else {
             let e = ToolError::new(
@@ -94,7 +149,7 @@ impl ToolRegistry {
                 vec![format!("use one of: {}", self.names().join(", "))],
             );
         };
-        let timeout = Duration::from_secs_f64(policy.timeout_seconds);
+        let timeout = timeout.unwrap_or(Duration::from_secs_f64(policy.timeout_seconds));
         let mut delay = Duration::from_secs_f64(policy.retry_delay_seconds);
         let mut attempt = 0;
         loop {

@@ -195,11 +195,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             let limit = limit.unwrap_or(config.tools.rag_search.limit);
             let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
             let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
-            let executor = grace::exec::Executor {
-                registry: &registry,
-                confidence: &kb.config().confidence,
-                limit,
-            };
+            let executor = grace::exec::Executor::new(&registry, kb.config(), limit);
             let mut report = executor.ask(question, &mut |_| {})?;
             output::run_report(&report, *trace, cli.json);
             let interactive = !*no_input

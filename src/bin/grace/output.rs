@@ -5,6 +5,7 @@ use std::error::Error as _;
 use grace::eval::{EvalReport, Separation};
 use grace::exec::{Decision, RunReport};
 use grace::ingest::IngestReport;
+use grace::plan::PlanOrigin;
 use grace::{Config, Passage, Status};
 use serde::Serialize;
 
@@ -293,6 +294,19 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
     );
     if trace {
         println!("\ntrace:");
+        match &r.plan {
+            PlanOrigin::Default => println!("  plan: default (search, then answer)"),
+            PlanOrigin::Llm { generator, usage } => println!(
+                "  plan: by {generator} ({} input + {} output tokens)",
+                usage.input_tokens, usage.output_tokens
+            ),
+            PlanOrigin::Fallback { generator, reason } => {
+                println!("  plan: default, because {generator}'s plan could not be used: {reason}")
+            }
+        }
+        if r.recovered {
+            println!("  (the steps below are the recovery run: the same question, more passages)");
+        }
         for s in &r.steps {
             println!(
                 "  {} ({}): {} in {:.0} ms, {} attempt(s), step confidence {:.3} (logit {:.2} = bias {:.2} + terms)",
@@ -307,6 +321,14 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
             );
             if let Some(e) = &s.result.error {
                 println!("      error: {e}");
+            }
+            if let grace::tools::ToolOutput::Answer(a) = &s.result.output
+                && a.usage.input_tokens + a.usage.output_tokens > 0
+            {
+                println!(
+                    "      {}: {} input + {} output tokens",
+                    a.generator, a.usage.input_tokens, a.usage.output_tokens
+                );
             }
             for c in &s.confidence.contributions {
                 println!(
