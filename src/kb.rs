@@ -15,7 +15,7 @@ use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
 use crate::lexical::LexicalEncoder;
 use crate::search::{Passage, SearchRequest};
 use crate::store::edge::EdgeStore;
-use crate::store::{PayloadFilter, StoreInfo, VectorStore};
+use crate::store::{PayloadFilter, QueryVector, StoreInfo, StoreQuery, VectorStore};
 
 /// An opened knowledge base.
 pub struct KnowledgeBase {
@@ -126,6 +126,35 @@ impl KnowledgeBase {
             &self.config.qdrant,
             &request,
         )
+    }
+
+    /// Mean cosine similarity of `passage` to its `k` nearest other passages
+    /// in the collection (`None` when it has no other passage): how generic
+    /// the passage is. Uses the passage's stored vector (a search returns
+    /// it), else embeds its text again (close, not equal: the stored vector
+    /// was embedded with the section heading).
+    pub fn neighbour_similarity(&self, passage: &Passage, k: usize) -> Result<Option<f64>> {
+        let vector = match &passage.vector {
+            Some(v) => v.clone(),
+            None => self
+                .embedder
+                .embed(std::slice::from_ref(&passage.text))?
+                .pop()
+                .unwrap_or_default(),
+        };
+        let hits = self.store.search(&StoreQuery {
+            vector: QueryVector::Dense(&vector),
+            limit: k + 1,
+            filter: None,
+            with_dense: false,
+        })?;
+        let scores: Vec<f64> = hits
+            .iter()
+            .filter(|h| h.id != passage.id)
+            .take(k)
+            .map(|h| f64::from(h.score))
+            .collect();
+        Ok((!scores.is_empty()).then(|| scores.iter().sum::<f64>() / scores.len() as f64))
     }
 
     /// Size and provenance of the collection.

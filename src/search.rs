@@ -35,6 +35,10 @@ pub struct Passage {
     pub lexical_rank: Option<usize>,
     /// BM25 score in the lexical ranking.
     pub lexical_score: Option<f32>,
+    /// The stored dense vector (for confidence factors that compare the
+    /// passage with its neighbours without embedding it again).
+    #[serde(skip)]
+    pub vector: Option<Vec<f32>>,
 }
 
 /// What to search for.
@@ -68,7 +72,7 @@ pub fn search(
         vector: QueryVector::Dense(&q),
         limit: candidates,
         filter: request.filter,
-        with_dense: false,
+        with_dense: true,
     })?;
     let lexical_hits = if config.hybrid {
         let sparse = lexical.encode_query(query);
@@ -122,6 +126,7 @@ pub fn search(
             dense_rank: fused.ranks[0],
             lexical_rank: fused.ranks[1],
             lexical_score: lexical_hit.map(|h| h.score),
+            vector: hit.dense,
         });
         if passages.len() == request.limit {
             break;

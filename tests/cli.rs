@@ -240,6 +240,7 @@ fn eval_reports_recall_and_separation_as_json() {
     assert!((0.0..=1.0).contains(&answered));
     assert!(r["answer_confidence"]["auroc"].as_f64().is_some());
     // The out-of-domain question must not be answered.
+    assert_eq!(r["unanswerable_answered_out_of_domain"], 0, "{r}");
     assert!(r["unanswerable_answered"].as_f64().unwrap() <= 0.5, "{r}");
     // The temporary store is gone and the user's data folder untouched.
     assert!(!dir.path().join(".grace").exists());

@@ -200,3 +200,38 @@ fn malformed_generator_output_is_retried_then_reported() {
     assert_eq!(r.attempts, 3);
     assert!(r.error.unwrap().contains("malformed JSON"));
 }
+
+/// The neighbour score of the top passage: its mean cosine to its nearest
+/// other passages, from the stored vector (close to embedding its text
+/// again: the stored vector also saw the section heading).
+#[test]
+fn rag_search_reports_how_generic_the_top_passage_is() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
+    let r = registry.call(
+        "rag_search",
+        &json!({"query": "How do I rotate an API key?"}),
+    );
+    let ToolOutput::Passages(passages) = &r.output else {
+        panic!("{:?}", r.output)
+    };
+    let reported = r.factors.get(Factor::NeighbourScore).unwrap();
+    assert!(reported > -1.0 && reported < 1.0, "{reported}");
+
+    let top = &passages[0];
+    assert!(top.vector.is_some(), "a search returns the stored vector");
+    let mut without = top.clone();
+    without.vector = None;
+    let embedded = kb.neighbour_similarity(&without, 10).unwrap().unwrap();
+    assert!(
+        (embedded - reported).abs() < 0.05,
+        "{embedded} vs {reported}"
+    );
+    // Fewer neighbours than asked for: the mean of those there are.
+    let all = kb.neighbour_similarity(top, 1000).unwrap().unwrap();
+    assert!(
+        all < reported,
+        "the 10 nearest are closer than the average passage"
+    );
+}

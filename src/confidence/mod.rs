@@ -40,6 +40,11 @@ pub enum Factor {
     MinScore,
     /// Top-1 minus top-2 similarity.
     Margin,
+    /// Mean similarity of the top passage to its nearest passages in the
+    /// collection: how generic it is. A passage close to everything is
+    /// also close to questions it does not answer (hubness; CSLS corrects
+    /// similarities by the same term).
+    NeighbourScore,
     /// Share of the question's content words and identifiers found in the
     /// passages (0..1).
     QueryCoverage,
@@ -55,13 +60,14 @@ pub enum Factor {
 
 impl Factor {
     /// Every factor, in a fixed order.
-    pub const ALL: [Factor; 11] = [
+    pub const ALL: [Factor; 12] = [
         Factor::ResultCount,
         Factor::MaxScore,
         Factor::MeanScore,
         Factor::ScoreVariance,
         Factor::MinScore,
         Factor::Margin,
+        Factor::NeighbourScore,
         Factor::QueryCoverage,
         Factor::Groundedness,
         Factor::CitationValidity,
@@ -70,10 +76,15 @@ impl Factor {
     ];
 
     /// The feature the weight multiplies. Factors are already on a 0..1 (or
-    /// cosine) scale except the result count, which saturates at 10.
+    /// cosine) scale except the result count, which saturates at 10, and
+    /// the neighbour score, which counts only above a typical neighbourhood
+    /// (0.5): a generic passage lowers confidence, a distinctive one never
+    /// raises it (in a small or varied collection every passage looks
+    /// distinctive, and a confident wrong answer is the worst outcome).
     pub fn feature(self, value: f64) -> f64 {
         match self {
             Factor::ResultCount => (value / 10.0).clamp(0.0, 1.0),
+            Factor::NeighbourScore => (value - 0.5).max(0.0),
             _ => value,
         }
     }
@@ -87,6 +98,7 @@ impl Factor {
             Factor::ScoreVariance => weights.score_variance,
             Factor::MinScore => weights.min_score,
             Factor::Margin => weights.margin,
+            Factor::NeighbourScore => weights.neighbour_score,
             Factor::QueryCoverage => weights.query_coverage,
             Factor::Groundedness => weights.groundedness,
             Factor::CitationValidity => weights.citation_validity,

@@ -87,6 +87,7 @@ mod tests {
             dense_rank: Some(1),
             lexical_rank: None,
             lexical_score: None,
+            vector: None,
         }
     }
 

@@ -18,6 +18,7 @@ fn zero_weights() -> Weights {
         score_variance: 0.0,
         min_score: 0.0,
         margin: 0.0,
+        neighbour_score: 0.0,
         query_coverage: 0.0,
         groundedness: 0.0,
         citation_validity: 0.0,
@@ -169,4 +170,22 @@ fn defaults_never_make_an_unsupported_answer_confident() {
     assert_eq!(with(&weak_retrieval, &grounded), Level::Escalate);
     // And the good case is answered silently.
     assert_eq!(with(&strong_retrieval, &grounded), Level::Silent);
+}
+
+#[test]
+fn a_generic_top_passage_lowers_confidence_and_a_distinctive_one_never_raises_it() {
+    let w = Weights::default();
+    let base = [(Factor::MaxScore, 0.7), (Factor::Groundedness, 1.0)];
+    let with = |neighbour: Option<f64>| {
+        let mut f = factors(&base);
+        if let Some(n) = neighbour {
+            f.set(Factor::NeighbourScore, n);
+        }
+        score(&f, &w).logit
+    };
+    // Weight -6 on max(0, value - 0.5): a hub passage (0.8) costs 1.8 of
+    // logit; a typical (0.5) or distinctive (0.3) one changes nothing.
+    assert!((with(Some(0.8)) - (with(None) - 1.8)).abs() < 1e-9);
+    assert!((with(Some(0.5)) - with(None)).abs() < 1e-9);
+    assert!((with(Some(0.3)) - with(None)).abs() < 1e-9);
 }

@@ -148,6 +148,10 @@ pub struct EvalReport {
     pub answered_right: f64,
     /// Share of unanswerable questions answered anyway (the worst outcome).
     pub unanswerable_answered: f64,
+    /// Of those, how many were in-domain (a held-out section) and how many
+    /// out-of-domain.
+    pub unanswerable_answered_in_domain: usize,
+    pub unanswerable_answered_out_of_domain: usize,
     /// Baseline: the top-1 passage's cosine similarity.
     pub top1_cosine: Separation,
     /// The run's confidence (the configured model on the answer's factors).
@@ -202,6 +206,7 @@ pub fn run(
     let mut latencies = Vec::new();
     let (mut at1, mut atk) = (0usize, 0usize);
     let (mut answered, mut answered_right, mut unanswerable_answered) = (0usize, 0usize, 0usize);
+    let (mut wrong_in_domain, mut wrong_out_of_domain) = (0usize, 0usize);
     for q in &questions {
         let started = Instant::now();
         let run = executor.ask(&q.question, &mut |_| {})?;
@@ -237,6 +242,13 @@ pub fn run(
             answered += 1;
             answered_right += usize::from(right);
             unanswerable_answered += usize::from(!q.answerable);
+            if !q.answerable {
+                if q.in_domain() {
+                    wrong_in_domain += 1;
+                } else {
+                    wrong_out_of_domain += 1;
+                }
+            }
         }
         cosine_rows.push((top1, q));
         confidence_rows.push((run.confidence, q));
@@ -272,6 +284,8 @@ pub fn run(
         } else {
             answered_right as f64 / answered as f64
         },
+        unanswerable_answered_in_domain: wrong_in_domain,
+        unanswerable_answered_out_of_domain: wrong_out_of_domain,
         unanswerable_answered: {
             let n = questions.iter().filter(|q| !q.answerable).count();
             if n == 0 {

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, required_str};
-use crate::confidence::retrieval_factors;
+use crate::confidence::{Factor, retrieval_factors};
+
+/// Nearest passages the top passage is compared with (its neighbourhood).
+const NEIGHBOURS: usize = 10;
 use crate::store::{PayloadFilter, StoreError};
 use crate::{Error, KnowledgeBase};
 
@@ -85,7 +88,17 @@ impl Tool for RagSearch {
                 }
                 _ => ToolError::new(NAME, ToolErrorKind::Failed, e.to_string()),
             })?;
-        let factors = retrieval_factors(self.kb.lexical(), query, &passages);
+        let mut factors = retrieval_factors(self.kb.lexical(), query, &passages);
+        if let Some(top) = passages.first() {
+            // Evidence, not a requirement: a failure here only leaves the factor out.
+            match self.kb.neighbour_similarity(top, NEIGHBOURS) {
+                Ok(Some(s)) => {
+                    factors.set(Factor::NeighbourScore, s);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "neighbour similarity of the top passage"),
+            }
+        }
         let mut sources: Vec<String> = Vec::new();
         for p in &passages {
             if !sources.contains(&p.source) {

@@ -219,10 +219,14 @@ pub fn eval_report(r: &EvalReport, json: bool) {
         r.recall_at_1, r.k, r.recall_at_k
     );
     println!(
-        "answers: {} of questions answered; {} of answers right (answerable, gold source cited); {} of unanswerable questions answered",
+        "answers: {} of questions answered; {} of answers right (answerable, gold source cited); {} of unanswerable questions answered ({} of {} in-domain, {} of {} out-of-domain)",
         pct(Some(r.answered)),
         pct(Some(r.answered_right)),
-        pct(Some(r.unanswerable_answered))
+        pct(Some(r.unanswerable_answered)),
+        r.unanswerable_answered_in_domain,
+        r.unanswerable_in_domain,
+        r.unanswerable_answered_out_of_domain,
+        r.unanswerable_out_of_domain
     );
     println!("separating answerable from unanswerable questions:");
     separation_line("top-1 cosine", &r.top1_cosine);
