@@ -1,7 +1,8 @@
 //! GRACE: knowledge-base question answering that knows when it does not know.
 //!
-//! This crate is the library behind the `grace` command. The foundation is
-//! ingest and search over an embedded vector store:
+//! This crate is the library behind the `grace` command: ingest and search
+//! over an embedded vector store, and questions answered with a confidence
+//! that decides whether to answer, escalate or decline:
 //!
 //! ```no_run
 //! use grace::{Config, KnowledgeBase, OpenMode};
@@ -14,6 +15,12 @@
 //! for passage in kb.search("How do I rotate the keys?", Some(3), None)? {
 //!     println!("{:.3} {} {}", passage.score, passage.source, passage.section);
 //! }
+//!
+//! let kb = std::sync::Arc::new(kb);
+//! let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
+//! let executor = grace::exec::Executor::new(&registry, kb.config(), 5);
+//! let report = executor.ask("How do I rotate the keys?", &mut |_event| {})?;
+//! println!("{:?} at {:.2}: {:?}", report.decision, report.confidence, report.answer);
 //! # Ok(())
 //! # }
 //! ```
