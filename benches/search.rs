@@ -95,7 +95,9 @@ fn bench(c: &mut Criterion) {
                         vector: QueryVector::Dense(&queries[i]),
                         limit: 40,
                         filter: None,
-                        with_dense: false,
+                        // As `search` asks: the vectors come back too (the
+                        // neighbour-score factor reuses the top one's).
+                        with_dense: true,
                     })
                     .unwrap()
                     .len()

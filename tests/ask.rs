@@ -126,3 +126,120 @@ fn a_plan_needing_a_disabled_tool_is_refused() {
     let err = executor.ask("q?", &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("reasoning"), "{err}");
 }
+
+/// A search tool that never answers in time.
+struct SlowSearch;
+
+impl grace::tools::Tool for SlowSearch {
+    fn name(&self) -> &'static str {
+        "slow_search"
+    }
+    fn description(&self) -> &'static str {
+        "a search that hangs"
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object"})
+    }
+    fn execute(
+        &self,
+        _: &serde_json::Value,
+    ) -> Result<grace::tools::ToolResult, grace::tools::ToolError> {
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        Err(grace::tools::ToolError::new(
+            "slow_search",
+            grace::tools::ToolErrorKind::Failed,
+            "too late",
+        ))
+    }
+}
+
+/// A language model whose plan is fixed.
+struct FixedPlanner(String);
+
+impl grace::llm::LlmClient for FixedPlanner {
+    fn name(&self) -> &str {
+        "fixed-planner"
+    }
+    fn can_plan(&self) -> bool {
+        true
+    }
+    fn generate(
+        &self,
+        _: &grace::llm::GenerateRequest,
+    ) -> grace::llm::Result<grace::llm::Generation> {
+        Ok(grace::llm::Generation {
+            text: self.0.clone(),
+            stop_reason: grace::llm::StopReason::Complete,
+            usage: Default::default(),
+        })
+    }
+}
+
+/// A plan step with its own timeout and a fallback tool: the slow tool is
+/// cut off at the step's timeout (not the tool's 30 s) and the fallback's
+/// result carries the run to an answer.
+#[test]
+fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
+    use grace::config::ToolPolicy;
+    use grace::tools::{RagSearch, Reasoning};
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let policy = ToolPolicy {
+        timeout_seconds: 30.0,
+        retry_count: 0,
+        retry_delay_seconds: 0.0,
+    };
+    let extractive = Arc::new(grace::llm::Extractive::new(common::embedder(), 3, 0.35).unwrap());
+    let registry = ToolRegistry::with_tools(vec![
+        (Arc::new(SlowSearch), policy),
+        (Arc::new(RagSearch::new(kb.clone(), 5)), policy),
+        (Arc::new(Reasoning::new(extractive).unwrap()), policy),
+    ]);
+    let plan = serde_json::json!({"steps": [
+        {"id": "s", "action": "slow_search", "input": {"query": "rotate an API key"},
+         "timeout": 0.3, "fallback": "rag_search"},
+        {"id": "a", "action": "reasoning", "depends_on": ["s"],
+         "input": {"query": "?", "sources": {"$from": "s"}}}
+    ]});
+    // Whatever the score, no recovery run: this test is about the plan's step.
+    let mut confidence = kb.config().confidence.clone();
+    confidence.thresholds.notify = 0.0;
+    confidence.thresholds.confirm = 0.0;
+    let executor = Executor {
+        registry: &registry,
+        confidence: &confidence,
+        limit: 5,
+        planner: grace::plan::Planner::new(Some(Arc::new(FixedPlanner(plan.to_string())))),
+    };
+    let started = std::time::Instant::now();
+    let r = executor
+        .ask("How do I rotate an API key?", &mut |_| {})
+        .unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the step's 0.3 s timeout applied, not the tool's 30 s"
+    );
+    assert!(
+        matches!(r.plan, grace::plan::PlanOrigin::Llm { .. }),
+        "{:?}",
+        r.plan
+    );
+    let search = &r.steps[0];
+    assert_eq!(search.id, "s");
+    assert!(search.result.success, "{:?}", search.result.error);
+    assert!(
+        search
+            .result
+            .suggestions
+            .iter()
+            .any(|s| s.contains("no result within 0.3 s") && s.contains("fallback `rag_search`")),
+        "{:?}",
+        search.result.suggestions
+    );
+    let answer = r.answer.expect("an answer from the fallback's passages");
+    assert!(answer.citations.iter().any(|c| {
+        c.source
+            .as_deref()
+            .is_some_and(|s| s.ends_with("secrets.html"))
+    }));
+}
