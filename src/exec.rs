@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score};
 use crate::config::ConfidenceConfig;
-use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan};
+use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan, step_ref};
 use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
 
 /// The option that confirms the drafted answer starts with this.
@@ -250,7 +250,8 @@ impl<'a> Executor<'a> {
             if let (false, Some(fallback)) = (result.success, &step.fallback) {
                 tracing::info!(step = %step.id, %fallback, error = ?result.error, "step failed; trying its fallback");
                 let first_error = result.error.clone();
-                result = self.registry.call_within(fallback, &input, timeout);
+                // The fallback is another tool: its own policy applies.
+                result = self.registry.call(fallback, &input);
                 result.suggestions.push(format!(
                     "`{}` failed ({}); this is the result of its fallback `{fallback}`",
                     step.action,
@@ -388,28 +389,32 @@ fn reason(attempt: &Attempt, thresholds: &crate::config::Thresholds) -> String {
 
 /// Replaces every `{"$from": id}` in `input` by the output of step `id`.
 fn resolve(input: &Value, done: &[StepRecord]) -> Value {
+    if let Some(id) = step_ref(input) {
+        return done
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| output_value(&s.result.output))
+            .unwrap_or(Value::Null);
+    }
     match input {
-        Value::Object(map) => {
-            if let (1, Some(Value::String(id))) = (map.len(), map.get("$from")) {
-                return done
-                    .iter()
-                    .find(|s| &s.id == id)
-                    .map(|s| output_value(&s.result.output))
-                    .unwrap_or(Value::Null);
-            }
-            Value::Object(
-                map.iter()
-                    .map(|(k, v)| (k.clone(), resolve(v, done)))
-                    .collect(),
-            )
-        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), resolve(v, done)))
+                .collect(),
+        ),
         // A list of references concatenates their outputs (the passages of
-        // several searches become one list of sources).
+        // several searches become one list of sources, each once).
         Value::Array(items) => {
-            let mut out = Vec::new();
+            let mut out: Vec<Value> = Vec::new();
             for item in items {
-                match (is_ref(item), resolve(item, done)) {
-                    (true, Value::Array(parts)) => out.extend(parts),
+                match (step_ref(item), resolve(item, done)) {
+                    (Some(_), Value::Array(parts)) => {
+                        for p in parts {
+                            if !out.contains(&p) {
+                                out.push(p);
+                            }
+                        }
+                    }
                     (_, v) => out.push(v),
                 }
             }
@@ -417,10 +422,6 @@ fn resolve(input: &Value, done: &[StepRecord]) -> Value {
         }
         other => other.clone(),
     }
-}
-
-fn is_ref(v: &Value) -> bool {
-    matches!(v, Value::Object(m) if m.len() == 1 && m.contains_key("$from"))
 }
 
 /// A step's output as the next step's input: passages as `reasoning`

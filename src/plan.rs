@@ -24,7 +24,8 @@ pub struct Step {
     /// Steps whose outputs this one uses; they must come earlier.
     #[serde(default)]
     pub depends_on: Vec<String>,
-    /// A tool to call with the same input when this step fails.
+    /// A tool to call with the same input when this step fails (under that
+    /// tool's own timeout and retries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
     /// Seconds this step may take, instead of the tool's `timeout_seconds`.
@@ -155,16 +156,22 @@ impl Plan {
     }
 }
 
+/// The step id when `value` is a reference `{"$from": id}`.
+pub fn step_ref(value: &Value) -> Option<&str> {
+    match value {
+        Value::Object(map) if map.len() == 1 => map.get("$from")?.as_str(),
+        _ => None,
+    }
+}
+
 /// The step ids referenced with `{"$from": id}` anywhere in `value`.
 pub fn collect_refs(value: &Value, out: &mut Vec<String>) {
+    if let Some(id) = step_ref(value) {
+        out.push(id.to_string());
+        return;
+    }
     match value {
-        Value::Object(map) => {
-            if let (1, Some(Value::String(id))) = (map.len(), map.get("$from")) {
-                out.push(id.clone());
-                return;
-            }
-            map.values().for_each(|v| collect_refs(v, out));
-        }
+        Value::Object(map) => map.values().for_each(|v| collect_refs(v, out)),
         Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
         _ => {}
     }
