@@ -208,10 +208,13 @@ impl<'a> Executor<'a> {
                 _ => None,
             });
         let abstained = answer.as_ref().is_none_or(|a| a.abstained);
+        // A failed step (a generator that is down) says nothing about the
+        // knowledge base: a human may still answer, so escalate, not decline.
+        let failed = best.steps.iter().any(|s| !s.result.success);
         let mut decision = match best.level {
             Level::Silent => Decision::Answer,
             Level::Notify => Decision::Caveat,
-            Level::Escalate if abstained => Decision::Decline,
+            Level::Escalate if abstained && !failed => Decision::Decline,
             Level::Confirm | Level::Escalate => Decision::Escalate,
         };
         let mut escalation = None;

@@ -243,3 +243,58 @@ fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
             .is_some_and(|s| s.ends_with("secrets.html"))
     }));
 }
+
+/// A generator that is down.
+struct DownLlm;
+
+impl grace::llm::LlmClient for DownLlm {
+    fn name(&self) -> &str {
+        "down"
+    }
+    fn generate(
+        &self,
+        _: &grace::llm::GenerateRequest,
+    ) -> grace::llm::Result<grace::llm::Generation> {
+        Err(grace::llm::LlmError::Failed {
+            generator: "down".into(),
+            message: "HTTP 404: model not found".into(),
+        })
+    }
+}
+
+/// A failed generator says nothing about the knowledge base: the run is
+/// escalated with the failure as the reason, never declined as "not in the
+/// knowledge base".
+#[test]
+fn a_failed_generator_escalates_with_the_reason_instead_of_declining() {
+    use grace::config::ToolPolicy;
+    use grace::tools::{AskUser, RagSearch, Reasoning};
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let policy = ToolPolicy {
+        timeout_seconds: 30.0,
+        retry_count: 0,
+        retry_delay_seconds: 0.0,
+    };
+    let registry = ToolRegistry::with_tools(vec![
+        (Arc::new(RagSearch::new(kb.clone(), 5)), policy),
+        (Arc::new(Reasoning::new(Arc::new(DownLlm)).unwrap()), policy),
+        (Arc::new(AskUser), policy),
+    ]);
+    let executor = Executor {
+        registry: &registry,
+        confidence: &kb.config().confidence,
+        limit: 5,
+        planner: grace::plan::Planner::default(),
+    };
+    let r = executor
+        .ask("How do I rotate an API key?", &mut |_| {})
+        .unwrap();
+    assert_eq!(r.decision, Decision::Escalate);
+    assert_eq!(r.confidence, 0.0);
+    let reason = &r.escalation.as_ref().unwrap().reason;
+    assert!(
+        reason.contains("step `answer` failed") && reason.contains("model not found"),
+        "{reason}"
+    );
+}

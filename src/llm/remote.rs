@@ -36,6 +36,8 @@ pub struct RemoteLlm {
     name: String,
     kind: AdapterKind,
     model: String,
+    /// The API base, for error messages.
+    base_url: String,
     client: genai::Client,
     options: ChatOptions,
     timeout: Duration,
@@ -65,12 +67,11 @@ impl RemoteLlm {
                  or use another llm.provider (extractive needs no key)"
                 ),
             })?;
-        let endpoint = with_slash(&config.base_url);
         Self::build(
             name,
             AdapterKind::Gemini,
             config,
-            Endpoint::from_owned(endpoint),
+            with_slash(&config.base_url),
             AuthData::from_single(key),
         )
     }
@@ -99,7 +100,7 @@ impl RemoteLlm {
             name,
             AdapterKind::Ollama,
             config,
-            Endpoint::from_owned(with_slash(&base)),
+            with_slash(&base),
             AuthData::from_single("ollama"),
         )
     }
@@ -108,7 +109,7 @@ impl RemoteLlm {
         name: String,
         kind: AdapterKind,
         config: &RemoteLlmConfig,
-        endpoint: Endpoint,
+        base_url: String,
         auth: AuthData,
     ) -> Result<Self> {
         let setup = |message: String| LlmError::Setup {
@@ -117,7 +118,7 @@ impl RemoteLlm {
         };
         let client = genai::Client::builder()
             .with_adapter_kind(kind)
-            .append_provider_config(kind, (endpoint, auth))
+            .append_provider_config(kind, (Endpoint::from_owned(base_url.clone()), auth))
             .build()
             .map_err(|e| setup(format!("cannot build the HTTP client: {e}")))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -131,6 +132,7 @@ impl RemoteLlm {
             name,
             kind,
             model: config.model.clone(),
+            base_url,
             client,
             options,
             timeout: Duration::from_secs_f64(config.timeout_seconds),
@@ -196,7 +198,11 @@ impl RemoteLlm {
             // that is not the provider's JSON. Worth another try.
             None => LlmError::Transient {
                 generator,
-                message: first_line(&e.to_string(), 300),
+                message: format!(
+                    "{} (is {} reachable?)",
+                    first_line(&e.to_string(), 300),
+                    self.base_url
+                ),
             },
         }
     }

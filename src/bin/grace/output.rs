@@ -279,12 +279,17 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
                 }
             }
         }
-        Decision::Decline => {
-            println!(
+        Decision::Decline => match r.steps.iter().find(|s| !s.result.success) {
+            Some(failed) => println!(
+                "GRACE could not answer: step `{}` failed: {}",
+                failed.id,
+                failed.result.error.as_deref().unwrap_or("unknown error")
+            ),
+            None => println!(
                 "The knowledge base does not answer this question (confidence {:.2}).",
                 r.confidence
-            );
-        }
+            ),
+        },
     }
     println!(
         "\nconfidence {:.2} ({level}) -> {}{}",
