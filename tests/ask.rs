@@ -127,6 +127,13 @@ fn a_plan_needing_a_disabled_tool_is_refused() {
     assert!(err.to_string().contains("reasoning"), "{err}");
 }
 
+/// One attempt per call, 30 s each: the tests below register tools by hand.
+const ONE_TRY: grace::config::ToolPolicy = grace::config::ToolPolicy {
+    timeout_seconds: 30.0,
+    retry_count: 0,
+    retry_delay_seconds: 0.0,
+};
+
 /// A search tool that never answers in time.
 struct SlowSearch;
 
@@ -180,15 +187,10 @@ impl grace::llm::LlmClient for FixedPlanner {
 /// result carries the run to an answer.
 #[test]
 fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
-    use grace::config::ToolPolicy;
     use grace::tools::{RagSearch, Reasoning};
     let data = tempfile::tempdir().unwrap();
     let kb = common::open_sample(data.path());
-    let policy = ToolPolicy {
-        timeout_seconds: 30.0,
-        retry_count: 0,
-        retry_delay_seconds: 0.0,
-    };
+    let policy = ONE_TRY;
     let extractive = Arc::new(grace::llm::Extractive::new(common::embedder(), 3, 0.35).unwrap());
     let registry = ToolRegistry::with_tools(vec![
         (Arc::new(SlowSearch), policy),
@@ -267,15 +269,10 @@ impl grace::llm::LlmClient for DownLlm {
 /// knowledge base".
 #[test]
 fn a_failed_generator_escalates_with_the_reason_instead_of_declining() {
-    use grace::config::ToolPolicy;
     use grace::tools::{AskUser, RagSearch, Reasoning};
     let data = tempfile::tempdir().unwrap();
     let kb = common::open_sample(data.path());
-    let policy = ToolPolicy {
-        timeout_seconds: 30.0,
-        retry_count: 0,
-        retry_delay_seconds: 0.0,
-    };
+    let policy = ONE_TRY;
     let registry = ToolRegistry::with_tools(vec![
         (Arc::new(RagSearch::new(kb.clone(), 5)), policy),
         (Arc::new(Reasoning::new(Arc::new(DownLlm)).unwrap()), policy),

@@ -80,11 +80,8 @@ impl ToolRegistry {
             };
             tools.push(entry);
         }
-        let generator = if tc.enabled.iter().any(|n| n == "reasoning") {
-            generator
-        } else {
-            None
-        };
+        // Kept only when `reasoning` uses it (the planner asks the same model).
+        let generator = generator.filter(|_| tools.iter().any(|(t, _)| t.name() == "reasoning"));
         Ok(Self { tools, generator })
     }
 
