@@ -7,6 +7,7 @@ use crate::embed::EmbedError;
 use crate::eval::EvalError;
 use crate::ingest::IngestError;
 use crate::lexical::LexicalError;
+use crate::review::ReviewError;
 use crate::store::StoreError;
 
 /// Result of library operations.
@@ -33,6 +34,11 @@ pub enum Error {
     Tool(#[from] crate::tools::ToolError),
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
+    #[error(transparent)]
+    Review(#[from] crate::review::ReviewError),
+    /// The HTTP server could not start or stopped with an error.
+    #[error("server: {0}")]
+    Server(String),
     /// A request the caller can fix (an empty query, a zero limit).
     #[error("{0}")]
     InvalidInput(String),
@@ -61,7 +67,7 @@ impl Error {
                 IngestError::Embed(m) => embed_code(m),
                 IngestError::Manifest { .. } | IngestError::Io { .. } => EXIT_FAILURE,
             },
-            Error::Lexical(_) => EXIT_FAILURE,
+            Error::Lexical(_) | Error::Server(_) => EXIT_FAILURE,
             Error::Plan(_) => EXIT_BAD_INPUT,
             Error::Tool(e) => match e.kind {
                 crate::tools::ToolErrorKind::Unknown => EXIT_BAD_INPUT,
@@ -70,6 +76,14 @@ impl Error {
             // A generator that is not set up (no API key) is configuration.
             Error::Llm(crate::llm::LlmError::Setup { .. }) => EXIT_BAD_INPUT,
             Error::Llm(_) => EXIT_FAILURE,
+            Error::Review(e) => match e {
+                ReviewError::NotFound { .. } => EXIT_NOT_FOUND,
+                ReviewError::Invalid(_) | ReviewError::Conflict { .. } => EXIT_BAD_INPUT,
+                ReviewError::WaitTimedOut { .. } => EXIT_NOT_ANSWERED,
+                ReviewError::Db { .. } | ReviewError::Corrupt { .. } | ReviewError::Io { .. } => {
+                    EXIT_FAILURE
+                }
+            },
             Error::Eval(e) => match e {
                 EvalError::NotASet { .. } => EXIT_NOT_FOUND,
                 EvalError::BadQuestion { .. } => EXIT_BAD_INPUT,

@@ -10,12 +10,12 @@
 //! (`ask_user`), or a decline when the generator found nothing to answer
 //! with or no human can be asked.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score};
 use crate::config::ConfidenceConfig;
-use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan, step_ref};
+use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan, hint_plan, step_ref};
 use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
 
 /// The option that confirms the drafted answer starts with this.
@@ -35,7 +35,7 @@ pub enum HumanReply {
 }
 
 /// What the run does with its answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Confident: the answer stands.
@@ -49,7 +49,7 @@ pub enum Decision {
 }
 
 /// One executed step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
     pub id: String,
     pub action: String,
@@ -61,7 +61,7 @@ pub struct StepRecord {
 }
 
 /// The outcome of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     pub question: String,
     /// The answer (also when escalated: the draft a human may confirm).
@@ -179,14 +179,41 @@ impl<'a> Executor<'a> {
         question: &str,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
-        let enabled = self.registry.names();
         let planned = self
             .planner
             .plan(question, self.limit, &self.registry.plannable());
-        planned.plan.validate(&enabled)?;
-        let mut best = self.run(&planned.plan, on_event);
+        self.execute(question, planned.plan, planned.origin, true, on_event)
+    }
+
+    /// Answers `question` again with a reviewer's hint: a second search for
+    /// the hint, and both searches' passages reach the answer. No recovery
+    /// run (it would drop the hint).
+    pub fn ask_with_hint(
+        &self,
+        question: &str,
+        hint: &str,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunReport, PlanError> {
+        let plan = hint_plan(question, hint, self.limit);
+        let origin = PlanOrigin::Hint {
+            hint: hint.to_string(),
+        };
+        self.execute(question, plan, origin, false, on_event)
+    }
+
+    fn execute(
+        &self,
+        question: &str,
+        plan: Plan,
+        origin: PlanOrigin,
+        recover: bool,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunReport, PlanError> {
+        let enabled = self.registry.names();
+        plan.validate(&enabled)?;
+        let mut best = self.run(&plan, on_event);
         let mut recovered = false;
-        if best.level < Level::Notify {
+        if recover && best.level < Level::Notify {
             on_event(Event::Recovering {
                 confidence: best.confidence,
             });
@@ -234,7 +261,7 @@ impl<'a> Executor<'a> {
             level: best.level,
             decision,
             escalation,
-            plan: planned.origin,
+            plan: origin,
             recovered,
             decided_by: None,
             steps: best.steps,
@@ -319,11 +346,7 @@ impl<'a> Executor<'a> {
         answer: Option<&Answer>,
     ) -> Option<UserRequest> {
         self.registry.get("ask_user")?;
-        let mut options = Vec::new();
-        if let Some(a) = answer.filter(|a| !a.abstained) {
-            options.push(format!("{CONFIRM_OPTION_PREFIX}{}", a.text));
-        }
-        options.push(NOT_ANSWERED_OPTION.to_string());
+        let options = review_options(answer);
         let input = json!({
             "question": question,
             "reason": reason(attempt, &self.confidence.thresholds),
@@ -335,6 +358,17 @@ impl<'a> Executor<'a> {
             _ => None,
         }
     }
+}
+
+/// The options offered to a human: confirm the draft (when there is one),
+/// or say the knowledge base does not answer the question.
+pub fn review_options(draft: Option<&Answer>) -> Vec<String> {
+    let mut options = Vec::new();
+    if let Some(a) = draft.filter(|a| !a.abstained) {
+        options.push(format!("{CONFIRM_OPTION_PREFIX}{}", a.text));
+    }
+    options.push(NOT_ANSWERED_OPTION.to_string());
+    options
 }
 
 /// The score of a failed step: zero, explained by its absence of factors.

@@ -38,7 +38,9 @@ mod kb;
 pub mod lexical;
 pub mod llm;
 pub mod plan;
+pub mod review;
 pub mod search;
+pub mod serve;
 pub mod store;
 pub mod tools;
 

@@ -91,6 +91,31 @@ pub fn default_plan(question: &str, limit: usize) -> Plan {
     }
 }
 
+/// The plan for a question a reviewer sent back with a hint: the question's
+/// search, a search for the hint, and an answer drawn from both.
+pub fn hint_plan(question: &str, hint: &str, limit: usize) -> Plan {
+    let mut plan = default_plan(question, limit);
+    plan.steps.insert(
+        1,
+        Step {
+            id: "hint".into(),
+            action: "rag_search".into(),
+            input: json!({"query": hint, "limit": limit}),
+            depends_on: Vec::new(),
+            fallback: None,
+            timeout: None,
+        },
+    );
+    if let Some(answer) = plan.steps.last_mut() {
+        answer.input = json!({
+            "query": question,
+            "sources": [{"$from": "search"}, {"$from": "hint"}],
+        });
+        answer.depends_on = vec!["search".into(), "hint".into()];
+    }
+    plan
+}
+
 impl Plan {
     /// Checks actions against the enabled tools, ids, dependencies (earlier
     /// steps only, `$from` references included) and that the plan ends in
@@ -186,7 +211,7 @@ pub struct ToolSpec {
 }
 
 /// How a run's plan was made.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum PlanOrigin {
     /// The default plan; no planner is configured.
@@ -195,6 +220,8 @@ pub enum PlanOrigin {
     Llm { generator: String, usage: Usage },
     /// The default plan, because the language model's could not be used.
     Fallback { generator: String, reason: String },
+    /// A reviewer's hint added a search (see [`hint_plan`]).
+    Hint { hint: String },
 }
 
 /// A plan and how it was made.

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::QdrantConfig;
 use crate::embed::{Embedder, cosine};
@@ -16,7 +16,7 @@ use crate::store::{PayloadFilter, QueryVector, StoreQuery, StoredHit, VectorStor
 use crate::{Error, Result};
 
 /// A passage found by a search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Passage {
     pub id: u64,
     /// The document's canonical path.

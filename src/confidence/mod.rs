@@ -135,7 +135,7 @@ impl Factors {
 }
 
 /// One term of a score: why the score is what it is.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Contribution {
     pub factor: Factor,
     pub value: f64,
@@ -146,14 +146,20 @@ pub struct Contribution {
 }
 
 /// A scored step, with its explanation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Score {
     /// In [0, 1].
     pub score: f64,
-    /// `bias + Σ terms`.
+    /// `bias + Σ terms` (minus infinity for a failed step, which JSON
+    /// writes as `null`).
+    #[serde(deserialize_with = "null_as_minus_infinity")]
     pub logit: f64,
     pub bias: f64,
     pub contributions: Vec<Contribution>,
+}
+
+fn null_as_minus_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NEG_INFINITY))
 }
 
 /// Scores factors with the configured weights.

@@ -34,6 +34,7 @@ pub struct Config {
     pub confidence: ConfidenceConfig,
     pub tools: ToolsConfig,
     pub llm: LlmConfig,
+    pub review: ReviewConfig,
 }
 
 /// Where and how the knowledge base is stored.
@@ -365,6 +366,36 @@ impl Default for ExtractiveConfig {
     }
 }
 
+/// Human review of escalated questions (see [`crate::review`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// Seconds an escalation waits for a reviewer before it expires.
+    pub default_timeout: f64,
+    /// On expiry: `true` gives the asker the best low-confidence answer,
+    /// marked as not reviewed; `false` gives no answer.
+    pub auto_proceed_on_timeout: bool,
+    /// Confidence recorded for a reviewer's answer when the reviewer gives
+    /// none.
+    pub reviewer_confidence: f64,
+    /// Feedback whose first word is one of these asks GRACE to search again
+    /// with the rest of the feedback as a hint, instead of answering.
+    pub replan_words: Vec<String>,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        Self {
+            default_timeout: 300.0,
+            auto_proceed_on_timeout: false,
+            reviewer_confidence: 1.0,
+            replan_words: ["modify", "redo", "replan", "retry"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
 /// `ask_user`: a structured question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -542,6 +573,21 @@ impl Config {
         self.storage
             .data_dir
             .join("collections")
+            .join(&self.qdrant.collection)
+    }
+
+    /// The review queue's SQLite database (escalations, reviewers,
+    /// messages, shared context, audit), shared by every collection.
+    pub fn review_db_path(&self) -> PathBuf {
+        self.storage.data_dir.join("review.sqlite3")
+    }
+
+    /// Folder of reviewed answers promoted to knowledge (one Markdown file
+    /// per answer), ingested like any other document.
+    pub fn reviewed_dir(&self) -> PathBuf {
+        self.storage
+            .data_dir
+            .join("reviewed")
             .join(&self.qdrant.collection)
     }
 

@@ -13,6 +13,7 @@ fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
 
 /// Checks every value that the types alone do not constrain.
 pub(crate) fn validate(c: &Config) -> Result<()> {
+    validate_review(&c.review)?;
     if c.storage.data_dir.as_os_str().is_empty() {
         return Err(invalid("storage.data_dir", "must not be empty"));
     }
@@ -269,6 +270,32 @@ fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
         return Err(invalid(
             "tools.rag_search.limit",
             format!("{} is out of range 1..=100", t.rag_search.limit),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_review(r: &super::ReviewConfig) -> Result<()> {
+    if !(r.default_timeout.is_finite() && r.default_timeout > 0.0) {
+        return Err(invalid(
+            "review.default_timeout",
+            format!("{} must be a number of seconds above 0", r.default_timeout),
+        ));
+    }
+    if !(0.0..=1.0).contains(&r.reviewer_confidence) {
+        return Err(invalid(
+            "review.reviewer_confidence",
+            format!("{} is out of range 0..=1", r.reviewer_confidence),
+        ));
+    }
+    if let Some(w) = r
+        .replan_words
+        .iter()
+        .find(|w| w.trim().is_empty() || w.contains(char::is_whitespace))
+    {
+        return Err(invalid(
+            "review.replan_words",
+            format!("{w:?} must be one word"),
         ));
     }
     Ok(())

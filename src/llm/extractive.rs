@@ -65,7 +65,9 @@ impl Extractive {
             let mut position = 0;
             for paragraph in text.split("\n\n") {
                 for s in sentences(paragraph) {
-                    if s.split_whitespace().count() >= 3 {
+                    // A question (an FAQ heading, a promoted review's
+                    // title) states nothing: it never answers.
+                    if s.split_whitespace().count() >= 3 && !s.trim_end().ends_with('?') {
                         candidates.push((*number, position, s));
                         position += 1;
                     }

@@ -13,7 +13,7 @@ mod registry;
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use self::ask_user::{AskUser, Urgency, UserRequest};
@@ -42,7 +42,7 @@ pub trait Tool: Send + Sync {
 }
 
 /// What a tool call produced.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum ToolOutput {
     /// Ranked passages (`rag_search`).
@@ -56,7 +56,7 @@ pub enum ToolOutput {
 }
 
 /// The result of one tool call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
     pub success: bool,
     pub output: ToolOutput,
@@ -105,7 +105,7 @@ impl ToolResult {
 }
 
 /// How a call failed, which decides whether it is retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolErrorKind {
     /// The input does not match the schema: never retried.
@@ -185,5 +185,12 @@ mod duration_secs {
         s: S,
     ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<std::time::Duration, D::Error> {
+        let secs = <f64 as serde::Deserialize>::deserialize(d)?;
+        std::time::Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
     }
 }

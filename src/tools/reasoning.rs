@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, required_str, str_field};
@@ -26,7 +26,7 @@ set abstained to true and cite nothing. Do not use outside knowledge. \
 Reply with JSON: {\"answer\": string, \"citations\": [numbers], \"confidence\": number between 0 and 1 or null, \"abstained\": boolean}.";
 
 /// A source an answer cites.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Citation {
     pub number: usize,
     /// The document (canonical path), when the source named one.
@@ -35,7 +35,7 @@ pub struct Citation {
 }
 
 /// An answer with its citations.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     pub text: String,
     pub citations: Vec<Citation>,

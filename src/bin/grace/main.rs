@@ -2,6 +2,7 @@
 //! library and renders the result for people (or as JSON with `--json`).
 
 mod output;
+mod review;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -74,6 +75,47 @@ enum Command {
         /// (the default when stdin or stdout is not a terminal, or with --json)
         #[arg(long)]
         no_input: bool,
+        /// When escalated, wait for a reviewer's answer (see `grace review`)
+        #[arg(long)]
+        wait: bool,
+        /// Seconds to wait with --wait [default: review.default_timeout]
+        #[arg(long, value_name = "SECONDS", requires = "wait")]
+        timeout: Option<f64>,
+        /// Only these reviewers may see the escalation (comma-separated ids)
+        #[arg(long, value_delimiter = ',', value_name = "IDS")]
+        reviewers: Vec<String>,
+        /// Your name, shown to reviewers
+        #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
+        asker: String,
+    },
+    /// The answer to an escalated question, once a reviewer gave it
+    /// (exit 0 answered, 4 not answered yet or not at all)
+    Answer {
+        /// The escalation id `grace ask` printed
+        id: i64,
+        /// Wait until it is settled
+        #[arg(long)]
+        wait: bool,
+        /// Seconds to wait with --wait [default: review.default_timeout]
+        #[arg(long, value_name = "SECONDS", requires = "wait")]
+        timeout: Option<f64>,
+        /// Withdraw the question
+        #[arg(long, conflicts_with = "wait")]
+        cancel: bool,
+    },
+    /// Review escalated questions: list, claim, answer, reject, watch
+    Review {
+        /// Your reviewer id
+        #[arg(long = "as", env = "GRACE_REVIEWER", value_name = "REVIEWER")]
+        reviewer: Option<String>,
+        #[command(subcommand)]
+        command: review::ReviewCommand,
+    },
+    /// Serve the reviewer web page and its HTTP endpoints
+    Serve {
+        /// Address to listen on (loopback only until API keys exist)
+        #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+        bind: std::net::SocketAddr,
     },
     /// Show the collection, its size and the model
     Status,
@@ -185,6 +227,10 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             limit,
             trace,
             no_input,
+            wait,
+            timeout,
+            reviewers,
+            asker,
         } => {
             if question.trim().is_empty() {
                 return Err(grace::Error::InvalidInput("the question is empty".into()));
@@ -197,13 +243,39 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
             let executor = grace::exec::Executor::new(&registry, kb.config(), limit);
             let mut report = executor.ask(question, &mut |_| {})?;
-            output::run_report(&report, *trace, cli.json);
             let interactive = !*no_input
                 && !cli.json
                 && std::io::stdin().is_terminal()
                 && std::io::stdout().is_terminal();
+            if !cli.json {
+                output::run_report(&report, *trace, false);
+            }
             if interactive && report.decision == grace::exec::Decision::Escalate {
                 prompt_for_reply(&mut report);
+            }
+            // Still escalated: a durable request for the reviewers.
+            let review_id = if report.decision == grace::exec::Decision::Escalate {
+                Some(review::enqueue(kb.config(), &report, reviewers, asker)?)
+            } else {
+                None
+            };
+            if cli.json {
+                output::run_report_with_review(&report, review_id);
+            } else if let Some(id) = review_id {
+                println!(
+                    "\nQueued for review as escalation #{id}: `grace answer {id}` shows the answer once a reviewer gives it."
+                );
+            }
+            if let (Some(id), true) = (review_id, *wait) {
+                let seconds = timeout.unwrap_or(kb.config().review.default_timeout);
+                let config = kb.config().clone();
+                drop(executor);
+                drop(registry);
+                drop(kb);
+                if !cli.json {
+                    println!("Waiting up to {seconds:.0} s for a reviewer…");
+                }
+                return review::answer(&config, id, Some(wait_for(seconds)?), false, cli.json);
             }
             if matches!(
                 report.decision,
@@ -212,6 +284,22 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 return Ok(grace::EXIT_NOT_ANSWERED);
             }
         }
+        Command::Answer {
+            id,
+            wait,
+            timeout,
+            cancel,
+        } => {
+            let wait = match wait {
+                true => Some(wait_for(timeout.unwrap_or(config.review.default_timeout))?),
+                false => None,
+            };
+            return review::answer(&config, *id, wait, *cancel, cli.json);
+        }
+        Command::Review { reviewer, command } => {
+            return review::run(&config, reviewer.as_deref(), command, cli.json);
+        }
+        Command::Serve { bind } => grace::serve::serve(config, *bind)?,
         Command::Status => output::status(&grace::status(&config)?, cli.json),
         Command::Eval { dir, limit } => {
             if *limit == 0 {
@@ -224,6 +312,13 @@ fn run(cli: &Cli) -> grace::Result<u8> {
         Command::Config => output::config(&config, cli.json)?,
     }
     Ok(0)
+}
+
+/// A wait of `seconds`, checked.
+fn wait_for(seconds: f64) -> grace::Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+        grace::Error::InvalidInput(format!("--timeout {seconds} is not a number of seconds"))
+    })
 }
 
 fn progress_bar(cli: &Cli) -> ProgressBar {

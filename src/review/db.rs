@@ -1,0 +1,168 @@
+//! The review database: opening it (WAL, a busy timeout so that processes
+//! take turns instead of failing), its schema, and timestamps.
+
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::{Connection, OptionalExtension};
+
+use super::{Result, ReviewError};
+
+/// Schema version stored in `PRAGMA user_version`.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS escalations (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    question     TEXT NOT NULL,
+    reason       TEXT NOT NULL,
+    request      TEXT NOT NULL,           -- the ask_user request (JSON)
+    run          TEXT NOT NULL,           -- the escalated run (JSON RunReport)
+    collection   TEXT NOT NULL,
+    asker        TEXT NOT NULL,
+    allowed      TEXT,                    -- JSON list of reviewer ids; NULL = public
+    status       TEXT NOT NULL,
+    claimed_by   TEXT,
+    created_at   INTEGER NOT NULL,        -- Unix milliseconds
+    updated_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL,
+    resolution   TEXT                     -- JSON Resolution once settled
+);
+CREATE INDEX IF NOT EXISTS escalations_status ON escalations(status, expires_at);
+CREATE TABLE IF NOT EXISTS audit (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    escalation_id INTEGER NOT NULL REFERENCES escalations(id),
+    at            INTEGER NOT NULL,
+    actor         TEXT NOT NULL,
+    action        TEXT NOT NULL,
+    from_status   TEXT,
+    to_status     TEXT,
+    detail        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_escalation ON audit(escalation_id, id);
+CREATE TABLE IF NOT EXISTS reviewers (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    description TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    sender        TEXT NOT NULL,
+    recipient     TEXT,                   -- NULL = broadcast to every reviewer
+    subject       TEXT NOT NULL,
+    body          TEXT NOT NULL,
+    escalation_id INTEGER,
+    created_at    INTEGER NOT NULL
+);
+-- A reader's status of a message; no row = pending.
+CREATE TABLE IF NOT EXISTS message_status (
+    message_id  INTEGER NOT NULL REFERENCES messages(id),
+    reviewer_id TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    PRIMARY KEY (message_id, reviewer_id)
+);
+CREATE TABLE IF NOT EXISTS context (
+    key        TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,             -- JSON
+    owner      TEXT NOT NULL,
+    allowed    TEXT,                      -- JSON list of reader ids; NULL = public
+    updated_at INTEGER NOT NULL
+);
+";
+
+/// Opens (creating if needed) the database at `path`.
+pub(crate) fn open(path: &Path) -> Result<Connection> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| ReviewError::Io {
+            action: "create the folder",
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    }
+    let err = db_error(path);
+    let conn = Connection::open(path).map_err(&err)?;
+    // Wait for another process's write instead of failing at once.
+    conn.busy_timeout(Duration::from_secs(10)).map_err(&err)?;
+    // WAL: readers never block the writer; FULL: a committed escalation
+    // survives a power cut, not only a killed process.
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(&err)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(&err)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(&err)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(&err)?;
+    if version > SCHEMA_VERSION {
+        return Err(ReviewError::Corrupt {
+            path: path.to_path_buf(),
+            message: format!(
+                "schema version {version} is newer than this GRACE understands ({SCHEMA_VERSION}); upgrade grace"
+            ),
+        });
+    }
+    if version < SCHEMA_VERSION {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))
+        .map_err(&err)?;
+    }
+    Ok(conn)
+}
+
+/// Wraps a SQLite error with the database path.
+pub(crate) fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> ReviewError + '_ {
+    move |source| ReviewError::Db {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Now, in the database's unit (Unix milliseconds).
+pub(crate) fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+/// A stored timestamp as a date.
+pub(crate) fn to_time(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+}
+
+/// Parses a JSON column, naming the row when it is damaged.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    text: &str,
+) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| ReviewError::Corrupt {
+        path: path.to_path_buf(),
+        message: format!("{what}: {e}"),
+    })
+}
+
+/// Serialises a value for a JSON column.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
+    // Our own types serialise infallibly (no maps with non-string keys).
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+/// Reads an optional JSON list of ids (NULL = everyone).
+pub(crate) fn allowed_list(path: &Path, text: Option<String>) -> Result<Option<Vec<String>>> {
+    text.map(|t| from_json::<Vec<String>>(path, "allowed list", &t))
+        .transpose()
+}
+
+/// Whether a reviewer is registered.
+pub(crate) fn reviewer_exists(conn: &Connection, path: &Path, id: &str) -> Result<bool> {
+    Ok(conn
+        .query_row("SELECT 1 FROM reviewers WHERE id = ?1", [id], |_| Ok(()))
+        .optional()
+        .map_err(db_error(path))?
+        .is_some())
+}

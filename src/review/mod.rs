@@ -1,0 +1,82 @@
+//! Human review: what GRACE would not answer alone becomes a durable
+//! request that reviewers see, claim and answer, and the answer flows back
+//! to the asker.
+//!
+//! - [`ReviewQueue`] keeps escalations in SQLite (WAL) under the data
+//!   folder: the question, why it was escalated, the `ask_user` request and
+//!   the whole run (plan, steps, sources, draft answer) so that a reviewer's
+//!   reply completes it. Status: `pending → claimed → answered | rejected |
+//!   expired | cancelled`; every transition is audited.
+//! - [`messages`]: registered reviewers, direct and broadcast messages, and
+//!   shared context values with access control.
+//! - [`promote`]: a reviewed answer, on request, becomes a Markdown document
+//!   in the knowledge base (and can be retracted).
+//!
+//! Several processes may use the same database at once (a CLI reviewer,
+//! `grace serve`, an asker waiting): writes take SQLite's write lock
+//! (`BEGIN IMMEDIATE`), so two reviewers claiming one escalation cannot
+//! both win.
+
+mod db;
+pub mod messages;
+pub mod promote;
+mod queue;
+#[cfg(test)]
+mod tests;
+
+pub use self::messages::{Access, ContextValue, Message, MessageStatus, Reviewer};
+pub use self::queue::{
+    AuditEntry, Escalation, EscalationHandle, NewEscalation, Outcome, Resolution, ReviewAnswer,
+    ReviewQueue, Status, Viewer,
+};
+
+use std::path::PathBuf;
+
+/// Result of review operations.
+pub type Result<T> = std::result::Result<T, ReviewError>;
+
+/// What can go wrong in the review layer.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// No such thing, or one the caller may not see (a restricted
+    /// escalation or context value answers exactly like a missing one).
+    #[error("{what} {id} not found")]
+    NotFound { what: &'static str, id: String },
+    /// The request does not fit the current state (answering an expired
+    /// escalation, claiming one another reviewer holds).
+    #[error("escalation {id}: {message}")]
+    Conflict { id: i64, message: String },
+    /// A value the caller can fix (an empty id, name or content).
+    #[error("{0}")]
+    Invalid(String),
+    /// The asker waited longer than allowed.
+    #[error("escalation {id} is still {status} after waiting {seconds:.0} s")]
+    WaitTimedOut {
+        id: i64,
+        status: Status,
+        seconds: f64,
+    },
+    #[error("review database {path}: {source}")]
+    Db {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("review data in {path} is damaged: {message}")]
+    Corrupt { path: PathBuf, message: String },
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Checks that a caller-supplied value is not blank.
+pub(crate) fn non_empty(field: &str, value: &str) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(ReviewError::Invalid(format!("{field} must not be empty")));
+    }
+    Ok(())
+}

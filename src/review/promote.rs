@@ -1,0 +1,191 @@
+//! Reviewed answers as knowledge: an answered escalation, on request,
+//! becomes a Markdown document (`<data_dir>/reviewed/<collection>/
+//! escalation-<id>.md`: the question as its heading, the answer, the
+//! reviewer and the date) ingested like any other file, so that the same
+//! or a paraphrased question is answered from it with a citation to the
+//! review. Retracting deletes the file and prunes its chunks.
+
+use std::path::PathBuf;
+
+use super::ReviewError;
+use super::queue::{Outcome, ReviewQueue, Viewer};
+use crate::KnowledgeBase;
+use crate::ingest::IngestOptions;
+
+/// Promotes the answer of escalation `id`; returns the document's path.
+pub fn promote(
+    kb: &KnowledgeBase,
+    queue: &ReviewQueue,
+    id: i64,
+    who: &str,
+) -> crate::Result<PathBuf> {
+    let e = queue.get(id, Viewer::Asker)?;
+    let resolution = e
+        .resolution
+        .as_ref()
+        .filter(|r| r.outcome == Outcome::Answered)
+        .ok_or_else(|| ReviewError::Conflict {
+            id,
+            message: format!(
+                "is {}: only an answered escalation can be promoted",
+                e.status
+            ),
+        })?;
+    let answer = resolution
+        .report
+        .as_ref()
+        .and_then(|r| r.answer.as_ref())
+        .ok_or_else(|| ReviewError::Conflict {
+            id,
+            message: "has no answer text to promote".into(),
+        })?;
+    let reviewer = resolution
+        .decided_by
+        .strip_prefix("reviewer:")
+        .unwrap_or(&resolution.decided_by);
+    let name = queue
+        .reviewers()?
+        .into_iter()
+        .find(|r| r.id == reviewer)
+        .map(|r| format!("{} ({})", r.name, r.id))
+        .unwrap_or_else(|| reviewer.to_string());
+    let mut doc = format!(
+        "# {}\n\n{}\n\nReviewed answer by {name} on {}, escalation #{id}.\n",
+        one_line(&e.question),
+        strip_markers(&answer.text),
+        resolution.at.format("%Y-%m-%d"),
+    );
+    let sources: Vec<String> = answer
+        .citations
+        .iter()
+        .filter_map(|c| {
+            let s = c.source.as_deref()?;
+            Some(match &c.section {
+                Some(sec) if !sec.is_empty() => format!("- {s} § {sec}"),
+                _ => format!("- {s}"),
+            })
+        })
+        .collect();
+    if !sources.is_empty() {
+        doc.push_str(&format!(
+            "\nSources the reviewer confirmed:\n\n{}\n",
+            sources.join("\n")
+        ));
+    }
+
+    let dir = kb.config().reviewed_dir();
+    std::fs::create_dir_all(&dir).map_err(|source| ReviewError::Io {
+        action: "create the folder",
+        path: dir.clone(),
+        source,
+    })?;
+    let path = dir.join(format!("escalation-{id}.md"));
+    write_atomically(&path, &doc)?;
+    kb.ingest(
+        std::slice::from_ref(&dir),
+        &IngestOptions { prune: true },
+        &mut |_| {},
+    )?;
+    let source = crate::ingest::source_key(&path);
+    queue.set_promoted(id, who, Some(&source))?;
+    tracing::info!(id, %source, "reviewed answer promoted to the knowledge base");
+    Ok(path)
+}
+
+/// Removes a promoted answer from the knowledge base.
+pub fn retract(kb: &KnowledgeBase, queue: &ReviewQueue, id: i64, who: &str) -> crate::Result<()> {
+    let e = queue.get(id, Viewer::Asker)?;
+    if e.resolution
+        .as_ref()
+        .and_then(|r| r.promoted.as_ref())
+        .is_none()
+    {
+        return Err(ReviewError::Conflict {
+            id,
+            message: "was not promoted".into(),
+        }
+        .into());
+    }
+    let dir = kb.config().reviewed_dir();
+    let path = dir.join(format!("escalation-{id}.md"));
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(ReviewError::Io {
+                action: "remove",
+                path,
+                source,
+            }
+            .into());
+        }
+    }
+    kb.ingest(
+        std::slice::from_ref(&dir),
+        &IngestOptions { prune: true },
+        &mut |_| {},
+    )?;
+    queue.set_promoted(id, who, None)?;
+    Ok(())
+}
+
+/// Writes through a temporary file so a crash never leaves half a document.
+fn write_atomically(path: &std::path::Path, text: &str) -> Result<(), ReviewError> {
+    let tmp = path.with_extension("md.tmp");
+    let io = |action: &'static str, p: &std::path::Path| {
+        let p = p.to_path_buf();
+        move |source| ReviewError::Io {
+            action,
+            path: p,
+            source,
+        }
+    };
+    std::fs::write(&tmp, text).map_err(io("write", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(io("rename into place", path))?;
+    Ok(())
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Drops citation markers (`[1]`): they point into the draft's sources,
+/// which the promoted document does not carry.
+fn strip_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('[') {
+        let after = &rest[start + 1..];
+        match after.find(']') {
+            Some(end)
+                if end > 0
+                    && after[..end]
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || b == b',' || b == b' ') =>
+            {
+                out.push_str(rest[..start].trim_end_matches(' '));
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..=start]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn citation_markers_are_dropped_and_brackets_kept() {
+        assert_eq!(
+            strip_markers("Run orbit rollback [1]. See [the guide] [2, 3]."),
+            "Run orbit rollback. See [the guide]."
+        );
+        assert_eq!(strip_markers("[] and [x1]"), "[] and [x1]");
+    }
+}

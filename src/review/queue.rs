@@ -1,0 +1,925 @@
+//! The escalation queue: escalations, their transitions, the audit log,
+//! expiry, and waiting for an answer.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+
+use super::db::{self, allowed_list, db_error, from_json, now_ms, to_json, to_time};
+use super::{Result, ReviewError, non_empty};
+use crate::confidence::level;
+use crate::config::{Config, ReviewConfig, Thresholds};
+use crate::exec::{Decision, HumanReply, RunReport, review_options};
+use crate::tools::{Citation, Urgency, UserRequest};
+
+/// Where an escalation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Waiting for a reviewer.
+    Pending,
+    /// A reviewer has taken it; others cannot answer it.
+    Claimed,
+    /// A reviewer answered; the asker has the answer.
+    Answered,
+    /// A reviewer declined to answer (with a reason).
+    Rejected,
+    /// Nobody answered in time (see [`Outcome`] for what the asker got).
+    Expired,
+    /// The asker withdrew the question.
+    Cancelled,
+}
+
+impl Status {
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Claimed => "claimed",
+            Status::Answered => "answered",
+            Status::Rejected => "rejected",
+            Status::Expired => "expired",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether a reviewer can still act on it.
+    pub fn is_open(self) -> bool {
+        matches!(self, Status::Pending | Status::Claimed)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Status {
+    type Err = ReviewError;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "pending" => Status::Pending,
+            "claimed" => Status::Claimed,
+            "answered" => Status::Answered,
+            "rejected" => Status::Rejected,
+            "expired" => Status::Expired,
+            "cancelled" => Status::Cancelled,
+            other => {
+                return Err(ReviewError::Invalid(format!(
+                    "unknown status {other:?}: use pending, claimed, answered, rejected, expired or cancelled"
+                )));
+            }
+        })
+    }
+}
+
+/// What the asker got when the escalation was settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A reviewer's answer.
+    Answered,
+    /// A reviewer said it cannot or should not be answered.
+    Rejected,
+    /// Nobody answered in time and `review.auto_proceed_on_timeout` gave
+    /// the asker GRACE's own low-confidence draft, marked as not reviewed.
+    ProceededUnreviewed,
+    /// Withdrawn by the asker, or expired with no answer to proceed with.
+    Cancelled,
+}
+
+/// How an escalation was settled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    pub outcome: Outcome,
+    /// `reviewer:<id>`, `timeout`, or the asker.
+    pub decided_by: String,
+    pub at: DateTime<Utc>,
+    /// The rejection reason, or why the run was cancelled.
+    pub note: Option<String>,
+    /// The completed run (answered, or proceeded unreviewed).
+    pub report: Option<RunReport>,
+    /// The knowledge-base source the answer was promoted to, if it was.
+    pub promoted: Option<String>,
+}
+
+/// One escalated question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Escalation {
+    pub id: i64,
+    pub question: String,
+    /// Why GRACE did not answer alone (its confidence and weakest factors).
+    pub reason: String,
+    /// The structured question for the reviewer (`ask_user`).
+    pub request: UserRequest,
+    /// The run so far: plan, steps with their factors, sources, the draft.
+    pub run: RunReport,
+    pub collection: String,
+    pub asker: String,
+    /// Reviewers allowed to see it; `None`: every reviewer.
+    pub allowed: Option<Vec<String>>,
+    pub status: Status,
+    pub claimed_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub resolution: Option<Resolution>,
+}
+
+/// One recorded transition or action.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditEntry {
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub action: String,
+    pub from: Option<Status>,
+    pub to: Option<Status>,
+    pub detail: String,
+}
+
+/// What to put in the queue.
+#[derive(Debug, Clone)]
+pub struct NewEscalation<'a> {
+    /// An escalated run (its `escalation` holds the request).
+    pub report: &'a RunReport,
+    pub collection: &'a str,
+    /// Who asked (shown to reviewers).
+    pub asker: &'a str,
+    /// Restrict to these reviewers; `None`: any reviewer.
+    pub allowed: Option<Vec<String>>,
+    /// Overrides `review.default_timeout`.
+    pub timeout: Option<Duration>,
+}
+
+/// A reviewer's reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewAnswer {
+    /// A chosen option (1-based) or the reviewer's own words.
+    pub reply: HumanReply,
+    /// Corrected sources to cite instead of the draft's.
+    pub sources: Vec<Citation>,
+    /// The reviewer's confidence; `review.reviewer_confidence` if `None`.
+    pub confidence: Option<f64>,
+}
+
+/// Who is looking: decides which escalations are visible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer<'a> {
+    /// A registered reviewer: public escalations and those naming them.
+    Reviewer(&'a str),
+    /// Someone not identified as a reviewer: public escalations only.
+    Anyone,
+    /// The asker, who holds the escalation's id: sees it whatever its access.
+    Asker,
+}
+
+/// The durable escalation queue (and, in [`super::messages`], reviewers,
+/// messages and shared context). Cheap to share: one connection behind a
+/// mutex; other processes use their own.
+pub struct ReviewQueue {
+    pub(super) path: PathBuf,
+    conn: Mutex<Connection>,
+    config: ReviewConfig,
+    thresholds: Thresholds,
+}
+
+const COLUMNS: &str = "id, question, reason, request, run, collection, asker, allowed, status, \
+     claimed_by, created_at, updated_at, expires_at, resolution";
+
+impl ReviewQueue {
+    /// Opens the queue in the configured data folder (`review.sqlite3`).
+    pub fn open(config: &Config) -> Result<Self> {
+        Self::open_at(&config.review_db_path(), config)
+    }
+
+    /// Opens the queue in a given database file.
+    pub fn open_at(path: &Path, config: &Config) -> Result<Self> {
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(db::open(path)?),
+            config: config.review.clone(),
+            thresholds: config.confidence.thresholds.clone(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in a write transaction, after settling escalations that
+    /// are past their time (so every caller sees expiry when it is due).
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_error(&self.path))?;
+        self.expire_due(&tx)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(db_error(&self.path))?;
+        Ok(out)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (the
+        // transaction rolls back on drop), so a poisoned lock is usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts an escalated run in the queue and tells the reviewers (a
+    /// broadcast, or a message to each allowed reviewer).
+    pub fn escalate(&self, new: NewEscalation<'_>) -> Result<Escalation> {
+        let request = new.report.escalation.as_ref().ok_or_else(|| {
+            ReviewError::Invalid("only an escalated run can be put to reviewers".into())
+        })?;
+        non_empty("the asker", new.asker)?;
+        if let Some(allowed) = &new.allowed {
+            if allowed.is_empty() {
+                return Err(ReviewError::Invalid(
+                    "a restricted escalation needs at least one reviewer".into(),
+                ));
+            }
+            for r in allowed {
+                non_empty("a reviewer id", r)?;
+            }
+        }
+        let timeout = new
+            .timeout
+            .unwrap_or_else(|| Duration::from_secs_f64(self.config.default_timeout));
+        let id = self.write(|tx| {
+            let now = now_ms();
+            let expires = now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
+            tx.execute(
+                "INSERT INTO escalations (question, reason, request, run, collection, asker, allowed, \
+                 status, created_at, updated_at, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?8, ?9)",
+                params![
+                    new.report.question,
+                    request.reason,
+                    to_json(request),
+                    to_json(new.report),
+                    new.collection,
+                    new.asker,
+                    new.allowed.as_ref().map(to_json),
+                    now,
+                    expires
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+            let id = tx.last_insert_rowid();
+            self.audit(tx, id, new.asker, "escalated", None, Some(Status::Pending), &request.reason)?;
+            let body = format!("{}\n\nWhy: {}", new.report.question, request.reason);
+            let subject = format!("Escalation #{id} needs a reviewer");
+            match &new.allowed {
+                None => {
+                    super::messages::insert(tx, &self.path, "grace", None, &subject, &body, Some(id))?;
+                }
+                Some(list) => {
+                    for r in list {
+                        super::messages::insert(tx, &self.path, "grace", Some(r), &subject, &body, Some(id))?;
+                    }
+                }
+            }
+            Ok(id)
+        })?;
+        tracing::info!(id, "escalation queued for review");
+        self.get(id, Viewer::Asker)
+    }
+
+    /// Escalations the viewer may see, newest first, optionally of one status.
+    pub fn list(&self, viewer: Viewer<'_>, status: Option<Status>) -> Result<Vec<Escalation>> {
+        let rows = self.write(|tx| {
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM escalations WHERE (?1 IS NULL OR status = ?1) ORDER BY id DESC"
+                ))
+                .map_err(db_error(&self.path))?;
+            let rows = stmt
+                .query_map([status.map(Status::as_str)], raw_row)
+                .map_err(db_error(&self.path))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(db_error(&self.path))?;
+            Ok(rows)
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let e = self.decode(row)?;
+            if visible(&e, viewer) {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One escalation; a restricted one the viewer may not see is
+    /// [`ReviewError::NotFound`], exactly like a missing one.
+    pub fn get(&self, id: i64, viewer: Viewer<'_>) -> Result<Escalation> {
+        self.write(|tx| self.load(tx, id, viewer))
+    }
+
+    /// A reviewer takes an escalation. Exactly one of several reviewers
+    /// claiming at once wins; claiming one's own claim again is a no-op.
+    pub fn claim(&self, id: i64, reviewer: &str) -> Result<Escalation> {
+        self.write(|tx| {
+            self.require_reviewer(tx, reviewer)?;
+            let e = self.load(tx, id, Viewer::Reviewer(reviewer))?;
+            self.take(tx, &e, reviewer)?;
+            self.load(tx, id, Viewer::Reviewer(reviewer))
+        })
+    }
+
+    /// A reviewer gives up a claim; the escalation is pending again.
+    pub fn release(&self, id: i64, reviewer: &str) -> Result<Escalation> {
+        self.write(|tx| {
+            let e = self.load(tx, id, Viewer::Reviewer(reviewer))?;
+            if e.status != Status::Claimed || e.claimed_by.as_deref() != Some(reviewer) {
+                return Err(conflict(
+                    id,
+                    format!("is {} and not claimed by {reviewer}", e.status),
+                ));
+            }
+            self.set_status(tx, &e, Status::Pending, None, reviewer, "released", "")?;
+            self.load(tx, id, Viewer::Reviewer(reviewer))
+        })
+    }
+
+    /// A reviewer answers: the stored run is completed with the reply and
+    /// the asker's answer records `decided_by: reviewer:<id>` and the
+    /// review's confidence. Choosing "the knowledge base does not answer
+    /// this" rejects the escalation.
+    pub fn answer(&self, id: i64, reviewer: &str, answer: &ReviewAnswer) -> Result<Resolution> {
+        if let Some(c) = answer.confidence
+            && !(0.0..=1.0).contains(&c)
+        {
+            return Err(ReviewError::Invalid(format!(
+                "confidence {c} is out of range 0..=1"
+            )));
+        }
+        if answer.reply == HumanReply::Skip {
+            return Err(ReviewError::Invalid("the answer is empty".into()));
+        }
+        self.write(|tx| {
+            self.require_reviewer(tx, reviewer)?;
+            let e = self.load(tx, id, Viewer::Reviewer(reviewer))?;
+            self.take(tx, &e, reviewer)?;
+            let who = format!("reviewer:{reviewer}");
+            let mut report = e.run.clone();
+            report
+                .apply_reply(&answer.reply, &who)
+                .map_err(|message| ReviewError::Invalid(format!("escalation {id}: {message}")))?;
+            if let (Some(a), false) = (report.answer.as_mut(), answer.sources.is_empty()) {
+                a.citations = answer.sources.clone();
+            }
+            let declined = report.decision == Decision::Decline;
+            let confidence = answer.confidence.unwrap_or(self.config.reviewer_confidence);
+            report.confidence = confidence;
+            report.level = level(confidence, &self.thresholds);
+            report.escalation = None;
+            let (status, outcome, action) = if declined {
+                (Status::Rejected, Outcome::Rejected, "rejected")
+            } else {
+                (Status::Answered, Outcome::Answered, "answered")
+            };
+            let detail = match &answer.reply {
+                HumanReply::Option(n) => format!("option {n}"),
+                HumanReply::Text(t) => format!("text: {}", t.trim()),
+                HumanReply::Skip => String::new(),
+            };
+            let resolution = Resolution {
+                outcome,
+                decided_by: who,
+                at: Utc::now(),
+                note: declined.then(|| "the knowledge base does not answer this".to_string()),
+                report: Some(report),
+                promoted: None,
+            };
+            let claimed = self.load(tx, id, Viewer::Reviewer(reviewer))?;
+            self.set_status(
+                tx,
+                &claimed,
+                status,
+                Some(&resolution),
+                reviewer,
+                action,
+                &detail,
+            )?;
+            Ok(resolution)
+        })
+    }
+
+    /// A reviewer declines to answer, saying why; the asker gets the reason.
+    pub fn reject(&self, id: i64, reviewer: &str, why: &str) -> Result<Resolution> {
+        non_empty("the reason (--why)", why)?;
+        self.write(|tx| {
+            self.require_reviewer(tx, reviewer)?;
+            let e = self.load(tx, id, Viewer::Reviewer(reviewer))?;
+            self.take(tx, &e, reviewer)?;
+            let resolution = Resolution {
+                outcome: Outcome::Rejected,
+                decided_by: format!("reviewer:{reviewer}"),
+                at: Utc::now(),
+                note: Some(why.trim().to_string()),
+                report: None,
+                promoted: None,
+            };
+            let claimed = self.load(tx, id, Viewer::Reviewer(reviewer))?;
+            self.set_status(
+                tx,
+                &claimed,
+                Status::Rejected,
+                Some(&resolution),
+                reviewer,
+                "rejected",
+                why.trim(),
+            )?;
+            Ok(resolution)
+        })
+    }
+
+    /// The asker withdraws an open escalation.
+    pub fn cancel(&self, id: i64, who: &str) -> Result<Resolution> {
+        non_empty("who cancels", who)?;
+        self.write(|tx| {
+            let e = self.load(tx, id, Viewer::Asker)?;
+            if !e.status.is_open() {
+                return Err(conflict(id, format!("is already {}", e.status)));
+            }
+            let resolution = Resolution {
+                outcome: Outcome::Cancelled,
+                decided_by: who.to_string(),
+                at: Utc::now(),
+                note: Some("withdrawn by the asker".into()),
+                report: None,
+                promoted: None,
+            };
+            self.set_status(
+                tx,
+                &e,
+                Status::Cancelled,
+                Some(&resolution),
+                who,
+                "cancelled",
+                "",
+            )?;
+            Ok(resolution)
+        })
+    }
+
+    /// Replaces the draft of a claimed escalation with a new run (GRACE
+    /// searched again with the reviewer's hint); it stays with the reviewer,
+    /// who confirms or answers it.
+    pub fn redraft(
+        &self,
+        id: i64,
+        reviewer: &str,
+        run: &RunReport,
+        hint: &str,
+    ) -> Result<Escalation> {
+        self.write(|tx| {
+            self.require_reviewer(tx, reviewer)?;
+            let e = self.load(tx, id, Viewer::Reviewer(reviewer))?;
+            self.take(tx, &e, reviewer)?;
+            let mut run = run.clone();
+            let request = UserRequest {
+                question: e.question.clone(),
+                reason: format!(
+                    "searched again with {reviewer}'s hint {hint:?}: confidence {:.2}",
+                    run.confidence
+                ),
+                options: review_options(run.answer.as_ref()),
+                urgency: Urgency::Blocking,
+                awaiting_response: true,
+            };
+            run.decision = Decision::Escalate;
+            run.escalation = Some(request.clone());
+            tx.execute(
+                "UPDATE escalations SET run = ?2, request = ?3, reason = ?4, updated_at = ?5 WHERE id = ?1",
+                params![id, to_json(&run), to_json(&request), request.reason, now_ms()],
+            )
+            .map_err(db_error(&self.path))?;
+            self.audit(tx, id, reviewer, "replanned", Some(Status::Claimed), Some(Status::Claimed), hint)?;
+            self.load(tx, id, Viewer::Reviewer(reviewer))
+        })
+    }
+
+    /// Records that a settled answer was promoted to (or, with `None`,
+    /// retracted from) the knowledge base as `source`.
+    pub fn set_promoted(&self, id: i64, who: &str, source: Option<&str>) -> Result<Escalation> {
+        self.write(|tx| {
+            let e = self.load(tx, id, Viewer::Asker)?;
+            let Some(mut resolution) = e.resolution.clone() else {
+                return Err(conflict(
+                    id,
+                    format!(
+                        "is {}: only an answered escalation can be promoted",
+                        e.status
+                    ),
+                ));
+            };
+            if e.status != Status::Answered {
+                return Err(conflict(
+                    id,
+                    format!(
+                        "is {}: only an answered escalation can be promoted",
+                        e.status
+                    ),
+                ));
+            }
+            resolution.promoted = source.map(str::to_string);
+            tx.execute(
+                "UPDATE escalations SET resolution = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, to_json(&resolution), now_ms()],
+            )
+            .map_err(db_error(&self.path))?;
+            let (action, detail) = match source {
+                Some(s) => ("promoted", s.to_string()),
+                None => (
+                    "retracted",
+                    e.resolution.and_then(|r| r.promoted).unwrap_or_default(),
+                ),
+            };
+            self.audit(tx, id, who, action, Some(e.status), Some(e.status), &detail)?;
+            self.load(tx, id, Viewer::Asker)
+        })
+    }
+
+    /// Every recorded transition of an escalation, oldest first.
+    pub fn log(&self, id: i64, viewer: Viewer<'_>) -> Result<Vec<AuditEntry>> {
+        self.write(|tx| {
+            self.load(tx, id, viewer)?;
+            let mut stmt = tx
+                .prepare(
+                    "SELECT at, actor, action, from_status, to_status, detail FROM audit \
+                     WHERE escalation_id = ?1 ORDER BY id",
+                )
+                .map_err(db_error(&self.path))?;
+            let rows = stmt
+                .query_map([id], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                })
+                .map_err(db_error(&self.path))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(db_error(&self.path))?;
+            rows.into_iter()
+                .map(|(at, actor, action, from, to, detail)| {
+                    Ok(AuditEntry {
+                        at: to_time(at),
+                        actor,
+                        action,
+                        from: from.map(|s| s.parse()).transpose()?,
+                        to: to.map(|s| s.parse()).transpose()?,
+                        detail,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Blocks until the escalation is settled (answered, rejected, expired
+    /// or cancelled) or `timeout` passes. Polls the database, so the answer
+    /// may come from another process.
+    pub fn wait_blocking(&self, id: i64, timeout: Duration) -> Result<Escalation> {
+        let started = Instant::now();
+        loop {
+            let e = self.get(id, Viewer::Asker)?;
+            if !e.status.is_open() {
+                return Ok(e);
+            }
+            if started.elapsed() >= timeout {
+                return Err(ReviewError::WaitTimedOut {
+                    id,
+                    status: e.status,
+                    seconds: timeout.as_secs_f64(),
+                });
+            }
+            std::thread::sleep(POLL.min(timeout.saturating_sub(started.elapsed())));
+        }
+    }
+
+    /// Settles every open escalation past its time: with
+    /// `auto_proceed_on_timeout` the asker gets the draft marked as not
+    /// reviewed (when there is a draft), otherwise the run is cancelled.
+    fn expire_due(&self, tx: &Transaction<'_>) -> Result<()> {
+        let now = now_ms();
+        let due: Vec<i64> = {
+            let mut stmt = tx
+                .prepare("SELECT id FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1")
+                .map_err(db_error(&self.path))?;
+            stmt.query_map([now], |r| r.get(0))
+                .map_err(db_error(&self.path))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(db_error(&self.path))?
+        };
+        for id in due {
+            let e = self.load(tx, id, Viewer::Asker)?;
+            let draft = e.run.answer.as_ref().filter(|a| !a.abstained);
+            let resolution = match draft {
+                Some(_) if self.config.auto_proceed_on_timeout => {
+                    let mut report = e.run.clone();
+                    report.decision = Decision::Caveat;
+                    report.decided_by = Some("timeout".into());
+                    report.escalation = None;
+                    Resolution {
+                        outcome: Outcome::ProceededUnreviewed,
+                        decided_by: "timeout".into(),
+                        at: Utc::now(),
+                        note: Some(format!(
+                            "not reviewed: no reviewer answered within {:.0} s; this is GRACE's own low-confidence answer",
+                            (e.expires_at - e.created_at).num_milliseconds() as f64 / 1000.0
+                        )),
+                        report: Some(report),
+                        promoted: None,
+                    }
+                }
+                _ => Resolution {
+                    outcome: Outcome::Cancelled,
+                    decided_by: "timeout".into(),
+                    at: Utc::now(),
+                    note: Some(if self.config.auto_proceed_on_timeout {
+                        "no reviewer answered in time and there is no draft answer to proceed with"
+                            .into()
+                    } else {
+                        "no reviewer answered in time (review.auto_proceed_on_timeout is off)"
+                            .into()
+                    }),
+                    report: None,
+                    promoted: None,
+                },
+            };
+            let detail = resolution.note.clone().unwrap_or_default();
+            self.set_status(
+                tx,
+                &e,
+                Status::Expired,
+                Some(&resolution),
+                "timeout",
+                "expired",
+                &detail,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Moves a visible, open escalation to `claimed` by `reviewer`, or
+    /// refuses (claimed by another, already settled).
+    fn take(&self, tx: &Transaction<'_>, e: &Escalation, reviewer: &str) -> Result<()> {
+        match (e.status, e.claimed_by.as_deref()) {
+            (Status::Pending, _) => {
+                // The status check in the WHERE clause makes the claim
+                // atomic even against a writer that raced past our read.
+                let changed = tx
+                    .execute(
+                        "UPDATE escalations SET status = 'claimed', claimed_by = ?2, updated_at = ?3 \
+                         WHERE id = ?1 AND status = 'pending'",
+                        params![e.id, reviewer, now_ms()],
+                    )
+                    .map_err(db_error(&self.path))?;
+                if changed != 1 {
+                    return Err(conflict(e.id, "was claimed by another reviewer".into()));
+                }
+                self.audit(
+                    tx,
+                    e.id,
+                    reviewer,
+                    "claimed",
+                    Some(Status::Pending),
+                    Some(Status::Claimed),
+                    "",
+                )
+            }
+            (Status::Claimed, Some(holder)) if holder == reviewer => Ok(()),
+            (Status::Claimed, holder) => Err(conflict(
+                e.id,
+                format!("is claimed by {}", holder.unwrap_or("another reviewer")),
+            )),
+            (status, _) => Err(conflict(
+                e.id,
+                format!("is {status} and can no longer be reviewed"),
+            )),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn set_status(
+        &self,
+        tx: &Transaction<'_>,
+        e: &Escalation,
+        to: Status,
+        resolution: Option<&Resolution>,
+        actor: &str,
+        action: &str,
+        detail: &str,
+    ) -> Result<()> {
+        let claimed_by = match to {
+            Status::Pending => None,
+            _ => e.claimed_by.clone(),
+        };
+        tx.execute(
+            "UPDATE escalations SET status = ?2, claimed_by = ?3, resolution = COALESCE(?4, resolution), \
+             updated_at = ?5 WHERE id = ?1",
+            params![e.id, to.as_str(), claimed_by, resolution.map(to_json), now_ms()],
+        )
+        .map_err(db_error(&self.path))?;
+        self.audit(tx, e.id, actor, action, Some(e.status), Some(to), detail)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn audit(
+        &self,
+        tx: &Transaction<'_>,
+        id: i64,
+        actor: &str,
+        action: &str,
+        from: Option<Status>,
+        to: Option<Status>,
+        detail: &str,
+    ) -> Result<()> {
+        tx.execute(
+            "INSERT INTO audit (escalation_id, at, actor, action, from_status, to_status, detail) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                id,
+                now_ms(),
+                actor,
+                action,
+                from.map(Status::as_str),
+                to.map(Status::as_str),
+                detail
+            ],
+        )
+        .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    fn require_reviewer(&self, tx: &Transaction<'_>, reviewer: &str) -> Result<()> {
+        non_empty("the reviewer id", reviewer)?;
+        if !db::reviewer_exists(tx, &self.path, reviewer)? {
+            return Err(ReviewError::NotFound {
+                what: "reviewer",
+                id: format!("{reviewer:?} (register with `grace review register`)"),
+            });
+        }
+        Ok(())
+    }
+
+    fn load(&self, tx: &Transaction<'_>, id: i64, viewer: Viewer<'_>) -> Result<Escalation> {
+        let row = tx
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM escalations WHERE id = ?1"),
+                [id],
+                raw_row,
+            )
+            .optional()
+            .map_err(db_error(&self.path))?;
+        let not_found = || ReviewError::NotFound {
+            what: "escalation",
+            id: id.to_string(),
+        };
+        let e = self.decode(row.ok_or_else(not_found)?)?;
+        if visible(&e, viewer) {
+            Ok(e)
+        } else {
+            Err(not_found())
+        }
+    }
+
+    fn decode(&self, r: RawRow) -> Result<Escalation> {
+        let p = &self.path;
+        let what = |field: &str| format!("escalation {} {field}", r.id);
+        Ok(Escalation {
+            id: r.id,
+            question: r.question,
+            reason: r.reason,
+            request: from_json(p, &what("request"), &r.request)?,
+            run: from_json(p, &what("run"), &r.run)?,
+            collection: r.collection,
+            asker: r.asker,
+            allowed: allowed_list(p, r.allowed)?,
+            status: r.status.parse()?,
+            claimed_by: r.claimed_by,
+            created_at: to_time(r.created_at),
+            updated_at: to_time(r.updated_at),
+            expires_at: to_time(r.expires_at),
+            resolution: r
+                .resolution
+                .map(|t| from_json(p, &what("resolution"), &t))
+                .transpose()?,
+        })
+    }
+}
+
+/// How often a waiting asker looks at the queue.
+const POLL: Duration = Duration::from_millis(200);
+
+struct RawRow {
+    id: i64,
+    question: String,
+    reason: String,
+    request: String,
+    run: String,
+    collection: String,
+    asker: String,
+    allowed: Option<String>,
+    status: String,
+    claimed_by: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+    expires_at: i64,
+    resolution: Option<String>,
+}
+
+fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
+    Ok(RawRow {
+        id: r.get(0)?,
+        question: r.get(1)?,
+        reason: r.get(2)?,
+        request: r.get(3)?,
+        run: r.get(4)?,
+        collection: r.get(5)?,
+        asker: r.get(6)?,
+        allowed: r.get(7)?,
+        status: r.get(8)?,
+        claimed_by: r.get(9)?,
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
+        expires_at: r.get(12)?,
+        resolution: r.get(13)?,
+    })
+}
+
+fn visible(e: &Escalation, viewer: Viewer<'_>) -> bool {
+    match (viewer, &e.allowed) {
+        (Viewer::Asker, _) | (_, None) => true,
+        (Viewer::Reviewer(r), Some(list)) => list.iter().any(|a| a == r),
+        (Viewer::Anyone, Some(_)) => false,
+    }
+}
+
+fn conflict(id: i64, message: String) -> ReviewError {
+    ReviewError::Conflict { id, message }
+}
+
+/// An asker's handle on an escalation: await its settlement from async
+/// code (the HTTP server, a service) or block on it.
+#[derive(Clone)]
+pub struct EscalationHandle {
+    queue: Arc<ReviewQueue>,
+    id: i64,
+}
+
+impl EscalationHandle {
+    pub fn new(queue: Arc<ReviewQueue>, id: i64) -> Self {
+        Self { queue, id }
+    }
+
+    /// The escalation's id.
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// The escalation as it stands now.
+    pub fn current(&self) -> Result<Escalation> {
+        self.queue.get(self.id, Viewer::Asker)
+    }
+
+    /// Waits until the escalation is settled or `timeout` passes, without
+    /// blocking the async runtime's threads.
+    pub async fn settled(&self, timeout: Duration) -> Result<Escalation> {
+        let started = Instant::now();
+        loop {
+            let queue = self.queue.clone();
+            let id = self.id;
+            let e = tokio::task::spawn_blocking(move || queue.get(id, Viewer::Asker))
+                .await
+                .map_err(|e| ReviewError::Invalid(format!("the wait was interrupted: {e}")))??;
+            if !e.status.is_open() {
+                return Ok(e);
+            }
+            if started.elapsed() >= timeout {
+                return Err(ReviewError::WaitTimedOut {
+                    id: self.id,
+                    status: e.status,
+                    seconds: timeout.as_secs_f64(),
+                });
+            }
+            tokio::time::sleep(POLL.min(timeout.saturating_sub(started.elapsed()))).await;
+        }
+    }
+
+    /// Withdraws the question.
+    pub fn cancel(&self, who: &str) -> Result<Resolution> {
+        self.queue.cancel(self.id, who)
+    }
+}
