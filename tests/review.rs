@@ -1,0 +1,439 @@
+//! Human review end to end: the `grace` commands as an asker and reviewers
+//! run them, a killed asker, replanning on feedback, and reviewed answers
+//! promoted to knowledge and retracted — all on the real store and model.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use grace::exec::{Decision, Executor, HumanReply};
+use grace::review::{NewEscalation, ReviewAnswer, ReviewQueue, Reviewer, Status, Viewer};
+use grace::tools::ToolRegistry;
+
+/// A question the sample knowledge base does not answer, which GRACE
+/// escalates (its draft is a guess from nearby passages).
+const UNANSWERED: &str = "Can I deploy on Fridays?";
+
+fn grace_cmd(dir: &Path, args: &[&str]) -> Command {
+    let repo = common::repo();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_grace"));
+    c.args(args)
+        .current_dir(dir)
+        .env_remove("GRACE_CONFIG")
+        .env_remove("GRACE_REVIEWER")
+        .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
+        .env(
+            "GRACE_EMBEDDING__RUNTIME_PATH",
+            repo.join("models/libonnxruntime.so"),
+        );
+    c
+}
+
+fn grace(dir: &Path, args: &[&str]) -> Output {
+    grace_cmd(dir, args).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
+}
+
+fn ingest_sample(dir: &Path) {
+    let kb = common::repo().join("examples/kb");
+    let out = grace(dir, &["ingest", kb.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+fn register(dir: &Path, id: &str) {
+    let out = grace(
+        dir,
+        &["review", "register", id, "--name", &id.to_uppercase()],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// The queue the commands in `dir` use (`.grace/review.sqlite3`).
+fn queue(dir: &Path) -> ReviewQueue {
+    let mut config = grace::Config::default();
+    config.storage.data_dir = dir.join(".grace");
+    ReviewQueue::open(&config).unwrap()
+}
+
+#[test]
+fn an_escalated_ask_is_queued_answered_by_a_reviewer_and_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    let out = grace(d, &["ask", UNANSWERED, "--json"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let asked = json(&out);
+    assert_eq!(asked["decision"], "escalate", "{asked}");
+    let id = asked["review_id"].as_i64().expect("the escalation's id");
+    let id_s = id.to_string();
+
+    // Nothing to deliver yet: exit 4 and the status.
+    let out = grace(d, &["answer", &id_s]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(text(&out).contains("is pending"), "{}", text(&out));
+
+    register(d, "alice");
+    register(d, "bob");
+    let out = grace(d, &["review", "list", "--json"]);
+    let list = json(&out);
+    assert_eq!(list[0]["id"], id);
+    assert_eq!(list[0]["status"], "pending");
+    let out = grace(d, &["review", "--as", "alice", "show", &id_s]);
+    let shown = text(&out);
+    assert!(
+        shown.contains("Why: confidence")
+            && shown.contains("Sources GRACE found")
+            && shown.contains("Options:"),
+        "{shown}"
+    );
+
+    // Claims: reviewer identity required, one holder at a time.
+    let out = grace(d, &["review", "claim", &id_s]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--as"), "{}", text(&out));
+    let out = grace(d, &["review", "--as", "alice", "claim", &id_s]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = grace(
+        d,
+        &["review", "--as", "bob", "answer", &id_s, "--text", "Mine."],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("claimed by alice"), "{}", text(&out));
+    let out = grace(d, &["review", "--as", "mallory", "claim", &id_s]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+
+    let out = grace(
+        d,
+        &[
+            "review",
+            "--as",
+            "alice",
+            "answer",
+            &id_s,
+            "--text",
+            "Only with an approved change request from the release team.",
+            "--source",
+            "README.md#Freeze",
+            "--confidence",
+            "0.9",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+
+    let out = grace(d, &["answer", &id_s, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let got = json(&out);
+    assert_eq!(got["status"], "answered");
+    let report = &got["resolution"]["report"];
+    assert_eq!(report["decided_by"], "reviewer:alice");
+    assert_eq!(report["confidence"], 0.9);
+    assert_eq!(
+        report["answer"]["text"],
+        "Only with an approved change request from the release team."
+    );
+    assert_eq!(report["answer"]["citations"][0]["section"], "Freeze");
+
+    let out = grace(d, &["review", "log", &id_s, "--json"]);
+    let log = json(&out);
+    let actions: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["escalated", "claimed", "answered"]);
+    assert_eq!(log[1]["actor"], "alice");
+
+    // A settled escalation refuses more answers.
+    let out = grace(
+        d,
+        &["review", "--as", "alice", "answer", &id_s, "--option", "1"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("answered and can no longer be reviewed"),
+        "{}",
+        text(&out)
+    );
+    // New escalations reached the reviewers as messages.
+    let out = grace(d, &["review", "--as", "bob", "messages", "--json"]);
+    assert!(
+        json(&out)[0]["subject"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("#{id}"))
+    );
+}
+
+/// The asker is killed (kill -9) while waiting; the escalation is in the
+/// database, a reviewer answers it, and `grace answer ID` returns it.
+#[test]
+fn an_escalation_survives_its_asker_being_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    register(d, "alice");
+    let mut asker = grace_cmd(d, &["ask", UNANSWERED, "--wait", "--timeout", "120"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let q = queue(d);
+    let started = Instant::now();
+    let id = loop {
+        if let Some(e) = q
+            .list(Viewer::Asker, Some(Status::Pending))
+            .unwrap()
+            .first()
+        {
+            break e.id;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never escalated"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    asker.kill().unwrap(); // SIGKILL
+    asker.wait().unwrap();
+    drop(q);
+
+    let out = grace(
+        d,
+        &[
+            "review",
+            "--as",
+            "alice",
+            "answer",
+            &id.to_string(),
+            "--text",
+            "Not on Fridays.",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = grace(d, &["answer", &id.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let shown = text(&out);
+    assert!(
+        shown.contains("Not on Fridays.") && shown.contains("decided by reviewer:alice"),
+        "{shown}"
+    );
+}
+
+/// `grace ask --wait` returns the answer a reviewer gives from another process.
+#[test]
+fn ask_wait_delivers_the_reviewers_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    register(d, "alice");
+    let asker = grace_cmd(d, &["ask", UNANSWERED, "--wait", "--timeout", "120"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let q = queue(d);
+    let started = Instant::now();
+    let id = loop {
+        if let Some(e) = q.list(Viewer::Asker, None).unwrap().first() {
+            break e.id;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never escalated"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    q.answer(
+        id,
+        "alice",
+        &ReviewAnswer {
+            reply: HumanReply::Option(2),
+            sources: Vec::new(),
+            confidence: None,
+        },
+    )
+    .unwrap();
+    let out = asker.wait_with_output().unwrap();
+    let shown = text(&out);
+    // "The knowledge base does not answer this" rejects: exit 4, with the reason.
+    assert_eq!(out.status.code(), Some(4), "{shown}");
+    assert!(shown.contains("rejected by reviewer:alice"), "{shown}");
+}
+
+#[test]
+fn expired_escalations_follow_auto_proceed_on_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    for (auto, code, expect) in [
+        ("false", 4, "no reviewer answered in time"),
+        ("true", 0, "not reviewed"),
+    ] {
+        let out = grace_cmd(d, &["ask", UNANSWERED, "--wait", "--timeout", "30"])
+            .env("GRACE_REVIEW__DEFAULT_TIMEOUT", "0.5")
+            .env("GRACE_REVIEW__AUTO_PROCEED_ON_TIMEOUT", auto)
+            .output()
+            .unwrap();
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(code), "auto={auto}: {shown}");
+        assert!(shown.contains(expect), "auto={auto}: {shown}");
+    }
+}
+
+#[test]
+fn feedback_asking_to_redo_searches_again_with_the_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    register(d, "alice");
+    let out = grace(d, &["ask", UNANSWERED, "--json"]);
+    let id = json(&out)["review_id"].as_i64().unwrap().to_string();
+    let out = grace(
+        d,
+        &[
+            "review",
+            "--as",
+            "alice",
+            "answer",
+            &id,
+            "--text",
+            "redo: maintenance windows and change freeze",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("searched again"), "{}", text(&out));
+    let e = json(&grace(
+        d,
+        &["review", "--as", "alice", "show", &id, "--json"],
+    ));
+    assert_eq!(e["status"], "claimed");
+    assert_eq!(e["run"]["plan"]["by"], "hint");
+    assert!(
+        e["reason"]
+            .as_str()
+            .unwrap()
+            .contains("maintenance windows"),
+        "{e}"
+    );
+    let steps: Vec<&str> = e["run"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["search", "hint", "answer"]);
+    let log = json(&grace(d, &["review", "log", &id, "--json"]));
+    assert_eq!(
+        log.as_array().unwrap().last().unwrap()["action"],
+        "replanned"
+    );
+}
+
+/// A reviewed answer, promoted, answers the same and a paraphrased question
+/// with a citation to the review; retracted, it is gone again.
+#[test]
+fn a_promoted_answer_is_cited_next_time_and_retracting_removes_it() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let config = kb.config().clone();
+    let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
+    let executor = Executor::new(&registry, &config, 5);
+    let queue = ReviewQueue::open(&config).unwrap();
+    queue
+        .register_reviewer(&Reviewer {
+            id: "alice".into(),
+            name: "Alice Ops".into(),
+            description: "release team".into(),
+        })
+        .unwrap();
+
+    let first = executor.ask(UNANSWERED, &mut |_| {}).unwrap();
+    assert_eq!(first.decision, Decision::Escalate);
+    let e = queue
+        .escalate(NewEscalation {
+            report: &first,
+            collection: &config.qdrant.collection,
+            asker: "user",
+            allowed: None,
+            timeout: None,
+        })
+        .unwrap();
+    let answer = "Production deploys are frozen on Fridays; deploy by Thursday 16:00.";
+    queue
+        .answer(
+            e.id,
+            "alice",
+            &ReviewAnswer {
+                reply: HumanReply::Text(answer.into()),
+                sources: Vec::new(),
+                confidence: None,
+            },
+        )
+        .unwrap();
+    let doc = grace::review::promote::promote(&kb, &queue, e.id, "alice").unwrap();
+    let written = std::fs::read_to_string(&doc).unwrap();
+    assert!(written.starts_with(&format!("# {UNANSWERED}")), "{written}");
+    assert!(
+        written.contains("Reviewed answer by Alice Ops (alice)"),
+        "{written}"
+    );
+
+    let review_source = grace::ingest::source_key(&doc);
+    for q in [
+        UNANSWERED,
+        "Are production deployments allowed on a Friday?",
+    ] {
+        let r = executor.ask(q, &mut |_| {}).unwrap();
+        assert!(
+            matches!(r.decision, Decision::Answer | Decision::Caveat),
+            "{q}: {:?} at {:.2}",
+            r.decision,
+            r.confidence
+        );
+        let a = r.answer.unwrap();
+        assert!(a.text.contains("frozen on Fridays"), "{q}: {}", a.text);
+        assert!(
+            a.citations
+                .iter()
+                .any(|c| c.source.as_deref() == Some(&review_source)),
+            "{q}: {:?}",
+            a.citations
+        );
+    }
+
+    grace::review::promote::retract(&kb, &queue, e.id, "alice").unwrap();
+    assert!(!doc.exists());
+    let r = executor.ask(UNANSWERED, &mut |_| {}).unwrap();
+    // Back to not knowing: never a confident answer, never the review.
+    assert!(matches!(r.decision, Decision::Escalate | Decision::Decline));
+    assert!(
+        r.answer
+            .iter()
+            .flat_map(|a| &a.citations)
+            .all(|c| c.source.as_deref() != Some(&review_source))
+    );
+    let log: Vec<String> = queue
+        .log(e.id, Viewer::Asker)
+        .unwrap()
+        .into_iter()
+        .map(|a| a.action)
+        .collect();
+    assert_eq!(
+        log,
+        ["escalated", "claimed", "answered", "promoted", "retracted"]
+    );
+}
