@@ -25,6 +25,9 @@
 //! # }
 //! ```
 //!
+//! An escalated run can be queued for human reviewers with
+//! [`review::ReviewQueue`]; their answer completes it (see [`review`]).
+//!
 //! See `ARCHITECTURE.md` for how the modules fit together.
 
 pub mod confidence;

@@ -437,3 +437,68 @@ fn a_promoted_answer_is_cited_next_time_and_retracting_removes_it() {
         ["escalated", "claimed", "answered", "promoted", "retracted"]
     );
 }
+
+/// `grace review watch` shows an escalation as it arrives and records the
+/// answer typed at its prompt.
+#[test]
+fn watch_shows_new_escalations_and_takes_answers_at_the_prompt() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    register(d, "alice");
+    let mut watcher = grace_cmd(
+        d,
+        &["review", "--as", "alice", "watch", "--interval", "0.2"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut stdin = watcher.stdin.take().unwrap();
+    let mut lines = BufReader::new(watcher.stdout.take().unwrap()).lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .unwrap()
+            .contains("Watching for escalations as alice")
+    );
+
+    // Escalated after the watcher started.
+    let out = grace(d, &["ask", UNANSWERED, "--json"]);
+    let id = json(&out)["review_id"].as_i64().unwrap();
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("Options:") {
+            break;
+        }
+    }
+    assert!(
+        seen.contains(&format!("Escalation #{id} (pending)")),
+        "{seen}"
+    );
+    writeln!(stdin, "Only with an approved change request.").unwrap();
+    let started = Instant::now();
+    let q = queue(d);
+    while q.get(id, Viewer::Asker).unwrap().status != Status::Answered {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the typed answer was not recorded"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    writeln!(stdin, "q").unwrap();
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    let r = q.get(id, Viewer::Asker).unwrap().resolution.unwrap();
+    assert_eq!(r.decided_by, "reviewer:alice");
+    assert_eq!(
+        r.report.unwrap().answer.unwrap().text,
+        "Only with an approved change request."
+    );
+}
