@@ -502,3 +502,49 @@ fn watch_shows_new_escalations_and_takes_answers_at_the_prompt() {
         "Only with an approved change request."
     );
 }
+
+/// Two reviewer processes claim one escalation at the same moment: exactly
+/// one wins; a reviewer left out of `--reviewers` cannot even see it.
+#[test]
+fn two_reviewer_processes_claiming_at_once_exactly_one_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    for r in ["alice", "bob", "carol"] {
+        register(d, r);
+    }
+    let out = grace(
+        d,
+        &["ask", UNANSWERED, "--json", "--reviewers", "alice,bob"],
+    );
+    let id = json(&out)["review_id"].as_i64().unwrap().to_string();
+
+    let out = grace(d, &["review", "--as", "carol", "show", &id]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let out = grace(d, &["review", "--as", "carol", "list", "--json"]);
+    assert_eq!(json(&out), serde_json::json!([]));
+
+    let claimers: Vec<_> = ["alice", "bob"]
+        .into_iter()
+        .map(|r| {
+            grace_cmd(d, &["review", "--as", r, "claim", &id])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let codes: Vec<Option<i32>> = claimers
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap().status.code())
+        .collect();
+    let mut sorted = codes.clone();
+    sorted.sort();
+    assert_eq!(sorted, [Some(0), Some(2)], "{codes:?}");
+    let e = json(&grace(
+        d,
+        &["review", "--as", "alice", "show", &id, "--json"],
+    ));
+    let winner = if codes[0] == Some(0) { "alice" } else { "bob" };
+    assert_eq!(e["claimed_by"], winner);
+}
