@@ -5,43 +5,18 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use grace::exec::{Decision, Executor, HumanReply};
 use grace::review::{NewEscalation, ReviewAnswer, ReviewQueue, Reviewer, Status, Viewer};
 use grace::tools::ToolRegistry;
 
+use common::{grace, grace_cmd, output_text as text};
+
 /// A question the sample knowledge base does not answer, which GRACE
 /// escalates (its draft is a guess from nearby passages).
 const UNANSWERED: &str = "Can I deploy on Fridays?";
-
-fn grace_cmd(dir: &Path, args: &[&str]) -> Command {
-    let repo = common::repo();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_grace"));
-    c.args(args)
-        .current_dir(dir)
-        .env_remove("GRACE_CONFIG")
-        .env_remove("GRACE_REVIEWER")
-        .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
-        .env(
-            "GRACE_EMBEDDING__RUNTIME_PATH",
-            repo.join("models/libonnxruntime.so"),
-        );
-    c
-}
-
-fn grace(dir: &Path, args: &[&str]) -> Output {
-    grace_cmd(dir, args).output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
@@ -547,4 +522,68 @@ fn two_reviewer_processes_claiming_at_once_exactly_one_wins() {
     ));
     let winner = if codes[0] == Some(0) { "alice" } else { "bob" };
     assert_eq!(e["claimed_by"], winner);
+}
+
+/// The same "redo: hint" feedback through the HTTP API the page uses.
+#[test]
+fn redo_feedback_over_http_searches_again() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let config = kb.config().clone();
+    let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
+    let run = Executor::new(&registry, &config, 5)
+        .ask(UNANSWERED, &mut |_| {})
+        .unwrap();
+    let queue = std::sync::Arc::new(ReviewQueue::open(&config).unwrap());
+    queue
+        .register_reviewer(&Reviewer {
+            id: "alice".into(),
+            name: "Alice".into(),
+            description: String::new(),
+        })
+        .unwrap();
+    let id = queue
+        .escalate(NewEscalation {
+            report: &run,
+            collection: "grace",
+            asker: "user",
+            allowed: None,
+            timeout: None,
+        })
+        .unwrap()
+        .id;
+    // The server opens the knowledge base itself: release ours first.
+    drop(registry);
+    drop(kb);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let e: serde_json::Value = runtime.block_on(async {
+        let state = grace::serve::AppState {
+            queue: queue.clone(),
+            config: std::sync::Arc::new(config),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/v1/review/escalations/{id}/answer",
+            listener.local_addr().unwrap()
+        );
+        tokio::spawn(async move { axum::serve(listener, grace::serve::router(state)).await });
+        let res = reqwest::Client::new()
+            .post(url)
+            .header("X-Grace-Reviewer", "alice")
+            .json(&serde_json::json!({"text": "redo: change freeze and maintenance"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        res.json().await.unwrap()
+    });
+    assert_eq!(e["status"], "claimed", "{e}");
+    assert_eq!(e["run"]["plan"]["by"], "hint");
+    let settled = queue.get(id, Viewer::Asker).unwrap();
+    assert_eq!(settled.status, Status::Claimed);
+    assert!(
+        settled.resolution.is_none(),
+        "the feedback was not recorded as the answer"
+    );
 }

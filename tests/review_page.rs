@@ -7,41 +7,17 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use common::{grace, grace_cmd, output_text as text};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The W3C WebDriver key of an element reference.
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
-
-fn grace_cmd(dir: &Path, args: &[&str]) -> Command {
-    let repo = common::repo();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_grace"));
-    c.args(args)
-        .current_dir(dir)
-        .env_remove("GRACE_CONFIG")
-        .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
-        .env(
-            "GRACE_EMBEDDING__RUNTIME_PATH",
-            repo.join("models/libonnxruntime.so"),
-        );
-    c
-}
-
-fn grace(dir: &Path, args: &[&str]) -> Output {
-    grace_cmd(dir, args).output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Escalates a question through `grace ask`; returns the escalation id.
 fn escalate(dir: &Path, question: &str) -> i64 {

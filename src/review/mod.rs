@@ -11,6 +11,8 @@
 //!   shared context values with access control.
 //! - [`promote`]: a reviewed answer, on request, becomes a Markdown document
 //!   in the knowledge base (and can be retracted).
+//! - [`replan`]: feedback like "redo: look under X" searches again with the
+//!   hint instead of becoming the answer.
 //!
 //! Several processes may use the same database at once (a CLI reviewer,
 //! `grace serve`, an asker waiting): writes take SQLite's write lock
@@ -21,6 +23,7 @@ mod db;
 pub mod messages;
 pub mod promote;
 mod queue;
+pub mod replan;
 #[cfg(test)]
 mod tests;
 

@@ -9,7 +9,7 @@
 //! | `GET /v1/review/escalations/{id}` | one escalation: question, reason, run (factors, sources), options |
 //! | `POST /v1/review/escalations/{id}/claim` | take it |
 //! | `POST /v1/review/escalations/{id}/release` | give it back |
-//! | `POST /v1/review/escalations/{id}/answer` | `{"text"}` or `{"option"}`, optional `sources` `[{"source","section"}]`, `confidence`, `promote` |
+//! | `POST /v1/review/escalations/{id}/answer` | `{"text"}` or `{"option"}`, optional `sources` `[{"source","section"}]`, `confidence`, `promote`; text starting with a replan word ("redo: …") searches again instead and returns the escalation still `claimed` with a new draft |
 //! | `POST /v1/review/escalations/{id}/reject` | `{"why"}` |
 //! | `POST /v1/review/escalations/{id}/retract` | remove a promoted answer from the knowledge base |
 //! | `GET /v1/review/escalations/{id}/log` | the audit log |
@@ -251,6 +251,11 @@ async fn answer(
     };
     let promote = body.promote;
     blocking(&s, move |queue, config| {
+        if let HumanReply::Text(t) = &answer.reply
+            && let Some(hint) = crate::review::replan::hint(t, &config.review.replan_words)
+        {
+            return crate::review::replan::redraft(config, queue, id, &who, &hint);
+        }
         let resolution = queue.answer(id, &who, &answer)?;
         if promote && resolution.outcome == crate::review::Outcome::Answered {
             let kb = KnowledgeBase::open(config.clone(), OpenMode::Create)?;

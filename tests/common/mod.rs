@@ -52,3 +52,33 @@ pub fn open_sample(data: &Path) -> Arc<KnowledgeBase> {
     .unwrap();
     Arc::new(kb)
 }
+
+/// The `grace` binary, run in `dir` with the repository's model and no
+/// outside configuration (`GRACE_CONFIG`, `GRACE_REVIEWER` unset).
+pub fn grace_cmd(dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_grace"));
+    c.args(args)
+        .current_dir(dir)
+        .env_remove("GRACE_CONFIG")
+        .env_remove("GRACE_REVIEWER")
+        .env("GRACE_EMBEDDING__MODEL_DIR", repo().join("models/minilm"))
+        .env(
+            "GRACE_EMBEDDING__RUNTIME_PATH",
+            repo().join("models/libonnxruntime.so"),
+        );
+    c
+}
+
+/// Runs `grace` in `dir` (see [`grace_cmd`]) and waits for it.
+pub fn grace(dir: &Path, args: &[&str]) -> std::process::Output {
+    grace_cmd(dir, args).output().unwrap()
+}
+
+/// A command's stdout and stderr together, for assertion messages.
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

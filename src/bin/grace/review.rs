@@ -1,7 +1,6 @@
 //! `grace review …` (the reviewer's side), `grace answer ID` (the asker's
 //! side) and queueing an escalated `grace ask`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Subcommand;
@@ -154,7 +153,7 @@ pub fn run(
             let reviewer = me()?;
             if let Some(hint) = text
                 .as_deref()
-                .and_then(|t| replan_hint(t, &config.review.replan_words))
+                .and_then(|t| grace::review::replan::hint(t, &config.review.replan_words))
             {
                 return redraft(config, &queue, *id, reviewer, &hint, json);
             }
@@ -247,21 +246,6 @@ fn citation(index: usize, spec: &str) -> Citation {
     }
 }
 
-/// The hint in feedback that starts with a replan word ("redo: look under
-/// rollback" → "look under rollback").
-pub fn replan_hint(text: &str, words: &[String]) -> Option<String> {
-    let text = text.trim();
-    let first = text.split_whitespace().next()?;
-    let word = first.trim_end_matches([':', ',', '.', '!', '-']);
-    if !words.iter().any(|w| w.eq_ignore_ascii_case(word)) {
-        return None;
-    }
-    let hint = text[first.len()..]
-        .trim_start_matches([':', ',', '.', '!', '-', ' '])
-        .trim();
-    Some(hint.to_string()).filter(|h| !h.is_empty())
-}
-
 /// Runs the question again with the reviewer's hint as a second search and
 /// puts the new draft back to the reviewer.
 fn redraft(
@@ -272,24 +256,11 @@ fn redraft(
     hint: &str,
     json: bool,
 ) -> grace::Result<u8> {
-    let e = queue.get(id, Viewer::Reviewer(reviewer))?;
-    if !e.status.is_open() {
-        return Err(grace::review::ReviewError::Conflict {
-            id,
-            message: format!("is {} and can no longer be reviewed", e.status),
-        }
-        .into());
-    }
-    let kb = Arc::new(KnowledgeBase::open(config.clone(), OpenMode::Existing)?);
-    let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
-    let executor =
-        grace::exec::Executor::new(&registry, kb.config(), config.tools.rag_search.limit);
-    let run = executor.ask_with_hint(&e.question, hint, &mut |_| {})?;
-    let e = queue.redraft(id, reviewer, &run, hint)?;
+    let e = grace::review::replan::redraft(config, queue, id, reviewer, hint)?;
     output::json_or(json, &e, || {
         println!(
             "GRACE searched again with your hint (confidence {:.2}). New options:",
-            run.confidence
+            e.run.confidence
         );
         for (i, o) in e.request.options.iter().enumerate() {
             println!("  {}. {o}", i + 1);
@@ -398,7 +369,7 @@ fn watch(config: &Config, queue: &ReviewQueue, me: &str, interval: f64) -> grace
             }
             _ if line.starts_with("r ") => queue.reject(e.id, me, &line[2..]).map(|_| ()),
             _ => {
-                if let Some(hint) = replan_hint(line, &config.review.replan_words) {
+                if let Some(hint) = grace::review::replan::hint(line, &config.review.replan_words) {
                     redraft(config, queue, e.id, me, &hint, false).map(|_| ())?;
                     continue;
                 }
