@@ -10,6 +10,9 @@
 //! (`ask_user`), or a decline when the generator found nothing to answer
 //! with or no human can be asked.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -150,6 +153,9 @@ pub struct Executor<'a> {
     pub limit: usize,
     /// Makes each question's plan (the default plan without a language model).
     pub planner: Planner,
+    /// Set from anywhere to stop the run: the step in progress is abandoned
+    /// within milliseconds and the run ends with [`PlanError::Cancelled`].
+    pub cancel: Arc<AtomicBool>,
 }
 
 struct Attempt {
@@ -169,6 +175,21 @@ impl<'a> Executor<'a> {
             confidence: &config.confidence,
             limit,
             planner: Planner::new(llm),
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// This executor, stopped when `cancel` is set (a service sets it when
+    /// its client goes away or the request times out).
+    pub fn with_cancel(mut self, cancel: Arc<AtomicBool>) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    fn cancelled(&self) -> std::result::Result<(), PlanError> {
+        match self.cancel.load(Ordering::Relaxed) {
+            true => Err(PlanError::Cancelled),
+            false => Ok(()),
         }
     }
 
@@ -212,6 +233,7 @@ impl<'a> Executor<'a> {
         let enabled = self.registry.names();
         plan.validate(&enabled)?;
         let mut best = self.run(&plan, on_event);
+        self.cancelled()?;
         let mut recovered = false;
         if recover && best.level < Level::Notify {
             on_event(Event::Recovering {
@@ -220,6 +242,7 @@ impl<'a> Executor<'a> {
             let wider = default_plan(question, (self.limit * 2).max(10));
             wider.validate(&enabled)?;
             let second = self.run(&wider, on_event);
+            self.cancelled()?;
             if second.confidence > best.confidence {
                 best = second;
                 recovered = true;
@@ -273,15 +296,22 @@ impl<'a> Executor<'a> {
     fn run(&self, plan: &Plan, on_event: &mut dyn FnMut(Event<'_>)) -> Attempt {
         let mut steps: Vec<StepRecord> = Vec::new();
         for step in &plan.steps {
+            if self.cancel.load(Ordering::Relaxed) {
+                break;
+            }
             on_event(Event::StepStarted { step });
             let input = resolve(&step.input, &steps);
             let timeout = step.timeout.map(std::time::Duration::from_secs_f64);
-            let mut result = self.registry.call_within(&step.action, &input, timeout);
+            let mut result = self
+                .registry
+                .call_until(&step.action, &input, timeout, &self.cancel);
             if let (false, Some(fallback)) = (result.success, &step.fallback) {
                 tracing::info!(step = %step.id, %fallback, error = ?result.error, "step failed; trying its fallback");
                 let first_error = result.error.clone();
                 // The fallback is another tool: its own policy applies.
-                result = self.registry.call(fallback, &input);
+                result = self
+                    .registry
+                    .call_until(fallback, &input, None, &self.cancel);
                 result.suggestions.push(format!(
                     "`{}` failed ({}); this is the result of its fallback `{fallback}`",
                     step.action,

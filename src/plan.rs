@@ -62,6 +62,10 @@ pub enum PlanError {
     BadTimeout { step: String, timeout: f64 },
     #[error("the plan has {0} steps; at most {MAX_STEPS} are allowed")]
     TooLong(usize),
+    /// Not a fault of the plan: the run was stopped from outside (its
+    /// client went away, or the request ran out of time).
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 /// Steps a plan may have at most.

@@ -212,6 +212,7 @@ fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
         confidence: &confidence,
         limit: 5,
         planner: grace::plan::Planner::new(Some(Arc::new(FixedPlanner(plan.to_string())))),
+        cancel: Default::default(),
     };
     let started = std::time::Instant::now();
     let r = executor
@@ -283,6 +284,7 @@ fn a_failed_generator_escalates_with_the_reason_instead_of_declining() {
         confidence: &kb.config().confidence,
         limit: 5,
         planner: grace::plan::Planner::default(),
+        cancel: Default::default(),
     };
     let r = executor
         .ask("How do I rotate an API key?", &mut |_| {})

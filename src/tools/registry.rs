@@ -3,6 +3,7 @@
 //! transient failures and timeouts only.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -134,6 +135,20 @@ impl ToolRegistry {
     /// [`call`](Self::call) with a per-call timeout instead of the tool's
     /// `timeout_seconds` (a plan step's `timeout`).
     pub fn call_within(&self, name: &str, input: &Value, timeout: Option<Duration>) -> ToolResult {
+        self.call_until(name, input, timeout, &AtomicBool::new(false))
+    }
+
+    /// [`call_within`](Self::call_within) that also gives up, with a failed
+    /// result, as soon as `cancel` is set (checked every 20 ms while the
+    /// tool runs, and before each retry). The tool's thread is left to
+    /// finish and its result discarded, as after a timeout.
+    pub fn call_until(
+        &self,
+        name: &str,
+        input: &Value,
+        timeout: Option<Duration>,
+        cancel: &AtomicBool,
+    ) -> ToolResult {
         let started = Instant::now();
         let Some((tool, policy)) = self.tools.iter().find(|(t, _)| t.name() == name) else {
             let e = ToolError::new(
@@ -151,14 +166,18 @@ impl ToolRegistry {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = call_with_timeout(tool.clone(), input.clone(), timeout);
+            let outcome = call_with_timeout(tool.clone(), input.clone(), timeout, cancel);
             match outcome {
                 Ok(mut result) => {
                     result.duration = started.elapsed();
                     result.attempts = attempt;
                     return result;
                 }
-                Err(e) if e.is_retryable() && attempt <= policy.retry_count => {
+                Err(e)
+                    if e.is_retryable()
+                        && attempt <= policy.retry_count
+                        && !cancel.load(Ordering::Relaxed) =>
+                {
                     tracing::info!(tool = name, attempt, error = %e, ?delay, "retrying");
                     std::thread::sleep(delay);
                     delay *= 2;
@@ -174,11 +193,16 @@ impl ToolRegistry {
     }
 }
 
-/// Runs one attempt on its own thread and waits at most `timeout`.
+/// How often a waiting call looks at its cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// Runs one attempt on its own thread and waits at most `timeout`, or
+/// until `cancel` is set.
 fn call_with_timeout(
     tool: Arc<dyn Tool>,
     input: Value,
     timeout: Duration,
+    cancel: &AtomicBool,
 ) -> Result<ToolResult, ToolError> {
     let name = tool.name();
     let (tx, rx) = mpsc::channel();
@@ -195,18 +219,30 @@ fn call_with_timeout(
             format!("cannot start a thread: {e}"),
         ));
     }
-    match rx.recv_timeout(timeout) {
-        Ok(outcome) => outcome,
-        Err(mpsc::RecvTimeoutError::Timeout) => Err(ToolError::new(
-            name,
-            ToolErrorKind::Timeout,
-            format!("no result within {:.1} s", timeout.as_secs_f64()),
-        )),
-        Err(mpsc::RecvTimeoutError::Disconnected) => Err(ToolError::new(
-            name,
-            ToolErrorKind::Failed,
-            "the tool panicked",
-        )),
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(ToolError::new(name, ToolErrorKind::Failed, "cancelled"));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left.min(CANCEL_POLL)) {
+            Ok(outcome) => return outcome,
+            Err(mpsc::RecvTimeoutError::Timeout) if left > CANCEL_POLL => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                return Err(ToolError::new(
+                    name,
+                    ToolErrorKind::Timeout,
+                    format!("no result within {:.1} s", timeout.as_secs_f64()),
+                ));
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(ToolError::new(
+                    name,
+                    ToolErrorKind::Failed,
+                    "the tool panicked",
+                ));
+            }
+        }
     }
 }
 
