@@ -68,6 +68,7 @@ impl Error {
                 IngestError::Manifest { .. } | IngestError::Io { .. } => EXIT_FAILURE,
             },
             Error::Lexical(_) | Error::Server(_) => EXIT_FAILURE,
+            Error::Plan(crate::plan::PlanError::Cancelled) => EXIT_FAILURE,
             Error::Plan(_) => EXIT_BAD_INPUT,
             Error::Tool(e) => match e.kind {
                 crate::tools::ToolErrorKind::Unknown => EXIT_BAD_INPUT,
@@ -102,8 +103,10 @@ fn embed_code(e: &EmbedError) -> u8 {
 
 fn store_code(e: &StoreError) -> u8 {
     match e {
-        StoreError::NotFound { .. } => EXIT_NOT_FOUND,
-        StoreError::DimensionMismatch { .. } => EXIT_BAD_INPUT,
+        StoreError::NotFound { .. } | StoreError::CollectionNotFound { .. } => EXIT_NOT_FOUND,
+        StoreError::DimensionMismatch { .. }
+        | StoreError::Unauthorized { .. }
+        | StoreError::Incompatible { .. } => EXIT_BAD_INPUT,
         _ => EXIT_FAILURE,
     }
 }

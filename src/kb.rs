@@ -15,6 +15,7 @@ use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
 use crate::lexical::LexicalEncoder;
 use crate::search::{Passage, SearchRequest};
 use crate::store::edge::EdgeStore;
+use crate::store::qdrant::QdrantStore;
 use crate::store::{PayloadFilter, QueryVector, StoreInfo, StoreQuery, VectorStore};
 
 /// An opened knowledge base.
@@ -47,15 +48,7 @@ impl KnowledgeBase {
         embedder: Arc<dyn Embedder>,
         mode: OpenMode,
     ) -> Result<Self> {
-        let store: Box<dyn VectorStore> = match config.storage.backend {
-            Backend::Edge => {
-                let dir = config.collection_dir();
-                Box::new(match mode {
-                    OpenMode::Existing => EdgeStore::open_existing(&dir)?,
-                    OpenMode::Create => EdgeStore::open_or_create(&dir, embedder.dimension())?,
-                })
-            }
-        };
+        let store = open_store(&config, mode, embedder.dimension())?;
         Ok(Self {
             config,
             store,
@@ -167,13 +160,36 @@ impl KnowledgeBase {
     }
 }
 
+/// Opens the store `config.storage.backend` names: an existing collection,
+/// or one created for `dimension`-sized dense vectors if missing.
+pub(crate) fn open_store(
+    config: &Config,
+    mode: OpenMode,
+    dimension: usize,
+) -> Result<Box<dyn VectorStore>> {
+    Ok(match (config.storage.backend, mode) {
+        (Backend::Edge, OpenMode::Existing) => {
+            Box::new(EdgeStore::open_existing(&config.collection_dir())?)
+        }
+        (Backend::Edge, OpenMode::Create) => Box::new(EdgeStore::open_or_create(
+            &config.collection_dir(),
+            dimension,
+        )?),
+        (Backend::Qdrant, OpenMode::Existing) => {
+            Box::new(QdrantStore::open_existing(&config.qdrant)?)
+        }
+        (Backend::Qdrant, OpenMode::Create) => {
+            Box::new(QdrantStore::open_or_create(&config.qdrant, dimension)?)
+        }
+    })
+}
+
 /// The status of the configured collection without loading the embedding
 /// model, so it also answers when the model files are missing (the problem
 /// is then reported in [`Status::model`]).
 pub fn status(config: &Config) -> Result<Status> {
-    let store: Box<dyn VectorStore> = match config.storage.backend {
-        Backend::Edge => Box::new(EdgeStore::open_existing(&config.collection_dir())?),
-    };
+    // The dimension only matters when creating.
+    let store = open_store(config, OpenMode::Existing, 0)?;
     let embedder = FastEmbedder::new(&config.embedding);
     let model = match &embedder {
         Ok(e) => Ok(e.model_id()),
@@ -205,8 +221,8 @@ fn collect_status(
     };
     Ok(Status {
         collection: config.qdrant.collection.clone(),
-        backend: "edge".to_string(),
-        path: config.collection_dir(),
+        backend: config.storage.backend.as_str().to_string(),
+        path: config.collection_location(),
         store: store.info()?,
         sources,
         pending_sources: pending,
@@ -223,6 +239,8 @@ fn collect_status(
 pub struct Status {
     pub collection: String,
     pub backend: String,
+    /// Where the collection lives: its folder (`edge`), or
+    /// `<url>/collections/<name>` on a Qdrant server (`qdrant`).
     pub path: PathBuf,
     pub store: StoreInfo,
     pub sources: usize,

@@ -40,10 +40,12 @@ pub mod ingest;
 mod kb;
 pub mod lexical;
 pub mod llm;
+pub mod mcp;
 pub mod plan;
 pub mod review;
 pub mod search;
 pub mod serve;
+pub mod service;
 pub mod store;
 pub mod tools;
 
@@ -51,3 +53,4 @@ pub use config::Config;
 pub use error::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_ANSWERED, EXIT_NOT_FOUND, Error, Result};
 pub use kb::{KnowledgeBase, OpenMode, Status, status};
 pub use search::Passage;
+pub use service::{AskOptions, AskOutcome, Grace, GraceBuilder, RunCounts, RunEvent, RunStream};

@@ -552,16 +552,17 @@ fn redo_feedback_over_http_searches_again() {
         })
         .unwrap()
         .id;
-    // The server opens the knowledge base itself: release ours first.
+    // The server holds the knowledge base itself: release ours first.
     drop(registry);
     drop(kb);
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    let service = grace::Grace::builder(config)
+        .embedder(common::embedder())
+        .build()
+        .unwrap();
     let e: serde_json::Value = runtime.block_on(async {
-        let state = grace::serve::AppState {
-            queue: queue.clone(),
-            config: std::sync::Arc::new(config),
-        };
+        let state = grace::serve::AppState::new(service);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!(
             "http://{}/v1/review/escalations/{id}/answer",

@@ -2,6 +2,8 @@
 //! success and each error status, reviewer visibility, messages, context,
 //! and an asker waiting on `/v1/escalations/{id}?wait=`.
 
+mod common;
+
 use std::sync::Arc;
 
 use grace::confidence::Level;
@@ -53,9 +55,12 @@ struct Server {
 impl Server {
     async fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = grace::Config::default();
-        config.storage.data_dir = dir.path().to_path_buf();
-        let queue = Arc::new(ReviewQueue::open(&config).unwrap());
+        let config = common::config(dir.path());
+        let grace = grace::Grace::builder(config)
+            .embedder(common::embedder())
+            .build()
+            .unwrap();
+        let queue: Arc<ReviewQueue> = grace.escalations().clone();
         for id in ["alice", "bob"] {
             queue
                 .register_reviewer(&Reviewer {
@@ -65,10 +70,7 @@ impl Server {
                 })
                 .unwrap();
         }
-        let state = AppState {
-            queue: queue.clone(),
-            config: Arc::new(config),
-        };
+        let state = AppState::new(grace);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, router(state)).await });

@@ -230,8 +230,20 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
         .must_find(&format!("section.escalation[data-id='{first}']"))
         .await;
 
-    // A new escalation appears without reloading the page.
-    let second = escalate(d, "Is there a deploy freeze in December?");
+    // A new escalation, asked through the server's API (which holds the
+    // knowledge base now), appears without reloading the page.
+    let asked: Value = http
+        .post(format!("{base}/v1/ask"))
+        .json(&json!({"question": "Is there a deploy freeze in December?"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let second = asked["review_id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not escalated: {asked}"));
     let card = format!("section.escalation[data-id='{second}']");
     browser.must_find(&card).await;
     let question = browser.text_of(&format!("{card} h2")).await;

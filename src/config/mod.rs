@@ -35,6 +35,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub llm: LlmConfig,
     pub review: ReviewConfig,
+    pub server: ServerConfig,
+    pub mcp: McpConfig,
 }
 
 /// Where and how the knowledge base is stored.
@@ -43,7 +45,8 @@ pub struct Config {
 pub struct StorageConfig {
     /// Folder holding the vector store and the ingest manifest.
     pub data_dir: PathBuf,
-    /// Vector store backend. `edge`: embedded qdrant-edge, on disk, in process.
+    /// Vector store backend. `edge`: embedded qdrant-edge, on disk, in
+    /// process; `qdrant`: a Qdrant server (or cluster) at `qdrant.url`.
     pub backend: Backend,
 }
 
@@ -53,6 +56,19 @@ pub struct StorageConfig {
 pub enum Backend {
     /// Embedded qdrant-edge shard in `storage.data_dir`.
     Edge,
+    /// A Qdrant server or cluster over gRPC (`qdrant.url`); the ingest
+    /// manifest stays in `storage.data_dir`.
+    Qdrant,
+}
+
+impl Backend {
+    /// The name used in the configuration (`edge`, `qdrant`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Edge => "edge",
+            Backend::Qdrant => "qdrant",
+        }
+    }
 }
 
 impl Default for StorageConfig {
@@ -138,13 +154,23 @@ impl Default for IngestConfig {
     }
 }
 
-/// The collection and how it is searched.
+/// The collection, how it is searched, and the Qdrant server it lives on
+/// when `storage.backend` is `qdrant`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QdrantConfig {
     /// Collection name; the embedded store keeps it in
     /// `<data_dir>/collections/<collection>`.
     pub collection: String,
+    /// gRPC URL of the Qdrant server (`storage.backend: qdrant`): `http://`
+    /// or `https://` (TLS), port 6334 by default (6333 is its REST port).
+    pub url: String,
+    /// API key sent to the Qdrant server; empty: none. Best set through
+    /// `GRACE_QDRANT__API_KEY` rather than in a file.
+    pub api_key: String,
+    /// Seconds one request to the Qdrant server may take (also the
+    /// connection timeout).
+    pub timeout_seconds: f64,
     /// Passages returned by a search when `-k` is not given.
     pub search_limit: usize,
     /// Passages whose dense cosine similarity is below this are dropped.
@@ -168,6 +194,9 @@ impl Default for QdrantConfig {
     fn default() -> Self {
         Self {
             collection: "grace".to_string(),
+            url: "http://localhost:6334".to_string(),
+            api_key: String::new(),
+            timeout_seconds: 10.0,
             search_limit: 5,
             score_threshold: 0.0,
             hybrid: true,
@@ -396,6 +425,71 @@ impl Default for ReviewConfig {
     }
 }
 
+/// `grace serve`: the HTTP API (see [`crate::serve`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on when `--bind` is not given.
+    pub bind: String,
+    /// Bearer token every endpoint but `/health`, `/openapi.json` and the
+    /// reviewer page requires; empty: no authentication, and the server
+    /// refuses to bind beyond loopback. Best set through
+    /// `GRACE_SERVER__API_KEY` rather than in a file.
+    pub api_key: String,
+    /// A second token that opens the review endpoints (and only those), for
+    /// reviewers; empty: reviewers use `api_key`.
+    pub reviewer_api_key: String,
+    /// Largest request body in bytes (uploads included); larger gets 413.
+    pub max_body_bytes: usize,
+    /// Seconds a request may take (`?wait=` on an escalation excepted);
+    /// longer gets 504 and its run is cancelled.
+    pub request_timeout: f64,
+    /// Asks, searches and ingests served at once; more get 429.
+    pub max_concurrency: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8080".to_string(),
+            api_key: String::new(),
+            reviewer_api_key: String::new(),
+            max_body_bytes: 10 * 1024 * 1024,
+            request_timeout: 60.0,
+            max_concurrency: 16,
+        }
+    }
+}
+
+/// `grace mcp`: the MCP tool server (see [`crate::mcp`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Tools offered to MCP clients; a registry tool (`rag_search`,
+    /// `reasoning`, `ask_user`) also needs to be in `tools.enabled`.
+    pub tools: Vec<String>,
+    /// Seconds an `ask` or `ingest` call may take (registry tools keep
+    /// their own `tools.<name>.timeout_seconds`).
+    pub timeout_seconds: f64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            tools: [
+                "ask",
+                "rag_search",
+                "ingest",
+                "list_escalations",
+                "answer_escalation",
+            ]
+            .map(String::from)
+            .to_vec(),
+            timeout_seconds: 120.0,
+        }
+    }
+}
+
 /// `ask_user`: a structured question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -591,12 +685,57 @@ impl Config {
             .join(&self.qdrant.collection)
     }
 
-    /// Path of the ingest manifest of the configured collection.
+    /// Path of the ingest manifest of the configured collection: what the
+    /// store holds, per source. Each backend has its own (a Qdrant
+    /// server's per server URL), because each holds its own points:
+    /// `manifests/<collection>.json` for `edge`,
+    /// `manifests/qdrant/<host>_<port>/<collection>.json` for `qdrant`.
     pub fn manifest_path(&self) -> PathBuf {
-        self.storage
-            .data_dir
-            .join("manifests")
-            .join(format!("{}.json", self.qdrant.collection))
+        let manifests = self.storage.data_dir.join("manifests");
+        let file = format!("{}.json", self.qdrant.collection);
+        match self.storage.backend {
+            Backend::Edge => manifests.join(file),
+            Backend::Qdrant => manifests
+                .join("qdrant")
+                .join(server_folder_name(&self.qdrant.url))
+                .join(file),
+        }
+    }
+
+    /// Where the configured collection lives, for people: the embedded
+    /// store's folder, or `<url>/collections/<collection>` on a server.
+    pub fn collection_location(&self) -> PathBuf {
+        match self.storage.backend {
+            Backend::Edge => self.collection_dir(),
+            Backend::Qdrant => PathBuf::from(format!(
+                "{}/collections/{}",
+                self.qdrant.url.trim_end_matches('/'),
+                self.qdrant.collection
+            )),
+        }
+    }
+}
+
+/// A folder name for a server URL: `http://db.example:6334/` →
+/// `db.example_6334` (scheme dropped, every other character that is not a
+/// letter, digit, `.` or `-` replaced by `_`).
+fn server_folder_name(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let name: String = rest
+        .trim_end_matches('/')
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "server".to_string()
+    } else {
+        name
     }
 }
 

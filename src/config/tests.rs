@@ -104,6 +104,36 @@ fn env_overrides_reach_nested_keys() {
 }
 
 #[test]
+fn qdrant_server_backend_from_the_environment() {
+    let env = vars(&[
+        ("GRACE_STORAGE__BACKEND", "qdrant"),
+        ("GRACE_QDRANT__URL", "https://db.example:6334/"),
+        ("GRACE_QDRANT__API_KEY", "s3cret-key"),
+        ("GRACE_QDRANT__TIMEOUT_SECONDS", "2.5"),
+    ]);
+    let c = Config::load_with_env(None, &env).unwrap();
+    assert_eq!(c.storage.backend, crate::config::Backend::Qdrant);
+    assert_eq!(c.qdrant.url, "https://db.example:6334/");
+    assert_eq!(c.qdrant.api_key, "s3cret-key");
+    assert_eq!(c.qdrant.timeout_seconds, 2.5);
+    // Each backend (and each server) keeps its own manifest.
+    assert_eq!(
+        c.manifest_path(),
+        Path::new(".grace/manifests/qdrant/db.example_6334/grace.json")
+    );
+    assert_eq!(
+        c.collection_location(),
+        Path::new("https://db.example:6334/collections/grace")
+    );
+    let edge = Config::default();
+    assert_eq!(
+        edge.manifest_path(),
+        Path::new(".grace/manifests/grace.json")
+    );
+    assert_eq!(edge.collection_location(), edge.collection_dir());
+}
+
+#[test]
 fn env_override_with_a_wrong_type_names_the_variable() {
     let err = Config::load_with_env(None, &vars(&[("GRACE_QDRANT__SEARCH_LIMIT", "many")]))
         .unwrap_err()
@@ -200,6 +230,19 @@ fn out_of_range_values_name_key_and_line() {
             2,
         ),
         ("qdrant:\n  collection: \"a b\"\n", "qdrant.collection", 2),
+        ("qdrant:\n  url: localhost:6334\n", "qdrant.url", 2),
+        ("qdrant:\n  url: \"http://\"\n", "qdrant.url", 2),
+        ("qdrant:\n  api_key: \"a b\"\n", "qdrant.api_key", 2),
+        (
+            "qdrant:\n  timeout_seconds: 0\n",
+            "qdrant.timeout_seconds",
+            2,
+        ),
+        (
+            "qdrant:\n  timeout_seconds: .inf\n",
+            "qdrant.timeout_seconds",
+            2,
+        ),
         ("ingest:\n  chunk_size: 5\n", "ingest.chunk_size", 2),
         (
             "ingest:\n  chunk_size: 100\n  chunk_overlap: 60\n",

@@ -14,6 +14,8 @@ fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
 /// Checks every value that the types alone do not constrain.
 pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_review(&c.review)?;
+    validate_server(&c.server)?;
+    validate_mcp(&c.mcp)?;
     if c.storage.data_dir.as_os_str().is_empty() {
         return Err(invalid("storage.data_dir", "must not be empty"));
     }
@@ -97,6 +99,7 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             ),
         ));
     }
+    validate_qdrant_server(q)?;
     if !(1..=1000).contains(&q.search_limit) {
         return Err(invalid(
             "qdrant.search_limit",
@@ -296,6 +299,109 @@ fn validate_review(r: &super::ReviewConfig) -> Result<()> {
         return Err(invalid(
             "review.replan_words",
             format!("{w:?} must be one word"),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_server(s: &super::ServerConfig) -> Result<()> {
+    if s.bind.parse::<std::net::SocketAddr>().is_err() {
+        return Err(invalid(
+            "server.bind",
+            format!(
+                "{:?} is not an address and port such as 127.0.0.1:8080",
+                s.bind
+            ),
+        ));
+    }
+    for (key, value) in [
+        ("server.api_key", &s.api_key),
+        ("server.reviewer_api_key", &s.reviewer_api_key),
+    ] {
+        if !value.is_empty() && (value.len() < 16 || value.contains(char::is_whitespace)) {
+            return Err(invalid(
+                key,
+                "must be empty or at least 16 characters without spaces".to_string(),
+            ));
+        }
+    }
+    if s.max_body_bytes < 1024 {
+        return Err(invalid(
+            "server.max_body_bytes",
+            format!("{} is below the least useful size, 1024", s.max_body_bytes),
+        ));
+    }
+    if !(s.request_timeout.is_finite() && s.request_timeout > 0.0) {
+        return Err(invalid(
+            "server.request_timeout",
+            format!("{} must be a number of seconds above 0", s.request_timeout),
+        ));
+    }
+    if !(1..=1024).contains(&s.max_concurrency) {
+        return Err(invalid(
+            "server.max_concurrency",
+            format!("{} is out of range 1..=1024", s.max_concurrency),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_mcp(m: &super::McpConfig) -> Result<()> {
+    if let Some(unknown) = m
+        .tools
+        .iter()
+        .find(|t| !crate::mcp::MCP_TOOL_NAMES.contains(&t.as_str()))
+    {
+        return Err(invalid(
+            "mcp.tools",
+            format!(
+                "unknown tool `{unknown}` (known: {})",
+                crate::mcp::MCP_TOOL_NAMES.join(", ")
+            ),
+        ));
+    }
+    if !(m.timeout_seconds.is_finite() && m.timeout_seconds > 0.0) {
+        return Err(invalid(
+            "mcp.timeout_seconds",
+            format!("{} must be a number of seconds above 0", m.timeout_seconds),
+        ));
+    }
+    Ok(())
+}
+
+/// The Qdrant server keys: checked whatever the backend, so a mistake shows
+/// before the day the backend is switched.
+fn validate_qdrant_server(q: &super::QdrantConfig) -> Result<()> {
+    let rest = q
+        .url
+        .strip_prefix("http://")
+        .or_else(|| q.url.strip_prefix("https://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    match host {
+        Some(h) if !h.is_empty() && !h.starts_with(':') && !h.contains(char::is_whitespace) => {}
+        _ => {
+            return Err(invalid(
+                "qdrant.url",
+                format!(
+                    "{:?} is not an http(s) URL with a host, such as http://localhost:6334 (the gRPC port)",
+                    q.url
+                ),
+            ));
+        }
+    }
+    if q.api_key
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(invalid(
+            "qdrant.api_key",
+            "must not contain spaces or control characters".to_string(),
+        ));
+    }
+    if !(q.timeout_seconds.is_finite() && q.timeout_seconds > 0.0 && q.timeout_seconds <= 3600.0) {
+        return Err(invalid(
+            "qdrant.timeout_seconds",
+            format!("{} is out of range (0, 3600]", q.timeout_seconds),
         ));
     }
     Ok(())

@@ -194,6 +194,9 @@ pub fn run(
     let temp = TempDir::new()?;
     let mut config = config.clone();
     config.storage.data_dir = temp.0.clone();
+    // Always the embedded store: the evaluation corpus must never be
+    // written into a configured Qdrant server's collection.
+    config.storage.backend = crate::config::Backend::Edge;
     let kb = KnowledgeBase::with_embedder(config, embedder, OpenMode::Create)?;
     let ingest = kb.ingest(&[corpus], &IngestOptions::default(), &mut |_| {})?;
 

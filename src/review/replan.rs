@@ -46,7 +46,27 @@ pub fn redraft(
     }
     let kb = Arc::new(KnowledgeBase::open(config.clone(), OpenMode::Existing)?);
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
-    let executor = Executor::new(&registry, kb.config(), config.tools.rag_search.limit);
+    redraft_with(&registry, config, queue, id, reviewer, hint)
+}
+
+/// [`redraft`] with tools already open (a server holding the knowledge base).
+pub fn redraft_with(
+    registry: &ToolRegistry,
+    config: &Config,
+    queue: &ReviewQueue,
+    id: i64,
+    reviewer: &str,
+    hint: &str,
+) -> crate::Result<Escalation> {
+    let e = queue.get(id, Viewer::Reviewer(reviewer))?;
+    if !e.status.is_open() {
+        return Err(ReviewError::Conflict {
+            id,
+            message: format!("is {} and can no longer be reviewed", e.status),
+        }
+        .into());
+    }
+    let executor = Executor::new(registry, config, config.tools.rag_search.limit);
     let run = executor.ask_with_hint(&e.question, hint, &mut |_| {})?;
     Ok(queue.redraft(id, reviewer, &run, hint)?)
 }

@@ -1,64 +1,123 @@
-//! `grace serve`: the HTTP server (axum). Today it serves the reviewer web
-//! page and the review endpoints it uses, which are also the endpoints
-//! service backends use to review and to collect answers (see
-//! [`review_api`] for the reference). The rest of the API (ask, search,
-//! ingest, auth) comes with the service issue; until then the server only
-//! listens on loopback.
+//! `grace serve`: the HTTP API (axum) over one shared [`Grace`] handle.
+//!
+//! - [`api`]: `POST /v1/ask` (JSON, or server-sent events), `/v1/search`,
+//!   `/v1/ingest`, `GET /v1/status`;
+//! - [`review_api`]: the review endpoints, also used by the reviewer page
+//!   at `/review`;
+//! - [`gate`]: what every request passes first: 503 while shutting down,
+//!   bearer-token auth, 429 beyond `server.max_concurrency`, the request
+//!   timeout, and JSON bodies for every error;
+//! - [`openapi`]: the OpenAPI document at `/openapi.json`.
+//!
+//! Without `server.api_key` the server refuses to bind beyond loopback.
+//! On Ctrl-C or SIGTERM it stops accepting work (503), finishes the
+//! requests in flight, and flushes the store.
 
+pub mod api;
+pub mod error;
+pub mod gate;
+pub mod openapi;
 pub mod review_api;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::Router;
+use axum::middleware::from_fn_with_state;
 use axum::response::{Html, Redirect};
-use axum::routing::get;
+use axum::routing::{get, post};
+use tokio::sync::Semaphore;
 
-use crate::review::ReviewQueue;
-use crate::{Config, Error, Result};
+use crate::{Config, Error, Grace, Result};
 
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
-    pub queue: Arc<ReviewQueue>,
-    /// For promotion, which opens the knowledge base when it is needed (so
-    /// that `grace ask` and `grace ingest` can use it the rest of the time).
-    pub config: Arc<Config>,
+    pub grace: Grace,
+    pub gate: Arc<Gate>,
+}
+
+/// The server's limits and switches (see [`gate`]).
+pub struct Gate {
+    /// Permits for asks, searches and ingests in progress.
+    pub permits: Arc<Semaphore>,
+    pub max_concurrency: usize,
+    /// Set on Ctrl-C/SIGTERM: new requests get 503.
+    pub shutting_down: AtomicBool,
+    /// `server.api_key`; empty: no authentication.
+    pub api_key: String,
+    /// `server.reviewer_api_key`; empty: reviewers use `api_key`.
+    pub reviewer_api_key: String,
+    pub timeout: Duration,
+}
+
+impl AppState {
+    /// The state for `grace` with its configured `server` settings.
+    pub fn new(grace: Grace) -> Self {
+        let s = &grace.config().server;
+        let gate = Gate {
+            permits: Arc::new(Semaphore::new(s.max_concurrency)),
+            max_concurrency: s.max_concurrency,
+            shutting_down: AtomicBool::new(false),
+            api_key: s.api_key.clone(),
+            reviewer_api_key: s.reviewer_api_key.clone(),
+            timeout: Duration::from_secs_f64(s.request_timeout),
+        };
+        Self {
+            grace,
+            gate: Arc::new(gate),
+        }
+    }
 }
 
 /// The reviewer page: vanilla HTML and JavaScript over the review endpoints.
 const REVIEW_PAGE: &str = include_str!("review_page.html");
 
-/// The router: the page, `/health`, and the review endpoints.
+/// The whole router.
 pub fn router(state: AppState) -> Router {
+    // Work that costs CPU: bounded by `server.max_concurrency`.
+    let work = Router::new()
+        .route("/v1/ask", post(api::ask))
+        .route("/v1/search", post(api::search))
+        .route("/v1/ingest", post(api::ingest))
+        .route_layer(from_fn_with_state(state.clone(), gate::limit));
     Router::new()
         .route("/", get(|| async { Redirect::to("/review") }))
         .route("/review", get(|| async { Html(REVIEW_PAGE) }))
-        .route(
-            "/health",
-            get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
-        )
+        .route("/health", get(gate::health))
+        .route("/openapi.json", get(openapi::document))
+        .route("/v1/status", get(api::status))
+        .merge(work)
         .merge(review_api::routes())
-        .layer(axum::extract::DefaultBodyLimit::max(1024 * 1024))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            state.grace.config().server.max_body_bytes,
+        ))
+        .layer(from_fn_with_state(state.clone(), gate::timeout))
+        .layer(from_fn_with_state(state.clone(), gate::authenticate))
+        .layer(from_fn_with_state(
+            state.clone(),
+            gate::refuse_when_shutting_down,
+        ))
+        .layer(axum::middleware::from_fn(gate::json_errors))
         .with_state(state)
 }
 
-/// Serves until Ctrl-C or SIGTERM, then finishes the requests in flight.
+/// Serves until Ctrl-C or SIGTERM, then finishes the requests in flight
+/// and flushes the store.
 pub fn serve(config: Config, bind: SocketAddr) -> Result<()> {
-    if !bind.ip().is_loopback() {
+    if !bind.ip().is_loopback() && config.server.api_key.is_empty() {
         return Err(Error::InvalidInput(format!(
-            "refusing to listen on {bind}: without API keys (not built yet) the server only binds to loopback, e.g. 127.0.0.1:8080"
+            "refusing to listen on {bind} without authentication: set server.api_key \
+             (GRACE_SERVER__API_KEY) or bind to loopback, e.g. 127.0.0.1:8080"
         )));
     }
-    let queue = Arc::new(ReviewQueue::open(&config)?);
-    let state = AppState {
-        queue,
-        config: Arc::new(config),
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Server(format!("cannot start the runtime: {e}")))?;
+    let state = AppState::new(Grace::open(config)?);
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
@@ -67,12 +126,34 @@ pub fn serve(config: Config, bind: SocketAddr) -> Result<()> {
             .local_addr()
             .map_err(|e| Error::Server(format!("cannot listen on {bind}: {e}")))?;
         tracing::info!(%local, "serving");
-        eprintln!("GRACE is serving the reviewer page on http://{local}/review (Ctrl-C stops)");
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-            .map_err(|e| Error::Server(format!("stopped: {e}")))
-    })
+        eprintln!(
+            "GRACE is serving http://{local} (API reference: /openapi.json, reviewer page: /review; Ctrl-C stops)"
+        );
+        run(listener, state, shutdown_signal()).await
+    })?;
+    eprintln!("GRACE stopped; the store is flushed.");
+    Ok(())
+}
+
+/// Serves on `listener` until `shutdown` completes; then refuses new work
+/// (503), finishes the requests in flight and flushes the store.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let gate = state.gate.clone();
+    let grace = state.grace.clone();
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            gate.shutting_down.store(true, Ordering::SeqCst);
+        })
+        .await
+        .map_err(|e| Error::Server(format!("stopped: {e}")))?;
+    tokio::task::spawn_blocking(move || grace.flush())
+        .await
+        .map_err(|e| Error::Server(format!("flushing the store failed: {e}")))?
 }
 
 async fn shutdown_signal() {

@@ -19,24 +19,23 @@
 //! | `POST /v1/review/messages/{id}/read`, `.../archive` | move a message on |
 //! | `GET, PUT /v1/review/context/{key}` | read; write `{"value", "allowed"?}` (owner = the reviewer) |
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
+use super::error::ApiError;
+use crate::Grace;
 use crate::exec::HumanReply;
 use crate::review::{
     Access, MessageStatus, ReviewAnswer, ReviewError, ReviewQueue, Reviewer, Status, Viewer,
 };
 use crate::tools::Citation;
-use crate::{Error, KnowledgeBase, OpenMode};
 
 /// The header naming the reviewer.
 pub const REVIEWER_HEADER: &str = "x-grace-reviewer";
@@ -62,76 +61,15 @@ pub(super) fn routes() -> Router<AppState> {
         )
 }
 
-/// An error as the API reports it.
-pub struct ApiError {
-    status: StatusCode,
-    kind: &'static str,
-    message: String,
-}
-
-impl ApiError {
-    fn bad_request(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            kind: "invalid_request",
-            message: message.into(),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = json!({"error": {"type": self.kind, "message": self.message}});
-        (self.status, Json(body)).into_response()
-    }
-}
-
-impl From<Error> for ApiError {
-    fn from(e: Error) -> Self {
-        let (status, kind) = match &e {
-            Error::Review(r) => review_status(r),
-            Error::InvalidInput(_) | Error::Config(_) => {
-                (StatusCode::BAD_REQUEST, "invalid_request")
-            }
-            Error::Store(crate::store::StoreError::Busy { .. }) => {
-                (StatusCode::SERVICE_UNAVAILABLE, "busy")
-            }
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
-        Self {
-            status,
-            kind,
-            message: e.to_string(),
-        }
-    }
-}
-
-impl From<ReviewError> for ApiError {
-    fn from(e: ReviewError) -> Self {
-        Error::Review(e).into()
-    }
-}
-
-fn review_status(e: &ReviewError) -> (StatusCode, &'static str) {
-    match e {
-        ReviewError::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
-        ReviewError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
-        ReviewError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
-        ReviewError::WaitTimedOut { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-    }
-}
-
 type ApiResult = std::result::Result<Json<Value>, ApiError>;
 
 /// Runs blocking queue work off the async threads.
 async fn blocking<T: serde::Serialize + Send + 'static>(
     state: &AppState,
-    f: impl FnOnce(&ReviewQueue, &crate::Config) -> crate::Result<T> + Send + 'static,
+    f: impl FnOnce(&ReviewQueue, &Grace) -> crate::Result<T> + Send + 'static,
 ) -> ApiResult {
-    let queue = state.queue.clone();
-    let config = state.config.clone();
-    let out = tokio::task::spawn_blocking(move || f(&queue, &config))
+    let grace = state.grace.clone();
+    let out = tokio::task::spawn_blocking(move || f(grace.escalations(), &grace))
         .await
         .map_err(|e| ApiError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
@@ -156,13 +94,14 @@ fn require_reviewer(headers: &HeaderMap) -> std::result::Result<String, ApiError
 }
 
 #[derive(Deserialize)]
-struct ListQuery {
+pub(crate) struct ListQuery {
     status: Option<String>,
     #[serde(default)]
     all: bool,
 }
 
-async fn list(
+#[utoipa::path(get, path = "/v1/review/escalations", params(("status" = Option<String>, Query, description = "pending, claimed, answered, rejected, expired or cancelled"), ("all" = Option<bool>, Query, description = "settled ones too"), ("x-grace-reviewer" = Option<String>, Header, description = "the reviewer")), responses((status = 200, description = "Escalations this reviewer may see (open ones by default)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn list(
     State(s): State<AppState>,
     headers: HeaderMap,
     Query(q): Query<ListQuery>,
@@ -180,7 +119,12 @@ async fn list(
     .await
 }
 
-async fn show(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> ApiResult {
+#[utoipa::path(get, path = "/v1/review/escalations/{id}", params(("id" = i64, Path), ("x-grace-reviewer" = Option<String>, Header)), responses((status = 200, description = "One escalation: question, reason, run (factors, sources), options", body = Object), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn show(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> ApiResult {
     let who = reviewer(&headers);
     blocking(&s, move |queue, _| {
         Ok(queue.get(id, who.as_deref().map_or(Viewer::Anyone, Viewer::Reviewer))?)
@@ -188,19 +132,29 @@ async fn show(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>
     .await
 }
 
-async fn claim(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> ApiResult {
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/claim", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Claims it for this reviewer", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn claim(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> ApiResult {
     let who = require_reviewer(&headers)?;
     blocking(&s, move |queue, _| Ok(queue.claim(id, &who)?)).await
 }
 
-async fn release(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> ApiResult {
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/release", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Gives a claim back", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn release(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> ApiResult {
     let who = require_reviewer(&headers)?;
     blocking(&s, move |queue, _| Ok(queue.release(id, &who)?)).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct AnswerBody {
+pub(crate) struct AnswerBody {
     text: Option<String>,
     option: Option<usize>,
     #[serde(default)]
@@ -210,14 +164,15 @@ struct AnswerBody {
     promote: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SourceBody {
+pub(crate) struct SourceBody {
     source: String,
     section: Option<String>,
 }
 
-async fn answer(
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn answer(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<i64>,
@@ -250,28 +205,28 @@ async fn answer(
         confidence: body.confidence,
     };
     let promote = body.promote;
-    blocking(&s, move |queue, config| {
+    blocking(&s, move |queue, grace| {
         if let HumanReply::Text(t) = &answer.reply
-            && let Some(hint) = crate::review::replan::hint(t, &config.review.replan_words)
+            && let Some(hint) = crate::review::replan::hint(t, &grace.config().review.replan_words)
         {
-            return crate::review::replan::redraft(config, queue, id, &who, &hint);
+            return grace.redraft_blocking(id, &who, &hint);
         }
         let resolution = queue.answer(id, &who, &answer)?;
         if promote && resolution.outcome == crate::review::Outcome::Answered {
-            let kb = KnowledgeBase::open(config.clone(), OpenMode::Create)?;
-            crate::review::promote::promote(&kb, queue, id, &who)?;
+            grace.promote_blocking(id, &who)?;
         }
         Ok(queue.get(id, Viewer::Reviewer(&who))?)
     })
     .await
 }
 
-#[derive(Deserialize)]
-struct RejectBody {
+#[derive(Deserialize, utoipa::ToSchema)]
+pub(crate) struct RejectBody {
     why: String,
 }
 
-async fn reject(
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/reject", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), request_body = RejectBody, responses((status = 200, description = "Rejects it with a reason", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn reject(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<i64>,
@@ -282,19 +237,28 @@ async fn reject(
     blocking(&s, move |queue, _| Ok(queue.reject(id, &who, &body.why)?)).await
 }
 
-async fn retract(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> ApiResult {
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/retract", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Removes a promoted answer from the knowledge base", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn retract(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> ApiResult {
     let who = require_reviewer(&headers)?;
-    blocking(&s, move |queue, config| {
+    blocking(&s, move |queue, grace| {
         // Only a reviewer who may see the escalation may retract it.
         queue.get(id, Viewer::Reviewer(&who))?;
-        let kb = KnowledgeBase::open(config.clone(), OpenMode::Existing)?;
-        crate::review::promote::retract(&kb, queue, id, &who)?;
+        grace.retract_blocking(id, &who)?;
         Ok(queue.get(id, Viewer::Reviewer(&who))?)
     })
     .await
 }
 
-async fn log(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> ApiResult {
+#[utoipa::path(get, path = "/v1/review/escalations/{id}/log", params(("id" = i64, Path), ("x-grace-reviewer" = Option<String>, Header)), responses((status = 200, description = "The audit log: who did what, when", body = Object), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn log(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> ApiResult {
     let who = reviewer(&headers);
     blocking(&s, move |queue, _| {
         Ok(queue.log(id, who.as_deref().map_or(Viewer::Anyone, Viewer::Reviewer))?)
@@ -303,12 +267,13 @@ async fn log(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>)
 }
 
 #[derive(Deserialize)]
-struct WaitQuery {
+pub(crate) struct WaitQuery {
     /// Seconds to wait for the escalation to be settled.
     wait: Option<f64>,
 }
 
-async fn asker_view(
+#[utoipa::path(get, path = "/v1/escalations/{id}", params(("id" = i64, Path), ("wait" = Option<f64>, Query, description = "seconds (0-600) to wait for it to be settled")), responses((status = 200, description = "The asker's view: status and resolution", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn asker_view(
     State(s): State<AppState>,
     Path(id): Path<i64>,
     Query(q): Query<WaitQuery>,
@@ -324,7 +289,7 @@ async fn asker_view(
     };
     let e = match wait {
         Some(timeout) => {
-            let handle = crate::review::EscalationHandle::new(Arc::clone(&s.queue), id);
+            let handle = s.grace.escalation(id);
             match handle.settled(timeout).await {
                 Ok(e) => e,
                 Err(ReviewError::WaitTimedOut { .. }) => handle.current()?,
@@ -332,8 +297,8 @@ async fn asker_view(
             }
         }
         None => {
-            let queue = s.queue.clone();
-            tokio::task::spawn_blocking(move || queue.get(id, Viewer::Asker))
+            let grace = s.grace.clone();
+            tokio::task::spawn_blocking(move || grace.escalations().get(id, Viewer::Asker))
                 .await
                 .map_err(|e| ApiError {
                     status: StatusCode::INTERNAL_SERVER_ERROR,
@@ -350,11 +315,13 @@ async fn asker_view(
     })))
 }
 
-async fn reviewers(State(s): State<AppState>) -> ApiResult {
+#[utoipa::path(get, path = "/v1/review/reviewers", responses((status = 200, description = "Registered reviewers", body = Object), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn reviewers(State(s): State<AppState>) -> ApiResult {
     blocking(&s, |queue, _| Ok(queue.reviewers()?)).await
 }
 
-async fn register(State(s): State<AppState>, body: Option<Json<Reviewer>>) -> ApiResult {
+#[utoipa::path(post, path = "/v1/review/reviewers", request_body(content = Object, description = "`{\"id\", \"name\", \"description\"}`"), responses((status = 200, description = "Registers (or updates) a reviewer", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn register(State(s): State<AppState>, body: Option<Json<Reviewer>>) -> ApiResult {
     let Json(r) = body.ok_or_else(|| {
         ApiError::bad_request("send a JSON body with `id`, `name`, `description`")
     })?;
@@ -366,11 +333,12 @@ async fn register(State(s): State<AppState>, body: Option<Json<Reviewer>>) -> Ap
 }
 
 #[derive(Deserialize)]
-struct MessagesQuery {
+pub(crate) struct MessagesQuery {
     status: Option<MessageStatus>,
 }
 
-async fn messages(
+#[utoipa::path(get, path = "/v1/review/messages", params(("status" = Option<String>, Query, description = "pending, read or archived"), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "This reviewer's messages (direct and broadcast)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn messages(
     State(s): State<AppState>,
     headers: HeaderMap,
     Query(q): Query<MessagesQuery>,
@@ -379,16 +347,17 @@ async fn messages(
     blocking(&s, move |queue, _| Ok(queue.messages(&who, q.status)?)).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct SendBody {
+pub(crate) struct SendBody {
     recipient: Option<String>,
     #[serde(default)]
     subject: String,
     body: String,
 }
 
-async fn send(
+#[utoipa::path(post, path = "/v1/review/messages", params(("x-grace-reviewer" = String, Header)), request_body = SendBody, responses((status = 200, description = "Sends a message to a reviewer, or to every reviewer without `recipient`", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn send(
     State(s): State<AppState>,
     headers: HeaderMap,
     body: Option<Json<SendBody>>,
@@ -402,7 +371,12 @@ async fn send(
     .await
 }
 
-async fn read(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> ApiResult {
+#[utoipa::path(post, path = "/v1/review/messages/{id}/read", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Marks a message read", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn read(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> ApiResult {
     let who = require_reviewer(&headers)?;
     blocking(&s, move |queue, _| {
         Ok(json!({"id": id, "status": queue.mark_as_read(id, &who)?}))
@@ -410,7 +384,12 @@ async fn read(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>
     .await
 }
 
-async fn archive(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> ApiResult {
+#[utoipa::path(post, path = "/v1/review/messages/{id}/archive", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Archives a message", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn archive(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+) -> ApiResult {
     let who = require_reviewer(&headers)?;
     blocking(&s, move |queue, _| {
         Ok(json!({"id": id, "status": queue.archive_message(id, &who)?}))
@@ -418,7 +397,8 @@ async fn archive(State(s): State<AppState>, headers: HeaderMap, Path(id): Path<i
     .await
 }
 
-async fn get_context(
+#[utoipa::path(get, path = "/v1/review/context/{key}", params(("key" = String, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "A shared context value (not found when restricted to others)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn get_context(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(key): Path<String>,
@@ -427,15 +407,16 @@ async fn get_context(
     blocking(&s, move |queue, _| Ok(queue.get_context(&key, &who)?)).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ContextBody {
+pub(crate) struct ContextBody {
     value: Value,
     /// Readers besides the owner; absent: public.
     allowed: Option<Vec<String>>,
 }
 
-async fn put_context(
+#[utoipa::path(put, path = "/v1/review/context/{key}", params(("key" = String, Path), ("x-grace-reviewer" = String, Header)), request_body = ContextBody, responses((status = 200, description = "Writes a shared context value owned by this reviewer", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn put_context(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(key): Path<String>,

@@ -16,15 +16,16 @@ use qdrant_edge::{
     Condition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, JsonPath, Match, Modifier,
     NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations,
-    PointOperations, PointStruct, QueryEnum, QueryRequest, ScoredPoint, ScoringQuery,
-    UpdateOperation, ValueVariants, VectorInternal, VectorRef, Vectors, WithPayloadInterface,
-    WithVector,
+    PointOperations, PointStruct, QueryEnum, QueryRequest, Record, ScoredPoint, ScoringQuery,
+    ScrollRequest, UpdateOperation, ValueVariants, VectorInternal, VectorRef, VectorStructInternal,
+    Vectors, WithPayloadInterface, WithVector,
 };
 
 use super::{
     ChunkPayload, ChunkPoint, DENSE_VECTOR, LEXICAL_VECTOR, PayloadFilter, QueryVector, Result,
-    StoreError, StoreInfo, StoreQuery, StoredHit, VectorStore,
+    ScrollPage, StoreError, StoreInfo, StoreQuery, StoredHit, VectorStore,
 };
+use crate::lexical::SparseVector;
 
 /// A qdrant-edge shard holding one collection.
 #[derive(Debug)]
@@ -231,24 +232,58 @@ fn id_string(id: &PointId) -> String {
     }
 }
 
-fn to_hit(point: ScoredPoint) -> Result<StoredHit> {
-    let id = match point.id {
-        PointId::NumId(n) => n,
-        other => {
-            return Err(StoreError::BadPayload {
-                id: id_string(&other),
-                message: "point id is not numeric".into(),
-            });
+fn numeric_id(id: PointId) -> Result<u64> {
+    match id {
+        PointId::NumId(n) => Ok(n),
+        other => Err(StoreError::BadPayload {
+            id: id_string(&other),
+            message: "point id is not numeric".into(),
+        }),
+    }
+}
+
+fn to_payload(id: u64, payload: Option<qdrant_edge::Payload>) -> Result<ChunkPayload> {
+    let map = payload.map(|p| p.0).unwrap_or_default();
+    serde_json::from_value(serde_json::Value::Object(map.into_iter().collect())).map_err(|e| {
+        StoreError::BadPayload {
+            id: id.to_string(),
+            message: e.to_string(),
         }
-    };
-    let map = point.payload.map(|p| p.0).unwrap_or_default();
-    let payload: ChunkPayload = serde_json::from_value(serde_json::Value::Object(
-        map.into_iter().collect(),
-    ))
-    .map_err(|e| StoreError::BadPayload {
+    })
+}
+
+/// A stored point with both vectors, as [`VectorStore::scroll`] returns it.
+fn to_chunk_point(record: Record) -> Result<ChunkPoint> {
+    let id = numeric_id(record.id)?;
+    let missing = |what: &str| StoreError::BadPayload {
         id: id.to_string(),
-        message: e.to_string(),
-    })?;
+        message: format!("the point has no `{what}` vector"),
+    };
+    let Some(VectorStructInternal::Named(mut vectors)) = record.vector else {
+        return Err(missing(DENSE_VECTOR));
+    };
+    let dense = match vectors.remove(DENSE_VECTOR) {
+        Some(VectorInternal::Dense(d)) => d,
+        _ => return Err(missing(DENSE_VECTOR)),
+    };
+    let lexical = match vectors.remove(LEXICAL_VECTOR) {
+        Some(VectorInternal::Sparse(s)) => SparseVector {
+            indices: s.indices,
+            values: s.values,
+        },
+        _ => return Err(missing(LEXICAL_VECTOR)),
+    };
+    Ok(ChunkPoint {
+        id,
+        dense,
+        lexical,
+        payload: to_payload(id, record.payload)?,
+    })
+}
+
+fn to_hit(point: ScoredPoint) -> Result<StoredHit> {
+    let id = numeric_id(point.id)?;
+    let payload = to_payload(id, point.payload)?;
     let dense = point
         .vector
         .as_ref()
@@ -326,7 +361,9 @@ impl VectorStore for EdgeStore {
             WithVector::Bool(false)
         };
         let points = self.shard.query(request).map_err(|e| self.engine(e))?;
-        points.into_iter().map(to_hit).collect()
+        let mut hits = points.into_iter().map(to_hit).collect::<Result<Vec<_>>>()?;
+        super::sort_hits(&mut hits);
+        Ok(hits)
     }
 
     fn delete_by_source(&self, source: &str) -> Result<()> {
@@ -365,6 +402,22 @@ impl VectorStore for EdgeStore {
             indexed_vectors: info.indexed_vectors_count,
             segments: info.segments_count,
             dimension: self.dimension,
+        })
+    }
+
+    fn scroll(&self, offset: Option<u64>, limit: usize) -> Result<ScrollPage> {
+        let mut request = ScrollRequest::new();
+        request.offset = offset.map(PointId::NumId);
+        request.limit = Some(limit.max(1));
+        request.with_payload = Some(WithPayloadInterface::Bool(true));
+        request.with_vector = WithVector::Bool(true);
+        let (records, next) = self.shard.scroll(request).map_err(|e| self.engine(e))?;
+        Ok(ScrollPage {
+            points: records
+                .into_iter()
+                .map(to_chunk_point)
+                .collect::<Result<_>>()?,
+            next: next.map(numeric_id).transpose()?,
         })
     }
 }

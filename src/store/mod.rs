@@ -3,12 +3,15 @@
 //! A point is one chunk: a dense vector (`dense`, cosine), a sparse lexical
 //! vector (`lexical`, with the IDF modifier) and a [`ChunkPayload`]. The
 //! embedded implementation is [`edge::EdgeStore`] (qdrant-edge, on disk, in
-//! process). Ranking fusion is not a store concern: the store answers one
+//! process); [`qdrant::QdrantStore`] keeps the same collection in a Qdrant
+//! server over gRPC. Ranking fusion is not a store concern: the store answers one
 //! ranking per query and [`fusion`] combines them, so every backend fuses
 //! the same way.
 
 pub mod edge;
 pub mod fusion;
+pub mod migrate;
+pub mod qdrant;
 
 use std::path::PathBuf;
 
@@ -59,11 +62,57 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The Qdrant server has no collection of that name.
+    #[error(
+        "no collection `{collection}` on the Qdrant server at {url}: run `grace ingest PATH...` with storage.backend qdrant, \
+         or `grace migrate --to qdrant` to copy the embedded one (or check qdrant.url and qdrant.collection)"
+    )]
+    CollectionNotFound { url: String, collection: String },
+    /// The Qdrant server cannot be reached, is overloaded, or timed out;
+    /// trying again later may work.
+    #[error(
+        "cannot reach the Qdrant server at {url} ({message}); check qdrant.url (GRACE_QDRANT__URL), \
+         that the server runs, and that the URL names its gRPC port (6334, not the REST port 6333)"
+    )]
+    Unavailable { url: String, message: String },
+    /// The Qdrant server refused the API key.
+    #[error(
+        "the Qdrant server at {url} refused the request ({message}); check qdrant.api_key (GRACE_QDRANT__API_KEY)"
+    )]
+    Unauthorized { url: String, message: String },
+    /// The Qdrant server's version is not one this client supports.
+    #[error(
+        "the Qdrant server at {url} reports version {server:?}; grace's client ({client}) needs the same major \
+         version and a minor version at most one apart"
+    )]
+    Incompatible {
+        url: String,
+        server: String,
+        client: String,
+    },
+    /// The Qdrant server answered with an error.
+    #[error("Qdrant server at {url}, collection `{collection}`: {message}")]
+    Server {
+        url: String,
+        collection: String,
+        message: String,
+    },
     /// A stored point does not have the payload GRACE writes.
     #[error(
         "stored point {id} has a malformed payload ({message}); was this collection written by another program?"
     )]
     BadPayload { id: String, message: String },
+}
+
+impl StoreError {
+    /// Whether the same call may succeed if tried again (the store is busy,
+    /// or the server is unreachable or overloaded for now).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Busy { .. } | StoreError::Unavailable { .. }
+        )
+    }
 }
 
 /// What GRACE stores with every chunk.
@@ -81,8 +130,8 @@ pub struct ChunkPayload {
     pub content_hash: String,
 }
 
-/// One point to upsert.
-#[derive(Debug, Clone)]
+/// One point to upsert (or read back by [`VectorStore::scroll`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChunkPoint {
     pub id: u64,
     pub dense: Vec<f32>,
@@ -153,6 +202,14 @@ pub struct StoredHit {
     pub dense: Option<Vec<f32>>,
 }
 
+/// Orders hits best first, ties by ascending id. Engines return equal
+/// scores (two chunks with the same matching terms) in no fixed order,
+/// which would make rankings, and so fused results, differ between runs and
+/// between backends; every store sorts its hits with this.
+pub fn sort_hits(hits: &mut [StoredHit]) {
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+}
+
 /// Size and index state of a collection.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoreInfo {
@@ -162,13 +219,23 @@ pub struct StoreInfo {
     pub dimension: usize,
 }
 
+/// One page of [`VectorStore::scroll`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrollPage {
+    /// Points in ascending id order, with both vectors and the payload.
+    pub points: Vec<ChunkPoint>,
+    /// The id to pass as `offset` for the next page; `None` after the last.
+    pub next: Option<u64>,
+}
+
 /// A collection of chunk points.
 ///
 /// Implementations are safe to share between threads.
 pub trait VectorStore: Send + Sync {
     /// Inserts or replaces points (by id).
     fn upsert(&self, points: Vec<ChunkPoint>) -> Result<()>;
-    /// Ranks points by one vector.
+    /// Ranks points by one vector, best first, equal scores by ascending
+    /// id (see [`sort_hits`]).
     fn search(&self, query: &StoreQuery<'_>) -> Result<Vec<StoredHit>>;
     /// Deletes every point of `source`.
     fn delete_by_source(&self, source: &str) -> Result<()>;
@@ -181,6 +248,11 @@ pub trait VectorStore: Send + Sync {
     fn optimize(&self) -> Result<bool>;
     /// Size and index state.
     fn info(&self) -> Result<StoreInfo>;
+    /// Reads up to `limit` points with their vectors and payload, in id
+    /// order, starting at id `offset` (the first point when `None`): what
+    /// copying a collection to another store needs, without embedding
+    /// anything again.
+    fn scroll(&self, offset: Option<u64>, limit: usize) -> Result<ScrollPage>;
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::confidence::{Factor, retrieval_factors};
 
 /// Nearest passages the top passage is compared with (its neighbourhood).
 const NEIGHBOURS: usize = 10;
-use crate::store::{PayloadFilter, StoreError};
+use crate::store::PayloadFilter;
 use crate::{Error, KnowledgeBase};
 
 const NAME: &str = "rag_search";
@@ -83,7 +83,7 @@ impl Tool for RagSearch {
             .search(query, Some(limit), filter.as_ref())
             .map_err(|e| match &e {
                 Error::InvalidInput(m) => invalid(m.clone()),
-                Error::Store(StoreError::Busy { .. }) => {
+                Error::Store(s) if s.is_transient() => {
                     ToolError::new(NAME, ToolErrorKind::Transient, e.to_string())
                 }
                 _ => ToolError::new(NAME, ToolErrorKind::Failed, e.to_string()),

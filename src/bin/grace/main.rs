@@ -1,6 +1,7 @@
 //! The `grace` command: parses arguments, loads the configuration, calls the
 //! library and renders the result for people (or as JSON with `--json`).
 
+mod migrate;
 mod output;
 mod review;
 
@@ -111,14 +112,20 @@ enum Command {
         #[command(subcommand)]
         command: review::ReviewCommand,
     },
-    /// Serve the reviewer web page and its HTTP endpoints
+    /// Serve the HTTP API (ask, search, ingest, status, review; reference
+    /// at /openapi.json) and the reviewer page at /review
     Serve {
-        /// Address to listen on (loopback only until API keys exist)
-        #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
-        bind: std::net::SocketAddr,
+        /// Address to listen on [default: server.bind]; beyond loopback
+        /// only with server.api_key set
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<std::net::SocketAddr>,
     },
+    /// Serve GRACE's tools to an MCP client over stdin/stdout
+    Mcp,
     /// Show the collection, its size and the model
     Status,
+    /// Copy the embedded collection to a Qdrant server without embedding again
+    Migrate(migrate::MigrateArgs),
     /// Evaluate retrieval and confidence on a question set (DIR holds
     /// corpus/ and questions.jsonl); uses a temporary store
     Eval {
@@ -299,8 +306,21 @@ fn run(cli: &Cli) -> grace::Result<u8> {
         Command::Review { reviewer, command } => {
             return review::run(&config, reviewer.as_deref(), command, cli.json);
         }
-        Command::Serve { bind } => grace::serve::serve(config, *bind)?,
+        Command::Serve { bind } => {
+            let bind = match bind {
+                Some(b) => *b,
+                None => config.server.bind.parse().map_err(|_| {
+                    grace::Error::InvalidInput(format!(
+                        "server.bind {:?} is not an address",
+                        config.server.bind
+                    ))
+                })?,
+            };
+            grace::serve::serve(config, bind)?
+        }
+        Command::Mcp => grace::mcp::serve_stdio(config)?,
         Command::Status => output::status(&grace::status(&config)?, cli.json),
+        Command::Migrate(args) => migrate::run(config, args, cli.quiet, cli.json)?,
         Command::Eval { dir, limit } => {
             if *limit == 0 {
                 return Err(grace::Error::InvalidInput("-k must be at least 1".into()));

@@ -173,6 +173,18 @@ pub fn status(s: &Status, json: bool) {
 }
 
 pub fn config(c: &Config, json: bool) -> grace::Result<()> {
+    // Secrets are shown as set or not, never printed.
+    let mut c = c.clone();
+    for key in [
+        &mut c.server.api_key,
+        &mut c.server.reviewer_api_key,
+        &mut c.qdrant.api_key,
+    ] {
+        if !key.is_empty() {
+            *key = "<set>".to_string();
+        }
+    }
+    let c = &c;
     if json {
         print_json(c);
     } else {

@@ -1,0 +1,112 @@
+//! `grace migrate --to qdrant`: copies the embedded collection to a Qdrant
+//! server (the work is [`grace::store::migrate::to_qdrant`]); this file only
+//! parses the arguments, draws the progress bar and prints the report.
+
+use std::io::IsTerminal;
+
+use clap::{Args, ValueEnum};
+use grace::Config;
+use grace::store::migrate::{MigrateEvent, MigrateOptions, MigrateReport, to_qdrant};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Where `grace migrate` copies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Target {
+    /// A Qdrant server or cluster (qdrant.url)
+    Qdrant,
+}
+
+/// Arguments of `grace migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The backend to copy the embedded collection to
+    #[arg(long, value_enum)]
+    to: Target,
+    /// The server's gRPC URL [default: qdrant.url]
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// Delete the server's collection first if it exists
+    #[arg(long)]
+    replace: bool,
+    /// Points copied per request
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    batch_size: usize,
+}
+
+/// Runs `grace migrate`.
+pub fn run(mut config: Config, args: &MigrateArgs, quiet: bool, json: bool) -> grace::Result<()> {
+    // The only target today.
+    let Target::Qdrant = args.to;
+    if let Some(url) = &args.url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(grace::Error::InvalidInput(format!(
+                "--url {url:?} is not an http(s) URL such as http://localhost:6334"
+            )));
+        }
+        config.qdrant.url = url.clone();
+    }
+    let options = MigrateOptions {
+        batch_size: args.batch_size,
+        replace: args.replace,
+    };
+    let bar = progress_bar(quiet || json);
+    bar.set_message(format!("copying to {}", config.qdrant.url));
+    let report = to_qdrant(&config, &options, &mut |event| match event {
+        MigrateEvent::Started { points } => bar.set_length(points as u64),
+        MigrateEvent::Copied { copied } => bar.set_position(copied as u64),
+        MigrateEvent::Verifying => bar.set_message("counting the points on the server"),
+    });
+    bar.finish_and_clear();
+    let report = report?;
+    if json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => eprintln!("error: cannot render JSON: {e}"),
+        }
+    } else if !quiet {
+        print_report(&report);
+    }
+    Ok(())
+}
+
+fn print_report(r: &MigrateReport) {
+    println!(
+        "Copied {} chunks ({} sources, {}-d vectors) from {} to collection `{}` at {} in {:.1} s{}.",
+        r.points,
+        r.sources,
+        r.dimension,
+        r.from.display(),
+        r.collection,
+        r.url,
+        r.seconds,
+        if r.replaced {
+            " (the old collection was deleted first)"
+        } else {
+            ""
+        }
+    );
+    match &r.manifest {
+        Some(m) => println!("Manifest copied to {}.", m.display()),
+        None => println!(
+            "The embedded collection had no manifest: the next ingest writes every file once more."
+        ),
+    }
+    println!(
+        "To use it: set storage.backend: qdrant and qdrant.url: {} (or GRACE_STORAGE__BACKEND=qdrant GRACE_QDRANT__URL={}).",
+        r.url, r.url
+    );
+}
+
+fn progress_bar(hidden: bool) -> ProgressBar {
+    if hidden || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} chunks ({eta})  {wide_msg}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}

@@ -1,0 +1,497 @@
+//! `grace mcp`: GRACE as a Model Context Protocol tool server on stdio
+//! (rmcp). It exposes
+//!
+//! - the registry's tools (`rag_search`, `reasoning`, `ask_user`) with the
+//!   registry's own JSON schemas, called through the registry so each
+//!   keeps its `tools.<name>` timeout and retries;
+//! - `ask` (a whole run: plan, search, answer, confidence, escalation),
+//!   `ingest`, `list_escalations` and `answer_escalation`, bounded by
+//!   `mcp.timeout_seconds`.
+//!
+//! `mcp.tools` lists what is offered (a registry tool must also be in
+//! `tools.enabled`). Every result is a JSON object `{success, data, error,
+//! suggestions}` (structured content, `isError` when `success` is false);
+//! arguments that do not match a tool's schema are a protocol error
+//! (`invalid_params`), as is an unknown tool. Stdout carries the protocol
+//! only; logs go to stderr.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::exec::HumanReply;
+use crate::ingest::IngestOptions;
+use crate::review::{ReviewAnswer, Status, Viewer};
+use crate::{AskOptions, Config, Error, Grace, Result};
+
+/// Names `mcp.tools` may list.
+pub const MCP_TOOL_NAMES: &[&str] = &[
+    "ask",
+    "rag_search",
+    "reasoning",
+    "ask_user",
+    "ingest",
+    "list_escalations",
+    "answer_escalation",
+];
+
+/// Serves MCP on stdin/stdout until the client closes stdin.
+pub fn serve_stdio(config: Config) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Server(format!("cannot start the runtime: {e}")))?;
+    let server = McpServer::new(Grace::open(config)?)?;
+    runtime.block_on(async move {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| Error::Server(format!("MCP initialisation failed: {e}")))?;
+        let reason = running
+            .waiting()
+            .await
+            .map_err(|e| Error::Server(format!("MCP server stopped: {e}")))?;
+        tracing::info!(?reason, "MCP client disconnected");
+        Ok::<_, Error>(())
+    })?;
+    Ok(())
+}
+
+/// The MCP tool server over one [`Grace`] handle.
+#[derive(Clone)]
+pub struct McpServer {
+    grace: Grace,
+    tools: Arc<Vec<Tool>>,
+    timeout: Duration,
+}
+
+impl McpServer {
+    /// The tools `mcp.tools` names that are available (a registry tool only
+    /// when `tools.enabled` has it).
+    pub fn new(grace: Grace) -> Result<Self> {
+        let config = grace.config();
+        let registry = grace.registry();
+        let mut tools = Vec::new();
+        for name in &config.mcp.tools {
+            let tool = match name.as_str() {
+                "ask" if registry.get("reasoning").is_some() => tool(
+                    "ask",
+                    "Answer a question from the knowledge base with citations and a confidence \
+                     in [0,1] that decides: answer, answer with a caveat, escalate to a human \
+                     reviewer (the result carries review_id), or decline.",
+                    ask_schema(),
+                    false,
+                ),
+                "ingest" => tool(
+                    "ingest",
+                    "Add or update documents (Markdown, text, reStructuredText, HTML) from files \
+                     or folders on the server; unchanged files are skipped.",
+                    ingest_schema(),
+                    false,
+                ),
+                "list_escalations" => tool(
+                    "list_escalations",
+                    "Questions escalated to human reviewers, with their status and resolution.",
+                    list_schema(),
+                    true,
+                ),
+                "answer_escalation" => tool(
+                    "answer_escalation",
+                    "Answer an escalated question as a reviewer: free text or the number of an \
+                     offered option; optionally promote the answer to the knowledge base.",
+                    answer_schema(),
+                    false,
+                ),
+                other => match registry.get(other) {
+                    Some(t) => tool(
+                        t.name(),
+                        t.description(),
+                        t.input_schema(),
+                        t.name() == "rag_search",
+                    ),
+                    None => continue,
+                },
+            };
+            tools.push(tool);
+        }
+        Ok(Self {
+            timeout: Duration::from_secs_f64(config.mcp.timeout_seconds),
+            grace,
+            tools: Arc::new(tools),
+        })
+    }
+
+    /// The tools offered.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    async fn call(&self, name: &str, args: Value) -> std::result::Result<Value, Failure> {
+        let grace = self.grace.clone();
+        match name {
+            "ask" => {
+                let question = args["question"].as_str().unwrap_or_default().to_string();
+                let options = AskOptions {
+                    limit: args["limit"].as_u64().map(|n| n as usize),
+                    asker: args["asker"].as_str().unwrap_or("mcp").to_string(),
+                    ..AskOptions::default()
+                };
+                let outcome = tokio::time::timeout(self.timeout, grace.ask(question, options))
+                    .await
+                    .map_err(|_| self.timed_out())??;
+                Ok(serde_json::to_value(outcome).unwrap_or(Value::Null))
+            }
+            "ingest" => {
+                let paths = args["paths"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).map(Into::into).collect())
+                    .unwrap_or_default();
+                let prune = args["prune"].as_bool().unwrap_or(false);
+                let report = tokio::time::timeout(
+                    self.timeout,
+                    grace.ingest(paths, IngestOptions { prune }),
+                )
+                .await
+                .map_err(|_| self.timed_out())??;
+                Ok(serde_json::to_value(report).unwrap_or(Value::Null))
+            }
+            "list_escalations" => {
+                let status: Option<Status> = match args["status"].as_str() {
+                    Some(s) => Some(s.parse().map_err(|e: crate::review::ReviewError| {
+                        Failure::new(e.to_string(), vec![])
+                    })?),
+                    None => None,
+                };
+                let reviewer = args["reviewer"].as_str().map(str::to_string);
+                let list = blocking(move || {
+                    let viewer = reviewer.as_deref().map_or(Viewer::Anyone, Viewer::Reviewer);
+                    Ok(grace.escalations().list(viewer, status)?)
+                })
+                .await?;
+                Ok(serde_json::to_value(list).unwrap_or(Value::Null))
+            }
+            "answer_escalation" => {
+                let id = args["id"].as_i64().unwrap_or_default();
+                let reviewer = args["reviewer"].as_str().unwrap_or_default().to_string();
+                let reply = match (args["text"].as_str(), args["option"].as_u64()) {
+                    (Some(t), None) => HumanReply::Text(t.to_string()),
+                    (None, Some(n)) => HumanReply::Option(n as usize),
+                    _ => {
+                        return Err(Failure::new(
+                            "give exactly one of `text` and `option`".into(),
+                            vec!["call list_escalations to see the offered options".into()],
+                        ));
+                    }
+                };
+                let promote = args["promote"].as_bool().unwrap_or(false);
+                let resolution = blocking(move || {
+                    let queue = grace.escalations();
+                    let answer = ReviewAnswer {
+                        reply,
+                        sources: Vec::new(),
+                        confidence: None,
+                    };
+                    let resolution = queue.answer(id, &reviewer, &answer)?;
+                    if promote && resolution.outcome == crate::review::Outcome::Answered {
+                        grace.promote_blocking(id, &reviewer)?;
+                    }
+                    Ok(queue.get(id, Viewer::Reviewer(&reviewer))?)
+                })
+                .await?;
+                Ok(serde_json::to_value(resolution).unwrap_or(Value::Null))
+            }
+            // A registry tool, under its own policy.
+            tool => {
+                let tool = tool.to_string();
+                let result = blocking(move || Ok(grace.registry().call(&tool, &args))).await?;
+                if result.success {
+                    Ok(serde_json::to_value(&result).unwrap_or(Value::Null))
+                } else {
+                    Err(Failure::new(
+                        result.error.clone().unwrap_or_else(|| "failed".into()),
+                        result.suggestions.clone(),
+                    ))
+                }
+            }
+        }
+    }
+
+    fn timed_out(&self) -> Failure {
+        Failure::new(
+            format!(
+                "no result within {:.0} s (mcp.timeout_seconds)",
+                self.timeout.as_secs_f64()
+            ),
+            vec!["raise mcp.timeout_seconds, or ask a narrower question".into()],
+        )
+    }
+}
+
+/// A failed call, reported to the client as a result with `isError`.
+struct Failure {
+    error: String,
+    suggestions: Vec<String>,
+}
+
+impl Failure {
+    fn new(error: String, suggestions: Vec<String>) -> Self {
+        Self { error, suggestions }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let suggestions = match &e {
+            Error::Review(crate::review::ReviewError::NotFound { .. }) => {
+                vec!["call list_escalations for the ids you may see".into()]
+            }
+            Error::Review(crate::review::ReviewError::Conflict { .. }) => {
+                vec!["only a pending or claimed escalation can be answered".into()]
+            }
+            Error::Ingest(crate::ingest::IngestError::PathNotFound { .. }) => {
+                vec!["paths are read on the server running `grace mcp`".into()]
+            }
+            _ => Vec::new(),
+        };
+        Self::new(e.to_string(), suggestions)
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> std::result::Result<T, Failure> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(Failure::from),
+        Err(e) => Err(Failure::new(format!("the call failed: {e}"), vec![])),
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("grace", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "GRACE answers questions from a knowledge base and knows when it does not know: \
+                 use `ask` for answers with citations and a confidence, `rag_search` for passages.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, McpError> {
+        let Some(tool) = self.tools.iter().find(|t| t.name == request.name) else {
+            let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown or disabled tool `{}` (offered: {})",
+                    request.name,
+                    names.join(", ")
+                ),
+                None,
+            ));
+        };
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        if let Err(problem) = check_arguments(&Value::Object((*tool.input_schema).clone()), &args) {
+            return Err(McpError::invalid_params(
+                format!("{}: {problem}", request.name),
+                Some(json!({"schema": *tool.input_schema})),
+            ));
+        }
+        let name = request.name.to_string();
+        let result = match self.call(&name, args).await {
+            Ok(data) => CallToolResult::structured(json!({
+                "success": true, "data": data, "error": null, "suggestions": []
+            })),
+            Err(f) => CallToolResult::structured_error(json!({
+                "success": false, "data": null, "error": f.error, "suggestions": f.suggestions
+            })),
+        };
+        Ok(result.into())
+    }
+}
+
+fn tool(name: &'static str, description: &'static str, schema: Value, read_only: bool) -> Tool {
+    let schema: JsonObject = match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    Tool::new(name, description, schema)
+        .with_annotations(ToolAnnotations::new().read_only(read_only))
+}
+
+/// Checks `args` against the subset of JSON Schema GRACE's schemas use:
+/// `required`, `additionalProperties: false`, and each property's `type`,
+/// `minLength`, `minimum`, `maximum`, `enum`.
+pub fn check_arguments(schema: &Value, args: &Value) -> std::result::Result<(), String> {
+    let Some(obj) = args.as_object() else {
+        return Err("arguments must be a JSON object".into());
+    };
+    let props = schema["properties"].as_object();
+    for field in schema["required"].as_array().into_iter().flatten() {
+        if let Some(f) = field.as_str()
+            && obj.get(f).is_none_or(Value::is_null)
+        {
+            return Err(format!("`{f}` is required"));
+        }
+    }
+    for (key, value) in obj {
+        let Some(spec) = props.and_then(|p| p.get(key)) else {
+            if schema["additionalProperties"] == json!(false) {
+                return Err(format!("unknown argument `{key}`"));
+            }
+            continue;
+        };
+        if value.is_null() {
+            continue;
+        }
+        let ok = match spec["type"].as_str() {
+            Some("string") => value.is_string(),
+            Some("integer") => value.is_i64() || value.is_u64(),
+            Some("number") => value.is_number(),
+            Some("boolean") => value.is_boolean(),
+            Some("array") => value.is_array(),
+            Some("object") => value.is_object(),
+            _ => true,
+        };
+        if !ok {
+            return Err(format!(
+                "`{key}` must be of type {}, got {value}",
+                spec["type"].as_str().unwrap_or("?")
+            ));
+        }
+        if let (Some(min), Some(s)) = (spec["minLength"].as_u64(), value.as_str())
+            && (s.trim().chars().count() as u64) < min
+        {
+            return Err(format!("`{key}` must not be empty"));
+        }
+        if let Some(n) = value.as_f64() {
+            if spec["minimum"].as_f64().is_some_and(|m| n < m) {
+                return Err(format!("`{key}` must be at least {}", spec["minimum"]));
+            }
+            if spec["maximum"].as_f64().is_some_and(|m| n > m) {
+                return Err(format!("`{key}` must be at most {}", spec["maximum"]));
+            }
+        }
+        if let Some(allowed) = spec["enum"].as_array()
+            && !allowed.contains(value)
+        {
+            return Err(format!(
+                "`{key}` must be one of {}",
+                Value::Array(allowed.clone())
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn ask_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "minLength": 1, "description": "the question"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "passages retrieved"},
+            "asker": {"type": "string", "description": "who asks, shown to reviewers"}
+        },
+        "required": ["question"],
+        "additionalProperties": false
+    })
+}
+
+fn ingest_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                      "description": "files, folders or glob patterns on the server"},
+            "prune": {"type": "boolean", "description": "remove chunks of files gone from the folders"}
+        },
+        "required": ["paths"],
+        "additionalProperties": false
+    })
+}
+
+fn list_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["pending", "claimed", "answered", "rejected", "expired", "cancelled"]},
+            "reviewer": {"type": "string", "description": "list as this reviewer (restricted escalations)"}
+        },
+        "additionalProperties": false
+    })
+}
+
+fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "minimum": 1},
+            "reviewer": {"type": "string", "minLength": 1, "description": "a registered reviewer id"},
+            "text": {"type": "string", "minLength": 1, "description": "the answer in the reviewer's words"},
+            "option": {"type": "integer", "minimum": 1, "description": "the number of an offered option"},
+            "promote": {"type": "boolean", "description": "add the answer to the knowledge base"}
+        },
+        "required": ["id", "reviewer"],
+        "additionalProperties": false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_checked_against_the_schema() {
+        let s = ask_schema();
+        assert!(check_arguments(&s, &json!({"question": "why?"})).is_ok());
+        assert!(check_arguments(&s, &json!({"question": "why?", "limit": 3})).is_ok());
+        assert_eq!(
+            check_arguments(&s, &json!({})).unwrap_err(),
+            "`question` is required"
+        );
+        assert!(
+            check_arguments(&s, &json!({"question": 3}))
+                .unwrap_err()
+                .contains("type string")
+        );
+        assert!(
+            check_arguments(&s, &json!({"question": " "}))
+                .unwrap_err()
+                .contains("empty")
+        );
+        assert!(
+            check_arguments(&s, &json!({"question": "q", "limit": 0}))
+                .unwrap_err()
+                .contains("at least")
+        );
+        assert!(
+            check_arguments(&s, &json!({"question": "q", "x": 1}))
+                .unwrap_err()
+                .contains("unknown argument")
+        );
+        let l = list_schema();
+        assert!(
+            check_arguments(&l, &json!({"status": "lost"}))
+                .unwrap_err()
+                .contains("one of")
+        );
+    }
+}

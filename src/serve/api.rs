@@ -1,0 +1,340 @@
+//! The service endpoints: ask (JSON or a server-sent event stream),
+//! search, ingest (paths on the server or uploaded files), status.
+//! The reference is the OpenAPI document at `/openapi.json` (see
+//! [`super::openapi`]).
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Multipart, State};
+use axum::http::{HeaderMap, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::error::ApiError;
+use super::gate::Permit;
+use crate::ingest::{IngestOptions, IngestReport};
+use crate::store::PayloadFilter;
+use crate::{AskOptions, AskOutcome, Passage, RunCounts, RunEvent};
+
+/// `POST /v1/ask`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskBody {
+    /// The question.
+    pub question: String,
+    /// Passages retrieved (default `tools.rag_search.limit`).
+    pub limit: Option<usize>,
+    /// Queue an escalated question for reviewers (default true).
+    pub queue: Option<bool>,
+    /// Only these reviewers may see the escalation.
+    #[serde(default)]
+    pub reviewers: Vec<String>,
+    /// Who asks, shown to reviewers (default `service`).
+    pub asker: Option<String>,
+    /// Answer with a `text/event-stream` of run events instead of JSON
+    /// (the same as sending `Accept: text/event-stream`).
+    #[serde(default)]
+    pub stream: bool,
+}
+
+impl AskBody {
+    fn options(&self) -> AskOptions {
+        let defaults = AskOptions::default();
+        AskOptions {
+            limit: self.limit,
+            queue: self.queue.unwrap_or(defaults.queue),
+            reviewers: self.reviewers.clone(),
+            asker: self.asker.clone().unwrap_or(defaults.asker),
+        }
+    }
+}
+
+/// Answers a question: the run's report as JSON, or its events as
+/// server-sent events (`step_started`, `step_finished`, `recovering`,
+/// `escalated`, then `done` with the report or `failed`).
+#[utoipa::path(post, path = "/v1/ask", request_body = AskBody,
+    responses(
+        (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events", body = Object),
+        (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
+        (status = 413, body = super::openapi::ErrorBody), (status = 429, body = super::openapi::ErrorBody),
+        (status = 503, body = super::openapi::ErrorBody), (status = 504, body = super::openapi::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn ask(
+    State(s): State<AppState>,
+    axum::Extension(permit): axum::Extension<Permit>,
+    headers: HeaderMap,
+    body: Json<AskBody>,
+) -> Result<Response, ApiError> {
+    let Json(body) = body;
+    if body.question.trim().is_empty() {
+        return Err(ApiError::bad_request("`question` must not be empty"));
+    }
+    let wants_stream = body.stream
+        || headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/event-stream"));
+    let options = body.options();
+    if !wants_stream {
+        let outcome: AskOutcome = s.grace.ask(body.question, options).await?;
+        return Ok(Json(outcome).into_response());
+    }
+    let run = s.grace.ask_stream(body.question, options);
+    // The stream ends after `done`/`failed`, or, past the request timeout,
+    // with a `failed` event; dropping `run` (client gone) cancels the run.
+    let deadline = tokio::time::Instant::now() + s.gate.timeout;
+    // The stream holds the concurrency permit until it ends.
+    let events = futures_util::stream::unfold(Some((run, permit)), move |state| async move {
+        let (mut run, permit) = state?;
+        let event = match tokio::time::timeout_at(deadline, run.next()).await {
+            Ok(Some(event)) => event,
+            Ok(None) => return None,
+            Err(_) => RunEvent::Failed {
+                error: "the request timed out (server.request_timeout); the run was cancelled"
+                    .into(),
+            },
+        };
+        let last = matches!(event, RunEvent::Done { .. } | RunEvent::Failed { .. });
+        let sse = Event::default()
+            .event(event.name())
+            .json_data(&event)
+            .unwrap_or_else(|e| Event::default().event("failed").data(e.to_string()));
+        Some((Ok::<_, Infallible>(sse), (!last).then_some((run, permit))))
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
+        .into_response())
+}
+
+/// `POST /v1/search`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchBody {
+    /// What to look for.
+    pub query: String,
+    /// Passages returned (default `qdrant.search_limit`).
+    pub limit: Option<usize>,
+    /// Only passages of this source (its path as stored).
+    pub source: Option<String>,
+}
+
+/// What `/v1/search` returns.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResponse {
+    /// Best first.
+    #[schema(value_type = Vec<Object>)]
+    pub passages: Vec<Passage>,
+}
+
+/// Finds the passages that best match a query.
+#[utoipa::path(post, path = "/v1/search", request_body = SearchBody,
+    responses((status = 200, body = SearchResponse),
+        (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
+        (status = 429, body = super::openapi::ErrorBody), (status = 503, body = super::openapi::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn search(
+    State(s): State<AppState>,
+    Json(body): Json<SearchBody>,
+) -> Result<Json<SearchResponse>, ApiError> {
+    let filter = body.source.as_deref().map(PayloadFilter::source);
+    let passages = s.grace.search(body.query, body.limit, filter).await?;
+    Ok(Json(SearchResponse { passages }))
+}
+
+/// `POST /v1/ingest` as JSON: files and folders on the server.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IngestBody {
+    /// Files, folders or glob patterns, as the server sees them.
+    pub paths: Vec<String>,
+    /// Remove chunks of files gone from the given folders.
+    #[serde(default)]
+    pub prune: bool,
+}
+
+/// Adds or updates documents: JSON `{"paths": [...]}` names files on the
+/// server; `multipart/form-data` uploads them (each file part is saved
+/// under `<data_dir>/uploads/<collection>/` and ingested).
+#[utoipa::path(post, path = "/v1/ingest", request_body(content = IngestBody, description = "JSON, or multipart/form-data with file parts"),
+    responses((status = 200, description = "The ingest report", body = Object),
+        (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
+        (status = 404, body = super::openapi::ErrorBody), (status = 413, body = super::openapi::ErrorBody),
+        (status = 429, body = super::openapi::ErrorBody), (status = 503, body = super::openapi::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn ingest(
+    State(s): State<AppState>,
+    request: axum::extract::Request,
+) -> Result<Json<IngestReport>, ApiError> {
+    let is_multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    let (paths, prune) = if is_multipart {
+        let multipart =
+            <Multipart as axum::extract::FromRequest<AppState>>::from_request(request, &s)
+                .await
+                .map_err(|e| {
+                    ApiError::new(e.status(), ApiError::kind_of(e.status()), e.body_text())
+                })?;
+        let dir = s
+            .grace
+            .config()
+            .storage
+            .data_dir
+            .join("uploads")
+            .join(&s.grace.config().qdrant.collection);
+        (save_uploads(multipart, &dir).await?, false)
+    } else {
+        let Json(body) =
+            <Json<IngestBody> as axum::extract::FromRequest<AppState>>::from_request(request, &s)
+                .await
+                .map_err(|e| {
+                    ApiError::new(e.status(), ApiError::kind_of(e.status()), e.body_text())
+                })?;
+        if body.paths.is_empty() {
+            return Err(ApiError::bad_request(
+                "`paths` must name at least one file or folder",
+            ));
+        }
+        (
+            body.paths.into_iter().map(PathBuf::from).collect(),
+            body.prune,
+        )
+    };
+    let report = s.grace.ingest(paths, IngestOptions { prune }).await?;
+    Ok(Json(report))
+}
+
+/// Saves every file part of an upload into `dir`; returns their paths.
+async fn save_uploads(mut multipart: Multipart, dir: &Path) -> Result<Vec<PathBuf>, ApiError> {
+    let mut saved = Vec::new();
+    while let Some(field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| ApiError::new(e.status(), ApiError::kind_of(e.status()), e.body_text()))?
+    {
+        let Some(name) = field.file_name().map(safe_file_name) else {
+            continue;
+        };
+        let name = name.ok_or_else(|| {
+            ApiError::bad_request("an uploaded file needs a plain file name such as guide.md")
+        })?;
+        let bytes = field
+            .bytes()
+            .await
+            .map_err(|e| ApiError::new(e.status(), ApiError::kind_of(e.status()), e.body_text()))?;
+        let path = dir.join(&name);
+        let (dir, target) = (dir.to_path_buf(), path.clone());
+        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            std::fs::create_dir_all(&dir)?;
+            // Written beside and renamed: a crash never leaves half a file
+            // for the next ingest.
+            let tmp = dir.join(format!(
+                ".{}.upload",
+                target.file_name().unwrap_or_default().to_string_lossy()
+            ));
+            std::fs::write(&tmp, &bytes)?;
+            std::fs::rename(&tmp, &target)
+        })
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                e.to_string(),
+            )
+        })?
+        .map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("cannot save the upload {}: {e}", path.display()),
+            )
+        })?;
+        saved.push(path);
+    }
+    if saved.is_empty() {
+        return Err(ApiError::bad_request(
+            "the upload has no file parts (send files as multipart/form-data with a filename)",
+        ));
+    }
+    Ok(saved)
+}
+
+/// The last component of an uploaded file's name, if it is a plain one.
+fn safe_file_name(name: &str) -> Option<String> {
+    let base = name.rsplit(['/', '\\']).next()?.trim();
+    let ok = !base.is_empty()
+        && !base.starts_with('.')
+        && base
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | ' '));
+    ok.then(|| base.to_string())
+}
+
+/// What `/v1/status` returns.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatusResponse {
+    /// The collection, its size and model (as `grace status --json`).
+    #[schema(value_type = Object)]
+    pub knowledge_base: crate::Status,
+    /// Runs in flight, finished and cancelled since the server started.
+    #[schema(value_type = Object)]
+    pub runs: RunCounts,
+    /// Requests doing work now, and the most served at once.
+    pub busy: usize,
+    pub max_concurrency: usize,
+    pub version: String,
+}
+
+/// The collection, the model and the server's load.
+#[utoipa::path(get, path = "/v1/status",
+    responses((status = 200, body = StatusResponse), (status = 401, body = super::openapi::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn status(State(s): State<AppState>) -> Result<Json<StatusResponse>, ApiError> {
+    let grace = s.grace.clone();
+    let knowledge_base = tokio::task::spawn_blocking(move || grace.status())
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                e.to_string(),
+            )
+        })??;
+    Ok(Json(StatusResponse {
+        knowledge_base,
+        runs: s.grace.runs(),
+        busy: s.gate.max_concurrency - s.gate.permits.available_permits(),
+        max_concurrency: s.gate.max_concurrency,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_file_name;
+
+    #[test]
+    fn upload_names_keep_only_a_plain_last_component() {
+        assert_eq!(safe_file_name("guide.md").as_deref(), Some("guide.md"));
+        assert_eq!(
+            safe_file_name("../../etc/passwd").as_deref(),
+            Some("passwd")
+        );
+        assert_eq!(
+            safe_file_name("C:\\docs\\a b.txt").as_deref(),
+            Some("a b.txt")
+        );
+        assert_eq!(safe_file_name(".hidden"), None);
+        assert_eq!(safe_file_name("x/"), None);
+        assert_eq!(safe_file_name("a;rm.md"), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! Errors as the HTTP API reports them: `{"error": {"type", "message"}}`
+//! with a status code that says whose fault it is.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::Error;
+use crate::ingest::IngestError;
+use crate::plan::PlanError;
+use crate::review::ReviewError;
+
+/// An error response.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    /// A stable machine-readable kind (`invalid_request`, `unauthorized`,
+    /// `not_found`, `conflict`, `payload_too_large`, `too_many_requests`,
+    /// `shutting_down`, `timeout`, `busy`, `internal`).
+    pub kind: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status, kind and message.
+    pub fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// 400: the request is wrong.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// The kind that goes with a status, for errors made outside GRACE's
+    /// handlers (axum's body rejections, unknown routes).
+    pub fn kind_of(status: StatusCode) -> &'static str {
+        match status {
+            StatusCode::UNAUTHORIZED => "unauthorized",
+            StatusCode::NOT_FOUND => "not_found",
+            StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+            StatusCode::CONFLICT => "conflict",
+            StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+            StatusCode::TOO_MANY_REQUESTS => "too_many_requests",
+            StatusCode::SERVICE_UNAVAILABLE => "shutting_down",
+            StatusCode::GATEWAY_TIMEOUT | StatusCode::REQUEST_TIMEOUT => "timeout",
+            s if s.is_client_error() => "invalid_request",
+            _ => "internal",
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"type": self.kind, "message": self.message}});
+        let mut response = (self.status, Json(body)).into_response();
+        let headers = response.headers_mut();
+        match self.status {
+            StatusCode::UNAUTHORIZED => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        let (status, kind) = match &e {
+            Error::Review(r) => review_status(r),
+            Error::InvalidInput(_) | Error::Config(_) => {
+                (StatusCode::BAD_REQUEST, "invalid_request")
+            }
+            Error::Ingest(IngestError::PathNotFound { .. }) => (StatusCode::NOT_FOUND, "not_found"),
+            Error::Ingest(IngestError::BadGlob { .. }) => {
+                (StatusCode::BAD_REQUEST, "invalid_request")
+            }
+            Error::Store(e) if e.is_transient() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+            Error::Plan(PlanError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        };
+        Self {
+            status,
+            kind,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<ReviewError> for ApiError {
+    fn from(e: ReviewError) -> Self {
+        Error::Review(e).into()
+    }
+}
+
+fn review_status(e: &ReviewError) -> (StatusCode, &'static str) {
+    match e {
+        ReviewError::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
+        ReviewError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+        ReviewError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+        ReviewError::WaitTimedOut { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    }
+}

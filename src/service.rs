@@ -1,0 +1,524 @@
+//! [`Grace`]: the library API for services. One handle holds the knowledge
+//! base (store, embedder, lexical encoder), the tool registry and the review
+//! queue. It is cheap to clone (an `Arc` inside), `Send + Sync`, and keeps
+//! no global state: a service opens it once and shares it across tasks.
+//!
+//! Every operation has a blocking form (`*_blocking`, for threads and the
+//! CLI) and an async form that runs it on tokio's blocking pool. An async
+//! [`Grace::ask`] whose future is dropped (a client that went away, a
+//! request that timed out) cancels its run: the step in progress is
+//! abandoned within milliseconds and nothing keeps running for nobody.
+//!
+//! ```no_run
+//! # async fn demo() -> grace::Result<()> {
+//! use grace::{AskOptions, Config, Grace};
+//!
+//! let grace = Grace::open(Config::load(None)?)?;
+//! grace.ingest(vec!["examples/kb".into()], Default::default()).await?;
+//! let outcome = grace.ask("How do I roll back a deploy?", AskOptions::default()).await?;
+//! println!("{:?} at {:.2}", outcome.report.decision, outcome.report.confidence);
+//! if let Some(id) = outcome.review_id {
+//!     // Escalated: a reviewer's answer arrives through the handle.
+//!     let settled = grace.escalation(id).settled(std::time::Duration::from_secs(300)).await?;
+//!     println!("{:?}", settled.resolution);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::embed::{Embedder, FastEmbedder};
+use crate::exec::{Decision, Event, Executor, RunReport};
+use crate::ingest::{IngestOptions, IngestReport};
+use crate::llm::LlmClient;
+use crate::plan::PlanError;
+use crate::review::{Escalation, EscalationHandle, NewEscalation, ReviewQueue};
+use crate::store::PayloadFilter;
+use crate::tools::{ToolRegistry, UserRequest};
+use crate::{Config, Error, KnowledgeBase, OpenMode, Passage, Result};
+
+/// A shared handle on one knowledge base and everything that answers from
+/// it. See the [module documentation](self).
+#[derive(Clone)]
+pub struct Grace {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    kb: Arc<KnowledgeBase>,
+    registry: ToolRegistry,
+    queue: Arc<ReviewQueue>,
+    /// One writer at a time: ingests, promotions and retractions all
+    /// rewrite the manifest.
+    writer: Mutex<()>,
+    runs: RunCounters,
+}
+
+#[derive(Default)]
+struct RunCounters {
+    in_flight: AtomicUsize,
+    finished: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+/// Questions answered so far by this handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCounts {
+    /// Runs in progress now.
+    pub in_flight: usize,
+    /// Runs that ended with an outcome.
+    pub finished: u64,
+    /// Runs stopped before the end (client gone, timed out).
+    pub cancelled: u64,
+}
+
+/// How to answer one question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskOptions {
+    /// Passages retrieved; `tools.rag_search.limit` when `None`.
+    pub limit: Option<usize>,
+    /// Put an escalated question in the review queue (default true).
+    pub queue: bool,
+    /// Only these reviewers may see the escalation; empty: any reviewer.
+    pub reviewers: Vec<String>,
+    /// Who asks, shown to reviewers.
+    pub asker: String,
+}
+
+impl Default for AskOptions {
+    fn default() -> Self {
+        Self {
+            limit: None,
+            queue: true,
+            reviewers: Vec::new(),
+            asker: "service".to_string(),
+        }
+    }
+}
+
+/// The outcome of a question: the run's report and, when it was escalated
+/// and queued, the escalation's id (`grace answer ID`, [`Grace::escalation`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskOutcome {
+    #[serde(flatten)]
+    pub report: RunReport,
+    pub review_id: Option<i64>,
+}
+
+/// What a run reports while it goes, owned so it can cross threads (the
+/// HTTP API streams these as server-sent events named by `event`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// A plan step began.
+    StepStarted { id: String, action: String },
+    /// A plan step ended, with its confidence.
+    StepFinished {
+        id: String,
+        action: String,
+        success: bool,
+        confidence: f64,
+        seconds: f64,
+        error: Option<String>,
+    },
+    /// The run was weak; a wider search follows.
+    Recovering { confidence: f64 },
+    /// The run needs a human: the question put to them.
+    Escalated { request: UserRequest },
+    /// The end: the outcome.
+    Done { outcome: Box<AskOutcome> },
+    /// The end: the run failed.
+    Failed { error: String },
+}
+
+impl RunEvent {
+    /// The event's name (`step_started`, …, `done`, `failed`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunEvent::StepStarted { .. } => "step_started",
+            RunEvent::StepFinished { .. } => "step_finished",
+            RunEvent::Recovering { .. } => "recovering",
+            RunEvent::Escalated { .. } => "escalated",
+            RunEvent::Done { .. } => "done",
+            RunEvent::Failed { .. } => "failed",
+        }
+    }
+
+    fn from_exec(event: &Event<'_>) -> Option<Self> {
+        Some(match event {
+            Event::StepStarted { step } => RunEvent::StepStarted {
+                id: step.id.clone(),
+                action: step.action.clone(),
+            },
+            Event::StepFinished { record } => RunEvent::StepFinished {
+                id: record.id.clone(),
+                action: record.action.clone(),
+                success: record.result.success,
+                confidence: record.confidence.score,
+                seconds: record.result.duration.as_secs_f64(),
+                error: record.result.error.clone(),
+            },
+            Event::Recovering { confidence } => RunEvent::Recovering {
+                confidence: *confidence,
+            },
+            Event::Escalated { request } => RunEvent::Escalated {
+                request: (*request).clone(),
+            },
+            // The outcome (with its review id) is sent as `Done` at the end.
+            Event::Answered { .. } => return None,
+        })
+    }
+}
+
+/// The events of one run ([`Grace::ask_stream`]), ending with `Done` or
+/// `Failed`. Dropping it cancels the run.
+pub struct RunStream {
+    events: mpsc::Receiver<RunEvent>,
+    _cancel: CancelOnDrop,
+}
+
+impl RunStream {
+    /// The next event; `None` after the last one.
+    pub async fn next(&mut self) -> Option<RunEvent> {
+        self.events.recv().await
+    }
+}
+
+/// Sets a run's cancellation flag when dropped (a dropped future or stream
+/// means nobody waits for the run any more). Harmless after the run ended.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Builds a [`Grace`] with parts other than the configured ones.
+pub struct GraceBuilder {
+    config: Config,
+    embedder: Option<Arc<dyn Embedder>>,
+    generator: Option<Arc<dyn LlmClient>>,
+}
+
+impl GraceBuilder {
+    /// Embeds with `embedder` instead of the configured local model.
+    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// Answers with `generator` instead of the configured `llm.provider`.
+    pub fn generator(mut self, generator: Arc<dyn LlmClient>) -> Self {
+        self.generator = Some(generator);
+        self
+    }
+
+    /// Opens the collection (creating it when it does not exist yet: a
+    /// service may start before anything is ingested), the tools and the
+    /// review queue.
+    pub fn build(self) -> Result<Grace> {
+        let embedder: Arc<dyn Embedder> = match self.embedder {
+            Some(e) => e,
+            None => Arc::new(FastEmbedder::new(&self.config.embedding)?),
+        };
+        let queue = Arc::new(ReviewQueue::open(&self.config)?);
+        let kb = Arc::new(KnowledgeBase::with_embedder(
+            self.config,
+            embedder,
+            OpenMode::Create,
+        )?);
+        let registry = match self.generator {
+            Some(g) => ToolRegistry::from_config_with(kb.config(), kb.clone(), Some(g))?,
+            None => ToolRegistry::from_config(kb.config(), kb.clone())?,
+        };
+        Ok(Grace {
+            inner: Arc::new(Inner {
+                kb,
+                registry,
+                queue,
+                writer: Mutex::new(()),
+                runs: RunCounters::default(),
+            }),
+        })
+    }
+}
+
+impl Grace {
+    /// Opens GRACE as configured (see [`GraceBuilder::build`]).
+    pub fn open(config: Config) -> Result<Self> {
+        Self::builder(config).build()
+    }
+
+    /// A builder, to replace the embedder or the generator.
+    pub fn builder(config: Config) -> GraceBuilder {
+        GraceBuilder {
+            config,
+            embedder: None,
+            generator: None,
+        }
+    }
+
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &Config {
+        self.inner.kb.config()
+    }
+
+    /// The knowledge base.
+    pub fn knowledge_base(&self) -> &Arc<KnowledgeBase> {
+        &self.inner.kb
+    }
+
+    /// The enabled tools (what the MCP server exposes).
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.inner.registry
+    }
+
+    /// The review queue: escalations, reviewers, messages, shared context.
+    pub fn escalations(&self) -> &Arc<ReviewQueue> {
+        &self.inner.queue
+    }
+
+    /// An awaitable handle on escalation `id`.
+    pub fn escalation(&self, id: i64) -> EscalationHandle {
+        EscalationHandle::new(self.inner.queue.clone(), id)
+    }
+
+    /// Runs counted so far.
+    pub fn runs(&self) -> RunCounts {
+        let r = &self.inner.runs;
+        RunCounts {
+            in_flight: r.in_flight.load(Ordering::Relaxed),
+            finished: r.finished.load(Ordering::Relaxed),
+            cancelled: r.cancelled.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Size and provenance of the collection.
+    pub fn status(&self) -> Result<crate::Status> {
+        self.inner.kb.status()
+    }
+
+    /// Makes every accepted change to the store durable.
+    pub fn flush(&self) -> Result<()> {
+        Ok(self.inner.kb.store().flush()?)
+    }
+
+    /// Ingests files and folders, one ingest at a time (see [`crate::ingest`]).
+    pub fn ingest_blocking(
+        &self,
+        paths: &[PathBuf],
+        options: &IngestOptions,
+        on_event: &mut dyn FnMut(crate::ingest::IngestEvent<'_>),
+    ) -> Result<IngestReport> {
+        let _writer = self.writer();
+        self.inner.kb.ingest(paths, options, on_event)
+    }
+
+    /// Searches the collection (see [`KnowledgeBase::search`]).
+    pub fn search_blocking(
+        &self,
+        query: &str,
+        limit: Option<usize>,
+        filter: Option<&PayloadFilter>,
+    ) -> Result<Vec<Passage>> {
+        if query.trim().is_empty() {
+            return Err(Error::InvalidInput("the query is empty".into()));
+        }
+        if limit == Some(0) {
+            return Err(Error::InvalidInput("the limit must be at least 1".into()));
+        }
+        self.inner.kb.search(query, limit, filter)
+    }
+
+    /// Answers `question`; an escalated run is queued for reviewers when
+    /// `options.queue` is set. Stops with [`PlanError::Cancelled`] when
+    /// `cancel` is set.
+    pub fn ask_blocking(
+        &self,
+        question: &str,
+        options: &AskOptions,
+        cancel: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(RunEvent),
+    ) -> Result<AskOutcome> {
+        if question.trim().is_empty() {
+            return Err(Error::InvalidInput("the question is empty".into()));
+        }
+        if options.limit == Some(0) {
+            return Err(Error::InvalidInput("the limit must be at least 1".into()));
+        }
+        let runs = &self.inner.runs;
+        runs.in_flight.fetch_add(1, Ordering::Relaxed);
+        let _in_flight = Decrement(&runs.in_flight);
+        let config = self.config();
+        let limit = options.limit.unwrap_or(config.tools.rag_search.limit);
+        let executor = Executor::new(&self.inner.registry, config, limit).with_cancel(cancel);
+        let report = match executor.ask(question, &mut |e| {
+            if let Some(event) = RunEvent::from_exec(&e) {
+                on_event(event);
+            }
+        }) {
+            Ok(report) => report,
+            Err(PlanError::Cancelled) => {
+                runs.cancelled.fetch_add(1, Ordering::Relaxed);
+                return Err(PlanError::Cancelled.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let review_id = if report.decision == Decision::Escalate && options.queue {
+            let e = self.inner.queue.escalate(NewEscalation {
+                report: &report,
+                collection: &config.qdrant.collection,
+                asker: &options.asker,
+                allowed: (!options.reviewers.is_empty()).then(|| options.reviewers.clone()),
+                timeout: None,
+            })?;
+            Some(e.id)
+        } else {
+            None
+        };
+        runs.finished.fetch_add(1, Ordering::Relaxed);
+        Ok(AskOutcome { report, review_id })
+    }
+
+    /// Promotes reviewed answer `id` to knowledge (see [`crate::review::promote`]).
+    pub fn promote_blocking(&self, id: i64, who: &str) -> Result<PathBuf> {
+        let _writer = self.writer();
+        crate::review::promote::promote(&self.inner.kb, &self.inner.queue, id, who)
+    }
+
+    /// Removes promoted answer `id` from the knowledge base.
+    pub fn retract_blocking(&self, id: i64, who: &str) -> Result<()> {
+        let _writer = self.writer();
+        crate::review::promote::retract(&self.inner.kb, &self.inner.queue, id, who)
+    }
+
+    /// Searches again for escalation `id` with a reviewer's hint and gives
+    /// them the new draft (see [`crate::review::replan`]).
+    pub fn redraft_blocking(&self, id: i64, reviewer: &str, hint: &str) -> Result<Escalation> {
+        crate::review::replan::redraft_with(
+            &self.inner.registry,
+            self.config(),
+            &self.inner.queue,
+            id,
+            reviewer,
+            hint,
+        )
+    }
+
+    /// [`ingest_blocking`](Self::ingest_blocking) on tokio's blocking pool.
+    pub async fn ingest(
+        &self,
+        paths: Vec<PathBuf>,
+        options: IngestOptions,
+    ) -> Result<IngestReport> {
+        let this = self.clone();
+        blocking(move || this.ingest_blocking(&paths, &options, &mut |_| {})).await
+    }
+
+    /// [`search_blocking`](Self::search_blocking) on tokio's blocking pool.
+    pub async fn search(
+        &self,
+        query: impl Into<String>,
+        limit: Option<usize>,
+        filter: Option<PayloadFilter>,
+    ) -> Result<Vec<Passage>> {
+        let (this, query) = (self.clone(), query.into());
+        blocking(move || this.search_blocking(&query, limit, filter.as_ref())).await
+    }
+
+    /// [`ask_blocking`](Self::ask_blocking) on tokio's blocking pool;
+    /// dropping the future cancels the run.
+    pub async fn ask(
+        &self,
+        question: impl Into<String>,
+        options: AskOptions,
+    ) -> Result<AskOutcome> {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let _guard = CancelOnDrop(cancel.clone());
+        let (this, question) = (self.clone(), question.into());
+        blocking(move || this.ask_blocking(&question, &options, cancel, &mut |_| {})).await
+    }
+
+    /// Answers `question`, reporting each step as it goes; the stream ends
+    /// with [`RunEvent::Done`] or [`RunEvent::Failed`]. Dropping the stream
+    /// cancels the run. Must be called within a tokio runtime.
+    pub fn ask_stream(&self, question: impl Into<String>, options: AskOptions) -> RunStream {
+        let (tx, rx) = mpsc::channel(64);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (this, question, flag) = (self.clone(), question.into(), cancel.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut send = |event: RunEvent| {
+                // Nobody listening any more: stop the run.
+                if tx.blocking_send(event).is_err() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            };
+            let last = match this.ask_blocking(&question, &options, flag.clone(), &mut send) {
+                Ok(outcome) => RunEvent::Done {
+                    outcome: Box::new(outcome),
+                },
+                Err(e) => RunEvent::Failed {
+                    error: e.to_string(),
+                },
+            };
+            send(last);
+        });
+        RunStream {
+            events: rx,
+            _cancel: CancelOnDrop(cancel),
+        }
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, ()> {
+        // A panic in another writer leaves nothing half-done that the
+        // lock protects (the manifest is written atomically): go on.
+        self.inner
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+struct Decrement<'a>(&'a AtomicUsize);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Runs `f` on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Server(format!("a worker task failed: {e}")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+
+    #[test]
+    fn the_handle_can_be_shared_across_tasks() {
+        assert_send_sync::<Grace>();
+    }
+
+    #[test]
+    fn run_events_serialise_with_their_name() {
+        let e = RunEvent::Recovering { confidence: 0.5 };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["event"], e.name());
+        let e = RunEvent::Failed { error: "x".into() };
+        assert_eq!(serde_json::to_value(&e).unwrap()["event"], e.name());
+    }
+}

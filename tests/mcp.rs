@@ -1,0 +1,207 @@
+//! `grace mcp` with a real MCP client (rmcp's, over the child's stdio):
+//! list the tools, call each one, and the errors for an unknown tool and
+//! for arguments that do not match a tool's schema.
+
+mod common;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+use common::{grace, output_text as text};
+
+fn args(v: Value) -> JsonObject {
+    match v {
+        Value::Object(m) => m,
+        _ => panic!("arguments must be an object"),
+    }
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    arguments: Value,
+) -> Result<CallToolResult, rmcp::ServiceError> {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args(arguments)))
+        .await
+}
+
+/// The `{success, data, error, suggestions}` object of a result.
+fn body(result: &CallToolResult) -> Value {
+    result
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("no structured content: {result:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_lists_and_calls_every_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let kb = common::repo().join("examples/kb");
+    let out = grace(d, &["ingest", kb.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = grace(d, &["review", "register", "alice", "--name", "Alice"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let mut cmd = tokio::process::Command::from(common::grace_cmd(d, &["mcp"]));
+    cmd.stderr(std::process::Stdio::null());
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let info = client.peer_info().expect("the server introduced itself");
+    assert_eq!(info.server_info.as_ref().unwrap().name, "grace");
+
+    // The tools, with the registry's schema for rag_search.
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "ask",
+            "rag_search",
+            "ingest",
+            "list_escalations",
+            "answer_escalation"
+        ]
+    );
+    let rag = tools.iter().find(|t| t.name == "rag_search").unwrap();
+    assert_eq!(rag.input_schema["required"], json!(["query"]));
+    assert_eq!(rag.input_schema["properties"]["limit"]["maximum"], 100);
+
+    // rag_search: passages with their scores, through the registry.
+    let r = call(
+        &client,
+        "rag_search",
+        json!({"query": "rotate an API key", "limit": 2}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert_eq!(r.is_error, Some(false), "{b}");
+    assert_eq!(b["success"], true);
+    let passages = b["data"]["output"]["data"].as_array().unwrap();
+    assert_eq!(passages.len(), 2);
+    assert!(
+        passages[0]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("secrets.html")
+    );
+
+    // ask: a confident answer with citations, and an escalated one.
+    let r = call(
+        &client,
+        "ask",
+        json!({"question": "How do I rotate an API key?"}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert_eq!(b["success"], true, "{b}");
+    assert!(b["data"]["confidence"].as_f64().unwrap() > 0.0);
+    assert!(
+        !b["data"]["answer"]["citations"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let r = call(
+        &client,
+        "ask",
+        json!({"question": "Can I deploy on Fridays?"}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert_eq!(b["data"]["decision"], "escalate", "{b}");
+    let id = b["data"]["review_id"].as_i64().unwrap();
+
+    // list_escalations, then answer it as a reviewer.
+    let r = call(&client, "list_escalations", json!({"status": "pending"}))
+        .await
+        .unwrap();
+    let b = body(&r);
+    let listed: Vec<i64> = b["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, [id]);
+    let r = call(
+        &client,
+        "answer_escalation",
+        json!({"id": id, "reviewer": "alice", "text": "Only with a rollback plan approved by the on-call lead."}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert_eq!(b["success"], true, "{b}");
+    assert_eq!(b["data"]["status"], "answered");
+    assert_eq!(b["data"]["resolution"]["decided_by"], "reviewer:alice");
+    // Answering it again is refused, with a suggestion.
+    let r = call(
+        &client,
+        "answer_escalation",
+        json!({"id": id, "reviewer": "alice", "option": 1}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(b["success"], false);
+    assert!(b["error"].as_str().unwrap().contains("answered"), "{b}");
+    assert!(!b["suggestions"].as_array().unwrap().is_empty());
+
+    // ingest: a new document, then it is found.
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::write(
+        docs.path().join("pets.md"),
+        "# Office pets\n\nDogs are welcome in the office on Wednesdays if they are vaccinated.\n",
+    )
+    .unwrap();
+    let r = call(&client, "ingest", json!({"paths": [docs.path()]}))
+        .await
+        .unwrap();
+    let b = body(&r);
+    assert_eq!(b["success"], true, "{b}");
+    assert_eq!(b["data"]["added"], 1);
+    let r = call(
+        &client,
+        "rag_search",
+        json!({"query": "dogs in the office", "limit": 1}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert!(
+        b["data"]["output"]["data"][0]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("pets.md"),
+        "{b}"
+    );
+    let r = call(&client, "ingest", json!({"paths": ["/no/such/folder"]}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert!(!body(&r)["suggestions"].as_array().unwrap().is_empty());
+
+    // Protocol errors: an unknown tool, arguments that break the schema.
+    let e = call(&client, "shell", json!({})).await.unwrap_err();
+    assert!(e.to_string().contains("unknown or disabled tool"), "{e}");
+    let e = call(&client, "ask", json!({})).await.unwrap_err();
+    assert!(e.to_string().contains("`question` is required"), "{e}");
+    let e = call(&client, "rag_search", json!({"query": "x", "limit": "ten"}))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("limit"), "{e}");
+    let e = call(&client, "list_escalations", json!({"status": "lost"}))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("one of"), "{e}");
+
+    client.cancel().await.unwrap();
+}

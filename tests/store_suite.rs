@@ -1,0 +1,949 @@
+//! The shared vector store test suite: the same tests run against the
+//! embedded store (`EdgeStore`) and the Qdrant server backend
+//! (`QdrantStore`), the latter through `support/qdrant_harness.rs` — a
+//! tonic gRPC test harness over qdrant-edge, NOT a Qdrant server (see that
+//! file for what it does not cover). Then the Qdrant backend's own
+//! concerns (version check, API key, unreachable server, async callers),
+//! a knowledge base on each backend giving the same answers, and
+//! `grace migrate --to qdrant`.
+
+mod common;
+mod support {
+    pub mod qdrant_harness;
+}
+
+use std::path::Path;
+use std::sync::Arc;
+
+use grace::config::{Backend, QdrantConfig};
+use grace::lexical::LexicalEncoder;
+use grace::store::edge::EdgeStore;
+use grace::store::qdrant::QdrantStore;
+use grace::store::{
+    ChunkPayload, ChunkPoint, PayloadFilter, QueryVector, StoreError, StoreQuery, VectorStore,
+    point_id,
+};
+use grace::{Config, KnowledgeBase, OpenMode};
+use support::qdrant_harness::{HARNESS_VERSION, HarnessOptions, QdrantHarness};
+
+type StoreResult<T> = grace::store::Result<T>;
+
+const DIM: usize = 4;
+
+/// A backend under test: opens collections by name.
+trait Fixture {
+    fn create(&self, collection: &str, dimension: usize) -> StoreResult<Box<dyn VectorStore>>;
+    fn existing(&self, collection: &str) -> StoreResult<Box<dyn VectorStore>>;
+    /// The backend's "no such collection" error.
+    fn is_not_found(&self, e: &StoreError) -> bool;
+}
+
+struct Edge(tempfile::TempDir);
+
+impl Edge {
+    fn new() -> Self {
+        Self(tempfile::tempdir().unwrap())
+    }
+}
+
+impl Fixture for Edge {
+    fn create(&self, collection: &str, dimension: usize) -> StoreResult<Box<dyn VectorStore>> {
+        Ok(Box::new(EdgeStore::open_or_create(
+            &self.0.path().join(collection),
+            dimension,
+        )?))
+    }
+    fn existing(&self, collection: &str) -> StoreResult<Box<dyn VectorStore>> {
+        Ok(Box::new(EdgeStore::open_existing(
+            &self.0.path().join(collection),
+        )?))
+    }
+    fn is_not_found(&self, e: &StoreError) -> bool {
+        matches!(e, StoreError::NotFound { .. })
+    }
+}
+
+/// The Qdrant backend: through the test harness, or through a real server
+/// when `GRACE_TEST_QDRANT_URL` is set (collections get a unique prefix
+/// there and are deleted afterwards).
+struct Server {
+    harness: Option<QdrantHarness>,
+    url: String,
+    api_key: String,
+    prefix: String,
+    created: std::sync::Mutex<Vec<String>>,
+}
+
+impl Server {
+    fn new() -> Self {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match std::env::var("GRACE_TEST_QDRANT_URL") {
+            Ok(url) if !url.is_empty() => Self {
+                harness: None,
+                url,
+                api_key: std::env::var("GRACE_TEST_QDRANT_API_KEY").unwrap_or_default(),
+                prefix: format!("grace_test_{}_{n}_", std::process::id()),
+                created: Default::default(),
+            },
+            _ => {
+                let harness = QdrantHarness::start();
+                Self {
+                    url: harness.url().to_string(),
+                    harness: Some(harness),
+                    api_key: String::new(),
+                    prefix: String::new(),
+                    created: Default::default(),
+                }
+            }
+        }
+    }
+
+    fn config(&self, collection: &str) -> QdrantConfig {
+        QdrantConfig {
+            url: self.url.clone(),
+            api_key: self.api_key.clone(),
+            collection: format!("{}{collection}", self.prefix),
+            timeout_seconds: 10.0,
+            ..QdrantConfig::default()
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.harness.is_none() {
+            for name in self.created.lock().unwrap().drain(..) {
+                let _ = QdrantStore::drop_collection(&self.config(&name));
+            }
+        }
+    }
+}
+
+fn server_config(harness: &QdrantHarness, collection: &str) -> QdrantConfig {
+    QdrantConfig {
+        url: harness.url().to_string(),
+        collection: collection.to_string(),
+        timeout_seconds: 10.0,
+        ..QdrantConfig::default()
+    }
+}
+
+impl Fixture for Server {
+    fn create(&self, collection: &str, dimension: usize) -> StoreResult<Box<dyn VectorStore>> {
+        self.created.lock().unwrap().push(collection.to_string());
+        let store = QdrantStore::open_or_create(&self.config(collection), dimension)?;
+        if self.harness.is_some() {
+            assert_eq!(store.server_version(), HARNESS_VERSION);
+        }
+        Ok(Box::new(store))
+    }
+    fn existing(&self, collection: &str) -> StoreResult<Box<dyn VectorStore>> {
+        Ok(Box::new(QdrantStore::open_existing(
+            &self.config(collection),
+        )?))
+    }
+    fn is_not_found(&self, e: &StoreError) -> bool {
+        matches!(e, StoreError::CollectionNotFound { .. })
+    }
+}
+
+// ---------------------------------------------------------------- data
+
+const A: &str = "/kb/a b.md"; // a space: an exact keyword match, not full text
+const C: &str = "/kb/c.md";
+const D: &str = "/kb/d.md";
+
+fn unit(v: [f32; DIM]) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / n).collect()
+}
+
+fn point(
+    lexical: &LexicalEncoder,
+    source: &str,
+    index: usize,
+    text: &str,
+    dense: [f32; DIM],
+) -> ChunkPoint {
+    ChunkPoint {
+        id: point_id(source, index, "h"),
+        dense: unit(dense),
+        lexical: lexical.encode_document(text),
+        payload: ChunkPayload {
+            source: source.to_string(),
+            section: format!("Section {index}"),
+            chunk_index: index,
+            text: text.to_string(),
+            content_hash: "h".to_string(),
+        },
+    }
+}
+
+fn points() -> Vec<ChunkPoint> {
+    let l = LexicalEncoder::new().unwrap();
+    vec![
+        point(
+            &l,
+            A,
+            0,
+            "Rust borrow checker error E0382: use of a moved value",
+            [1.0, 0.0, 0.0, 0.0],
+        ),
+        point(
+            &l,
+            A,
+            1,
+            "Fixing lifetimes of references in Rust structs",
+            [0.8, 0.6, 0.0, 0.0],
+        ),
+        point(
+            &l,
+            C,
+            0,
+            "Baking sourdough bread at home",
+            [0.0, 1.0, 0.0, 0.0],
+        ),
+        point(
+            &l,
+            C,
+            1,
+            "Feeding the sourdough starter every day",
+            [0.0, 0.6, 0.8, 0.0],
+        ),
+        point(
+            &l,
+            D,
+            0,
+            "Rotating API keys with the vault command --rotate",
+            [0.0, 0.0, 0.2, 1.0],
+        ),
+    ]
+}
+
+fn sorted_terms(p: &ChunkPoint) -> Vec<(u32, f32)> {
+    let mut t: Vec<(u32, f32)> = p
+        .lexical
+        .indices
+        .iter()
+        .copied()
+        .zip(p.lexical.values.iter().copied())
+        .collect();
+    t.sort_by_key(|(i, _)| *i);
+    t
+}
+
+fn assert_same_point(got: &ChunkPoint, want: &ChunkPoint) {
+    assert_eq!(got.id, want.id);
+    assert_eq!(got.payload, want.payload);
+    assert_eq!(got.dense.len(), want.dense.len());
+    for (g, w) in got.dense.iter().zip(&want.dense) {
+        assert!((g - w).abs() < 1e-5, "{:?} vs {:?}", got.dense, want.dense);
+    }
+    let (g, w) = (sorted_terms(got), sorted_terms(want));
+    assert_eq!(g.len(), w.len(), "{g:?} vs {w:?}");
+    for ((gi, gv), (wi, wv)) in g.iter().zip(&w) {
+        assert_eq!(gi, wi);
+        assert!((gv - wv).abs() < 1e-5, "{g:?} vs {w:?}");
+    }
+}
+
+fn read_all(store: &dyn VectorStore, page: usize) -> Vec<ChunkPoint> {
+    let mut all = Vec::new();
+    let mut offset = None;
+    loop {
+        let p = store.scroll(offset, page).unwrap();
+        assert!(p.points.len() <= page);
+        all.extend(p.points);
+        match p.next {
+            Some(n) => offset = Some(n),
+            None => return all,
+        }
+    }
+}
+
+fn dense_search(
+    store: &dyn VectorStore,
+    v: [f32; DIM],
+    limit: usize,
+    filter: Option<&PayloadFilter>,
+) -> Vec<grace::store::StoredHit> {
+    let q = unit(v);
+    store
+        .search(&StoreQuery {
+            vector: QueryVector::Dense(&q),
+            limit,
+            filter,
+            with_dense: true,
+        })
+        .unwrap()
+}
+
+fn lexical_search(
+    store: &dyn VectorStore,
+    text: &str,
+    limit: usize,
+) -> Vec<grace::store::StoredHit> {
+    let q = LexicalEncoder::new().unwrap().encode_query(text);
+    store
+        .search(&StoreQuery {
+            vector: QueryVector::Lexical(&q),
+            limit,
+            filter: None,
+            with_dense: false,
+        })
+        .unwrap()
+}
+
+// ---------------------------------------------------------------- the suite
+
+fn upsert_and_read_back(b: &dyn Fixture) {
+    let store = b.create("read_back", DIM).unwrap();
+    let mut want = points();
+    store.upsert(want.clone()).unwrap();
+    store.flush().unwrap();
+    let got = read_all(store.as_ref(), 100);
+    want.sort_by_key(|p| p.id);
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_same_point(g, w);
+    }
+}
+
+fn reupsert_is_idempotent(b: &dyn Fixture) {
+    let store = b.create("idempotent", DIM).unwrap();
+    store.upsert(points()).unwrap();
+    store.upsert(points()).unwrap();
+    assert_eq!(store.count(None).unwrap(), 5);
+    // The same id with new content replaces the point.
+    let mut changed = points().remove(2);
+    changed.payload.text = "Baking rye bread".into();
+    let id = changed.id;
+    store.upsert(vec![changed]).unwrap();
+    assert_eq!(store.count(None).unwrap(), 5);
+    let all = read_all(store.as_ref(), 10);
+    let p = all.iter().find(|p| p.id == id).unwrap();
+    assert_eq!(p.payload.text, "Baking rye bread");
+}
+
+fn dense_search_ranks_by_cosine(b: &dyn Fixture) {
+    let store = b.create("dense", DIM).unwrap();
+    store.upsert(points()).unwrap();
+    let hits = dense_search(store.as_ref(), [1.0, 0.1, 0.0, 0.0], 3, None);
+    let texts: Vec<&str> = hits.iter().map(|h| h.payload.text.as_str()).collect();
+    assert_eq!(hits.len(), 3, "{texts:?}");
+    assert!(texts[0].contains("E0382"), "{texts:?}");
+    assert!(texts[1].contains("lifetimes"), "{texts:?}");
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    // Scores are cosine similarities, and the stored vector comes back.
+    let want = unit([1.0, 0.1, 0.0, 0.0])[0];
+    assert!((hits[0].score - want).abs() < 1e-4, "{}", hits[0].score);
+    assert_eq!(hits[0].dense.as_deref().map(<[f32]>::len), Some(DIM));
+    let exact = dense_search(store.as_ref(), [0.0, 1.0, 0.0, 0.0], 1, None);
+    assert!((exact[0].score - 1.0).abs() < 1e-5);
+    assert_eq!(exact[0].payload.source, C);
+    // Without `with_dense`, no vector.
+    let q = unit([0.0, 1.0, 0.0, 0.0]);
+    let bare = store
+        .search(&StoreQuery {
+            vector: QueryVector::Dense(&q),
+            limit: 1,
+            filter: None,
+            with_dense: false,
+        })
+        .unwrap();
+    assert_eq!(bare[0].dense, None);
+}
+
+fn lexical_search_ranks_by_bm25(b: &dyn Fixture) {
+    let store = b.create("lexical", DIM).unwrap();
+    store.upsert(points()).unwrap();
+    let hits = lexical_search(store.as_ref(), "What does E0382 mean?", 5);
+    assert!(!hits.is_empty());
+    assert!(hits[0].payload.text.contains("E0382"), "{hits:?}");
+    let hits = lexical_search(store.as_ref(), "sourdough starter", 5);
+    let texts: Vec<&str> = hits.iter().map(|h| h.payload.text.as_str()).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].contains("starter"), "{texts:?}");
+    assert!(hits[0].score > hits[1].score);
+    let hits = lexical_search(store.as_ref(), "--rotate", 5);
+    assert_eq!(hits[0].payload.source, D);
+    // A query of stop words only has no terms: no hits, no error.
+    assert!(lexical_search(store.as_ref(), "the of a", 5).is_empty());
+}
+
+fn equal_scores_rank_by_id(b: &dyn Fixture) {
+    let store = b.create("ties", DIM).unwrap();
+    let l = LexicalEncoder::new().unwrap();
+    let twins: Vec<ChunkPoint> = (0..6)
+        .map(|i| {
+            point(
+                &l,
+                &format!("/kb/twin{i}.md"),
+                0,
+                "identical twin chunk",
+                [0.3, 0.3, 0.3, 0.3],
+            )
+        })
+        .collect();
+    store.upsert(twins.clone()).unwrap();
+    let mut ids: Vec<u64> = twins.iter().map(|p| p.id).collect();
+    ids.sort();
+    let dense: Vec<u64> = dense_search(store.as_ref(), [1.0, 1.0, 1.0, 1.0], 6, None)
+        .iter()
+        .map(|h| h.id)
+        .collect();
+    assert_eq!(dense, ids);
+    let lexical: Vec<u64> = lexical_search(store.as_ref(), "twin", 6)
+        .iter()
+        .map(|h| h.id)
+        .collect();
+    assert_eq!(lexical, ids);
+}
+
+fn filter_by_source(b: &dyn Fixture) {
+    let store = b.create("filter", DIM).unwrap();
+    store.upsert(points()).unwrap();
+    let only_a = PayloadFilter::source(A);
+    let hits = dense_search(store.as_ref(), [0.0, 1.0, 0.0, 0.0], 10, Some(&only_a));
+    assert_eq!(hits.len(), 2);
+    assert!(hits.iter().all(|h| h.payload.source == A), "{hits:?}");
+    // A prefix or a single word of the path is not the path.
+    for other in ["/kb/a", "a b.md", "/kb/a b.md "] {
+        let f = PayloadFilter::source(other);
+        assert!(
+            dense_search(store.as_ref(), [1.0, 0.0, 0.0, 0.0], 10, Some(&f)).is_empty(),
+            "{other}"
+        );
+    }
+    // Two conditions must both hold.
+    let f = PayloadFilter {
+        must: vec![
+            ("source".into(), C.into()),
+            ("section".into(), "Section 1".into()),
+        ],
+    };
+    let hits = dense_search(store.as_ref(), [0.0, 1.0, 0.0, 0.0], 10, Some(&f));
+    assert_eq!(hits.len(), 1);
+    assert!(hits[0].payload.text.contains("starter"));
+}
+
+fn delete_by_source(b: &dyn Fixture) {
+    let store = b.create("delete", DIM).unwrap();
+    store.upsert(points()).unwrap();
+    store.delete_by_source(A).unwrap();
+    assert_eq!(store.count(None).unwrap(), 3);
+    assert_eq!(store.count(Some(&PayloadFilter::source(A))).unwrap(), 0);
+    assert_eq!(store.count(Some(&PayloadFilter::source(C))).unwrap(), 2);
+    let hits = dense_search(store.as_ref(), [1.0, 0.0, 0.0, 0.0], 10, None);
+    assert!(hits.iter().all(|h| h.payload.source != A));
+    // Deleting what is not there is no error.
+    store.delete_by_source("/kb/never.md").unwrap();
+    assert_eq!(store.count(None).unwrap(), 3);
+}
+
+fn count_with_and_without_filter(b: &dyn Fixture) {
+    let store = b.create("count", DIM).unwrap();
+    assert_eq!(store.count(None).unwrap(), 0);
+    store.upsert(points()).unwrap();
+    assert_eq!(store.count(None).unwrap(), 5);
+    assert_eq!(store.count(Some(&PayloadFilter::source(A))).unwrap(), 2);
+    assert_eq!(store.count(Some(&PayloadFilter::source(D))).unwrap(), 1);
+    assert_eq!(
+        store.count(Some(&PayloadFilter::source("/nope"))).unwrap(),
+        0
+    );
+    assert_eq!(store.count(Some(&PayloadFilter::default())).unwrap(), 5);
+}
+
+fn info_reports_size_and_dimension(b: &dyn Fixture) {
+    let store = b.create("info", DIM).unwrap();
+    store.upsert(points()).unwrap();
+    store.flush().unwrap();
+    let info = store.info().unwrap();
+    assert_eq!(info.points, 5);
+    assert_eq!(info.dimension, DIM);
+    assert!(info.segments >= 1, "{info:?}");
+    store.optimize().unwrap();
+    assert_eq!(store.info().unwrap().points, 5);
+}
+
+fn dimension_mismatch(b: &dyn Fixture) {
+    {
+        let store = b.create("dims", DIM).unwrap();
+        store.upsert(points()).unwrap();
+        // A vector of another size is refused.
+        let mut wrong = points().remove(0);
+        wrong.dense.push(0.0);
+        match store.upsert(vec![wrong]) {
+            Err(StoreError::DimensionMismatch {
+                found, expected, ..
+            }) => {
+                assert_eq!((found, expected), (DIM, DIM + 1));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(store.count(None).unwrap(), 5);
+    }
+    // Opening it for another model's vectors is refused.
+    match b.create("dims", DIM + 1) {
+        Err(StoreError::DimensionMismatch {
+            found, expected, ..
+        }) => {
+            assert_eq!((found, expected), (DIM, DIM + 1));
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("opened a {DIM}-d collection for {}-d vectors", DIM + 1),
+    }
+}
+
+fn missing_collection_is_not_found(b: &dyn Fixture) {
+    let err = b
+        .existing("never_created")
+        .err()
+        .expect("a missing collection opened");
+    assert!(b.is_not_found(&err), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("never_created"), "{message}");
+    assert!(message.contains("grace ingest"), "{message}");
+}
+
+fn scroll_covers_all_points(b: &dyn Fixture) {
+    let store = b.create("scroll", DIM).unwrap();
+    let l = LexicalEncoder::new().unwrap();
+    let many: Vec<ChunkPoint> = (0..600)
+        .map(|i| {
+            let source = format!("/kb/doc{}.md", i % 7);
+            point(
+                &l,
+                &source,
+                i,
+                &format!("chunk number {i} of the corpus"),
+                [1.0, i as f32, 0.5, 0.25],
+            )
+        })
+        .collect();
+    store.upsert(many.clone()).unwrap();
+    let got = read_all(store.as_ref(), 64);
+    assert_eq!(got.len(), 600);
+    assert!(
+        got.windows(2).all(|w| w[0].id < w[1].id),
+        "pages are in id order, no repeats"
+    );
+    let mut want = many;
+    want.sort_by_key(|p| p.id);
+    for (g, w) in got.iter().zip(&want) {
+        assert_same_point(g, w);
+    }
+    // A page starts at its offset, inclusive.
+    let from = got[100].id;
+    let page = store.scroll(Some(from), 3).unwrap();
+    assert_eq!(
+        page.points.iter().map(|p| p.id).collect::<Vec<_>>(),
+        vec![got[100].id, got[101].id, got[102].id]
+    );
+    assert_eq!(page.next, Some(got[103].id));
+}
+
+/// Every suite test, once per backend.
+macro_rules! store_suite {
+    ($($test:ident),* $(,)?) => {
+        mod edge_backend {
+            $(#[test] fn $test() { super::$test(&super::Edge::new()) })*
+        }
+        mod qdrant_backend {
+            $(#[test] fn $test() { super::$test(&super::Server::new()) })*
+        }
+    };
+}
+
+store_suite!(
+    upsert_and_read_back,
+    reupsert_is_idempotent,
+    dense_search_ranks_by_cosine,
+    lexical_search_ranks_by_bm25,
+    equal_scores_rank_by_id,
+    filter_by_source,
+    delete_by_source,
+    count_with_and_without_filter,
+    info_reports_size_and_dimension,
+    dimension_mismatch,
+    missing_collection_is_not_found,
+    scroll_covers_all_points,
+);
+
+// ---------------------------------------------------------------- Qdrant only
+
+#[test]
+fn qdrant_health_check_reports_a_compatible_version_over_grpc() {
+    let h = QdrantHarness::start();
+    let store = QdrantStore::open_or_create(&server_config(&h, "health"), DIM).unwrap();
+    assert_eq!(store.server_version(), "1.20.0");
+    assert!(h.calls("health_check") >= 1);
+    assert_eq!(h.calls("create_collection"), 1);
+    assert_eq!(h.calls("create_field_index"), 1, "the `source` index");
+    store.upsert(points()).unwrap();
+    dense_search(
+        &store,
+        [1.0, 0.0, 0.0, 0.0],
+        2,
+        Some(&PayloadFilter::source(A)),
+    );
+    assert!(h.calls("upsert") >= 1 && h.calls("query") >= 1);
+    // Opening it again creates nothing.
+    drop(store);
+    let again = QdrantStore::open_or_create(&server_config(&h, "health"), DIM).unwrap();
+    assert_eq!(h.calls("create_collection"), 1);
+    assert_eq!(again.count(None).unwrap(), 5);
+}
+
+#[test]
+fn qdrant_incompatible_server_version_is_refused() {
+    for (version, ok) in [
+        ("1.21.2", true),
+        ("1.19.0", true),
+        ("1.17.0", false),
+        ("2.20.0", false),
+        ("1.20", false),
+    ] {
+        let h = QdrantHarness::start_with(HarnessOptions {
+            version: Some(version.into()),
+            ..Default::default()
+        });
+        let opened = QdrantStore::open_or_create(&server_config(&h, "v"), DIM);
+        match (opened, ok) {
+            (Ok(s), true) => assert_eq!(s.server_version(), version),
+            (Err(StoreError::Incompatible { server, url, .. }), false) => {
+                assert_eq!(server, version);
+                assert_eq!(url, h.url());
+                assert_eq!(
+                    h.calls("create_collection"),
+                    0,
+                    "nothing is written to an incompatible server"
+                );
+            }
+            (other, _) => panic!("{version}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn qdrant_api_key_is_sent_and_a_wrong_one_is_reported() {
+    let h = QdrantHarness::start_with(HarnessOptions {
+        api_key: Some("right-key-0123456789".into()),
+        ..Default::default()
+    });
+    let mut config = server_config(&h, "secured");
+    for key in ["", "wrong-key"] {
+        config.api_key = key.into();
+        match QdrantStore::open_or_create(&config, DIM) {
+            Err(e @ StoreError::Unauthorized { .. }) => {
+                let m = e.to_string();
+                assert!(m.contains(h.url()) && m.contains("qdrant.api_key"), "{m}");
+            }
+            other => panic!("{key:?}: {other:?}"),
+        }
+    }
+    config.api_key = "right-key-0123456789".into();
+    let store = QdrantStore::open_or_create(&config, DIM).unwrap();
+    store.upsert(points()).unwrap();
+    assert_eq!(store.count(None).unwrap(), 5);
+}
+
+#[test]
+fn qdrant_unreachable_server_names_the_url() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = QdrantConfig {
+        url: format!("http://127.0.0.1:{port}"),
+        timeout_seconds: 2.0,
+        ..QdrantConfig::default()
+    };
+    let started = std::time::Instant::now();
+    match QdrantStore::open_existing(&config) {
+        Err(e @ StoreError::Unavailable { .. }) => {
+            assert!(e.is_transient());
+            let m = e.to_string();
+            assert!(m.contains(&config.url) && m.contains("6334"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed().as_secs() < 10);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn qdrant_store_serves_spawn_blocking_and_plain_threads() {
+    let h = QdrantHarness::start();
+    let config = server_config(&h, "threads");
+    let store: Arc<dyn VectorStore> = Arc::new(
+        tokio::task::spawn_blocking(move || QdrantStore::open_or_create(&config, DIM))
+            .await
+            .unwrap()
+            .unwrap(),
+    );
+    let s = store.clone();
+    tokio::task::spawn_blocking(move || s.upsert(points()))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let s = store.clone();
+        tasks.push(tokio::task::spawn_blocking(move || {
+            s.count(Some(&PayloadFilter::source(A)))
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap().unwrap(), 2);
+    }
+    let s = store.clone();
+    let from_thread = std::thread::spawn(move || s.count(None)).join().unwrap();
+    assert_eq!(from_thread.unwrap(), 5);
+    // Dropped on an async worker: must not block or panic.
+    drop(store);
+}
+
+#[tokio::test]
+async fn qdrant_store_called_inside_a_current_thread_runtime_does_not_panic() {
+    // A synchronous call on an async thread blocks it (callers should use
+    // spawn_blocking), but it must not try to start a runtime inside one.
+    let h = QdrantHarness::start();
+    let store = QdrantStore::open_or_create(&server_config(&h, "inside"), DIM).unwrap();
+    store.upsert(points()).unwrap();
+    assert_eq!(store.count(None).unwrap(), 5);
+    drop(store);
+}
+
+// ---------------------------------------------------------------- knowledge base level
+
+fn qdrant_kb_config(data: &Path, harness: &QdrantHarness) -> Config {
+    let mut c = common::config(data);
+    c.storage.backend = Backend::Qdrant;
+    c.qdrant.url = harness.url().to_string();
+    c
+}
+
+const QUERIES: &[&str] = &[
+    "How do I rotate the keys?",
+    "What does error ORB-2001 mean?",
+    "how to roll back a deployment",
+    "--previous",
+    "install the command line tool",
+];
+
+/// One search result, comparable: id, source, dense and lexical rank, and
+/// the cosine and BM25 scores rounded to 4 decimals.
+type Row = (u64, String, Option<usize>, Option<usize>, i64, Option<i64>);
+
+/// Search results as comparable rows (the two backends compute them with
+/// the same engine, so they must agree).
+fn rows(kb: &KnowledgeBase, query: &str) -> Vec<Row> {
+    kb.search(query, Some(5), None)
+        .unwrap()
+        .into_iter()
+        .map(|p| {
+            (
+                p.id,
+                p.source,
+                p.dense_rank,
+                p.lexical_rank,
+                (p.score * 1e4).round() as i64,
+                p.lexical_score.map(|s| (s * 1e4).round() as i64),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn knowledge_base_on_qdrant_answers_like_the_embedded_one() {
+    let edge_dir = tempfile::tempdir().unwrap();
+    let edge = common::open_sample(edge_dir.path());
+
+    let h = QdrantHarness::start();
+    let data = tempfile::tempdir().unwrap();
+    let kb = KnowledgeBase::with_embedder(
+        qdrant_kb_config(data.path(), &h),
+        common::embedder(),
+        OpenMode::Create,
+    )
+    .unwrap();
+    let report = kb
+        .ingest(
+            &[common::repo().join("examples/kb")],
+            &grace::ingest::IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert!(report.chunks_written > 0);
+    for q in QUERIES {
+        let (a, b) = (rows(&edge, q), rows(&kb, q));
+        assert!(!a.is_empty(), "{q}");
+        assert_eq!(a, b, "{q}");
+    }
+    // Source filter through the whole stack.
+    let source = kb.search("deployment", Some(1), None).unwrap()[0]
+        .source
+        .clone();
+    let f = PayloadFilter::source(&source);
+    let hits = kb.search("deployment", Some(10), Some(&f)).unwrap();
+    assert!(hits.iter().all(|p| p.source == source));
+    assert_eq!(rows(&edge, "deployment"), rows(&kb, "deployment"));
+
+    let (se, sq) = (edge.status().unwrap(), kb.status().unwrap());
+    assert_eq!(sq.backend, "qdrant");
+    assert_eq!(
+        sq.path,
+        Path::new(&format!("{}/collections/grace", h.url()))
+    );
+    assert_eq!(sq.store.points, se.store.points);
+    assert_eq!(sq.sources, se.sources);
+    assert_eq!(sq.store.dimension, se.store.dimension);
+    // The manifest is the server's own, beside the embedded one's.
+    assert_ne!(kb.config().manifest_path(), edge.config().manifest_path());
+    assert!(kb.config().manifest_path().is_file());
+
+    // Re-ingesting changes nothing: the manifest matches the server.
+    let again = kb
+        .ingest(
+            &[common::repo().join("examples/kb")],
+            &grace::ingest::IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(again.chunks_written, 0);
+    assert_eq!(again.unchanged, report.added);
+
+    // A search-only open needs the collection to exist.
+    let mut missing = qdrant_kb_config(data.path(), &h);
+    missing.qdrant.collection = "absent".into();
+    let err = KnowledgeBase::with_embedder(missing, common::embedder(), OpenMode::Existing)
+        .err()
+        .expect("opened a missing collection");
+    assert_eq!(err.exit_code(), grace::EXIT_NOT_FOUND, "{err}");
+}
+
+#[test]
+fn migrate_copies_the_embedded_collection_without_embedding_again() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let edge_points = {
+        let kb = common::open_sample(&data);
+        kb.status().unwrap().store.points
+    };
+    let h = QdrantHarness::start();
+    let data_arg = data.to_string_lossy().to_string();
+    let migrate = |extra: &[&str]| {
+        let mut args = vec![
+            "--data-dir",
+            data_arg.as_str(),
+            "migrate",
+            "--to",
+            "qdrant",
+            "--url",
+            h.url(),
+        ];
+        args.extend_from_slice(extra);
+        common::grace(work.path(), &args)
+    };
+    let out = migrate(&[]);
+    let text = common::output_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("Copied {edge_points} chunks")),
+        "{text}"
+    );
+    assert!(text.contains("Manifest copied"), "{text}");
+    assert_eq!(h.calls("query"), 0, "a migration searches nothing");
+
+    // A second copy into a collection that holds points is refused...
+    let out = migrate(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", common::output_text(&out));
+    assert!(common::output_text(&out).contains("--replace"));
+    // ... unless asked to replace it.
+    let out = migrate(&["--replace", "--json"]);
+    assert!(out.status.success(), "{}", common::output_text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["points"], edge_points);
+    assert_eq!(report["replaced"], true);
+
+    // The server answers exactly like the embedded store.
+    let edge = KnowledgeBase::with_embedder(
+        common::config(&data),
+        common::embedder(),
+        OpenMode::Existing,
+    )
+    .unwrap();
+    let server = KnowledgeBase::with_embedder(
+        qdrant_kb_config(&data, &h),
+        common::embedder(),
+        OpenMode::Existing,
+    )
+    .unwrap();
+    for q in QUERIES {
+        assert_eq!(rows(&edge, q), rows(&server, q), "{q}");
+    }
+    // The copied manifest tells ingest that nothing needs writing.
+    let upserts = h.calls("upsert");
+    let report = server
+        .ingest(
+            &[common::repo().join("examples/kb")],
+            &grace::ingest::IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(report.chunks_written, 0, "{report:?}");
+    assert_eq!(report.added + report.updated, 0, "{report:?}");
+    assert_eq!(h.calls("upsert"), upserts);
+    drop(server);
+    drop(edge);
+
+    // `grace status` on the server, configured through the environment.
+    let out = common::grace_cmd(work.path(), &["--data-dir", data_arg.as_str(), "status"])
+        .env("GRACE_STORAGE__BACKEND", "qdrant")
+        .env("GRACE_QDRANT__URL", h.url())
+        .output()
+        .unwrap();
+    let text = common::output_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("qdrant backend"), "{text}");
+    assert!(
+        text.contains(&format!("chunks       {edge_points} in")),
+        "{text}"
+    );
+}
+
+#[test]
+fn migrate_without_an_embedded_collection_is_not_found() {
+    let work = tempfile::tempdir().unwrap();
+    let h = QdrantHarness::start();
+    let out = common::grace(
+        work.path(),
+        &[
+            "--data-dir",
+            "empty",
+            "migrate",
+            "--to",
+            "qdrant",
+            "--url",
+            h.url(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", common::output_text(&out));
+    assert_eq!(h.calls("create_collection"), 0);
+}
+
+#[test]
+fn config_output_masks_the_qdrant_api_key() {
+    let work = tempfile::tempdir().unwrap();
+    let out = common::grace_cmd(work.path(), &["config"])
+        .env("GRACE_QDRANT__API_KEY", "very-secret-key-42")
+        .output()
+        .unwrap();
+    let text = common::output_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("very-secret-key-42"), "{text}");
+    assert!(text.contains("api_key: <set>"), "{text}");
+}
