@@ -16,24 +16,34 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// Any error GRACE's library returns.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// Loading or validating the configuration failed.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The embedding model failed.
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// The vector store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Ingesting documents failed.
     #[error(transparent)]
     Ingest(#[from] IngestError),
+    /// The lexical (BM25) encoder could not be built.
     #[error(transparent)]
     Lexical(#[from] LexicalError),
+    /// An evaluation set could not be read.
     #[error(transparent)]
     Eval(#[from] EvalError),
+    /// A plan was invalid, or the run was cancelled.
     #[error(transparent)]
     Plan(#[from] crate::plan::PlanError),
+    /// A tool call failed.
     #[error(transparent)]
     Tool(#[from] crate::tools::ToolError),
+    /// The generator (language model) failed.
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
+    /// The review queue failed.
     #[error(transparent)]
     Review(#[from] crate::review::ReviewError),
     /// The HTTP server could not start or stopped with an error.

@@ -54,10 +54,15 @@ pub enum Decision {
 /// One executed step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
+    /// The step's id in the plan.
     pub id: String,
+    /// The tool the plan named for the step (also when its fallback produced
+    /// the result).
     pub action: String,
     /// The input as run (references resolved).
     pub input: Value,
+    /// The tool's result (the fallback's, when the step's tool failed and the
+    /// step has one).
     pub result: ToolResult,
     /// The step's confidence and why.
     pub confidence: Score,
@@ -66,11 +71,16 @@ pub struct StepRecord {
 /// The outcome of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
+    /// The question as asked.
     pub question: String,
     /// The answer (also when escalated: the draft a human may confirm).
     pub answer: Option<Answer>,
+    /// The run's confidence in [0, 1]: its answer steps' scores aggregated
+    /// (0 when a step failed or the plan did not finish).
     pub confidence: f64,
+    /// The level of `confidence` under `confidence.thresholds`.
     pub level: Level,
+    /// What the run does with its answer.
     pub decision: Decision,
     /// The question put to a human, when escalated.
     pub escalation: Option<UserRequest>,
@@ -81,6 +91,7 @@ pub struct RunReport {
     pub recovered: bool,
     /// Who made the final decision when a human did (`user`, a reviewer id).
     pub decided_by: Option<String>,
+    /// The executed steps, in order (the recovery run's, when it was used).
     pub steps: Vec<StepRecord>,
 }
 
@@ -138,16 +149,40 @@ impl RunReport {
 /// What a run reports as it goes.
 #[derive(Debug)]
 pub enum Event<'a> {
-    StepStarted { step: &'a Step },
-    StepFinished { record: &'a StepRecord },
-    Recovering { confidence: f64 },
-    Escalated { request: &'a UserRequest },
-    Answered { report: &'a RunReport },
+    /// A step is about to run.
+    StepStarted {
+        /// The step as planned (`$from` references not yet resolved).
+        step: &'a Step,
+    },
+    /// A step finished (successfully or not) and was scored.
+    StepFinished {
+        /// Its record.
+        record: &'a StepRecord,
+    },
+    /// The run's confidence is below `notify`: the wider-search recovery run
+    /// starts.
+    Recovering {
+        /// The first run's confidence.
+        confidence: f64,
+    },
+    /// The run is escalated: `ask_user` built a question for a human.
+    Escalated {
+        /// The question for the human.
+        request: &'a UserRequest,
+    },
+    /// The run is over, whatever its decision.
+    Answered {
+        /// The final report.
+        report: &'a RunReport,
+    },
 }
 
 /// Runs questions through the registry.
 pub struct Executor<'a> {
+    /// The tools the steps run through.
     pub registry: &'a ToolRegistry,
+    /// Weights, thresholds and aggregation that score the steps
+    /// (`confidence`).
     pub confidence: &'a ConfidenceConfig,
     /// Passages retrieved per question.
     pub limit: usize,

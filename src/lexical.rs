@@ -19,7 +19,10 @@ use qdrant_edge::bm25_embed::{EdgeBm25, EdgeBm25Config};
 /// A sparse vector: parallel term ids and weights, ids unique.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SparseVector {
+    /// Term ids in ascending order, each once (word terms from the BM25
+    /// tokenizer, identifier terms hashed whole).
     pub indices: Vec<u32>,
+    /// Weight of each term, parallel to `indices`.
     pub values: Vec<f32>,
 }
 

@@ -30,6 +30,8 @@
 //!
 //! See `ARCHITECTURE.md` for how the modules fit together.
 
+#![warn(missing_docs)]
+
 pub mod confidence;
 pub mod config;
 pub mod embed;

@@ -17,9 +17,12 @@ use crate::llm::{GenerateRequest, LlmClient, Message, Role, Usage};
 /// One step of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
+    /// Unique id in the plan, referenced by `depends_on` and `$from`.
     pub id: String,
     /// The tool to call.
     pub action: String,
+    /// The tool's input (JSON); a `{"$from": "<step id>"}` value is replaced by
+    /// that earlier step's output when the step runs.
     pub input: Value,
     /// Steps whose outputs this one uses; they must come earlier.
     #[serde(default)]
@@ -36,30 +39,58 @@ pub struct Step {
 /// The steps of a run, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
+    /// The steps, run in this order.
     pub steps: Vec<Step>,
 }
 
 /// Why a plan cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PlanError {
+    /// The plan has no steps.
     #[error("the plan has no steps")]
     Empty,
+    /// A step's action is not an enabled tool.
     #[error("step `{step}`: unknown or disabled action `{action}` (enabled: {enabled})")]
     UnknownAction {
+        /// The step's id.
         step: String,
+        /// The action it names.
         action: String,
+        /// The enabled tools, comma-separated.
         enabled: String,
     },
+    /// Two steps share this id.
     #[error("step id `{0}` is used twice")]
     DuplicateId(String),
+    /// A step depends on (or references with `$from`) a step that is not
+    /// earlier in the plan.
     #[error("step `{step}` depends on `{on}`, which is not an earlier step")]
-    BadDependency { step: String, on: String },
+    BadDependency {
+        /// The step's id.
+        step: String,
+        /// The id it depends on.
+        on: String,
+    },
+    /// The last step other than `ask_user` is not `reasoning`; holds its action.
     #[error("the last answer-producing step must be `reasoning` (it is `{0}`)")]
     NoAnswerStep(String),
+    /// A step's fallback is not an enabled tool.
     #[error("step `{step}`: unknown or disabled fallback `{fallback}`")]
-    UnknownFallback { step: String, fallback: String },
+    UnknownFallback {
+        /// The step's id.
+        step: String,
+        /// The fallback it names.
+        fallback: String,
+    },
+    /// A step's timeout is not a positive, finite number of seconds.
     #[error("step `{step}`: timeout {timeout} is not a positive number of seconds")]
-    BadTimeout { step: String, timeout: f64 },
+    BadTimeout {
+        /// The step's id.
+        step: String,
+        /// The timeout given.
+        timeout: f64,
+    },
+    /// The plan has more than [`MAX_STEPS`] steps; holds its length.
     #[error("the plan has {0} steps; at most {MAX_STEPS} are allowed")]
     TooLong(usize),
     /// Not a fault of the plan: the run was stopped from outside (its
@@ -209,8 +240,11 @@ pub fn collect_refs(value: &Value, out: &mut Vec<String>) {
 /// A tool as the planner describes it to a language model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
+    /// The tool's name, as a step's `action`.
     pub name: String,
+    /// What the tool does, for the language model.
     pub description: String,
+    /// JSON schema of the tool's input.
     pub input_schema: Value,
 }
 
@@ -221,17 +255,33 @@ pub enum PlanOrigin {
     /// The default plan; no planner is configured.
     Default,
     /// The language model's plan, validated.
-    Llm { generator: String, usage: Usage },
+    Llm {
+        /// The language model that made the plan ([`LlmClient::name`]).
+        generator: String,
+        /// Tokens the planning request used.
+        usage: Usage,
+    },
     /// The default plan, because the language model's could not be used.
-    Fallback { generator: String, reason: String },
+    Fallback {
+        /// The language model whose plan could not be used.
+        generator: String,
+        /// Why it could not be used (the generator failed, the JSON is malformed,
+        /// or the plan does not validate).
+        reason: String,
+    },
     /// A reviewer's hint added a search (see [`hint_plan`]).
-    Hint { hint: String },
+    Hint {
+        /// The reviewer's hint, searched for beside the question.
+        hint: String,
+    },
 }
 
 /// A plan and how it was made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Planned {
+    /// The plan to run.
     pub plan: Plan,
+    /// How it was made.
     pub origin: PlanOrigin,
 }
 

@@ -18,12 +18,15 @@ use crate::{Error, Result};
 /// A passage found by a search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Passage {
+    /// The point's id in the store ([`crate::store::point_id`]).
     pub id: u64,
     /// The document's canonical path.
     pub source: String,
     /// Heading path of the passage (` > `-separated).
     pub section: String,
+    /// Position of the chunk in its document, from 0.
     pub chunk_index: usize,
+    /// The passage's text.
     pub text: String,
     /// Cosine similarity of the passage to the query, in [-1, 1].
     pub score: f32,
@@ -44,8 +47,11 @@ pub struct Passage {
 /// What to search for.
 #[derive(Debug, Clone)]
 pub struct SearchRequest<'a> {
+    /// The question or search terms.
     pub query: &'a str,
+    /// Passages to return at most (at least 1).
     pub limit: usize,
+    /// Only passages matching this; `None`: the whole collection.
     pub filter: Option<&'a PayloadFilter>,
 }
 

@@ -107,8 +107,11 @@ impl Default for AskOptions {
 /// and queued, the escalation's id (`grace answer ID`, [`Grace::escalation`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AskOutcome {
+    /// The run's report (flattened into this object in JSON).
     #[serde(flatten)]
     pub report: RunReport,
+    /// The escalation's id in the review queue when the run was escalated and
+    /// queued; `None` otherwise.
     pub review_id: Option<i64>,
 }
 
@@ -118,24 +121,47 @@ pub struct AskOutcome {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum RunEvent {
     /// A plan step began.
-    StepStarted { id: String, action: String },
+    StepStarted {
+        /// The step's id in the plan.
+        id: String,
+        /// The tool it calls.
+        action: String,
+    },
     /// A plan step ended, with its confidence.
     StepFinished {
+        /// The step's id in the plan.
         id: String,
+        /// The tool it called.
         action: String,
+        /// Whether the call succeeded.
         success: bool,
+        /// The step's confidence score in [0, 1].
         confidence: f64,
+        /// Wall time of the tool call in seconds, retries included.
         seconds: f64,
+        /// The failure's message; `None` on success.
         error: Option<String>,
     },
     /// The run was weak; a wider search follows.
-    Recovering { confidence: f64 },
+    Recovering {
+        /// The first run's confidence.
+        confidence: f64,
+    },
     /// The run needs a human: the question put to them.
-    Escalated { request: UserRequest },
+    Escalated {
+        /// The question for the human.
+        request: UserRequest,
+    },
     /// The end: the outcome.
-    Done { outcome: Box<AskOutcome> },
+    Done {
+        /// The run's outcome (with its review id when queued).
+        outcome: Box<AskOutcome>,
+    },
     /// The end: the run failed.
-    Failed { error: String },
+    Failed {
+        /// The error's message.
+        error: String,
+    },
 }
 
 impl RunEvent {

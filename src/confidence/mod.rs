@@ -137,9 +137,13 @@ impl Factors {
 /// One term of a score: why the score is what it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Contribution {
+    /// The factor this term comes from.
     pub factor: Factor,
+    /// The value the step reported for it.
     pub value: f64,
+    /// The value as the weight sees it ([`Factor::feature`]).
     pub feature: f64,
+    /// The factor's configured weight.
     pub weight: f64,
     /// `weight · feature`: what this factor adds to the logit.
     pub term: f64,
@@ -154,7 +158,9 @@ pub struct Score {
     /// writes as `null`).
     #[serde(deserialize_with = "null_as_minus_infinity")]
     pub logit: f64,
+    /// The configured bias the logit starts from.
     pub bias: f64,
+    /// One term per reported factor, in [`Factor`] order.
     pub contributions: Vec<Contribution>,
 }
 

@@ -12,7 +12,9 @@ pub enum ConfigError {
     /// The config file could not be read.
     #[error("cannot read config file {path}: {source}")]
     Read {
+        /// The file that could not be read.
         path: PathBuf,
+        /// The I/O error that stopped the read.
         #[source]
         source: std::io::Error,
     },
@@ -20,19 +22,31 @@ pub enum ConfigError {
     /// (it names the key path and the line).
     #[error("{}{message}", file_prefix(.file.as_deref(), *.line))]
     Parse {
+        /// The config file, when the text came from one.
         file: Option<PathBuf>,
+        /// 1-based line of the error, when serde_yaml reports one.
         line: Option<usize>,
+        /// serde_yaml's message (it names the key path).
         message: String,
     },
     /// An environment override could not be applied.
     #[error("environment variable {var}: {message}")]
-    Env { var: String, message: String },
+    Env {
+        /// The environment variable (`GRACE_<SECTION>__<KEY>`).
+        var: String,
+        /// Why its value could not be applied.
+        message: String,
+    },
     /// A value is out of its allowed range.
     #[error("{}invalid value for `{key}`: {message}", file_prefix(.file.as_deref(), *.line))]
     Invalid {
+        /// The dotted key at fault (`section.key`).
         key: String,
+        /// What is wrong with its value.
         message: String,
+        /// The config file that sets the key, when it does.
         file: Option<PathBuf>,
+        /// 1-based line of the key in that file, when the file sets it.
         line: Option<usize>,
     },
 }

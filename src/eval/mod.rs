@@ -29,17 +29,23 @@ use crate::{Config, KnowledgeBase, OpenMode, Result};
 /// One line of `questions.jsonl`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct Question {
+    /// Identifier of the question, unique in the set.
     pub id: String,
+    /// The question as asked.
     pub question: String,
+    /// Whether the corpus answers it.
     pub answerable: bool,
     /// File names (in `corpus/`) that answer the question.
     #[serde(default)]
     pub gold_sources: Vec<String>,
+    /// The reference answer, if the set gives one (not used by the evaluation).
     #[serde(default)]
     pub gold_answer: Option<String>,
     /// `in-corpus`, `held-out-section` or `out-of-domain`.
     #[serde(default)]
     pub kind: String,
+    /// Where the question comes from (e.g. a section of the source document);
+    /// not used by the evaluation.
     #[serde(default)]
     pub origin: Option<String>,
 }
@@ -54,18 +60,32 @@ impl Question {
 /// What went wrong reading an evaluation set.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
+    /// The folder lacks `corpus/` or `questions.jsonl`.
     #[error("{path}: not an evaluation set folder ({what} is missing)")]
-    NotASet { path: PathBuf, what: &'static str },
+    NotASet {
+        /// The folder given as the set.
+        path: PathBuf,
+        /// What is missing (`corpus/` or `questions.jsonl`).
+        what: &'static str,
+    },
+    /// A line of `questions.jsonl` is not a valid question.
     #[error("{path}:{line}: {message}")]
     BadQuestion {
+        /// The questions file.
         path: PathBuf,
+        /// 1-based line of the bad question.
         line: usize,
+        /// What is wrong with it.
         message: String,
     },
+    /// Reading the set or creating the temporary store folder failed.
     #[error("cannot {action} {path}: {source}")]
     Io {
+        /// What was being done (`read`, `create`).
         action: &'static str,
+        /// The file or folder it was done to.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -103,13 +123,18 @@ pub fn load_questions(path: &Path) -> std::result::Result<Vec<Question>, EvalErr
 /// How well one score separates answerable from unanswerable questions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Separation {
+    /// AUROC over all questions (answerable ones positive); `None` without
+    /// both answerable and unanswerable questions.
     pub auroc: Option<f64>,
     /// Answerable vs in-domain unanswerable only.
     pub auroc_in_domain: Option<f64>,
     /// Share of unanswerable questions scoring at or above the threshold
     /// that keeps 80% (90%) of answerable ones.
     pub unanswerable_passing_at_80: Option<f64>,
+    /// Share of unanswerable questions scoring at or above the threshold that
+    /// keeps 90% of answerable ones.
     pub unanswerable_passing_at_90: Option<f64>,
+    /// The same at 90%, counting in-domain unanswerable questions only.
     pub in_domain_passing_at_90: Option<f64>,
 }
 
@@ -132,15 +157,23 @@ fn separation(rows: &[(f64, &Question)]) -> Separation {
 /// What `grace eval` reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvalReport {
+    /// The evaluation set's folder.
     pub set: PathBuf,
+    /// Questions in the set.
     pub questions: usize,
+    /// Answerable questions.
     pub answerable: usize,
+    /// Unanswerable questions about the corpus's subject (held-out sections).
     pub unanswerable_in_domain: usize,
+    /// Unanswerable out-of-domain questions.
     pub unanswerable_out_of_domain: usize,
+    /// Chunks ingested from the corpus.
     pub chunks: usize,
     /// Share of answerable questions with a gold source first / in the top `k`.
     pub recall_at_1: f64,
+    /// Share of answerable questions with a gold source in the top `k`.
     pub recall_at_k: f64,
+    /// Passages retrieved per search (the `k` of `recall_at_k`).
     pub k: usize,
     /// Share of questions answered (decision `answer` or `caveat`).
     pub answered: f64,
@@ -151,6 +184,7 @@ pub struct EvalReport {
     /// Of those, how many were in-domain (a held-out section) and how many
     /// out-of-domain.
     pub unanswerable_answered_in_domain: usize,
+    /// Unanswerable out-of-domain questions answered anyway.
     pub unanswerable_answered_out_of_domain: usize,
     /// Baseline: the top-1 passage's cosine similarity.
     pub top1_cosine: Separation,
@@ -159,9 +193,12 @@ pub struct EvalReport {
     /// Calibration of the run's confidence against "answerable and a gold
     /// source cited".
     pub ece: Option<f64>,
+    /// Brier score of the run's confidence against the same outcome (0 is
+    /// perfect); `None` without questions.
     pub brier: Option<f64>,
     /// Whole `ask` per question, milliseconds.
     pub latency_p50_ms: Option<f64>,
+    /// 95th percentile of a whole `ask`, milliseconds.
     pub latency_p95_ms: Option<f64>,
 }
 

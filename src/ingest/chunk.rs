@@ -39,7 +39,10 @@ impl Chunk {
 /// Chunking parameters, in words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkParams {
+    /// Target chunk length in words (`ingest.chunk_size`; at least 1 is used).
     pub size: usize,
+    /// Words repeated from the end of one chunk at the start of the next
+    /// (`ingest.chunk_overlap`; at most half of `size` is used).
     pub overlap: usize,
 }
 

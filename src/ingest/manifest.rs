@@ -33,8 +33,11 @@ pub enum EntryState {
 /// What the store holds for one source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SourceEntry {
+    /// Hex SHA-256 of the file's bytes as ingested.
     pub content_hash: String,
+    /// Ids of the source's points, in chunk order.
     pub point_ids: Vec<u64>,
+    /// Whether the store is known to hold exactly these points.
     pub state: EntryState,
     /// Seconds since the Unix epoch of the last change.
     pub updated_at: u64,
@@ -43,10 +46,12 @@ pub struct SourceEntry {
 /// The manifest of one collection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// Format version of the file ([`MANIFEST_VERSION`]).
     pub version: u32,
     /// Identifies how chunks were made and embedded (model, chunking,
     /// lexical encoding). When it changes, every source is re-ingested.
     pub pipeline: String,
+    /// One entry per source (canonical path), in path order.
     pub sources: BTreeMap<String, SourceEntry>,
 }
 

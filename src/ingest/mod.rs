@@ -43,23 +43,46 @@ pub type Result<T> = std::result::Result<T, IngestError>;
 /// are reported in [`IngestReport::skipped`].)
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
+    /// A path given to ingest does not exist (or a glob pattern matched no file).
     #[error("{path}: no such file or folder")]
-    PathNotFound { path: PathBuf },
+    PathNotFound {
+        /// The path or pattern as given.
+        path: PathBuf,
+    },
+    /// An include/exclude pattern or a glob argument is not a valid glob.
     #[error("invalid glob pattern `{pattern}`: {message}")]
-    BadGlob { pattern: String, message: String },
+    BadGlob {
+        /// The pattern (the whole list when the set failed to build).
+        pattern: String,
+        /// The glob parser's message.
+        message: String,
+    },
     #[error(
         "manifest {path} is unreadable ({message}); move it away to rebuild the knowledge base from scratch"
     )]
-    Manifest { path: PathBuf, message: String },
+    /// The manifest cannot be read or written as JSON, or has another format
+    /// version.
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Reading or writing the manifest failed.
     #[error("cannot {action} {path}: {source}")]
     Io {
+        /// What was being done (`read the manifest`, `write`, `replace`, …).
         action: &'static str,
+        /// The file or folder it was done to.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The vector store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The embedding model failed.
     #[error(transparent)]
     Embed(#[from] EmbedError),
 }
@@ -76,9 +99,14 @@ pub struct IngestOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "status", content = "reason")]
 pub enum FileStatus {
+    /// Ingested for the first time.
     Added,
+    /// Ingested again: its content changed, an interrupted run left it pending,
+    /// or the pipeline changed.
     Updated,
+    /// Already in the store with the same content; not touched.
     Unchanged,
+    /// Not ingested, with the reason.
     Skipped(String),
 }
 
@@ -88,13 +116,24 @@ pub enum FileStatus {
 #[derive(Debug)]
 pub enum IngestEvent<'a> {
     /// The walk found this many files, of this many bytes in all.
-    Found { files: usize, bytes: u64 },
+    Found {
+        /// Files found.
+        files: usize,
+        /// Their total size in bytes.
+        bytes: u64,
+    },
     /// This many more bytes of the files are done.
-    Advanced { bytes: u64 },
+    Advanced {
+        /// Bytes newly done.
+        bytes: u64,
+    },
     /// A file is done.
     File {
+        /// The file's canonical path.
         path: &'a Path,
+        /// What happened to it.
         status: &'a FileStatus,
+        /// Its chunks in the store (0 when skipped).
         chunks: usize,
     },
     /// Index building started (can take a while on large collections).
@@ -104,26 +143,37 @@ pub enum IngestEvent<'a> {
 /// A file that was not ingested.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SkippedFile {
+    /// The path as walked (canonical when it could be resolved).
     pub path: PathBuf,
+    /// Why it was not ingested (too large, unreadable, unsupported type, …).
     pub reason: String,
 }
 
 /// Summary of a run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IngestReport {
+    /// Files the walk found (files passed over during the walk are in
+    /// `skipped` only).
     pub files_seen: usize,
+    /// Files ingested for the first time.
     pub added: usize,
+    /// Files ingested again because they changed (or were left pending, or
+    /// the pipeline changed).
     pub updated: usize,
+    /// Files already in the store with the same content.
     pub unchanged: usize,
+    /// Files not ingested, and why.
     pub skipped: Vec<SkippedFile>,
     /// Sources whose chunks were removed (pruned, or left pending by an
     /// interrupted run and no longer present).
     pub removed: Vec<String>,
+    /// Chunks embedded and written by this run.
     pub chunks_written: usize,
     /// Points in the collection after the run.
     pub points_total: usize,
     /// Whether index building rebuilt anything.
     pub optimized: bool,
+    /// Wall-clock seconds of the whole run.
     pub elapsed_secs: f64,
     /// Time spent inside the embedding model.
     pub embed_secs: f64,
@@ -131,10 +181,15 @@ pub struct IngestReport {
 
 /// Everything an ingest run works with.
 pub struct Ingestor<'a> {
+    /// The collection written to.
     pub store: &'a dyn VectorStore,
+    /// The model that embeds the chunks.
     pub embedder: &'a dyn Embedder,
+    /// Encodes chunks as lexical (sparse) vectors.
     pub lexical: &'a LexicalEncoder,
+    /// Chunking, file filters and group size (`ingest`).
     pub config: &'a IngestConfig,
+    /// The collection's manifest file ([`crate::Config::manifest_path`]).
     pub manifest_path: &'a Path,
 }
 

@@ -23,14 +23,18 @@ pub struct Candidate {
 /// A path passed over, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Passed {
+    /// The path (as given, or as the walk reached it).
     pub path: PathBuf,
+    /// Why it was passed over (unreadable, symbolic link loop, …).
     pub reason: String,
 }
 
 /// What a walk found.
 #[derive(Debug, Default)]
 pub struct Walk {
+    /// The files to ingest, each once, in walk order.
     pub files: Vec<Candidate>,
+    /// Paths passed over during the walk, and why.
     pub problems: Vec<Passed>,
     /// Canonical folders that were walked (the scope of `--prune`).
     pub roots: Vec<PathBuf>,

@@ -52,34 +52,64 @@ pub type Result<T> = std::result::Result<T, LlmError>;
 pub enum LlmError {
     /// The request cannot be served by this generator.
     #[error("{generator}: {message}")]
-    Unsupported { generator: String, message: String },
+    Unsupported {
+        /// The generator's name ([`LlmClient::name`]).
+        generator: String,
+        /// Why the request cannot be served.
+        message: String,
+    },
     /// The generator is not set up (a missing API key, a bad URL).
     #[error("{generator}: {message}")]
-    Setup { generator: String, message: String },
+    Setup {
+        /// The generator's name ([`LlmClient::name`]).
+        generator: String,
+        /// What is missing or wrong.
+        message: String,
+    },
     /// Might work on another try: HTTP 429 or 5xx, a dropped connection.
     #[error("{generator}: {message}")]
-    Transient { generator: String, message: String },
+    Transient {
+        /// The generator's name ([`LlmClient::name`]).
+        generator: String,
+        /// What failed.
+        message: String,
+    },
     /// No response within the configured time.
     #[error("{generator}: no response within {seconds} s")]
-    Timeout { generator: String, seconds: f64 },
+    Timeout {
+        /// The generator's name ([`LlmClient::name`]).
+        generator: String,
+        /// The time waited, in seconds.
+        seconds: f64,
+    },
     /// Will fail again (a refused request, an empty response, a model error).
     #[error("{generator}: {message}")]
-    Failed { generator: String, message: String },
+    Failed {
+        /// The generator's name ([`LlmClient::name`]).
+        generator: String,
+        /// What failed.
+        message: String,
+    },
 }
 
 /// Who says a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// Instructions (sent as the system instruction).
     System,
+    /// The asker's turn.
     User,
+    /// The model's turn.
     Assistant,
 }
 
 /// One chat message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who says it.
     pub role: Role,
+    /// The message text.
     pub content: String,
 }
 
@@ -90,19 +120,23 @@ pub struct SourceText {
     pub number: usize,
     /// Where it comes from (path and section), for the reader.
     pub label: String,
+    /// The source's text.
     pub text: String,
 }
 
 /// Answering a question from sources, as data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerTask {
+    /// The question as asked.
     pub question: String,
+    /// The sources the answer may draw on and cite.
     pub sources: Vec<SourceText>,
 }
 
 /// A generation request.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GenerateRequest {
+    /// The chat messages a language model reads, in order.
     pub messages: Vec<Message>,
     /// JSON schema the output must follow, if any.
     pub json_schema: Option<Value>,
@@ -113,7 +147,9 @@ pub struct GenerateRequest {
 /// Token counts, where the generator reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
+    /// Prompt tokens (0 when not reported).
     pub input_tokens: u64,
+    /// Generated tokens (0 when not reported).
     pub output_tokens: u64,
 }
 
@@ -121,8 +157,11 @@ pub struct Usage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    /// The generator finished its output.
     Complete,
+    /// The output hit the token limit (`max_output_tokens`) and may be cut off.
     MaxTokens,
+    /// Any other reason the provider reports.
     Other,
 }
 
@@ -131,7 +170,9 @@ pub enum StopReason {
 pub struct Generation {
     /// The output text (JSON when a schema was given).
     pub text: String,
+    /// Why generation stopped.
     pub stop_reason: StopReason,
+    /// Token counts (zeros where the generator reports none).
     pub usage: Usage,
 }
 
@@ -167,9 +208,13 @@ pub fn answer_schema() -> Value {
 /// An answer parsed from a generator's JSON output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerDraft {
+    /// The answer text, citing sources as `[n]`.
     pub answer: String,
+    /// The source numbers the answer cites.
     pub citations: Vec<usize>,
+    /// The generator's confidence in 0..1; `None` when it gives none.
     #[serde(default)]
     pub confidence: Option<f64>,
+    /// Whether the generator declined to answer from these sources.
     pub abstained: bool,
 }

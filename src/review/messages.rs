@@ -19,8 +19,11 @@ use super::{Result, ReviewError, non_empty};
 /// A registered human reviewer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reviewer {
+    /// Unique id, without spaces; names the reviewer in claims and answers.
     pub id: String,
+    /// Display name.
     pub name: String,
+    /// What the reviewer covers; may be empty.
     pub description: String,
 }
 
@@ -28,8 +31,11 @@ pub struct Reviewer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
+    /// Not read yet.
     Pending,
+    /// Read.
     Read,
+    /// Archived.
     Archived,
 }
 
@@ -54,13 +60,19 @@ impl MessageStatus {
 /// A message as one reader sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Message {
+    /// Id in the review database.
     pub id: i64,
+    /// Who sent it (`grace` for escalation notices).
     pub sender: String,
     /// `None`: a broadcast to every reviewer.
     pub recipient: Option<String>,
+    /// Subject line (may be empty).
     pub subject: String,
+    /// The message text.
     pub body: String,
+    /// The escalation it announces, if any.
     pub escalation_id: Option<i64>,
+    /// When it was sent.
     pub created_at: DateTime<Utc>,
     /// This reader's status.
     pub status: MessageStatus,
@@ -70,18 +82,25 @@ pub struct Message {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "access", content = "allowed", rename_all = "snake_case")]
 pub enum Access {
+    /// Every reader may read it.
     Public,
+    /// Only these readers (and the owner) may read it.
     Restricted(Vec<String>),
 }
 
 /// A shared context value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextValue {
+    /// The key, unique in the review database.
     pub key: String,
+    /// The JSON value.
     pub value: Value,
+    /// Who set it; only the owner may change it.
     pub owner: String,
+    /// Who besides the owner may read it.
     #[serde(flatten)]
     pub access: Access,
+    /// When it was last set.
     pub updated_at: DateTime<Utc>,
 }
 

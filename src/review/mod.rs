@@ -44,33 +44,61 @@ pub enum ReviewError {
     /// No such thing, or one the caller may not see (a restricted
     /// escalation or context value answers exactly like a missing one).
     #[error("{what} {id} not found")]
-    NotFound { what: &'static str, id: String },
+    NotFound {
+        /// What was looked for (`escalation`, `reviewer`, `message`, `context key`).
+        what: &'static str,
+        /// Its id or key.
+        id: String,
+    },
     /// The request does not fit the current state (answering an expired
     /// escalation, claiming one another reviewer holds).
     #[error("escalation {id}: {message}")]
-    Conflict { id: i64, message: String },
+    Conflict {
+        /// The escalation's id.
+        id: i64,
+        /// Why the request does not fit its state.
+        message: String,
+    },
     /// A value the caller can fix (an empty id, name or content).
     #[error("{0}")]
     Invalid(String),
     /// The asker waited longer than allowed.
     #[error("escalation {id} is still {status} after waiting {seconds:.0} s")]
     WaitTimedOut {
+        /// The escalation's id.
         id: i64,
+        /// Its status when the wait ended.
         status: Status,
+        /// Seconds waited.
         seconds: f64,
     },
+    /// The SQLite database failed.
     #[error("review database {path}: {source}")]
     Db {
+        /// The database file.
         path: PathBuf,
+        /// SQLite's error.
         #[source]
         source: rusqlite::Error,
     },
+    /// Stored review data cannot be read: a record that does not parse, or a
+    /// schema newer than this GRACE.
     #[error("review data in {path} is damaged: {message}")]
-    Corrupt { path: PathBuf, message: String },
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What is damaged.
+        message: String,
+    },
+    /// A file or folder operation failed (the database's folder, a promoted
+    /// answer's file).
     #[error("cannot {action} {path}: {source}")]
     Io {
+        /// What was being done (`create the folder`, `remove`, …).
         action: &'static str,
+        /// The file or folder it was done to.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },

@@ -96,9 +96,11 @@ pub enum Outcome {
 /// How an escalation was settled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resolution {
+    /// What the asker got.
     pub outcome: Outcome,
     /// `reviewer:<id>`, `timeout`, or the asker.
     pub decided_by: String,
+    /// When it was settled.
     pub at: DateTime<Utc>,
     /// The rejection reason, or why the run was cancelled.
     pub note: Option<String>,
@@ -111,7 +113,9 @@ pub struct Resolution {
 /// One escalated question.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Escalation {
+    /// Id in the queue (the SQLite row id).
     pub id: i64,
+    /// The question as asked.
     pub question: String,
     /// Why GRACE did not answer alone (its confidence and weakest factors).
     pub reason: String,
@@ -119,26 +123,43 @@ pub struct Escalation {
     pub request: UserRequest,
     /// The run so far: plan, steps with their factors, sources, the draft.
     pub run: RunReport,
+    /// The collection it was asked against (`qdrant.collection`).
     pub collection: String,
+    /// Who asked (shown to reviewers).
     pub asker: String,
     /// Reviewers allowed to see it; `None`: every reviewer.
     pub allowed: Option<Vec<String>>,
+    /// Where it stands.
     pub status: Status,
+    /// The reviewer who claimed it; `None` while pending or when settled
+    /// without a claim.
     pub claimed_by: Option<String>,
+    /// When it was queued.
     pub created_at: DateTime<Utc>,
+    /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// When it expires if still open.
     pub expires_at: DateTime<Utc>,
+    /// How it was settled; `None` while open.
     pub resolution: Option<Resolution>,
 }
 
 /// One recorded transition or action.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditEntry {
+    /// When it happened.
     pub at: DateTime<Utc>,
+    /// Who did it: the asker, a reviewer id, or `timeout`.
     pub actor: String,
+    /// What was done (`escalated`, `claimed`, `released`, `answered`,
+    /// `rejected`, `cancelled`, `expired`, `replanned`, `promoted`, `retracted`).
     pub action: String,
+    /// The status before (`None` when the escalation was created).
     pub from: Option<Status>,
+    /// The status after.
     pub to: Option<Status>,
+    /// Details (the option or answer given, a reason, a hint, a promoted
+    /// source); may be empty.
     pub detail: String,
 }
 
@@ -147,6 +168,7 @@ pub struct AuditEntry {
 pub struct NewEscalation<'a> {
     /// An escalated run (its `escalation` holds the request).
     pub report: &'a RunReport,
+    /// The collection the question was asked against.
     pub collection: &'a str,
     /// Who asked (shown to reviewers).
     pub asker: &'a str,
@@ -880,6 +902,7 @@ pub struct EscalationHandle {
 }
 
 impl EscalationHandle {
+    /// A handle on escalation `id` in `queue`.
     pub fn new(queue: Arc<ReviewQueue>, id: i64) -> Self {
         Self { queue, id }
     }

@@ -290,7 +290,9 @@ pub struct StatusResponse {
     pub runs: RunCounts,
     /// Requests doing work now, and the most served at once.
     pub busy: usize,
+    /// `server.max_concurrency`: the most requests served at once.
     pub max_concurrency: usize,
+    /// GRACE's version (the crate's).
     pub version: String,
 }
 

@@ -14,11 +14,13 @@ use crate::review::ReviewError;
 /// An error response.
 #[derive(Debug)]
 pub struct ApiError {
+    /// The HTTP status code.
     pub status: StatusCode,
     /// A stable machine-readable kind (`invalid_request`, `unauthorized`,
     /// `not_found`, `conflict`, `payload_too_large`, `too_many_requests`,
     /// `shutting_down`, `timeout`, `busy`, `internal`).
     pub kind: &'static str,
+    /// What went wrong, for people.
     pub message: String,
 }
 

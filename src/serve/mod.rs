@@ -35,7 +35,9 @@ use crate::{Config, Error, Grace, Result};
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
+    /// The library handle the handlers call.
     pub grace: Grace,
+    /// Limits, authentication and shutdown state (see [`gate`]).
     pub gate: Arc<Gate>,
 }
 
@@ -43,6 +45,7 @@ pub struct AppState {
 pub struct Gate {
     /// Permits for asks, searches and ingests in progress.
     pub permits: Arc<Semaphore>,
+    /// `server.max_concurrency`: the permits in all.
     pub max_concurrency: usize,
     /// Set on Ctrl-C/SIGTERM: new requests get 503.
     pub shutting_down: AtomicBool,
@@ -50,6 +53,8 @@ pub struct Gate {
     pub api_key: String,
     /// `server.reviewer_api_key`; empty: reviewers use `api_key`.
     pub reviewer_api_key: String,
+    /// `server.request_timeout`: how long a request may take before it gets
+    /// 504.
     pub timeout: Duration,
 }
 

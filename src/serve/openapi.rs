@@ -11,6 +11,7 @@ use super::api;
 /// Every error: `{"error": {"type", "message"}}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
+    /// The error's kind and message.
     pub error: ErrorDetail,
 }
 
@@ -22,6 +23,7 @@ pub struct ErrorDetail {
     /// `timeout`, `busy` or `internal`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// What went wrong, for people.
     pub message: String,
 }
 

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 /// A point's place in the fused ranking.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fused {
+    /// The point's id.
     pub id: u64,
+    /// Fused score: `Σ weight / (k + rank)` over the rankings it appears in.
     pub score: f32,
     /// Rank (from 1) in each input ranking, `None` where absent.
     pub ranks: Vec<Option<usize>>,

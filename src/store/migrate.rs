@@ -41,9 +41,15 @@ impl Default for MigrateOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MigrateEvent {
     /// The source is open: it holds `points` points.
-    Started { points: usize },
+    Started {
+        /// Points in the embedded collection.
+        points: usize,
+    },
     /// `copied` points of the total are on the server.
-    Copied { copied: usize },
+    Copied {
+        /// Points copied so far.
+        copied: usize,
+    },
     /// Counting the server's points.
     Verifying,
 }

@@ -35,30 +35,49 @@ pub enum StoreError {
     #[error(
         "no knowledge base at {path}: run `grace ingest PATH...` first (or check storage.data_dir and qdrant.collection)"
     )]
-    NotFound { path: PathBuf },
+    NotFound {
+        /// The collection's folder in the embedded store.
+        path: PathBuf,
+    },
     /// The collection holds vectors of another size than the model gives.
     #[error(
         "the collection at {path} holds {found}-dimensional vectors but the embedding model gives {expected}: \
          use another qdrant.collection or storage.data_dir, or delete {path} and ingest again"
     )]
     DimensionMismatch {
+        /// The collection (its folder, or `<url>/collections/<name>` on a server).
         path: PathBuf,
+        /// Length of the dense vectors the collection holds.
         found: usize,
+        /// Length of the vectors being written (the model's dimension).
         expected: usize,
     },
     /// Another process holds the store.
     #[error(
         "the knowledge base at {path} is in use by another grace process{holder}; wait for it to finish (a running `grace serve` keeps it open: use its API instead)"
     )]
-    Busy { path: PathBuf, holder: String },
+    Busy {
+        /// The collection's folder.
+        path: PathBuf,
+        /// ` (pid N)` when the lock file names the holding process; else empty.
+        holder: String,
+    },
     /// The engine reported an error.
     #[error("vector store at {path}: {message}")]
-    Engine { path: PathBuf, message: String },
+    Engine {
+        /// The collection's folder.
+        path: PathBuf,
+        /// The engine's message.
+        message: String,
+    },
     /// A file operation around the store failed.
     #[error("cannot {action} {path}: {source}")]
     Io {
+        /// What was being done (`create the folder`, `lock`, …).
         action: &'static str,
+        /// The file or folder it was done to.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -67,41 +86,67 @@ pub enum StoreError {
         "no collection `{collection}` on the Qdrant server at {url}: run `grace ingest PATH...` with storage.backend qdrant, \
          or `grace migrate --to qdrant` to copy the embedded one (or check qdrant.url and qdrant.collection)"
     )]
-    CollectionNotFound { url: String, collection: String },
+    CollectionNotFound {
+        /// The server's gRPC URL (`qdrant.url`).
+        url: String,
+        /// The collection looked for (`qdrant.collection`).
+        collection: String,
+    },
     /// The Qdrant server cannot be reached, is overloaded, or timed out;
     /// trying again later may work.
     #[error(
         "cannot reach the Qdrant server at {url} ({message}); check qdrant.url (GRACE_QDRANT__URL), \
          that the server runs, and that the URL names its gRPC port (6334, not the REST port 6333)"
     )]
-    Unavailable { url: String, message: String },
+    Unavailable {
+        /// The server's gRPC URL (`qdrant.url`).
+        url: String,
+        /// What failed.
+        message: String,
+    },
     /// The Qdrant server refused the API key.
     #[error(
         "the Qdrant server at {url} refused the request ({message}); check qdrant.api_key (GRACE_QDRANT__API_KEY)"
     )]
-    Unauthorized { url: String, message: String },
+    Unauthorized {
+        /// The server's gRPC URL (`qdrant.url`).
+        url: String,
+        /// The server's message.
+        message: String,
+    },
     /// The Qdrant server's version is not one this client supports.
     #[error(
         "the Qdrant server at {url} reports version {server:?}; grace's client ({client}) needs the same major \
          version and a minor version at most one apart"
     )]
     Incompatible {
+        /// The server's gRPC URL (`qdrant.url`).
         url: String,
+        /// The version the server reports.
         server: String,
+        /// The client's version ([`qdrant::CLIENT_VERSION`]).
         client: String,
     },
     /// The Qdrant server answered with an error.
     #[error("Qdrant server at {url}, collection `{collection}`: {message}")]
     Server {
+        /// The server's gRPC URL (`qdrant.url`).
         url: String,
+        /// The collection the request was for.
         collection: String,
+        /// The server's message.
         message: String,
     },
     /// A stored point does not have the payload GRACE writes.
     #[error(
         "stored point {id} has a malformed payload ({message}); was this collection written by another program?"
     )]
-    BadPayload { id: String, message: String },
+    BadPayload {
+        /// The point's id.
+        id: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl StoreError {
@@ -133,9 +178,13 @@ pub struct ChunkPayload {
 /// One point to upsert (or read back by [`VectorStore::scroll`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChunkPoint {
+    /// Deterministic id ([`point_id`]).
     pub id: u64,
+    /// The chunk's embedding (dense vector).
     pub dense: Vec<f32>,
+    /// The chunk's lexical (sparse) vector.
     pub lexical: SparseVector,
+    /// What GRACE stores with the chunk.
     pub payload: ChunkPayload,
 }
 
@@ -178,15 +227,20 @@ impl PayloadFilter {
 /// The vector a query ranks by.
 #[derive(Debug, Clone, Copy)]
 pub enum QueryVector<'a> {
+    /// Rank by cosine similarity to this dense vector.
     Dense(&'a [f32]),
+    /// Rank by BM25 score against this sparse lexical vector.
     Lexical(&'a SparseVector),
 }
 
 /// One ranking request.
 #[derive(Debug, Clone)]
 pub struct StoreQuery<'a> {
+    /// The vector to rank by.
     pub vector: QueryVector<'a>,
+    /// Hits returned at most.
     pub limit: usize,
+    /// Only points matching this; `None`: all points.
     pub filter: Option<&'a PayloadFilter>,
     /// Also return each hit's dense vector (to score lexical hits by cosine).
     pub with_dense: bool,
@@ -195,10 +249,13 @@ pub struct StoreQuery<'a> {
 /// One ranked point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredHit {
+    /// The point's id.
     pub id: u64,
     /// The ranking's own score: cosine for dense, BM25 for lexical.
     pub score: f32,
+    /// The chunk's payload.
     pub payload: ChunkPayload,
+    /// The point's dense vector when `with_dense` was asked; else `None`.
     pub dense: Option<Vec<f32>>,
 }
 
@@ -213,9 +270,13 @@ pub fn sort_hits(hits: &mut [StoredHit]) {
 /// Size and index state of a collection.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoreInfo {
+    /// Points in the collection.
     pub points: usize,
+    /// Vectors the engine reports as indexed.
     pub indexed_vectors: usize,
+    /// Segments the engine stores the collection in.
     pub segments: usize,
+    /// Length of the dense vectors.
     pub dimension: usize,
 }
 

@@ -24,11 +24,13 @@ pub enum Urgency {
 /// A question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UserRequest {
+    /// The question to put to the human.
     pub question: String,
     /// Why GRACE asks (e.g. which confidence factors were low).
     pub reason: String,
     /// Choices to offer; free text is always allowed.
     pub options: Vec<String>,
+    /// Whether the run must wait for the answer.
     pub urgency: Urgency,
     /// Always true: the request waits for a human.
     pub awaiting_response: bool,

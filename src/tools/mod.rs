@@ -58,12 +58,16 @@ pub enum ToolOutput {
 /// The result of one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// Whether the call produced its output; on `false`, `output` is
+    /// [`ToolOutput::None`] and `error` says why.
     pub success: bool,
+    /// What the call produced.
     pub output: ToolOutput,
     /// Canonical paths of the documents the output rests on.
     pub sources: Vec<String>,
     /// Evidence for the confidence model.
     pub factors: Factors,
+    /// The failure's message; `None` on success.
     pub error: Option<String>,
     /// What the caller could do instead (after a failure or a weak result).
     pub suggestions: Vec<String>,
@@ -124,12 +128,16 @@ pub enum ToolErrorKind {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{tool}: {message}")]
 pub struct ToolError {
+    /// The tool that failed.
     pub tool: String,
+    /// How it failed, which decides whether it is retried.
     pub kind: ToolErrorKind,
+    /// What went wrong.
     pub message: String,
 }
 
 impl ToolError {
+    /// An error of `kind` from `tool`.
     pub fn new(tool: &str, kind: ToolErrorKind, message: impl Into<String>) -> Self {
         Self {
             tool: tool.to_string(),

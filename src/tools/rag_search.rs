@@ -22,6 +22,8 @@ pub struct RagSearch {
 }
 
 impl RagSearch {
+    /// A `rag_search` tool over `kb`, returning `default_limit` passages when a
+    /// call gives no `limit`.
     pub fn new(kb: Arc<KnowledgeBase>, default_limit: usize) -> Self {
         Self { kb, default_limit }
     }

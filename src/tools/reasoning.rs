@@ -28,20 +28,29 @@ Reply with JSON: {\"answer\": string, \"citations\": [numbers], \"confidence\": 
 /// A source an answer cites.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Citation {
+    /// The `[n]` number in the answer: the source's 1-based position in the
+    /// call's `sources`.
     pub number: usize,
     /// The document (canonical path), when the source named one.
     pub source: Option<String>,
+    /// The heading path of the cited passage, when the source gave one.
     pub section: Option<String>,
 }
 
 /// An answer with its citations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
+    /// The answer text, with `[n]` citation markers.
     pub text: String,
+    /// The sources cited (by marker or in the generator's citation list), each
+    /// once, in order of first mention; empty for a human's own words.
     pub citations: Vec<Citation>,
+    /// Whether the generator declined to answer from these sources.
     pub abstained: bool,
     /// The generator's own confidence, if it gave one.
     pub self_confidence: Option<f64>,
+    /// Who wrote it: the generator's name (`extractive`, `gemini:<model>`, …),
+    /// or `human:<who>` for a human's answer.
     pub generator: String,
     /// Tokens the generator reported (zero for the extractive answerer).
     pub usage: Usage,
@@ -54,6 +63,8 @@ pub struct Reasoning {
 }
 
 impl Reasoning {
+    /// A `reasoning` tool that answers with `llm`; fails only when the lexical
+    /// encoder cannot be built.
     pub fn new(llm: Arc<dyn LlmClient>) -> Result<Self, ToolError> {
         let lexical = LexicalEncoder::new()
             .map_err(|e| ToolError::new(NAME, ToolErrorKind::Failed, e.to_string()))?;

@@ -12,9 +12,14 @@ use std::path::Path;
 /// The formats GRACE reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Markdown (`.md`, `.markdown`, `.mdown`, `.mkd`).
     Markdown,
+    /// Plain text (`.txt`, `.text`; also a file named explicitly whose
+    /// extension GRACE does not know).
     Text,
+    /// reStructuredText (`.rst`, `.rest`).
     ReStructuredText,
+    /// HTML (`.html`, `.htm`, `.xhtml`).
     Html,
 }
 
@@ -37,6 +42,7 @@ impl Format {
 pub struct Document {
     /// The document's title where the format has one (HTML `<title>`).
     pub title: Option<String>,
+    /// The sections in reading order (none empty).
     pub sections: Vec<Section>,
 }
 
@@ -44,7 +50,10 @@ pub struct Document {
 /// heading down to this section's own heading (empty before the first one).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Section {
+    /// Headings from the top level down to this section's own.
     pub headings: Vec<String>,
+    /// The section's text, whitespace tidied; paragraphs separated by a blank
+    /// line.
     pub text: String,
 }
 
@@ -52,10 +61,16 @@ pub struct Section {
 /// reported and skipped, the rest of the ingest goes on.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LoadError {
+    /// The file contains NUL bytes in its first 8 KiB.
     #[error("binary file (contains NUL bytes)")]
     Binary,
+    /// The file is not valid UTF-8.
     #[error("not valid UTF-8 (first bad byte at offset {offset})")]
-    InvalidUtf8 { offset: usize },
+    InvalidUtf8 {
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+    },
+    /// No section has any text.
     #[error("empty: no text to index")]
     Empty,
 }
