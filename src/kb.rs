@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::Result;
 use crate::config::{Backend, Config};
-use crate::embed::{Embedder, FastEmbedder};
+use crate::embed::{CachedEmbedder, Embedder, FastEmbedder};
 use crate::ingest::manifest::{EntryState, Manifest};
 use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
 use crate::lexical::LexicalEncoder;
@@ -22,7 +22,11 @@ use crate::store::{PayloadFilter, QueryVector, StoreInfo, StoreQuery, VectorStor
 pub struct KnowledgeBase {
     config: Config,
     store: Box<dyn VectorStore>,
+    /// Embeds chunks for ingest: each is new, so nothing is cached.
     embedder: Arc<dyn Embedder>,
+    /// The same model behind a cache, for questions and passage sentences,
+    /// which recur from one question to the next.
+    answering: Arc<dyn Embedder>,
     lexical: LexicalEncoder,
 }
 
@@ -49,10 +53,15 @@ impl KnowledgeBase {
         mode: OpenMode,
     ) -> Result<Self> {
         let store = open_store(&config, mode, embedder.dimension())?;
+        let answering: Arc<dyn Embedder> = Arc::new(CachedEmbedder::new(
+            embedder.clone(),
+            config.embedding.cache_size,
+        ));
         Ok(Self {
             config,
             store,
             embedder,
+            answering,
             lexical: LexicalEncoder::new()?,
         })
     }
@@ -67,14 +76,15 @@ impl KnowledgeBase {
         self.store.as_ref()
     }
 
-    /// The embedder.
+    /// The embedder used for questions (cached: see [`CachedEmbedder`]).
     pub fn embedder(&self) -> &dyn Embedder {
-        self.embedder.as_ref()
+        self.answering.as_ref()
     }
 
-    /// A shared handle to the embedder (for generators that embed too).
+    /// A shared handle to the cached embedder, for generators that embed
+    /// the question and passage sentences too.
     pub fn embedder_handle(&self) -> Arc<dyn Embedder> {
-        self.embedder.clone()
+        self.answering.clone()
     }
 
     /// The lexical encoder.
@@ -114,7 +124,7 @@ impl KnowledgeBase {
         };
         crate::search::search(
             self.store.as_ref(),
-            self.embedder.as_ref(),
+            self.answering.as_ref(),
             &self.lexical,
             &self.config.qdrant,
             &request,
@@ -130,7 +140,7 @@ impl KnowledgeBase {
         let vector = match &passage.vector {
             Some(v) => v.clone(),
             None => self
-                .embedder
+                .answering
                 .embed(std::slice::from_ref(&passage.text))?
                 .pop()
                 .unwrap_or_default(),
@@ -237,12 +247,16 @@ fn collect_status(
 /// What `grace status` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
+    /// The collection's name (`qdrant.collection`).
     pub collection: String,
+    /// The storage backend (`edge` or `qdrant`).
     pub backend: String,
     /// Where the collection lives: its folder (`edge`), or
     /// `<url>/collections/<name>` on a Qdrant server (`qdrant`).
     pub path: PathBuf,
+    /// Size and index state of the collection.
     pub store: StoreInfo,
+    /// Sources (documents) in the manifest, pending ones included.
     pub sources: usize,
     /// Sources an interrupted ingest left half-written (the next ingest repairs them).
     pub pending_sources: usize,
@@ -252,6 +266,9 @@ pub struct Status {
     pub model: Option<String>,
     /// Why the configured model cannot be used, if it cannot.
     pub model_error: Option<String>,
+    /// The configured model folder (`embedding.model_dir`).
     pub model_dir: PathBuf,
+    /// Whether searches fuse a lexical ranking with the dense one
+    /// (`qdrant.hybrid`).
     pub hybrid: bool,
 }

@@ -27,15 +27,25 @@ pub const DEFAULT_CONFIG_FILE: &str = "grace_config.yml";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Where and how the knowledge base is stored (`storage`).
     pub storage: StorageConfig,
+    /// The local embedding model (`embedding`).
     pub embedding: EmbeddingConfig,
+    /// How documents are found and chunked (`ingest`).
     pub ingest: IngestConfig,
+    /// The collection, how it is searched, and the Qdrant server (`qdrant`).
     pub qdrant: QdrantConfig,
+    /// How confidence is scored and levelled (`confidence`).
     pub confidence: ConfidenceConfig,
+    /// The tools a run may use and their policies (`tools`).
     pub tools: ToolsConfig,
+    /// The generator that writes answers (`llm`).
     pub llm: LlmConfig,
+    /// Human review of escalations (`review`).
     pub review: ReviewConfig,
+    /// The HTTP API of `grace serve` (`server`).
     pub server: ServerConfig,
+    /// The MCP tool server of `grace mcp` (`mcp`).
     pub mcp: McpConfig,
 }
 
@@ -95,6 +105,10 @@ pub struct EmbeddingConfig {
     pub batch_size: usize,
     /// ONNX Runtime intra-op threads; 0 uses every core.
     pub threads: usize,
+    /// Vectors of recently embedded questions and passage sentences kept
+    /// for answering (one generation; at most twice this many are held,
+    /// about 1.6 KiB each with MiniLM); 0 turns the cache off.
+    pub cache_size: usize,
 }
 
 impl Default for EmbeddingConfig {
@@ -105,6 +119,7 @@ impl Default for EmbeddingConfig {
             max_length: 256,
             batch_size: 32,
             threads: 0,
+            cache_size: 8192,
         }
     }
 }
@@ -213,9 +228,14 @@ impl Default for QdrantConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolsConfig {
+    /// Tools a run may use (`tools.enabled`); known: `rag_search`, `reasoning`,
+    /// `ask_user`.
     pub enabled: Vec<String>,
+    /// Timeout, retries and default limit of `rag_search` (`tools.rag_search`).
     pub rag_search: RagSearchConfig,
+    /// Timeout and retries of `reasoning` (`tools.reasoning`).
     pub reasoning: ReasoningConfig,
+    /// Timeout and retries of `ask_user` (`tools.ask_user`).
     pub ask_user: AskUserConfig,
 }
 
@@ -248,8 +268,11 @@ pub struct ToolPolicy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RagSearchConfig {
+    /// Seconds one call may take before it fails as a timeout.
     pub timeout_seconds: f64,
+    /// Retries after a timeout or a transient failure.
     pub retry_count: u32,
+    /// Seconds to wait before the first retry; doubled before each further one.
     pub retry_delay_seconds: f64,
     /// Passages returned when the call gives no `limit`.
     pub limit: usize,
@@ -270,8 +293,11 @@ impl Default for RagSearchConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReasoningConfig {
+    /// Seconds one call may take before it fails as a timeout.
     pub timeout_seconds: f64,
+    /// Retries after a timeout or a transient failure.
     pub retry_count: u32,
+    /// Seconds to wait before the first retry; doubled before each further one.
     pub retry_delay_seconds: f64,
 }
 
@@ -308,12 +334,16 @@ tool_policy!(RagSearchConfig, ReasoningConfig, AskUserConfig);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
+    /// Which generator writes answers: `extractive`, `gemini` or `ollama`.
     pub provider: LlmProvider,
     /// With a language model as the provider, ask it for a plan (JSON)
     /// before running; any failure falls back to the default plan.
     pub planner: bool,
+    /// Settings of the extractive answerer (`llm.extractive`).
     pub extractive: ExtractiveConfig,
+    /// Google Gemini settings (`llm.gemini`), used when `provider` is `gemini`.
     pub gemini: RemoteLlmConfig,
+    /// Ollama settings (`llm.ollama`), used when `provider` is `ollama`.
     pub ollama: RemoteLlmConfig,
 }
 
@@ -358,6 +388,7 @@ pub enum LlmProvider {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RemoteLlmConfig {
+    /// Model name sent to the provider (e.g. `gemini-2.5-flash`, `llama3.1:8b`).
     pub model: String,
     /// The API's base URL; empty means the provider's default (Ollama:
     /// `OLLAMA_BASE_URL`, else `http://localhost:11434`).
@@ -365,7 +396,9 @@ pub struct RemoteLlmConfig {
     /// Give up on one request after this long (the tool's own timeout and
     /// retries apply on top).
     pub timeout_seconds: f64,
+    /// Sampling temperature sent with each request.
     pub temperature: f64,
+    /// Most tokens the model may generate in one reply.
     pub max_output_tokens: u32,
 }
 
@@ -494,8 +527,11 @@ impl Default for McpConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AskUserConfig {
+    /// Seconds one call may take before it fails as a timeout.
     pub timeout_seconds: f64,
+    /// Retries after a timeout or a transient failure.
     pub retry_count: u32,
+    /// Seconds to wait before the first retry; doubled before each further one.
     pub retry_delay_seconds: f64,
 }
 
@@ -514,7 +550,9 @@ impl Default for AskUserConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct ConfidenceConfig {
+    /// Bias and per-factor weights (`confidence.weights`).
     pub weights: Weights,
+    /// Score thresholds of the levels (`confidence.thresholds`).
     pub thresholds: Thresholds,
     /// How a run's step scores combine into its score.
     pub aggregation: Aggregation,
@@ -526,18 +564,32 @@ pub struct ConfidenceConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Weights {
+    /// Constant added to the logit before the weighted features.
     pub bias: f64,
+    /// Weight of the result count (feature: `min(count / 10, 1)`).
     pub result_count: f64,
+    /// Weight of the highest passage cosine similarity.
     pub max_score: f64,
+    /// Weight of the mean passage cosine similarity.
     pub mean_score: f64,
+    /// Weight of the variance of the passage similarities.
     pub score_variance: f64,
+    /// Weight of the lowest passage cosine similarity.
     pub min_score: f64,
+    /// Weight of the top-1 minus top-2 similarity margin.
     pub margin: f64,
+    /// Weight of the top passage's neighbour score (feature:
+    /// `max(0, value - 0.5)`); negative, so a generic passage lowers confidence.
     pub neighbour_score: f64,
+    /// Weight of the share of query terms found in the passages (0..1).
     pub query_coverage: f64,
+    /// Weight of the share of answer sentences supported by their cited source.
     pub groundedness: f64,
+    /// Weight of the share of citations that point at a real source.
     pub citation_validity: f64,
+    /// Weight of the generator's own confidence, where it gives one.
     pub self_assessment: f64,
+    /// Weight of the abstention flag (1 when the generator declined to answer).
     pub abstained: f64,
 }
 
@@ -566,8 +618,11 @@ impl Default for Weights {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {
+    /// Lowest score answered as is (`silent`).
     pub silent: f64,
+    /// Lowest score answered with a caveat (`notify`).
     pub notify: f64,
+    /// Lowest score answered with a request to confirm; below it, escalate.
     pub confirm: f64,
 }
 

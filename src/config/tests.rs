@@ -255,6 +255,11 @@ fn out_of_range_values_name_key_and_line() {
         ("ingest:\n  commit_chunks: 0\n", "ingest.commit_chunks", 2),
         ("embedding:\n  max_length: 1\n", "embedding.max_length", 2),
         ("embedding:\n  batch_size: 0\n", "embedding.batch_size", 2),
+        (
+            "embedding:\n  cache_size: 2000000\n",
+            "embedding.cache_size",
+            2,
+        ),
         ("embedding:\n  threads: 5000\n", "embedding.threads", 2),
         ("embedding:\n  model_dir: \"\"\n", "embedding.model_dir", 2),
         ("storage:\n  data_dir: \"\"\n", "storage.data_dir", 2),

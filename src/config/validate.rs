@@ -45,6 +45,12 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             format!("{} is out of range 0..=1024 (0 = all cores)", e.threads),
         ));
     }
+    if e.cache_size > 1_000_000 {
+        return Err(invalid(
+            "embedding.cache_size",
+            format!("{} is out of range 0..=1000000 (0 = off)", e.cache_size),
+        ));
+    }
 
     let i = &c.ingest;
     if !(20..=4000).contains(&i.chunk_size) {

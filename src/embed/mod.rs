@@ -1,8 +1,11 @@
-//! Text embedding: the [`Embedder`] trait and the local fastembed (ONNX)
-//! implementation, [`FastEmbedder`].
+//! Text embedding: the [`Embedder`] trait, the local fastembed (ONNX)
+//! implementation, [`FastEmbedder`], and [`CachedEmbedder`], which answering
+//! uses to embed recurring texts once.
 
+mod cache;
 mod fastembed;
 
+pub use self::cache::CachedEmbedder;
 pub use self::fastembed::FastEmbedder;
 
 use std::path::PathBuf;
@@ -17,18 +20,34 @@ pub enum EmbedError {
     #[error(
         "embedding model file {path} not found: run `scripts/setup` (or point embedding.model_dir at a folder with model.onnx and its tokenizer files)"
     )]
-    ModelMissing { path: PathBuf },
+    ModelMissing {
+        /// The file that was looked for.
+        path: PathBuf,
+    },
     /// The ONNX Runtime library is missing.
     #[error(
         "ONNX Runtime library {path} not found: run `scripts/setup` (or point embedding.runtime_path at libonnxruntime.so 1.24 or newer)"
     )]
-    RuntimeMissing { path: PathBuf },
+    RuntimeMissing {
+        /// The library path that was looked for (`embedding.runtime_path`).
+        path: PathBuf,
+    },
     /// The ONNX Runtime library could not be used.
     #[error("ONNX Runtime library {path} cannot be used: {message}")]
-    Runtime { path: PathBuf, message: String },
+    Runtime {
+        /// The library that was loaded.
+        path: PathBuf,
+        /// Why it cannot be used.
+        message: String,
+    },
     /// A model file could not be read or parsed.
     #[error("cannot read embedding model file {path}: {message}")]
-    ModelFile { path: PathBuf, message: String },
+    ModelFile {
+        /// The model file.
+        path: PathBuf,
+        /// Why it could not be read or parsed.
+        message: String,
+    },
     /// The model failed to load or to run.
     #[error("embedding model: {0}")]
     Model(String),
