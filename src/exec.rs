@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score};
+use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score_with};
 use crate::config::ConfidenceConfig;
 use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan, hint_plan, step_ref};
 use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
@@ -64,8 +64,24 @@ pub struct StepRecord {
     /// The tool's result (the fallback's, when the step's tool failed and the
     /// step has one).
     pub result: ToolResult,
+    /// The factors the step was scored on: its own, together with those of
+    /// the steps it depends on (an answer with its retrieval's).
+    #[serde(default)]
+    pub factors: Factors,
     /// The step's confidence and why.
     pub confidence: Score,
+}
+
+impl RunReport {
+    /// The factors the run's last answer was scored on (`None` when no
+    /// answer step finished): what calibration fits.
+    pub fn answer_factors(&self) -> Option<&Factors> {
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| s.result.success && matches!(s.result.output, ToolOutput::Answer(_)))
+            .map(|s| &s.factors)
+    }
 }
 
 /// The outcome of a run.
@@ -362,7 +378,7 @@ impl<'a> Executor<'a> {
             }
             factors.merge(&result.factors);
             let confidence = if result.success {
-                score(&factors, &self.confidence.weights)
+                score_with(&factors, self.confidence)
             } else {
                 failed_score()
             };
@@ -371,6 +387,7 @@ impl<'a> Executor<'a> {
                 action: step.action.clone(),
                 input,
                 result,
+                factors,
                 confidence,
             });
             if let Some(record) = steps.last() {
@@ -443,6 +460,7 @@ fn failed_score() -> Score {
         logit: f64::NEG_INFINITY,
         bias: 0.0,
         contributions: Vec::new(),
+        model: Default::default(),
     }
 }
 
@@ -480,7 +498,7 @@ fn reason(attempt: &Attempt, thresholds: &crate::config::Thresholds) -> String {
         let parts: Vec<String> = weakest
             .iter()
             .take(3)
-            .map(|c| format!("{:?} {:.2} (weight {})", c.factor, c.value, c.weight))
+            .map(|c| format!("{:?} {:.2} (weight {:.2})", c.factor, c.value, c.weight))
             .collect();
         if !parts.is_empty() {
             text.push_str(&format!("; weakest factors: {}", parts.join(", ")));

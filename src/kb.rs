@@ -57,13 +57,56 @@ impl KnowledgeBase {
             embedder.clone(),
             config.embedding.cache_size,
         ));
-        Ok(Self {
+        let kb = Self {
             config,
             store,
             embedder,
             answering,
             lexical: LexicalEncoder::new()?,
-        })
+        };
+        if let Some(why) = kb.calibration_mismatch() {
+            tracing::warn!("{why}");
+        }
+        Ok(kb)
+    }
+
+    /// Content hashes of the collection's documents (from its manifest),
+    /// sorted and without repeats.
+    pub fn source_hashes(&self) -> Result<Vec<String>> {
+        let manifest = Manifest::load(&self.config.manifest_path())?;
+        let mut hashes: Vec<String> = manifest
+            .map(|m| {
+                m.sources
+                    .into_values()
+                    .map(|entry| entry.content_hash)
+                    .collect()
+            })
+            .unwrap_or_default();
+        hashes.sort();
+        hashes.dedup();
+        Ok(hashes)
+    }
+
+    /// Why the configured confidence calibration may not fit this knowledge
+    /// base (see [`Calibration::mismatch`]); `None` when it does or when
+    /// none is configured.
+    ///
+    /// [`Calibration::mismatch`]: crate::confidence::calibration::Calibration::mismatch
+    pub fn calibration_mismatch(&self) -> Option<String> {
+        let calibration = self.config.confidence.fitted.as_ref()?;
+        let sources = match self.source_hashes() {
+            Ok(hashes) => hashes.into_iter().collect(),
+            Err(e) => {
+                tracing::debug!("cannot read the manifest to check the calibration: {e}");
+                Default::default()
+            }
+        };
+        calibration.mismatch(
+            &self.config.qdrant.collection,
+            self.embedder.model_id(),
+            self.config.llm.provider.as_str(),
+            &sources,
+        )
     }
 
     /// The configuration it was opened with.

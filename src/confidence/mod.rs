@@ -13,7 +13,10 @@
 //! cannot reach `silent` on similarity alone.
 
 mod answer;
+pub mod calibration;
+pub mod fit;
 mod retrieval;
+pub mod v1;
 
 pub use self::answer::{SUPPORT_THRESHOLD, answer_factors, citation_markers};
 pub use self::retrieval::{query_coverage, retrieval_factors, term_coverage};
@@ -22,7 +25,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Aggregation, ConfidenceConfig, Thresholds, Weights};
+use crate::config::{Aggregation, ConfidenceConfig, ConfidenceModel, Thresholds, Weights};
 
 /// What a step can report about how much to trust its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -91,19 +94,25 @@ impl Factor {
 
     /// The weight of this factor in `weights`.
     pub fn weight(self, weights: &Weights) -> f64 {
+        let mut weights = weights.clone();
+        *self.weight_mut(&mut weights)
+    }
+
+    /// The weight of this factor in `weights`, to change it.
+    pub fn weight_mut(self, weights: &mut Weights) -> &mut f64 {
         match self {
-            Factor::ResultCount => weights.result_count,
-            Factor::MaxScore => weights.max_score,
-            Factor::MeanScore => weights.mean_score,
-            Factor::ScoreVariance => weights.score_variance,
-            Factor::MinScore => weights.min_score,
-            Factor::Margin => weights.margin,
-            Factor::NeighbourScore => weights.neighbour_score,
-            Factor::QueryCoverage => weights.query_coverage,
-            Factor::Groundedness => weights.groundedness,
-            Factor::CitationValidity => weights.citation_validity,
-            Factor::SelfAssessment => weights.self_assessment,
-            Factor::Abstained => weights.abstained,
+            Factor::ResultCount => &mut weights.result_count,
+            Factor::MaxScore => &mut weights.max_score,
+            Factor::MeanScore => &mut weights.mean_score,
+            Factor::ScoreVariance => &mut weights.score_variance,
+            Factor::MinScore => &mut weights.min_score,
+            Factor::Margin => &mut weights.margin,
+            Factor::NeighbourScore => &mut weights.neighbour_score,
+            Factor::QueryCoverage => &mut weights.query_coverage,
+            Factor::Groundedness => &mut weights.groundedness,
+            Factor::CitationValidity => &mut weights.citation_validity,
+            Factor::SelfAssessment => &mut weights.self_assessment,
+            Factor::Abstained => &mut weights.abstained,
         }
     }
 }
@@ -162,6 +171,10 @@ pub struct Score {
     pub bias: f64,
     /// One term per reported factor, in [`Factor`] order.
     pub contributions: Vec<Contribution>,
+    /// The formula that produced it (`logistic`: the logit is the bias plus
+    /// the terms; `grace_v1`: the score is the sum of the terms).
+    #[serde(default)]
+    pub model: ConfidenceModel,
 }
 
 fn null_as_minus_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -191,6 +204,16 @@ pub fn score(factors: &Factors, weights: &Weights) -> Score {
         logit,
         bias: weights.bias,
         contributions,
+        model: ConfidenceModel::Logistic,
+    }
+}
+
+/// Scores factors as configured: `confidence.model`, with the calibration's
+/// weights when one is loaded.
+pub fn score_with(factors: &Factors, config: &ConfidenceConfig) -> Score {
+    match config.model {
+        ConfidenceModel::Logistic => score(factors, config.effective_weights()),
+        ConfidenceModel::GraceV1 => v1::score(factors, &config.grace_v1),
     }
 }
 
@@ -258,7 +281,7 @@ pub fn aggregate(scores: &[f64], how: Aggregation) -> f64 {
 
 /// Scores every step and the run with the configuration.
 pub fn assess(steps: &[Factors], config: &ConfidenceConfig) -> (Vec<Score>, f64, Level) {
-    let scores: Vec<Score> = steps.iter().map(|f| score(f, &config.weights)).collect();
+    let scores: Vec<Score> = steps.iter().map(|f| score_with(f, config)).collect();
     let values: Vec<f64> = scores.iter().map(|s| s.score).collect();
     let overall = aggregate(&values, config.aggregation);
     (scores, overall, level(overall, &config.thresholds))

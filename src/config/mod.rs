@@ -384,6 +384,17 @@ pub enum LlmProvider {
     Ollama,
 }
 
+impl LlmProvider {
+    /// The name used in the configuration (`extractive`, `gemini`, `ollama`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LlmProvider::Extractive => "extractive",
+            LlmProvider::Gemini => "gemini",
+            LlmProvider::Ollama => "ollama",
+        }
+    }
+}
+
 /// A language model behind an HTTP API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -550,12 +561,67 @@ impl Default for AskUserConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct ConfidenceConfig {
-    /// Bias and per-factor weights (`confidence.weights`).
+    /// Which formula scores a step (`confidence.model`).
+    pub model: ConfidenceModel,
+    /// Bias and per-factor weights (`confidence.weights`), hand-set.
     pub weights: Weights,
+    /// A calibration file written by `grace calibrate`
+    /// (`confidence.calibration`): its fitted weights replace `weights`.
+    pub calibration: Option<PathBuf>,
+    /// Weights of the original GRACE formula (`confidence.grace_v1`), used
+    /// when `model` is `grace_v1`.
+    pub grace_v1: V1Weights,
     /// Score thresholds of the levels (`confidence.thresholds`).
     pub thresholds: Thresholds,
     /// How a run's step scores combine into its score.
     pub aggregation: Aggregation,
+    /// The calibration read from `calibration` at load (not a config key).
+    #[serde(skip)]
+    pub fitted: Option<crate::confidence::calibration::Calibration>,
+}
+
+impl ConfidenceConfig {
+    /// The weights steps are scored with: the calibration's when one is
+    /// loaded, else the hand-set `weights`.
+    pub fn effective_weights(&self) -> &Weights {
+        self.fitted.as_ref().map_or(&self.weights, |c| &c.weights)
+    }
+}
+
+/// The formula that turns a step's factors into a score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfidenceModel {
+    /// `sigmoid(bias + Σ weight·feature)` with `confidence.weights` (or the
+    /// calibration's).
+    #[default]
+    Logistic,
+    /// The original GRACE's formula, as a baseline: a search quality from
+    /// the passage similarities, then the weighted mean of the factors
+    /// present (`confidence.grace_v1`).
+    GraceV1,
+}
+
+/// Weights of the original GRACE formula's weighted mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct V1Weights {
+    /// Weight of the search quality (from the passage similarities).
+    pub search_quality: f64,
+    /// Weight of the generator's own confidence, where it gives one.
+    pub self_assessment: f64,
+    /// Weight of the share of valid citations.
+    pub citation_validity: f64,
+}
+
+impl Default for V1Weights {
+    fn default() -> Self {
+        Self {
+            search_quality: 0.5,
+            self_assessment: 0.3,
+            citation_validity: 0.2,
+        }
+    }
 }
 
 /// Bias and per-factor weights of `score = sigmoid(bias + Σ weight·feature)`.
@@ -687,6 +753,22 @@ impl Config {
             (Some(p), Some(t)) => e.locate(p, t),
             _ => e,
         })?;
+        if let Some(path) = &config.confidence.calibration {
+            let calibration =
+                crate::confidence::calibration::Calibration::load(path).map_err(|e| {
+                    let error = ConfigError::Invalid {
+                        key: "confidence.calibration".into(),
+                        message: e.to_string(),
+                        file: None,
+                        line: None,
+                    };
+                    match (&file, &text) {
+                        (Some(p), Some(t)) => error.locate(p, t),
+                        _ => error,
+                    }
+                })?;
+            config.confidence.fitted = Some(calibration);
+        }
         Ok(config)
     }
 
@@ -710,7 +792,10 @@ impl Config {
             &mut self.storage.data_dir,
             &mut self.embedding.model_dir,
             &mut self.embedding.runtime_path,
-        ] {
+        ]
+        .into_iter()
+        .chain(self.confidence.calibration.as_mut())
+        {
             if p.is_relative() && !p.as_os_str().is_empty() && !base.as_os_str().is_empty() {
                 *p = base.join(&*p);
             }

@@ -157,6 +157,35 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             ));
         }
     }
+    let v1 = &c.confidence.grace_v1;
+    for (key, v) in [
+        ("confidence.grace_v1.search_quality", v1.search_quality),
+        ("confidence.grace_v1.self_assessment", v1.self_assessment),
+        (
+            "confidence.grace_v1.citation_validity",
+            v1.citation_validity,
+        ),
+    ] {
+        if !(v.is_finite() && (0.0..=1000.0).contains(&v)) {
+            return Err(invalid(key, format!("{v} is out of range 0.0..=1000.0")));
+        }
+    }
+    if v1.search_quality + v1.self_assessment + v1.citation_validity <= 0.0 {
+        return Err(invalid(
+            "confidence.grace_v1",
+            "at least one weight must be above 0",
+        ));
+    }
+    if c.confidence
+        .calibration
+        .as_ref()
+        .is_some_and(|p| p.as_os_str().is_empty())
+    {
+        return Err(invalid(
+            "confidence.calibration",
+            "must be a file path, or null for none",
+        ));
+    }
     let t = &c.confidence.thresholds;
     for (key, v) in [
         ("confidence.thresholds.silent", t.silent),

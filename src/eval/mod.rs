@@ -12,14 +12,20 @@
 //! cosine baseline; and whether the confidence means what it says (ECE,
 //! Brier against "answerable and gold cited").
 
+pub mod calibrate;
 pub mod metrics;
+pub mod plot;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::confidence::Factor;
+use sha2::{Digest, Sha256};
+
+use crate::confidence::calibration::Calibration;
+use crate::confidence::fit::{self, Fare, Model, Sample, features};
+use crate::confidence::{Factor, Factors, score, v1};
 use crate::embed::Embedder;
 use crate::exec::{Decision, Executor};
 use crate::ingest::IngestOptions;
@@ -196,20 +202,66 @@ pub struct EvalReport {
     /// Brier score of the run's confidence against the same outcome (0 is
     /// perfect); `None` without questions.
     pub brier: Option<f64>,
+    /// The final answers scored by each confidence model, side by side.
+    pub models: Vec<ModelFare>,
     /// Whole `ask` per question, milliseconds.
     pub latency_p50_ms: Option<f64>,
     /// 95th percentile of a whole `ask`, milliseconds.
     pub latency_p95_ms: Option<f64>,
 }
 
-/// Runs the evaluation of the set in `dir` with `config` (its data folder is
-/// replaced by a temporary one, removed afterwards) and the given embedder.
-pub fn run(
+/// One question's outcome: what the evaluation scores and calibration fits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The question's index in the set.
+    pub index: usize,
+    /// Whether GRACE answered (decision `answer` or `caveat`).
+    pub answered: bool,
+    /// Answerable, and the answer cites a gold source.
+    pub right: bool,
+    /// The run's confidence.
+    pub confidence: f64,
+    /// The factors the final answer was scored on (empty when no answer step
+    /// finished).
+    pub factors: Factors,
+    /// The top-1 passage's cosine similarity (-1 without passages).
+    pub top1: f64,
+    /// A gold source ranked first / in the top `k` of the first search.
+    pub gold_at_1: bool,
+    /// A gold source in the top `k` of the first search.
+    pub gold_at_k: bool,
+    /// The whole `ask`, milliseconds.
+    pub latency_ms: f64,
+}
+
+/// Every question of a set asked, with what it ran on.
+#[derive(Debug, Clone)]
+pub struct Collected {
+    /// The set's folder.
+    pub set: PathBuf,
+    /// The questions, in file order.
+    pub questions: Vec<Question>,
+    /// One outcome per question, in the same order.
+    pub outcomes: Vec<Outcome>,
+    /// SHA-256 of `questions.jsonl` (hex).
+    pub questions_sha256: String,
+    /// Chunks ingested from the corpus.
+    pub chunks: usize,
+    /// Content hashes of the corpus's documents, sorted.
+    pub sources: Vec<String>,
+    /// The embedding model's id.
+    pub embedding_model: String,
+}
+
+/// Ingests the corpus of the set in `dir` into a temporary store (removed
+/// afterwards; always the embedded store, never a configured server) and
+/// asks every question as `grace ask --json` would.
+pub fn collect(
     config: &Config,
     embedder: std::sync::Arc<dyn Embedder>,
     dir: &Path,
     k: usize,
-) -> Result<EvalReport> {
+) -> Result<Collected> {
     let corpus = dir.join("corpus");
     let questions_path = dir.join("questions.jsonl");
     if !corpus.is_dir() {
@@ -227,6 +279,14 @@ pub fn run(
         .into());
     }
     let questions = load_questions(&questions_path)?;
+    let questions_sha256 = {
+        let bytes = std::fs::read(&questions_path).map_err(|source| EvalError::Io {
+            action: "read",
+            path: questions_path.clone(),
+            source,
+        })?;
+        hex(&Sha256::digest(&bytes))
+    };
 
     let temp = TempDir::new()?;
     let mut config = config.clone();
@@ -234,23 +294,19 @@ pub fn run(
     // Always the embedded store: the evaluation corpus must never be
     // written into a configured Qdrant server's collection.
     config.storage.backend = crate::config::Backend::Edge;
+    let embedding_model = embedder.model_id().to_string();
     let kb = KnowledgeBase::with_embedder(config, embedder, OpenMode::Create)?;
     let ingest = kb.ingest(&[corpus], &IngestOptions::default(), &mut |_| {})?;
+    let sources = kb.source_hashes()?;
 
     let kb = std::sync::Arc::new(kb);
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
     let executor = Executor::new(&registry, kb.config(), k);
-    let mut cosine_rows = Vec::new();
-    let mut confidence_rows = Vec::new();
-    let mut calibration = Vec::new();
-    let mut latencies = Vec::new();
-    let (mut at1, mut atk) = (0usize, 0usize);
-    let (mut answered, mut answered_right, mut unanswerable_answered) = (0usize, 0usize, 0usize);
-    let (mut wrong_in_domain, mut wrong_out_of_domain) = (0usize, 0usize);
-    for q in &questions {
+    let mut outcomes = Vec::with_capacity(questions.len());
+    for (index, q) in questions.iter().enumerate() {
         let started = Instant::now();
         let run = executor.ask(&q.question, &mut |_| {})?;
-        latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
 
         let is_gold = |source: &str| {
             let name = Path::new(source)
@@ -264,46 +320,115 @@ pub fn run(
             Some(ToolOutput::Passages(p)) => p.as_slice(),
             _ => &[],
         };
-        if q.answerable {
-            at1 += usize::from(passages.first().is_some_and(|p| is_gold(&p.source)));
-            atk += usize::from(passages.iter().any(|p| is_gold(&p.source)));
-        }
-        let top1 = search
-            .and_then(|s| s.result.factors.get(Factor::MaxScore))
-            .unwrap_or(-1.0);
         let gold_cited = run.answer.as_ref().is_some_and(|a| {
             !a.abstained
                 && a.citations
                     .iter()
                     .any(|c| c.source.as_deref().is_some_and(is_gold))
         });
-        let right = q.answerable && gold_cited;
-        if matches!(run.decision, Decision::Answer | Decision::Caveat) {
-            answered += 1;
-            answered_right += usize::from(right);
-            unanswerable_answered += usize::from(!q.answerable);
-            if !q.answerable {
-                if q.in_domain() {
-                    wrong_in_domain += 1;
-                } else {
-                    wrong_out_of_domain += 1;
-                }
-            }
-        }
-        cosine_rows.push((top1, q));
-        confidence_rows.push((run.confidence, q));
-        calibration.push((run.confidence, right));
+        outcomes.push(Outcome {
+            index,
+            answered: matches!(run.decision, Decision::Answer | Decision::Caveat),
+            right: q.answerable && gold_cited,
+            confidence: run.confidence,
+            factors: run.answer_factors().cloned().unwrap_or_default(),
+            top1: search
+                .and_then(|s| s.result.factors.get(Factor::MaxScore))
+                .unwrap_or(-1.0),
+            gold_at_1: passages.first().is_some_and(|p| is_gold(&p.source)),
+            gold_at_k: passages.iter().any(|p| is_gold(&p.source)),
+            latency_ms,
+        });
     }
-    let answerable = questions.iter().filter(|q| q.answerable).count();
-    let share = |n: usize| {
-        if answerable == 0 {
-            0.0
-        } else {
-            n as f64 / answerable as f64
-        }
-    };
-    Ok(EvalReport {
+    Ok(Collected {
         set: dir.to_path_buf(),
+        questions,
+        outcomes,
+        questions_sha256,
+        chunks: ingest.points_total,
+        sources,
+        embedding_model,
+    })
+}
+
+/// Lowercase hexadecimal of bytes.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Runs the evaluation of the set in `dir` with `config` and the given
+/// embedder (see [`collect`]), and scores the final answers with every
+/// confidence model side by side (see [`models`]).
+///
+/// When the configured calibration was fitted on this very set, the runs
+/// use the hand-set weights and the calibration's column is scored out of
+/// fold, so that no question is scored by weights fitted on it.
+pub fn run(
+    config: &Config,
+    embedder: std::sync::Arc<dyn Embedder>,
+    dir: &Path,
+    k: usize,
+) -> Result<EvalReport> {
+    let mut config = config.clone();
+    let calibration = config.confidence.fitted.clone();
+    let same_set = calibration
+        .as_ref()
+        .zip(questions_digest(dir))
+        .is_some_and(|(c, digest)| c.fitted_on.questions_sha256 == digest);
+    if same_set {
+        config.confidence.fitted = None;
+    }
+    let collected = collect(&config, embedder, dir, k)?;
+    Ok(report(
+        &config,
+        &collected,
+        calibration.as_ref(),
+        same_set,
+        k,
+    ))
+}
+
+/// SHA-256 of the set's `questions.jsonl`, when it can be read.
+fn questions_digest(dir: &Path) -> Option<String> {
+    std::fs::read(dir.join("questions.jsonl"))
+        .ok()
+        .map(|b| hex(&Sha256::digest(&b)))
+}
+
+/// The report of collected outcomes.
+fn report(
+    config: &Config,
+    collected: &Collected,
+    calibration: Option<&Calibration>,
+    same_set: bool,
+    k: usize,
+) -> EvalReport {
+    let questions = &collected.questions;
+    let outcomes = &collected.outcomes;
+    let rows = |value: &dyn Fn(&Outcome) -> f64| -> Vec<(f64, &Question)> {
+        outcomes
+            .iter()
+            .map(|o| (value(o), &questions[o.index]))
+            .collect()
+    };
+    let answerable = questions.iter().filter(|q| q.answerable).count();
+    let unanswerable = questions.len() - answerable;
+    let count = |f: &dyn Fn(&Outcome, &Question) -> bool| {
+        outcomes
+            .iter()
+            .filter(|o| f(o, &questions[o.index]))
+            .count()
+    };
+    let share = |n: usize, of: usize| if of == 0 { 0.0 } else { n as f64 / of as f64 };
+    let answered = count(&|o, _| o.answered);
+    let answered_right = count(&|o, _| o.answered && o.right);
+    let wrong_in_domain = count(&|o, q| o.answered && !q.answerable && q.in_domain());
+    let wrong_out_of_domain = count(&|o, q| o.answered && !q.answerable && !q.in_domain());
+    let calibration_pairs: Vec<(f64, bool)> =
+        outcomes.iter().map(|o| (o.confidence, o.right)).collect();
+    let latencies: Vec<f64> = outcomes.iter().map(|o| o.latency_ms).collect();
+    EvalReport {
+        set: collected.set.clone(),
         questions: questions.len(),
         answerable,
         unanswerable_in_domain: questions
@@ -314,33 +439,151 @@ pub fn run(
             .iter()
             .filter(|q| !q.answerable && !q.in_domain())
             .count(),
-        chunks: ingest.points_total,
-        recall_at_1: share(at1),
-        recall_at_k: share(atk),
+        chunks: collected.chunks,
+        recall_at_1: share(count(&|o, q| q.answerable && o.gold_at_1), answerable),
+        recall_at_k: share(count(&|o, q| q.answerable && o.gold_at_k), answerable),
         k,
-        answered: answered as f64 / questions.len().max(1) as f64,
-        answered_right: if answered == 0 {
-            0.0
-        } else {
-            answered_right as f64 / answered as f64
-        },
+        answered: share(answered, questions.len()),
+        answered_right: share(answered_right, answered),
+        unanswerable_answered: share(wrong_in_domain + wrong_out_of_domain, unanswerable),
         unanswerable_answered_in_domain: wrong_in_domain,
         unanswerable_answered_out_of_domain: wrong_out_of_domain,
-        unanswerable_answered: {
-            let n = questions.iter().filter(|q| !q.answerable).count();
-            if n == 0 {
-                0.0
-            } else {
-                unanswerable_answered as f64 / n as f64
-            }
-        },
-        top1_cosine: separation(&cosine_rows),
-        answer_confidence: separation(&confidence_rows),
-        ece: metrics::ece(&calibration, 10),
-        brier: metrics::brier(&calibration),
+        top1_cosine: separation(&rows(&|o| o.top1)),
+        answer_confidence: separation(&rows(&|o| o.confidence)),
+        ece: metrics::ece(&calibration_pairs, 10),
+        brier: metrics::brier(&calibration_pairs),
+        models: models(config, collected, calibration, same_set),
         latency_p50_ms: metrics::quantile(&latencies, 0.5),
         latency_p95_ms: metrics::quantile(&latencies, 0.95),
-    })
+    }
+}
+
+/// One confidence model's scores of the final answers, against "right".
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelFare {
+    /// `hand_set`, `grace_v1` or `fitted`.
+    pub model: String,
+    /// How its figures were obtained.
+    pub note: String,
+    /// ECE, Brier, AUROC, log loss.
+    pub fare: Fare,
+    /// Share answered and share of those wrong, per threshold.
+    pub coverage_risk: Vec<CoverageRisk>,
+}
+
+/// One point of a coverage/risk curve: answering every question scoring at
+/// least `threshold`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoverageRisk {
+    /// The score threshold.
+    pub threshold: f64,
+    /// Share of all questions answered.
+    pub coverage: f64,
+    /// Share of the answered ones that are wrong (0 when none are answered).
+    pub risk: f64,
+}
+
+/// The coverage/risk curve of `(score, right)` pairs at thresholds 0, 0.05,
+/// …, 1.
+pub fn coverage_risk(pairs: &[(f64, bool)]) -> Vec<CoverageRisk> {
+    (0..=20)
+        .map(|i| {
+            let threshold = f64::from(i) / 20.0;
+            let kept: Vec<bool> = pairs
+                .iter()
+                .filter(|(s, _)| *s >= threshold - 1e-12)
+                .map(|p| p.1)
+                .collect();
+            let wrong = kept.iter().filter(|r| !**r).count();
+            CoverageRisk {
+                threshold,
+                coverage: kept.len() as f64 / pairs.len().max(1) as f64,
+                risk: if kept.is_empty() {
+                    0.0
+                } else {
+                    wrong as f64 / kept.len() as f64
+                },
+            }
+        })
+        .collect()
+}
+
+/// The final answers scored by each confidence model: the hand-set
+/// weights, the original GRACE formula, and the calibration when one is
+/// configured (out of fold when it was fitted on this set).
+pub fn models(
+    config: &Config,
+    collected: &Collected,
+    calibration: Option<&Calibration>,
+    same_set: bool,
+) -> Vec<ModelFare> {
+    let outcomes = &collected.outcomes;
+    let answered_score = |o: &Outcome, s: f64| if o.factors.0.is_empty() { 0.0 } else { s };
+    let entry = |model: &str, note: String, scores: Vec<f64>| {
+        let pairs: Vec<(f64, bool)> = scores
+            .into_iter()
+            .zip(outcomes)
+            .map(|(s, o)| (s, o.right))
+            .collect();
+        ModelFare {
+            model: model.to_string(),
+            note,
+            fare: Fare::of(&pairs),
+            coverage_risk: coverage_risk(&pairs),
+        }
+    };
+    let mut out = vec![
+        entry(
+            "hand_set",
+            "confidence.weights".into(),
+            outcomes
+                .iter()
+                .map(|o| answered_score(o, score(&o.factors, &config.confidence.weights).score))
+                .collect(),
+        ),
+        entry(
+            "grace_v1",
+            "the original GRACE formula (confidence.grace_v1)".into(),
+            outcomes
+                .iter()
+                .map(|o| {
+                    answered_score(o, v1::score(&o.factors, &config.confidence.grace_v1).score)
+                })
+                .collect(),
+        ),
+    ];
+    if let Some(c) = calibration {
+        let samples: Vec<Sample> = outcomes
+            .iter()
+            .map(|o| Sample {
+                x: features(&o.factors),
+                y: o.right,
+            })
+            .collect();
+        let (note, scores) = if same_set {
+            let fold = fit::folds(&samples, c.folds);
+            (
+                format!(
+                    "fitted on this set: cross-validated, {} folds, L2 {}",
+                    c.folds, c.l2
+                ),
+                fit::out_of_fold(&samples, &fold, c.folds, c.l2),
+            )
+        } else {
+            let model = Model::from_weights(&c.weights);
+            (
+                format!("fitted on {}", c.fitted_on.set.display()),
+                samples.iter().map(|s| model.predict(&s.x)).collect(),
+            )
+        };
+        let scores = scores
+            .into_iter()
+            .zip(outcomes)
+            .map(|(s, o)| answered_score(o, s))
+            .collect();
+        out.push(entry("fitted", note, scores));
+    }
+    out
 }
 
 /// A temporary folder removed on drop.

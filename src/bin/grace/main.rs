@@ -134,6 +134,24 @@ enum Command {
         /// Passages retrieved per question
         #[arg(short = 'k', long = "limit", value_name = "N", default_value_t = 5)]
         limit: usize,
+        /// Also draw the confidence models' coverage/risk curves to this PNG
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
+    },
+    /// Fit the confidence weights to a question set (DIR as for eval) and
+    /// write them to a calibration file for `confidence.calibration`
+    Calibrate {
+        /// The evaluation set folder
+        dir: PathBuf,
+        /// The calibration file to write
+        #[arg(long, value_name = "FILE", default_value = "calibration.json")]
+        out: PathBuf,
+        /// Cross-validation folds
+        #[arg(long, value_name = "N", default_value_t = 5)]
+        folds: usize,
+        /// Passages retrieved per question
+        #[arg(short = 'k', long = "limit", value_name = "N", default_value_t = 5)]
+        limit: usize,
     },
     /// Print the effective configuration (defaults + file + environment)
     Config,
@@ -321,13 +339,40 @@ fn run(cli: &Cli) -> grace::Result<u8> {
         Command::Mcp => grace::mcp::serve_stdio(config)?,
         Command::Status => output::status(&grace::status(&config)?, cli.json),
         Command::Migrate(args) => migrate::run(config, args, cli.quiet, cli.json)?,
-        Command::Eval { dir, limit } => {
+        Command::Eval { dir, limit, plot } => {
             if *limit == 0 {
                 return Err(grace::Error::InvalidInput("-k must be at least 1".into()));
             }
             let embedder = std::sync::Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
             let report = grace::eval::run(&config, embedder, dir, *limit)?;
+            if let Some(path) = plot {
+                let title = format!("coverage vs risk: {}", dir.display());
+                grace::eval::plot::coverage_risk_png(path, &title, &report.models)
+                    .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;
+            }
             output::eval_report(&report, cli.json);
+            if let (Some(path), false) = (plot, cli.quiet || cli.json) {
+                println!("coverage/risk plot: {}", path.display());
+            }
+        }
+        Command::Calibrate {
+            dir,
+            out,
+            folds,
+            limit,
+        } => {
+            if *limit == 0 || *folds < 2 {
+                return Err(grace::Error::InvalidInput(
+                    "-k must be at least 1 and --folds at least 2".into(),
+                ));
+            }
+            let embedder = std::sync::Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
+            let calibration =
+                grace::eval::calibrate::calibrate(&config, embedder, dir, *limit, *folds)?;
+            calibration
+                .save(out)
+                .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;
+            output::calibration(&calibration, out, cli.json);
         }
         Command::Config => output::config(&config, cli.json)?,
     }

@@ -2,6 +2,7 @@
 
 use std::error::Error as _;
 
+use grace::confidence::calibration::Calibration;
 use grace::eval::{EvalReport, Separation};
 use grace::exec::{Decision, RunReport};
 use grace::ingest::IngestReport;
@@ -249,6 +250,46 @@ pub fn eval_report(r: &EvalReport, json: bool) {
         num(r.ece),
         num(r.brier)
     );
+    if !r.models.is_empty() {
+        println!(
+            "confidence models on the final answers (right = answerable and gold source cited):"
+        );
+        println!(
+            "  {:<10} {:>6} {:>6} {:>6} {:>8}  how",
+            "model", "ECE", "Brier", "AUROC", "log loss"
+        );
+        for m in &r.models {
+            println!(
+                "  {:<10} {:>6} {:>6} {:>6} {:>8}  {}",
+                m.model,
+                num(m.fare.ece),
+                num(m.fare.brier),
+                num(m.fare.auroc),
+                num(m.fare.log_loss),
+                m.note
+            );
+        }
+        println!("coverage / risk (share answered / share of answered wrong) by threshold:");
+        print!("  {:<10}", "threshold");
+        for t in [0.3, 0.5, 0.7, 0.8, 0.9] {
+            print!(" {:>11}", format!("{t:.1}"));
+        }
+        println!();
+        for m in &r.models {
+            print!("  {:<10}", m.model);
+            for t in [0.3, 0.5, 0.7, 0.8, 0.9] {
+                match m
+                    .coverage_risk
+                    .iter()
+                    .find(|p| (p.threshold - t).abs() < 1e-9)
+                {
+                    Some(p) => print!(" {:>11}", format!("{:.2}/{:.2}", p.coverage, p.risk)),
+                    None => print!(" {:>11}", "-"),
+                }
+            }
+            println!();
+        }
+    }
     println!(
         "latency per question (whole ask): p50 {} ms, p95 {} ms",
         r.latency_p50_ms
@@ -257,6 +298,69 @@ pub fn eval_report(r: &EvalReport, json: bool) {
         r.latency_p95_ms
             .map(|v| format!("{v:.1}"))
             .unwrap_or_else(|| "n/a".into())
+    );
+}
+
+/// What `grace calibrate` fitted, and how to use it.
+pub fn calibration(c: &Calibration, path: &std::path::Path, json: bool) {
+    if json {
+        print_json(c);
+        return;
+    }
+    let on = &c.fitted_on;
+    println!(
+        "fitted on {}: {} questions, {} documents, collection `{}`, model `{}`, generator `{}`",
+        on.set.display(),
+        on.questions,
+        on.sources.len(),
+        on.collection,
+        on.embedding_model,
+        on.generator
+    );
+    println!(
+        "cross-validation: {} stratified folds, L2 {} (lowest held-out log loss)",
+        c.folds, c.l2
+    );
+    println!(
+        "  {:<6} {:>4} {:>5} {:>6} {:>6} {:>6}",
+        "fold", "n", "right", "ECE", "Brier", "AUROC"
+    );
+    for (i, f) in c.fold_figures.iter().enumerate() {
+        println!(
+            "  {:<6} {:>4} {:>5} {:>6} {:>6} {:>6}",
+            i + 1,
+            f.n,
+            f.right,
+            num(f.ece),
+            num(f.brier),
+            num(f.auroc)
+        );
+    }
+    for (name, f) in [
+        ("fitted, out of fold", &c.cross_validated),
+        ("hand-set", &c.hand_set),
+    ] {
+        println!(
+            "{name}: ECE {}, Brier {}, AUROC {}, log loss {}",
+            num(f.ece),
+            num(f.brier),
+            num(f.auroc),
+            num(f.log_loss)
+        );
+    }
+    let w = &c.weights;
+    println!("fitted weights: bias {:.3}", w.bias);
+    for factor in grace::confidence::Factor::ALL {
+        let weight = factor.weight(w);
+        if weight.abs() >= 5e-4 {
+            println!("  {:<18} {weight:>8.3}", format!("{factor:?}"));
+        }
+    }
+    println!(
+        "wrote {}; to use it set `confidence.calibration: {}` in grace_config.yml (or GRACE_CONFIDENCE__CALIBRATION={})",
+        path.display(),
+        path.display(),
+        path.display()
     );
 }
 
@@ -342,16 +446,23 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
             println!("  (the steps below are the recovery run: the same question, more passages)");
         }
         for s in &r.steps {
+            let how = match s.confidence.model {
+                grace::config::ConfidenceModel::Logistic => format!(
+                    "logit {:.2} = bias {:.2} + terms",
+                    s.confidence.logit, s.confidence.bias
+                ),
+                grace::config::ConfidenceModel::GraceV1 => {
+                    "grace_v1: the sum of the terms, a weighted mean".to_string()
+                }
+            };
             println!(
-                "  {} ({}): {} in {:.0} ms, {} attempt(s), step confidence {:.3} (logit {:.2} = bias {:.2} + terms)",
+                "  {} ({}): {} in {:.0} ms, {} attempt(s), step confidence {:.3} ({how})",
                 s.id,
                 s.action,
                 if s.result.success { "ok" } else { "failed" },
                 s.result.duration.as_secs_f64() * 1000.0,
                 s.result.attempts,
                 s.confidence.score,
-                s.confidence.logit,
-                s.confidence.bias
             );
             if let Some(e) = &s.result.error {
                 println!("      error: {e}");

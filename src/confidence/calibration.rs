@@ -1,0 +1,272 @@
+//! The calibration file `grace calibrate` writes and `confidence.calibration`
+//! points at: fitted weights, what they were fitted on, and how they fared
+//! under cross-validation.
+//!
+//! Fitted weights describe one knowledge base, one embedding model and one
+//! generator. [`Calibration::mismatch`] says when they are applied to
+//! another, so that GRACE warns instead of silently reporting numbers that
+//! no longer mean what they say.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::fit::Fare;
+use crate::config::Weights;
+
+/// Version of the file format.
+pub const VERSION: u32 = 1;
+
+/// Fitted confidence weights and their provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// File format version ([`VERSION`]).
+    pub version: u32,
+    /// When it was fitted (RFC 3339).
+    pub created: String,
+    /// What it was fitted on.
+    pub fitted_on: FittedOn,
+    /// The fitted bias and weights; they replace `confidence.weights`.
+    pub weights: Weights,
+    /// The L2 strength cross-validation chose.
+    pub l2: f64,
+    /// Number of cross-validation folds.
+    pub folds: usize,
+    /// Each fold's held-out figures.
+    pub fold_figures: Vec<Fare>,
+    /// All questions scored out of fold (what to expect on new questions).
+    pub cross_validated: Fare,
+    /// The hand-set weights on the same questions, for comparison.
+    pub hand_set: Fare,
+}
+
+/// What a calibration was fitted on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FittedOn {
+    /// The evaluation set's folder.
+    pub set: PathBuf,
+    /// Questions in it.
+    pub questions: usize,
+    /// SHA-256 of its `questions.jsonl`: the same set is recognised, and
+    /// scored out of fold rather than with weights fitted on it.
+    pub questions_sha256: String,
+    /// The collection name.
+    pub collection: String,
+    /// The embedding model's id.
+    pub embedding_model: String,
+    /// The generator (`llm.provider`).
+    pub generator: String,
+    /// Content hashes of the corpus's documents, sorted.
+    pub sources: Vec<String>,
+}
+
+/// What can go wrong with a calibration file.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationError {
+    /// The file could not be read or written.
+    #[error("cannot {action} calibration file {path}: {source}")]
+    Io {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a calibration.
+    #[error(
+        "calibration file {path} is not valid: {message} (write a new one with `grace calibrate`)"
+    )]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Calibration {
+    /// Reads and checks a calibration file.
+    pub fn load(path: &Path) -> Result<Self, CalibrationError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CalibrationError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let invalid = |message: String| CalibrationError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let calibration: Calibration =
+            serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        if calibration.version != VERSION {
+            return Err(invalid(format!(
+                "version {} (this GRACE reads version {VERSION})",
+                calibration.version
+            )));
+        }
+        let w = &calibration.weights;
+        let finite =
+            super::Factor::ALL.iter().all(|f| f.weight(w).is_finite()) && w.bias.is_finite();
+        if !finite {
+            return Err(invalid("a weight is not a finite number".into()));
+        }
+        Ok(calibration)
+    }
+
+    /// Writes it as pretty JSON (to a temporary file renamed into place,
+    /// so a crash never leaves half a file).
+    pub fn save(&self, path: &Path) -> Result<(), CalibrationError> {
+        let io = |source| CalibrationError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        let text = serde_json::to_string_pretty(self).map_err(|e| CalibrationError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let temp = path.with_extension("json.tmp");
+        std::fs::write(&temp, text + "\n").map_err(io)?;
+        std::fs::rename(&temp, path).map_err(io)
+    }
+
+    /// Why these weights may not fit a knowledge base with this collection,
+    /// model, generator and document content hashes; `None` when they do.
+    /// Documents may be added or changed: it speaks up when fewer than half
+    /// of the knowledge base's documents were among those fitted on.
+    pub fn mismatch(
+        &self,
+        collection: &str,
+        embedding_model: &str,
+        generator: &str,
+        sources: &BTreeSet<String>,
+    ) -> Option<String> {
+        let on = &self.fitted_on;
+        let mut reasons = Vec::new();
+        if on.collection != collection {
+            reasons.push(format!(
+                "collection `{}`, not `{collection}`",
+                on.collection
+            ));
+        }
+        if on.embedding_model != embedding_model {
+            reasons.push(format!(
+                "embedding model `{}`, not `{embedding_model}`",
+                on.embedding_model
+            ));
+        }
+        if on.generator != generator {
+            reasons.push(format!("generator `{}`, not `{generator}`", on.generator));
+        }
+        if !sources.is_empty() {
+            let fitted: BTreeSet<&String> = on.sources.iter().collect();
+            let shared = sources.iter().filter(|s| fitted.contains(s)).count();
+            if shared * 2 < sources.len() {
+                reasons.push(format!(
+                    "{} documents, of which {shared} of this knowledge base's {}",
+                    on.sources.len(),
+                    sources.len()
+                ));
+            }
+        }
+        (!reasons.is_empty()).then(|| {
+            format!(
+                "the confidence calibration was fitted on {} ({}): its scores may not mean what they say here; run `grace calibrate` on questions about this knowledge base",
+                on.set.display(),
+                reasons.join(", ")
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calibration() -> Calibration {
+        let fare = Fare::of(&[(0.9, true), (0.2, false)]);
+        Calibration {
+            version: VERSION,
+            created: "2026-11-23T00:00:00Z".into(),
+            fitted_on: FittedOn {
+                set: PathBuf::from("eval/faq"),
+                questions: 2,
+                questions_sha256: "abc".into(),
+                collection: "grace".into(),
+                embedding_model: "minilm".into(),
+                generator: "extractive".into(),
+                sources: vec!["h1".into(), "h2".into(), "h3".into()],
+            },
+            weights: Weights {
+                bias: -3.0,
+                ..Weights::default()
+            },
+            l2: 0.1,
+            folds: 5,
+            fold_figures: vec![fare.clone()],
+            cross_validated: fare.clone(),
+            hand_set: fare,
+        }
+    }
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn round_trips_through_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/calibration.json");
+        calibration().save(&path).unwrap();
+        assert_eq!(Calibration::load(&path).unwrap(), calibration());
+    }
+
+    #[test]
+    fn a_broken_file_names_itself_and_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.json");
+        std::fs::write(&path, "{\"version\": 1}").unwrap();
+        let err = Calibration::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("c.json") && err.contains("grace calibrate"),
+            "{err}"
+        );
+        let mut future = calibration();
+        future.version = 99;
+        future.save(&path).unwrap();
+        assert!(
+            Calibration::load(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("version 99")
+        );
+    }
+
+    #[test]
+    fn speaks_up_when_applied_to_another_knowledge_base() {
+        let c = calibration();
+        let same = set(&["h1", "h2", "h3"]);
+        assert_eq!(c.mismatch("grace", "minilm", "extractive", &same), None);
+        // A document added is fine; mostly other documents are not.
+        assert_eq!(
+            c.mismatch("grace", "minilm", "extractive", &set(&["h1", "h2", "h4"])),
+            None
+        );
+        let other = c
+            .mismatch("grace", "minilm", "extractive", &set(&["x", "y", "h1"]))
+            .unwrap();
+        assert!(
+            other.contains("eval/faq") && other.contains("1 of this"),
+            "{other}"
+        );
+        let model = c.mismatch("grace", "bge", "extractive", &same).unwrap();
+        assert!(model.contains("embedding model"), "{model}");
+        let collection = c.mismatch("docs", "minilm", "gemini", &same).unwrap();
+        assert!(collection.contains("collection") && collection.contains("generator"));
+    }
+}

@@ -1,0 +1,87 @@
+//! `grace calibrate`: fits the confidence weights to a question set.
+//!
+//! The questions are asked with the hand-set weights (as [`super::collect`]
+//! does for the evaluation); each final answer's factors and whether it was
+//! right (answerable and a gold source cited) become a sample; stratified
+//! k-fold cross-validation chooses the L2 strength and reports how the
+//! fitted weights fare on questions they were not fitted on; the weights
+//! fitted on every question are what the file holds.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{Collected, collect};
+use crate::confidence::calibration::{Calibration, FittedOn, VERSION};
+use crate::confidence::fit::{self, Fare, Sample, features};
+use crate::confidence::score;
+use crate::config::ConfidenceModel;
+use crate::embed::Embedder;
+use crate::{Config, Result};
+
+/// Asks the set's questions and fits a calibration with `folds`-fold
+/// cross-validation (`k` passages per search, as `grace eval`).
+pub fn calibrate(
+    config: &Config,
+    embedder: Arc<dyn Embedder>,
+    dir: &Path,
+    k: usize,
+    folds: usize,
+) -> Result<Calibration> {
+    let mut config = config.clone();
+    // The runs use the hand-set logistic weights, whatever is configured.
+    config.confidence.fitted = None;
+    config.confidence.model = ConfidenceModel::Logistic;
+    let collected = collect(&config, embedder, dir, k)?;
+    Ok(fit_collected(&config, &collected, folds))
+}
+
+/// Fits a calibration to collected outcomes (see [`calibrate`]).
+pub fn fit_collected(config: &Config, collected: &Collected, folds: usize) -> Calibration {
+    let samples: Vec<Sample> = collected
+        .outcomes
+        .iter()
+        .map(|o| Sample {
+            x: features(&o.factors),
+            y: o.right,
+        })
+        .collect();
+    let cv = fit::cross_validate(&samples, folds);
+    let model = fit::fit(&samples, cv.l2);
+    let pairs = |scores: &[f64]| -> Vec<(f64, bool)> {
+        scores
+            .iter()
+            .zip(&samples)
+            .map(|(p, s)| (*p, s.y))
+            .collect()
+    };
+    let hand: Vec<f64> = collected
+        .outcomes
+        .iter()
+        .map(|o| {
+            if o.factors.0.is_empty() {
+                0.0
+            } else {
+                score(&o.factors, &config.confidence.weights).score
+            }
+        })
+        .collect();
+    Calibration {
+        version: VERSION,
+        created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        fitted_on: FittedOn {
+            set: collected.set.clone(),
+            questions: collected.questions.len(),
+            questions_sha256: collected.questions_sha256.clone(),
+            collection: config.qdrant.collection.clone(),
+            embedding_model: collected.embedding_model.clone(),
+            generator: config.llm.provider.as_str().to_string(),
+            sources: collected.sources.clone(),
+        },
+        weights: model.weights(),
+        l2: cv.l2,
+        folds: cv.k,
+        fold_figures: cv.folds,
+        cross_validated: Fare::of(&pairs(&cv.out_of_fold)),
+        hand_set: Fare::of(&pairs(&hand)),
+    }
+}
