@@ -1,7 +1,8 @@
-//! Search latency of the embedded store at 10,000 points: dense and lexical
-//! rankings, before and after the HNSW index is built (`optimize`). Vectors
-//! are random (normalised) so the bench needs no model; latency does not
-//! depend on what the vectors mean.
+//! Search latency of the embedded store at 10,000 and 100,000 points: dense
+//! and lexical rankings, before and after the HNSW index is built
+//! (`optimize`; about two minutes at 100k on 2 cores). Vectors are random
+//! (normalised) so the bench needs no model; latency does not depend on
+//! what the vectors mean. `GRACE_BENCH_SIZES=10000` runs one size only.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use grace::lexical::{LexicalEncoder, SparseVector};
@@ -9,7 +10,7 @@ use grace::store::edge::EdgeStore;
 use grace::store::{ChunkPayload, ChunkPoint, QueryVector, StoreQuery, VectorStore};
 
 const DIM: usize = 384;
-const POINTS: usize = 10_000;
+const SIZES: [usize; 2] = [10_000, 100_000];
 
 /// xorshift: deterministic vectors without a dependency.
 struct Rng(u64);
@@ -46,9 +47,9 @@ const WORDS: &[&str] = &[
     "service",
 ];
 
-fn fill(store: &EdgeStore, rng: &mut Rng, lexical: &LexicalEncoder) {
+fn fill(store: &EdgeStore, rng: &mut Rng, lexical: &LexicalEncoder, points: usize) {
     let mut batch = Vec::new();
-    for i in 0..POINTS {
+    for i in 0..points {
         let text: String = (0..40)
             .map(|j| WORDS[(i * 7 + j * 13 + (i % 5) * j) % WORDS.len()])
             .collect::<Vec<_>>()
@@ -72,19 +73,41 @@ fn fill(store: &EdgeStore, rng: &mut Rng, lexical: &LexicalEncoder) {
     store.flush().unwrap();
 }
 
+fn sizes() -> Vec<usize> {
+    match std::env::var("GRACE_BENCH_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect(),
+        Err(_) => SIZES.to_vec(),
+    }
+}
+
 fn bench(c: &mut Criterion) {
+    for points in sizes() {
+        bench_size(c, points);
+    }
+}
+
+fn bench_size(c: &mut Criterion, points: usize) {
     let dir = tempfile::tempdir().unwrap();
     let store = EdgeStore::open_or_create(&dir.path().join("bench"), DIM).unwrap();
     let lexical = LexicalEncoder::new().unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    fill(&store, &mut rng, &lexical);
+    fill(&store, &mut rng, &lexical, points);
     let queries: Vec<Vec<f32>> = (0..64).map(|_| rng.unit()).collect();
     let sparse: SparseVector = lexical.encode_query("kernel security update mirror");
 
-    let mut group = c.benchmark_group("search_10k");
+    let mut group = c.benchmark_group(format!("search_{}k", points / 1000));
     for phase in ["unindexed", "indexed"] {
         if phase == "indexed" {
+            let started = std::time::Instant::now();
             store.optimize().unwrap();
+            eprintln!(
+                "search_{}k: optimize() built the index in {:.1} s",
+                points / 1000,
+                started.elapsed().as_secs_f64()
+            );
         }
         let mut i = 0;
         group.bench_function(format!("dense top40 {phase}"), |b| {

@@ -1,0 +1,47 @@
+//! The local embedder (all-MiniLM-L6-v2 int8 on ONNX Runtime): a batch of
+//! 32 chunk-sized texts (~200 words, as ingest embeds them) and one short
+//! question (as a search embeds it). The physical limit of ingest and the
+//! floor of query latency on this machine. Needs the model (`scripts/setup`).
+
+use std::path::Path;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use grace::Config;
+use grace::embed::{Embedder, FastEmbedder};
+
+fn bench(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = Config::load(Some(&root.join("grace_config.yml"))).unwrap();
+    let embedder = FastEmbedder::new(&config.embedding).unwrap();
+    let sentence = "The package manager resolves every dependency of a package before it installs anything, and refuses to break installed ones. ";
+    let chunks: Vec<String> = (0..32)
+        .map(|i| format!("Chunk {i}. {}", sentence.repeat(10)))
+        .collect();
+    // Load the model outside the measurement.
+    embedder.embed(&chunks[..1]).unwrap();
+
+    let mut group = c.benchmark_group("embedding");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(chunks.len() as u64));
+    group.bench_function("batch of 32 chunks (~200 words)", |b| {
+        b.iter(|| embedder.embed(&chunks).unwrap().len())
+    });
+    group.throughput(Throughput::Elements(1));
+    group.sample_size(100);
+    let mut n = 0u64;
+    group.bench_function("one question", |b| {
+        b.iter(|| {
+            n += 1;
+            embedder
+                .embed_query(&format!(
+                    "How do I upgrade a package without breaking others? {n}"
+                ))
+                .unwrap()
+                .len()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
