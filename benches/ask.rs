@@ -58,7 +58,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(50);
+    config = Criterion::default().sample_size(50).without_plots();
     targets = bench
 }
 criterion_main!(benches);

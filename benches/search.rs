@@ -143,5 +143,11 @@ fn bench_size(c: &mut Criterion, points: usize) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+// Criterion's HTML plots need a system font that plotters (built with
+// ab_glyph for `grace eval --plot`) does not look up: figures only.
+criterion_group! {
+    name = benches;
+    config = Criterion::default().without_plots();
+    targets = bench
+}
 criterion_main!(benches);
