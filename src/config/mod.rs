@@ -117,7 +117,7 @@ impl Default for EmbeddingConfig {
             model_dir: PathBuf::from("models/minilm"),
             runtime_path: PathBuf::from("models/libonnxruntime.so"),
             max_length: 256,
-            batch_size: 32,
+            batch_size: 1,
             threads: 0,
             cache_size: 8192,
         }
