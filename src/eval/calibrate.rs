@@ -13,7 +13,6 @@ use std::sync::Arc;
 use super::{Collected, collect};
 use crate::confidence::calibration::{Calibration, FittedOn, VERSION};
 use crate::confidence::fit::{self, Fare, Sample, features};
-use crate::confidence::score;
 use crate::config::ConfidenceModel;
 use crate::embed::Embedder;
 use crate::{Config, Result};
@@ -54,17 +53,6 @@ pub fn fit_collected(config: &Config, collected: &Collected, folds: usize) -> Ca
             .map(|(p, s)| (*p, s.y))
             .collect()
     };
-    let hand: Vec<f64> = collected
-        .outcomes
-        .iter()
-        .map(|o| {
-            if o.factors.0.is_empty() {
-                0.0
-            } else {
-                score(&o.factors, &config.confidence.weights).score
-            }
-        })
-        .collect();
     Calibration {
         version: VERSION,
         created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -82,6 +70,11 @@ pub fn fit_collected(config: &Config, collected: &Collected, folds: usize) -> Ca
         folds: cv.k,
         fold_figures: cv.folds,
         cross_validated: Fare::of(&pairs(&cv.out_of_fold)),
-        hand_set: Fare::of(&pairs(&hand)),
+        // The hand-set column of the evaluation, on the same outcomes.
+        hand_set: super::models(config, collected, None, false)
+            .into_iter()
+            .find(|m| m.model == "hand_set")
+            .map(|m| m.fare)
+            .unwrap_or_else(|| Fare::of(&[])),
     }
 }

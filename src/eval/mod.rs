@@ -279,14 +279,7 @@ pub fn collect(
         .into());
     }
     let questions = load_questions(&questions_path)?;
-    let questions_sha256 = {
-        let bytes = std::fs::read(&questions_path).map_err(|source| EvalError::Io {
-            action: "read",
-            path: questions_path.clone(),
-            source,
-        })?;
-        hex(&Sha256::digest(&bytes))
-    };
+    let questions_sha256 = questions_digest(&questions_path)?;
 
     let temp = TempDir::new()?;
     let mut config = config.clone();
@@ -373,7 +366,7 @@ pub fn run(
     let calibration = config.confidence.fitted.clone();
     let same_set = calibration
         .as_ref()
-        .zip(questions_digest(dir))
+        .zip(questions_digest(&dir.join("questions.jsonl")).ok())
         .is_some_and(|(c, digest)| c.fitted_on.questions_sha256 == digest);
     if same_set {
         config.confidence.fitted = None;
@@ -388,11 +381,15 @@ pub fn run(
     ))
 }
 
-/// SHA-256 of the set's `questions.jsonl`, when it can be read.
-fn questions_digest(dir: &Path) -> Option<String> {
-    std::fs::read(dir.join("questions.jsonl"))
-        .ok()
-        .map(|b| hex(&Sha256::digest(&b)))
+/// SHA-256 (hex) of a `questions.jsonl`: how a calibration recognises the
+/// set it was fitted on.
+fn questions_digest(path: &Path) -> std::result::Result<String, EvalError> {
+    let bytes = std::fs::read(path).map_err(|source| EvalError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(hex(&Sha256::digest(&bytes)))
 }
 
 /// The report of collected outcomes.

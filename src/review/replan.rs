@@ -26,6 +26,20 @@ pub fn hint(text: &str, words: &[String]) -> Option<String> {
     Some(rest.trim().to_string()).filter(|h| !h.is_empty())
 }
 
+/// Escalation `id` as `reviewer` sees it, when it can still be reviewed
+/// (checked before the knowledge base is opened, and again by the redraft).
+fn open_for(queue: &ReviewQueue, id: i64, reviewer: &str) -> crate::Result<Escalation> {
+    let e = queue.get(id, Viewer::Reviewer(reviewer))?;
+    if !e.status.is_open() {
+        return Err(ReviewError::Conflict {
+            id,
+            message: format!("is {} and can no longer be reviewed", e.status),
+        }
+        .into());
+    }
+    Ok(e)
+}
+
 /// Runs escalation `id`'s question again with `hint` as a second search
 /// (opening the knowledge base for it) and gives the new draft to
 /// `reviewer`, who keeps the claim.
@@ -36,14 +50,7 @@ pub fn redraft(
     reviewer: &str,
     hint: &str,
 ) -> crate::Result<Escalation> {
-    let e = queue.get(id, Viewer::Reviewer(reviewer))?;
-    if !e.status.is_open() {
-        return Err(ReviewError::Conflict {
-            id,
-            message: format!("is {} and can no longer be reviewed", e.status),
-        }
-        .into());
-    }
+    open_for(queue, id, reviewer)?;
     let kb = Arc::new(KnowledgeBase::open(config.clone(), OpenMode::Existing)?);
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
     redraft_with(&registry, config, queue, id, reviewer, hint)
@@ -58,14 +65,7 @@ pub fn redraft_with(
     reviewer: &str,
     hint: &str,
 ) -> crate::Result<Escalation> {
-    let e = queue.get(id, Viewer::Reviewer(reviewer))?;
-    if !e.status.is_open() {
-        return Err(ReviewError::Conflict {
-            id,
-            message: format!("is {} and can no longer be reviewed", e.status),
-        }
-        .into());
-    }
+    let e = open_for(queue, id, reviewer)?;
     let executor = Executor::new(registry, config, config.tools.rag_search.limit);
     let run = executor.ask_with_hint(&e.question, hint, &mut |_| {})?;
     Ok(queue.redraft(id, reviewer, &run, hint)?)
