@@ -343,6 +343,17 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             if *limit == 0 {
                 return Err(grace::Error::InvalidInput("-k must be at least 1".into()));
             }
+            // Say so before the evaluation runs, not after.
+            if let Some(folder) = plot
+                .as_deref()
+                .and_then(|p| p.parent())
+                .filter(|f| !f.as_os_str().is_empty() && !f.is_dir())
+            {
+                return Err(grace::Error::InvalidInput(format!(
+                    "--plot: folder {} does not exist",
+                    folder.display()
+                )));
+            }
             let embedder = std::sync::Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
             let report = grace::eval::run(&config, embedder, dir, *limit)?;
             if let Some(path) = plot {
