@@ -91,7 +91,7 @@ fn bench(c: &mut Criterion) {
 
 fn bench_size(c: &mut Criterion, points: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let store = EdgeStore::open_or_create(&dir.path().join("bench"), DIM).unwrap();
+    let store = EdgeStore::open_or_create(&dir.path().join("bench"), DIM, 1).unwrap();
     let lexical = LexicalEncoder::new().unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     fill(&store, &mut rng, &lexical, points);
@@ -118,9 +118,10 @@ fn bench_size(c: &mut Criterion, points: usize) {
                         vector: QueryVector::Dense(&queries[i]),
                         limit: 40,
                         filter: None,
-                        // As `search` asks: the vectors come back too (the
-                        // neighbour-score factor reuses the top one's).
-                        with_dense: true,
+                        // As `search` asks: ids and scores only; the kept
+                        // passages are read with `retrieve` (below).
+                        with_payload: false,
+                        with_dense: false,
                     })
                     .unwrap()
                     .len()
@@ -133,10 +134,19 @@ fn bench_size(c: &mut Criterion, points: usize) {
                         vector: QueryVector::Lexical(&sparse),
                         limit: 40,
                         filter: None,
-                        with_dense: true,
+                        with_payload: false,
+                        with_dense: false,
                     })
                     .unwrap()
                     .len()
+            })
+        });
+        let mut j = 0;
+        group.bench_function(format!("retrieve 5 {phase}"), |b| {
+            b.iter(|| {
+                j = (j + 1) % (points / 5);
+                let ids: Vec<u64> = (0..5).map(|k| (j * 5 + k) as u64).collect();
+                store.retrieve(&ids).unwrap().len()
             })
         });
     }

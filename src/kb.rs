@@ -192,6 +192,7 @@ impl KnowledgeBase {
             vector: QueryVector::Dense(&vector),
             limit: k + 1,
             filter: None,
+            with_payload: false,
             with_dense: false,
         })?;
         let scores: Vec<f64> = hits
@@ -221,12 +222,14 @@ pub(crate) fn open_store(
     dimension: usize,
 ) -> Result<Box<dyn VectorStore>> {
     Ok(match (config.storage.backend, mode) {
-        (Backend::Edge, OpenMode::Existing) => {
-            Box::new(EdgeStore::open_existing(&config.collection_dir())?)
-        }
+        (Backend::Edge, OpenMode::Existing) => Box::new(EdgeStore::open_existing(
+            &config.collection_dir(),
+            config.storage.search_threads,
+        )?),
         (Backend::Edge, OpenMode::Create) => Box::new(EdgeStore::open_or_create(
             &config.collection_dir(),
             dimension,
+            config.storage.search_threads,
         )?),
         (Backend::Qdrant, OpenMode::Existing) => {
             Box::new(QdrantStore::open_existing(&config.qdrant)?)

@@ -12,7 +12,7 @@ use crate::config::QdrantConfig;
 use crate::embed::{Embedder, cosine};
 use crate::lexical::{LexicalEncoder, identifiers};
 use crate::store::fusion::rrf;
-use crate::store::{PayloadFilter, QueryVector, StoreQuery, StoredHit, VectorStore};
+use crate::store::{ChunkPoint, PayloadFilter, QueryVector, StoreQuery, StoredHit, VectorStore};
 use crate::{Error, Result};
 
 /// A passage found by a search.
@@ -74,11 +74,14 @@ pub fn search(
     }
     let candidates = config.candidates.max(request.limit);
     let q = embedder.embed_query(query)?;
+    // Both rankings carry ids and scores only; the payload and vector of
+    // the few passages kept are read afterwards (`fetch`).
     let dense = store.search(&StoreQuery {
         vector: QueryVector::Dense(&q),
         limit: candidates,
         filter: request.filter,
-        with_dense: true,
+        with_payload: false,
+        with_dense: false,
     })?;
     let lexical_hits = if config.hybrid {
         let sparse = lexical.encode_query(query);
@@ -86,7 +89,8 @@ pub fn search(
             vector: QueryVector::Lexical(&sparse),
             limit: candidates,
             filter: request.filter,
-            with_dense: true,
+            with_payload: false,
+            with_dense: false,
         })?
     } else {
         Vec::new()
@@ -104,38 +108,57 @@ pub fn search(
         (dense.iter().map(|h| h.id).collect(), 1.0),
         (lexical_hits.iter().map(|h| h.id).collect(), lexical_weight),
     ];
-    let by_id = |hits: &[StoredHit]| -> HashMap<u64, usize> {
-        hits.iter().enumerate().map(|(i, h)| (h.id, i)).collect()
+    let scores = |hits: &[StoredHit]| -> HashMap<u64, f32> {
+        hits.iter().map(|h| (h.id, h.score)).collect()
     };
-    let (dense_at, lexical_at) = (by_id(&dense), by_id(&lexical_hits));
-    let mut passages = Vec::new();
-    for fused in rrf(&rankings, config.rrf_k) {
-        let dense_hit = dense_at.get(&fused.id).map(|&i| &dense[i]);
-        let lexical_hit = lexical_at.get(&fused.id).map(|&i| &lexical_hits[i]);
-        let (score, hit) = match (dense_hit, lexical_hit) {
-            (Some(d), _) => (d.score, d),
-            (None, Some(l)) => (l.dense.as_deref().map(|v| cosine(&q, v)).unwrap_or(0.0), l),
-            (None, None) => continue,
-        };
-        if score < config.score_threshold {
-            continue;
-        }
-        let hit = hit.clone();
-        passages.push(Passage {
-            id: hit.id,
-            source: hit.payload.source,
-            section: hit.payload.section,
-            chunk_index: hit.payload.chunk_index,
-            text: hit.payload.text,
-            score,
-            fused_score: fused.score,
-            dense_rank: fused.ranks[0],
-            lexical_rank: fused.ranks[1],
-            lexical_score: lexical_hit.map(|h| h.score),
-            vector: hit.dense,
-        });
-        if passages.len() == request.limit {
-            break;
+    let (dense_score, lexical_score) = (scores(&dense), scores(&lexical_hits));
+    // Fused order; a passage only the lexical ranking found has no cosine
+    // yet: it is computed from its stored vector once fetched.
+    let mut fused = rrf(&rankings, config.rrf_k)
+        .into_iter()
+        .filter(|f| {
+            dense_score
+                .get(&f.id)
+                .is_none_or(|&score| score >= config.score_threshold)
+        })
+        .peekable();
+    let mut passages = Vec::with_capacity(request.limit);
+    while passages.len() < request.limit && fused.peek().is_some() {
+        let batch: Vec<_> = fused
+            .by_ref()
+            .take(request.limit - passages.len())
+            .collect();
+        let ids: Vec<u64> = batch.iter().map(|f| f.id).collect();
+        let mut points: HashMap<u64, ChunkPoint> = store
+            .retrieve(&ids)?
+            .into_iter()
+            .map(|p| (p.id, p))
+            .collect();
+        for f in batch {
+            // Deleted between the ranking and now: skip it.
+            let Some(point) = points.remove(&f.id) else {
+                continue;
+            };
+            let score = match dense_score.get(&f.id) {
+                Some(&score) => score,
+                None => cosine(&q, &point.dense),
+            };
+            if score < config.score_threshold {
+                continue;
+            }
+            passages.push(Passage {
+                id: point.id,
+                source: point.payload.source,
+                section: point.payload.section,
+                chunk_index: point.payload.chunk_index,
+                text: point.payload.text,
+                score,
+                fused_score: f.score,
+                dense_rank: f.ranks[0],
+                lexical_rank: f.ranks[1],
+                lexical_score: lexical_score.get(&f.id).copied(),
+                vector: Some(point.dense),
+            });
         }
     }
     Ok(passages)

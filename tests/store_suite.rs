@@ -51,11 +51,13 @@ impl Fixture for Edge {
         Ok(Box::new(EdgeStore::open_or_create(
             &self.0.path().join(collection),
             dimension,
+            1,
         )?))
     }
     fn existing(&self, collection: &str) -> StoreResult<Box<dyn VectorStore>> {
         Ok(Box::new(EdgeStore::open_existing(
             &self.0.path().join(collection),
+            1,
         )?))
     }
     fn is_not_found(&self, e: &StoreError) -> bool {
@@ -274,6 +276,7 @@ fn dense_search(
             vector: QueryVector::Dense(&q),
             limit,
             filter,
+            with_payload: true,
             with_dense: true,
         })
         .unwrap()
@@ -290,6 +293,7 @@ fn lexical_search(
             vector: QueryVector::Lexical(&q),
             limit,
             filter: None,
+            with_payload: true,
             with_dense: false,
         })
         .unwrap()
@@ -308,6 +312,38 @@ fn upsert_and_read_back(b: &dyn Fixture) {
     for (g, w) in got.iter().zip(&want) {
         assert_same_point(g, w);
     }
+}
+
+fn retrieve_reads_the_asked_points(b: &dyn Fixture) {
+    let store = b.create("retrieve", DIM).unwrap();
+    let want = points();
+    store.upsert(want.clone()).unwrap();
+    let asked = [want[3].id, want[0].id, 424_242];
+    let mut got = store.retrieve(&asked).unwrap();
+    got.sort_by_key(|p| p.id);
+    let mut expected = vec![want[3].clone(), want[0].clone()];
+    expected.sort_by_key(|p| p.id);
+    assert_eq!(got.len(), 2, "the id with no point is left out: {got:?}");
+    for (g, w) in got.iter().zip(&expected) {
+        assert_same_point(g, w);
+    }
+    assert!(store.retrieve(&[]).unwrap().is_empty());
+    // A ranking without payload carries ids and scores only.
+    let q = unit([1.0, 0.0, 0.0, 0.0]);
+    let bare = store
+        .search(&StoreQuery {
+            vector: QueryVector::Dense(&q),
+            limit: 5,
+            filter: None,
+            with_payload: false,
+            with_dense: false,
+        })
+        .unwrap();
+    assert_eq!(bare.len(), 5);
+    assert!(
+        bare.iter()
+            .all(|h| h.payload.is_none() && h.dense.is_none())
+    );
 }
 
 fn reupsert_is_idempotent(b: &dyn Fixture) {
@@ -330,7 +366,10 @@ fn dense_search_ranks_by_cosine(b: &dyn Fixture) {
     let store = b.create("dense", DIM).unwrap();
     store.upsert(points()).unwrap();
     let hits = dense_search(store.as_ref(), [1.0, 0.1, 0.0, 0.0], 3, None);
-    let texts: Vec<&str> = hits.iter().map(|h| h.payload.text.as_str()).collect();
+    let texts: Vec<&str> = hits
+        .iter()
+        .map(|h| h.payload.as_ref().unwrap().text.as_str())
+        .collect();
     assert_eq!(hits.len(), 3, "{texts:?}");
     assert!(texts[0].contains("E0382"), "{texts:?}");
     assert!(texts[1].contains("lifetimes"), "{texts:?}");
@@ -341,7 +380,7 @@ fn dense_search_ranks_by_cosine(b: &dyn Fixture) {
     assert_eq!(hits[0].dense.as_deref().map(<[f32]>::len), Some(DIM));
     let exact = dense_search(store.as_ref(), [0.0, 1.0, 0.0, 0.0], 1, None);
     assert!((exact[0].score - 1.0).abs() < 1e-5);
-    assert_eq!(exact[0].payload.source, C);
+    assert_eq!(exact[0].payload.as_ref().unwrap().source, C);
     // Without `with_dense`, no vector.
     let q = unit([0.0, 1.0, 0.0, 0.0]);
     let bare = store
@@ -349,6 +388,7 @@ fn dense_search_ranks_by_cosine(b: &dyn Fixture) {
             vector: QueryVector::Dense(&q),
             limit: 1,
             filter: None,
+            with_payload: true,
             with_dense: false,
         })
         .unwrap();
@@ -360,14 +400,20 @@ fn lexical_search_ranks_by_bm25(b: &dyn Fixture) {
     store.upsert(points()).unwrap();
     let hits = lexical_search(store.as_ref(), "What does E0382 mean?", 5);
     assert!(!hits.is_empty());
-    assert!(hits[0].payload.text.contains("E0382"), "{hits:?}");
+    assert!(
+        hits[0].payload.as_ref().unwrap().text.contains("E0382"),
+        "{hits:?}"
+    );
     let hits = lexical_search(store.as_ref(), "sourdough starter", 5);
-    let texts: Vec<&str> = hits.iter().map(|h| h.payload.text.as_str()).collect();
+    let texts: Vec<&str> = hits
+        .iter()
+        .map(|h| h.payload.as_ref().unwrap().text.as_str())
+        .collect();
     assert_eq!(texts.len(), 2, "{texts:?}");
     assert!(texts[0].contains("starter"), "{texts:?}");
     assert!(hits[0].score > hits[1].score);
     let hits = lexical_search(store.as_ref(), "--rotate", 5);
-    assert_eq!(hits[0].payload.source, D);
+    assert_eq!(hits[0].payload.as_ref().unwrap().source, D);
     // A query of stop words only has no terms: no hits, no error.
     assert!(lexical_search(store.as_ref(), "the of a", 5).is_empty());
 }
@@ -407,7 +453,10 @@ fn filter_by_source(b: &dyn Fixture) {
     let only_a = PayloadFilter::source(A);
     let hits = dense_search(store.as_ref(), [0.0, 1.0, 0.0, 0.0], 10, Some(&only_a));
     assert_eq!(hits.len(), 2);
-    assert!(hits.iter().all(|h| h.payload.source == A), "{hits:?}");
+    assert!(
+        hits.iter().all(|h| h.payload.as_ref().unwrap().source == A),
+        "{hits:?}"
+    );
     // A prefix or a single word of the path is not the path.
     for other in ["/kb/a", "a b.md", "/kb/a b.md "] {
         let f = PayloadFilter::source(other);
@@ -425,7 +474,7 @@ fn filter_by_source(b: &dyn Fixture) {
     };
     let hits = dense_search(store.as_ref(), [0.0, 1.0, 0.0, 0.0], 10, Some(&f));
     assert_eq!(hits.len(), 1);
-    assert!(hits[0].payload.text.contains("starter"));
+    assert!(hits[0].payload.as_ref().unwrap().text.contains("starter"));
 }
 
 fn delete_by_source(b: &dyn Fixture) {
@@ -436,7 +485,7 @@ fn delete_by_source(b: &dyn Fixture) {
     assert_eq!(store.count(Some(&PayloadFilter::source(A))).unwrap(), 0);
     assert_eq!(store.count(Some(&PayloadFilter::source(C))).unwrap(), 2);
     let hits = dense_search(store.as_ref(), [1.0, 0.0, 0.0, 0.0], 10, None);
-    assert!(hits.iter().all(|h| h.payload.source != A));
+    assert!(hits.iter().all(|h| h.payload.as_ref().unwrap().source != A));
     // Deleting what is not there is no error.
     store.delete_by_source("/kb/never.md").unwrap();
     assert_eq!(store.count(None).unwrap(), 3);
@@ -559,6 +608,7 @@ macro_rules! store_suite {
 
 store_suite!(
     upsert_and_read_back,
+    retrieve_reads_the_asked_points,
     reupsert_is_idempotent,
     dense_search_ranks_by_cosine,
     lexical_search_ranks_by_bm25,

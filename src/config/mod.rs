@@ -58,6 +58,11 @@ pub struct StorageConfig {
     /// Vector store backend. `edge`: embedded qdrant-edge, on disk, in
     /// process; `qdrant`: a Qdrant server (or cluster) at `qdrant.url`.
     pub backend: Backend,
+    /// Threads the embedded store uses to search its segments in parallel
+    /// within one query; `0`: one per CPU. 1 searches on the caller's
+    /// thread: lowest latency on a small machine, and concurrent requests
+    /// already run in parallel with each other.
+    pub search_threads: usize,
 }
 
 /// The vector store implementations GRACE can use.
@@ -86,6 +91,7 @@ impl Default for StorageConfig {
         Self {
             data_dir: PathBuf::from(".grace"),
             backend: Backend::Edge,
+            search_threads: 1,
         }
     }
 }

@@ -264,6 +264,11 @@ fn out_of_range_values_name_key_and_line() {
         ("embedding:\n  model_dir: \"\"\n", "embedding.model_dir", 2),
         ("storage:\n  data_dir: \"\"\n", "storage.data_dir", 2),
         (
+            "storage:\n  search_threads: 5000\n",
+            "storage.search_threads",
+            2,
+        ),
+        (
             "tools:\n  enabled: [rag_search, web_search]\n",
             "tools.enabled",
             2,

@@ -19,6 +19,15 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     if c.storage.data_dir.as_os_str().is_empty() {
         return Err(invalid("storage.data_dir", "must not be empty"));
     }
+    if c.storage.search_threads > 1024 {
+        return Err(invalid(
+            "storage.search_threads",
+            format!(
+                "{} is out of range 0..=1024 (0: one per CPU)",
+                c.storage.search_threads
+            ),
+        ));
+    }
 
     let e = &c.embedding;
     if e.model_dir.as_os_str().is_empty() {

@@ -16,9 +16,9 @@ use qdrant_edge::{
     Condition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, JsonPath, Match, Modifier,
     NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations,
-    PointOperations, PointStruct, QueryEnum, QueryRequest, Record, ScoredPoint, ScoringQuery,
-    ScrollRequest, UpdateOperation, ValueVariants, VectorInternal, VectorRef, VectorStructInternal,
-    Vectors, WithPayloadInterface, WithVector,
+    PointOperations, PointStruct, QueryEnum, QueryRequest, Record, RetrieveRequest, ScoredPoint,
+    ScoringQuery, ScrollRequest, UpdateOperation, ValueVariants, VectorInternal, VectorRef,
+    VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
 };
 
 use super::{
@@ -39,13 +39,14 @@ pub struct EdgeStore {
 
 impl EdgeStore {
     /// Opens the collection at `path`, creating it for `dimension`-sized
-    /// dense vectors if it does not exist yet.
-    pub fn open_or_create(path: &Path, dimension: usize) -> Result<Self> {
+    /// dense vectors if it does not exist yet. `search_threads`: as
+    /// `storage.search_threads` (0: one per CPU).
+    pub fn open_or_create(path: &Path, dimension: usize, search_threads: usize) -> Result<Self> {
         let lock = lock(path)?;
         let shard = if has_shard(path) {
-            load(path)?
+            load(path, search_threads)?
         } else {
-            create(path, dimension)?
+            create(path, dimension, search_threads)?
         };
         let store = Self::new(shard, path, lock)?;
         if store.dimension != dimension {
@@ -59,14 +60,14 @@ impl EdgeStore {
     }
 
     /// Opens an existing collection; [`StoreError::NotFound`] if there is none.
-    pub fn open_existing(path: &Path) -> Result<Self> {
+    pub fn open_existing(path: &Path, search_threads: usize) -> Result<Self> {
         if !has_shard(path) {
             return Err(StoreError::NotFound {
                 path: path.to_path_buf(),
             });
         }
         let lock = lock(path)?;
-        let shard = load(path)?;
+        let shard = load(path, search_threads)?;
         Self::new(shard, path, lock)
     }
 
@@ -111,8 +112,9 @@ fn has_shard(path: &Path) -> bool {
     path.join("edge_config.json").is_file()
 }
 
-fn create(path: &Path, dimension: usize) -> Result<EdgeShard> {
+fn create(path: &Path, dimension: usize, search_threads: usize) -> Result<EdgeShard> {
     let config = EdgeConfig::builder()
+        .max_search_threads(pool_size(search_threads))
         .vector(
             DENSE_VECTOR,
             EdgeVectorParams::builder(dimension, Distance::Cosine).build(),
@@ -139,8 +141,22 @@ fn create(path: &Path, dimension: usize) -> Result<EdgeShard> {
     Ok(shard)
 }
 
-fn load(path: &Path) -> Result<EdgeShard> {
-    EdgeShard::load(path, None).map_err(|e| engine_error(path, e))
+/// Loads a shard; its search pool is a runtime setting, so the stored
+/// configuration is kept and only the thread count given.
+fn load(path: &Path, search_threads: usize) -> Result<EdgeShard> {
+    let overlay = EdgeConfig::builder()
+        .max_search_threads(pool_size(search_threads))
+        .build();
+    EdgeShard::load(path, Some(overlay)).map_err(|e| engine_error(path, e))
+}
+
+/// `storage.search_threads`, 0 resolved to the number of CPUs (given
+/// explicitly: the engine would otherwise keep the count stored at creation).
+fn pool_size(search_threads: usize) -> usize {
+    match search_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
 }
 
 /// Takes the exclusive lock beside the collection folder, recording our pid
@@ -283,7 +299,10 @@ fn to_chunk_point(record: Record) -> Result<ChunkPoint> {
 
 fn to_hit(point: ScoredPoint) -> Result<StoredHit> {
     let id = numeric_id(point.id)?;
-    let payload = to_payload(id, point.payload)?;
+    let payload = match point.payload {
+        Some(_) => Some(to_payload(id, point.payload)?),
+        None => None,
+    };
     let dense = point
         .vector
         .as_ref()
@@ -354,7 +373,7 @@ impl VectorStore for EdgeStore {
             Some(f) => to_filter(&self.path, f)?,
             None => None,
         };
-        request.with_payload = WithPayloadInterface::Bool(true);
+        request.with_payload = WithPayloadInterface::Bool(query.with_payload);
         request.with_vector = if query.with_dense {
             WithVector::Selector(vec![DENSE_VECTOR.to_string()])
         } else {
@@ -364,6 +383,17 @@ impl VectorStore for EdgeStore {
         let mut hits = points.into_iter().map(to_hit).collect::<Result<Vec<_>>>()?;
         super::sort_hits(&mut hits);
         Ok(hits)
+    }
+
+    fn retrieve(&self, ids: &[u64]) -> Result<Vec<ChunkPoint>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut request = RetrieveRequest::new(ids.iter().map(|&id| PointId::NumId(id)).collect());
+        request.with_payload = Some(WithPayloadInterface::Bool(true));
+        request.with_vector = Some(WithVector::Bool(true));
+        let records = self.shard.retrieve(request).map_err(|e| self.engine(e))?;
+        records.into_iter().map(to_chunk_point).collect()
     }
 
     fn delete_by_source(&self, source: &str) -> Result<()> {

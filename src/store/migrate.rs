@@ -97,7 +97,7 @@ pub fn to_qdrant(
     let mut server = config.clone();
     server.storage.backend = Backend::Qdrant;
 
-    let source = EdgeStore::open_existing(&edge.collection_dir())?;
+    let source = EdgeStore::open_existing(&edge.collection_dir(), config.storage.search_threads)?;
     let total = source.count(None)?;
     on_event(MigrateEvent::Started { points: total });
 

@@ -242,6 +242,11 @@ pub struct StoreQuery<'a> {
     pub limit: usize,
     /// Only points matching this; `None`: all points.
     pub filter: Option<&'a PayloadFilter>,
+    /// Also return each hit's payload. A ranking that only needs ids and
+    /// scores leaves it out and fetches the few points it keeps with
+    /// [`VectorStore::retrieve`]: reading and decoding payloads is most of a
+    /// search's cost in the store.
+    pub with_payload: bool,
     /// Also return each hit's dense vector (to score lexical hits by cosine).
     pub with_dense: bool,
 }
@@ -253,8 +258,8 @@ pub struct StoredHit {
     pub id: u64,
     /// The ranking's own score: cosine for dense, BM25 for lexical.
     pub score: f32,
-    /// The chunk's payload.
-    pub payload: ChunkPayload,
+    /// The chunk's payload when `with_payload` was asked; else `None`.
+    pub payload: Option<ChunkPayload>,
     /// The point's dense vector when `with_dense` was asked; else `None`.
     pub dense: Option<Vec<f32>>,
 }
@@ -298,6 +303,9 @@ pub trait VectorStore: Send + Sync {
     /// Ranks points by one vector, best first, equal scores by ascending
     /// id (see [`sort_hits`]).
     fn search(&self, query: &StoreQuery<'_>) -> Result<Vec<StoredHit>>;
+    /// Reads the points with these ids, with both vectors and the payload,
+    /// in no particular order; ids with no point are left out.
+    fn retrieve(&self, ids: &[u64]) -> Result<Vec<ChunkPoint>>;
     /// Deletes every point of `source`.
     fn delete_by_source(&self, source: &str) -> Result<()>;
     /// Counts points matching `filter` (all points when `None`).

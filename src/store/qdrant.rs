@@ -24,12 +24,12 @@ use std::time::Duration;
 use qdrant_client::qdrant::r#match::MatchValue;
 use qdrant_client::qdrant::{
     Condition, CountPoints, CreateCollection, CreateFieldIndexCollection, DeletePoints,
-    DenseVector, Distance, FieldType, Filter, Modifier, NamedVectors, PointId, PointStruct,
-    PointsOperationResponse, PointsSelector, Query, QueryPoints, ScrollPoints, SparseVectorConfig,
-    SparseVectorParams, UpdateStatus, UpsertPoints, Vector, VectorInput, VectorParams,
-    VectorParamsMap, Vectors, VectorsConfig, VectorsOutput, VectorsSelector, WithPayloadSelector,
-    WithVectorsSelector, point_id, points_selector, query, vector_input, vector_output,
-    vectors_config, with_payload_selector, with_vectors_selector,
+    DenseVector, Distance, FieldType, Filter, GetPoints, Modifier, NamedVectors, PointId,
+    PointStruct, PointsOperationResponse, PointsSelector, Query, QueryPoints, ScrollPoints,
+    SparseVectorConfig, SparseVectorParams, UpdateStatus, UpsertPoints, Vector, VectorInput,
+    VectorParams, VectorParamsMap, Vectors, VectorsConfig, VectorsOutput, VectorsSelector,
+    WithPayloadSelector, WithVectorsSelector, point_id, points_selector, query, vector_input,
+    vector_output, vectors_config, with_payload_selector, with_vectors_selector,
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use tokio::runtime::Runtime;
@@ -513,6 +513,25 @@ fn lexical_of(vectors: Option<&VectorsOutput>) -> Option<SparseVector> {
     }
 }
 
+/// A stored point with both vectors, as scroll and retrieve return it.
+fn chunk_point(
+    id: Option<PointId>,
+    vectors: Option<&VectorsOutput>,
+    payload: std::collections::HashMap<String, qdrant_client::qdrant::Value>,
+) -> Result<ChunkPoint> {
+    let id = numeric_id(id)?;
+    let missing = |what: &str| StoreError::BadPayload {
+        id: id.to_string(),
+        message: format!("the point has no `{what}` vector"),
+    };
+    Ok(ChunkPoint {
+        id,
+        dense: dense_of(vectors).ok_or_else(|| missing(DENSE_VECTOR))?,
+        lexical: lexical_of(vectors).ok_or_else(|| missing(LEXICAL_VECTOR))?,
+        payload: to_payload(id, payload)?,
+    })
+}
+
 fn all_payload() -> Option<WithPayloadSelector> {
     Some(WithPayloadSelector {
         selector_options: Some(with_payload_selector::SelectorOptions::Enable(true)),
@@ -583,7 +602,11 @@ impl VectorStore for QdrantStore {
             using: Some(using.to_string()),
             filter: Self::filter(query.filter),
             limit: Some(query.limit as u64),
-            with_payload: all_payload(),
+            with_payload: if query.with_payload {
+                all_payload()
+            } else {
+                None
+            },
             with_vectors,
             ..Default::default()
         };
@@ -598,12 +621,38 @@ impl VectorStore for QdrantStore {
                     id,
                     score: p.score,
                     dense: dense_of(p.vectors.as_ref()),
-                    payload: to_payload(id, p.payload)?,
+                    payload: if query.with_payload {
+                        Some(to_payload(id, p.payload)?)
+                    } else {
+                        None
+                    },
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         super::sort_hits(&mut hits);
         Ok(hits)
+    }
+
+    fn retrieve(&self, ids: &[u64]) -> Result<Vec<ChunkPoint>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = GetPoints {
+            collection_name: self.target.collection.clone(),
+            ids: ids.iter().map(|&id| PointId::from(id)).collect(),
+            with_payload: all_payload(),
+            with_vectors: Some(WithVectorsSelector {
+                selector_options: Some(with_vectors_selector::SelectorOptions::Enable(true)),
+            }),
+            ..Default::default()
+        };
+        let client = self.client.clone();
+        let response = self.run(async move { client.get_points(request).await })?;
+        response
+            .result
+            .into_iter()
+            .map(|p| chunk_point(p.id, p.vectors.as_ref(), p.payload))
+            .collect()
     }
 
     fn delete_by_source(&self, source: &str) -> Result<()> {
@@ -674,20 +723,11 @@ impl VectorStore for QdrantStore {
         };
         let client = self.client.clone();
         let response = self.run(async move { client.scroll(request).await })?;
-        let mut points = Vec::with_capacity(response.result.len());
-        for p in response.result {
-            let id = numeric_id(p.id)?;
-            let missing = |what: &str| StoreError::BadPayload {
-                id: id.to_string(),
-                message: format!("the point has no `{what}` vector"),
-            };
-            points.push(ChunkPoint {
-                id,
-                dense: dense_of(p.vectors.as_ref()).ok_or_else(|| missing(DENSE_VECTOR))?,
-                lexical: lexical_of(p.vectors.as_ref()).ok_or_else(|| missing(LEXICAL_VECTOR))?,
-                payload: to_payload(id, p.payload)?,
-            });
-        }
+        let points = response
+            .result
+            .into_iter()
+            .map(|p| chunk_point(p.id, p.vectors.as_ref(), p.payload))
+            .collect::<Result<Vec<_>>>()?;
         let next = match response.next_page_offset {
             Some(id) => Some(numeric_id(Some(id))?),
             None => None,
