@@ -5,10 +5,10 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use grace::KnowledgeBase;
 use grace::ingest::manifest::Manifest;
 use grace::ingest::{IngestOptions, IngestReport};
 use grace::store::PayloadFilter;
+use grace::{KnowledgeBase, OpenMode};
 
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
@@ -233,4 +233,40 @@ fn a_file_that_turns_bad_stops_serving_its_old_text() {
     let r = ingest(&kb, &[docs.path().to_path_buf()], false);
     assert_eq!(r.skipped.len(), 1);
     assert_eq!(r.points_total, 0);
+}
+
+#[test]
+fn score_threshold_drops_passages_below_it_and_keeps_the_fused_order() {
+    let data = tempfile::tempdir().unwrap();
+    let question = "How do I restore a backup?";
+    let all = {
+        let kb = common::open(common::config(data.path()));
+        ingest(&kb, &[common::repo().join("tests/fixtures/formats")], false);
+        kb.search(question, Some(50), None).unwrap()
+    };
+    let scores: Vec<f32> = all.iter().map(|p| p.score).collect();
+    assert!(all.len() >= 4, "{scores:?}");
+    let mut sorted = scores.clone();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    // Keeps about half of the passages.
+    let threshold = sorted[all.len() / 2 - 1];
+    let want: Vec<u64> = all
+        .iter()
+        .filter(|p| p.score >= threshold)
+        .map(|p| p.id)
+        .collect();
+    assert!(want.len() < all.len(), "{scores:?}");
+
+    let mut config = common::config(data.path());
+    config.qdrant.score_threshold = threshold;
+    let kb = KnowledgeBase::open(config, OpenMode::Existing).unwrap();
+    let got = kb.search(question, Some(50), None).unwrap();
+    assert_eq!(got.iter().map(|p| p.id).collect::<Vec<_>>(), want);
+    assert!(
+        got.iter()
+            .all(|p| p.score >= threshold && p.vector.is_some())
+    );
+    // A limit below what passes takes the first of them, in fused order.
+    let first = kb.search(question, Some(1), None).unwrap();
+    assert_eq!(first.iter().map(|p| p.id).collect::<Vec<_>>(), want[..1]);
 }

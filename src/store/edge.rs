@@ -299,10 +299,7 @@ fn to_chunk_point(record: Record) -> Result<ChunkPoint> {
 
 fn to_hit(point: ScoredPoint) -> Result<StoredHit> {
     let id = numeric_id(point.id)?;
-    let payload = match point.payload {
-        Some(_) => Some(to_payload(id, point.payload)?),
-        None => None,
-    };
+    let payload = point.payload.map(|p| to_payload(id, Some(p))).transpose()?;
     let dense = point
         .vector
         .as_ref()
