@@ -94,7 +94,8 @@ impl Factor {
 
     /// The weight of this factor in `weights`.
     pub fn weight(self, weights: &Weights) -> f64 {
-        let mut weights = weights.clone();
+        // One match for reading and writing: `Weights` is twelve `f64`s.
+        let mut weights = *weights;
         *self.weight_mut(&mut weights)
     }
 

@@ -633,7 +633,7 @@ impl Default for V1Weights {
 /// Bias and per-factor weights of `score = sigmoid(bias + Σ weight·feature)`.
 /// Hand-set starting points (see `grace_config.yml` for the reasoning),
 /// to be replaced by fitted values from calibration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Weights {
     /// Constant added to the logit before the weighted features.

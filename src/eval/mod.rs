@@ -99,10 +99,24 @@ pub enum EvalError {
 
 /// Reads `questions.jsonl`; a malformed line is an error naming file and line.
 pub fn load_questions(path: &Path) -> std::result::Result<Vec<Question>, EvalError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EvalError::Io {
+    parse_questions(path, &read(path)?)
+}
+
+fn read(path: &Path) -> std::result::Result<Vec<u8>, EvalError> {
+    std::fs::read(path).map_err(|source| EvalError::Io {
         action: "read",
         path: path.to_path_buf(),
         source,
+    })
+}
+
+/// Parses the bytes of `questions.jsonl` read from `path` (named in errors).
+fn parse_questions(path: &Path, bytes: &[u8]) -> std::result::Result<Vec<Question>, EvalError> {
+    // The error reading it as text would have given.
+    let text = std::str::from_utf8(bytes).map_err(|e| EvalError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
     })?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -278,8 +292,10 @@ pub fn collect(
         }
         .into());
     }
-    let questions = load_questions(&questions_path)?;
-    let questions_sha256 = questions_digest(&questions_path)?;
+    // Read once: parsed for the questions, hashed to recognise the set.
+    let bytes = read(&questions_path)?;
+    let questions = parse_questions(&questions_path, &bytes)?;
+    let questions_sha256 = hex(&Sha256::digest(&bytes));
 
     let temp = TempDir::new()?;
     let mut config = config.clone();
@@ -384,12 +400,7 @@ pub fn run(
 /// SHA-256 (hex) of a `questions.jsonl`: how a calibration recognises the
 /// set it was fitted on.
 fn questions_digest(path: &Path) -> std::result::Result<String, EvalError> {
-    let bytes = std::fs::read(path).map_err(|source| EvalError::Io {
-        action: "read",
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(hex(&Sha256::digest(&bytes)))
+    Ok(hex(&Sha256::digest(read(path)?)))
 }
 
 /// The report of collected outcomes.
