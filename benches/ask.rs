@@ -3,13 +3,16 @@
 //! Every iteration asks a new question text (a counter is appended), so the
 //! question is embedded each time; the passages' sentence vectors come from
 //! the embedding cache after the first questions, as in a running service.
-//! Needs the model (`scripts/setup`).
+//! Measured with the answerability reader on (the default, when its files
+//! are present) and off (`confidence.reader: off`): the difference is what
+//! the reader costs an ask. Needs the model (`scripts/setup`).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use grace::config::ReaderMode;
 use grace::service::AskOptions;
 use grace::{Config, Grace};
 
@@ -21,10 +24,17 @@ const QUESTIONS: [&str; 4] = [
 ];
 
 fn bench(c: &mut Criterion) {
+    for reader in [ReaderMode::On, ReaderMode::Off] {
+        bench_ask(c, reader);
+    }
+}
+
+fn bench_ask(c: &mut Criterion, reader: ReaderMode) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut config = Config::load(Some(&root.join("grace_config.yml"))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     config.storage.data_dir = dir.path().to_path_buf();
+    config.confidence.reader = reader;
     let grace = Grace::open(config).unwrap();
     grace
         .ingest_blocking(
@@ -38,7 +48,11 @@ fn bench(c: &mut Criterion) {
         ..AskOptions::default()
     };
     let mut n = 0u64;
-    c.bench_function("ask (extractive, examples/kb)", |b| {
+    let name = match reader {
+        ReaderMode::Off => "ask (extractive, examples/kb, reader off)",
+        _ => "ask (extractive, examples/kb, reader on)",
+    };
+    c.bench_function(name, |b| {
         b.iter(|| {
             n += 1;
             let question = format!("{} ({n})", QUESTIONS[n as usize % QUESTIONS.len()]);

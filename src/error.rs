@@ -46,6 +46,9 @@ pub enum Error {
     /// The review queue failed.
     #[error(transparent)]
     Review(#[from] crate::review::ReviewError),
+    /// The answerability reader failed (with `confidence.reader: on`).
+    #[error(transparent)]
+    Reader(#[from] crate::reader::ReaderError),
     /// The HTTP server could not start or stopped with an error.
     #[error("server: {0}")]
     Server(String),
@@ -78,6 +81,8 @@ impl Error {
                 IngestError::Manifest { .. } | IngestError::Io { .. } => EXIT_FAILURE,
             },
             Error::Lexical(_) | Error::Server(_) => EXIT_FAILURE,
+            Error::Reader(crate::reader::ReaderError::ModelMissing { .. }) => EXIT_NOT_FOUND,
+            Error::Reader(_) => EXIT_FAILURE,
             Error::Plan(crate::plan::PlanError::Cancelled) => EXIT_FAILURE,
             Error::Plan(_) => EXIT_BAD_INPUT,
             Error::Tool(e) => match e.kind {

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::Result;
+use crate::config::Rerank;
 use crate::config::{Backend, Config};
 use crate::embed::{CachedEmbedder, Embedder, FastEmbedder};
 use crate::ingest::manifest::{EntryState, Manifest};
 use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
 use crate::lexical::LexicalEncoder;
+use crate::reader::{self, Reader};
 use crate::search::{Passage, SearchRequest};
 use crate::store::edge::EdgeStore;
 use crate::store::qdrant::QdrantStore;
@@ -28,6 +30,8 @@ pub struct KnowledgeBase {
     /// which recur from one question to the next.
     answering: Arc<dyn Embedder>,
     lexical: LexicalEncoder,
+    /// The answerability reader (loaded on the first question).
+    reader: Reader,
 }
 
 /// How to open the store.
@@ -57,12 +61,18 @@ impl KnowledgeBase {
             embedder.clone(),
             config.embedding.cache_size,
         ));
+        let reader = Reader::new(
+            config.confidence.reader,
+            &config.reader,
+            &config.embedding.runtime_path,
+        );
         let kb = Self {
             config,
             store,
             embedder,
             answering,
             lexical: LexicalEncoder::new()?,
+            reader,
         };
         if let Some(why) = kb.calibration_mismatch() {
             tracing::warn!("{why}");
@@ -154,24 +164,53 @@ impl KnowledgeBase {
     }
 
     /// Searches the collection; `limit` defaults to `qdrant.search_limit`.
+    /// When the reader is available it reads the best `search.rerank_depth`
+    /// fused passages (at least `limit`); with `search.rerank: reader` they
+    /// are reordered by its probability (pinned passages stay first) before
+    /// the best `limit` are kept. Each passage read has its `reader_score`.
     pub fn search(
         &self,
         query: &str,
         limit: Option<usize>,
         filter: Option<&PayloadFilter>,
     ) -> Result<Vec<Passage>> {
+        let limit = limit.unwrap_or(self.config.qdrant.search_limit);
+        let rerank = self.config.search.rerank == Rerank::Reader && self.reader.enabled();
+        let depth = if rerank {
+            limit.max(self.config.search.rerank_depth)
+        } else {
+            limit
+        };
         let request = SearchRequest {
             query,
-            limit: limit.unwrap_or(self.config.qdrant.search_limit),
+            limit: depth,
             filter,
+            pin_identifiers: self.config.search.pin_identifiers,
         };
-        crate::search::search(
+        let mut passages = crate::search::search(
             self.store.as_ref(),
             self.answering.as_ref(),
             &self.lexical,
             &self.config.qdrant,
             &request,
-        )
+        )?;
+        let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
+        if let Some(probabilities) = self.reader.probabilities(query.trim(), &texts)? {
+            if rerank {
+                reader::rerank(&mut passages, &probabilities);
+            } else {
+                for (p, prob) in passages.iter_mut().zip(probabilities) {
+                    p.reader_score = Some(prob);
+                }
+            }
+        }
+        passages.truncate(limit);
+        Ok(passages)
+    }
+
+    /// The answerability reader (see [`crate::reader`]).
+    pub fn reader(&self) -> &Reader {
+        &self.reader
     }
 
     /// Mean cosine similarity of `passage` to its `k` nearest other passages

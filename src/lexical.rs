@@ -134,20 +134,79 @@ fn identifier_term(token: &str) -> u32 {
 /// with `-` or `--` followed by a letter (`--purge`, `-y`), ends with `()`
 /// (`init()`), or mixes lower and upper case inside (`camelCase`, `DPkg`).
 pub fn identifiers(text: &str) -> Vec<String> {
-    let is_part = |c: char| c.is_alphanumeric() || "_.-:/#+()".contains(c);
-    text.split(|c: char| !is_part(c))
-        .filter_map(|raw| {
-            let t = raw.trim_end_matches(['.', ':', ',', ')', '(']);
-            let t = t.trim_start_matches(['(', ':', '.']);
-            let t = if raw.ends_with("()") && !t.is_empty() {
-                // keep a call's parentheses: `init()` is a function name
-                &raw[raw.len() - t.len() - 2..]
-            } else {
-                t
-            };
-            is_identifier(t).then(|| t.to_lowercase())
-        })
+    tokens(text)
+        .filter(|t| is_identifier(t))
+        .map(str::to_lowercase)
         .collect()
+}
+
+/// Candidate tokens: runs of identifier characters with sentence
+/// punctuation trimmed (a call keeps its `()`).
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    let is_part = |c: char| c.is_alphanumeric() || "_.-:/#+()".contains(c);
+    text.split(move |c: char| !is_part(c)).map(|raw| {
+        let t = raw.trim_end_matches(['.', ':', ',', ')', '(']);
+        let t = t.trim_start_matches(['(', ':', '.']);
+        if raw.ends_with("()") && !t.is_empty() {
+            // keep a call's parentheses: `init()` is a function name
+            &raw[raw.len() - t.len() - 2..]
+        } else {
+            t
+        }
+    })
+}
+
+/// The distinct identifiers of `text` that name something exactly, sorted
+/// and lowercased: codes, flags, dotted and `::` paths, `snake_case`,
+/// calls and versions. Words that only mix case inside (`VoIP`, `YouTube`,
+/// `camelCase`) are left out: they are identifiers to the lexical ranking,
+/// but text often spells the same thing another way ("Voice over IP"), so
+/// their absence from a passage says little.
+pub fn distinct_identifiers(text: &str) -> Vec<String> {
+    let mut ids: Vec<String> = tokens(text)
+        .filter(|t| is_identifier(t) && !is_only_mixed_case(t))
+        .map(str::to_lowercase)
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// How many of `wanted` (as [`distinct_identifiers`] gives them) occur in
+/// `text` as whole identifiers, ignoring case: not inside a longer word or
+/// identifier, so `fetch.prune` is not found in `fetch.pruneTags`, nor
+/// `E0392` in `E03921`, nor `libfoo.so` in `libfoo.so.6`, while `X11` is
+/// found in `/etc/X11/app-defaults`.
+pub fn identifiers_found(wanted: &[String], text: &str) -> usize {
+    if wanted.is_empty() {
+        return 0;
+    }
+    let text = text.to_lowercase();
+    wanted
+        .iter()
+        .filter(|w| !w.is_empty() && occurs_whole(&text, w))
+        .count()
+}
+
+/// Whether `needle` occurs in `haystack` with no word character touching
+/// it, and not continued by `.` or `-` and a word character.
+fn occurs_whole(haystack: &str, needle: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    haystack.match_indices(needle).any(|(at, _)| {
+        let before = haystack[..at].chars().next_back();
+        let mut after = haystack[at + needle.len()..].chars();
+        let next = after.next();
+        let then = after.next();
+        before.is_none_or(|c| !word(c))
+            && next.is_none_or(|c| !word(c))
+            && !(matches!(next, Some('.' | '-')) && then.is_some_and(word))
+    })
+}
+
+/// An identifier only because its case changes inside (`VoIP`, `camelCase`).
+fn is_only_mixed_case(t: &str) -> bool {
+    !t.chars()
+        .any(|c| c.is_ascii_digit() || "_.-:()".contains(c))
 }
 
 fn is_identifier(t: &str) -> bool {
@@ -205,6 +264,41 @@ mod tests {
         for not in ["error", "appears", "plain", "sentence", "e.g", "one"] {
             assert!(!ids.contains(&not.to_string()), "{not} wrongly in {ids:?}");
         }
+    }
+
+    #[test]
+    fn identifiers_are_found_whole_and_case_blind() {
+        let wanted = distinct_identifiers("Why does the compiler report E0392 for fetch.prune?");
+        assert_eq!(wanted, vec!["e0392".to_string(), "fetch.prune".to_string()]);
+        assert_eq!(
+            identifiers_found(&wanted, "error[E0392]: parameter is never used"),
+            1
+        );
+        assert_eq!(
+            identifiers_found(&wanted, "See fetch.pruneTags and E03921."),
+            0
+        );
+        assert_eq!(
+            identifiers_found(&["libfoo.so".into()], "libfoo.so.6 is here"),
+            0
+        );
+        assert_eq!(
+            identifiers_found(&["x11".into()], "in /etc/X11/app-defaults/"),
+            1
+        );
+        assert_eq!(
+            distinct_identifiers("Where is VoIP software?"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            distinct_identifiers("the --purge flag, é.x"),
+            vec!["--purge"]
+        );
+        assert_eq!(
+            identifiers_found(&wanted, "fetch.prune=true; E0392 again"),
+            2
+        );
+        assert_eq!(identifiers_found(&[], "E0392"), 0);
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub mod lexical;
 pub mod llm;
 pub mod mcp;
 pub mod plan;
+pub mod reader;
 pub mod review;
 pub mod search;
 pub mod serve;

@@ -3,6 +3,14 @@
 //! (BM25 + exact identifiers) are fused by reciprocal rank; every passage
 //! keeps its dense cosine similarity as `score`, the number later stages
 //! (confidence) reason about.
+//!
+//! An identifier in the question (`E0392`, `--purge`, `core.autocrlf`) is
+//! evidence no similarity matches: with `pin_identifiers`, the passages
+//! among the lexical ranking's best that contain the question's identifiers
+//! verbatim are put first (more identifiers first, then the fused order),
+//! above passages that only resemble the question. Without this, a page
+//! that only the lexical ranking finds scores about `w/(k+1)` in the fusion
+//! and loses to pages both rankings find at middling ranks.
 
 use std::collections::HashMap;
 
@@ -10,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::QdrantConfig;
 use crate::embed::{Embedder, cosine};
-use crate::lexical::{LexicalEncoder, identifiers};
+use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
 use crate::store::fusion::rrf;
 use crate::store::{ChunkPoint, PayloadFilter, QueryVector, StoreQuery, StoredHit, VectorStore};
 use crate::{Error, Result};
@@ -38,6 +46,14 @@ pub struct Passage {
     pub lexical_rank: Option<usize>,
     /// BM25 score in the lexical ranking.
     pub lexical_score: Option<f32>,
+    /// Put first because it contains the question's identifiers verbatim
+    /// (`search.pin_identifiers`).
+    #[serde(default)]
+    pub pinned: bool,
+    /// The answerability reader's probability that this passage answers
+    /// the question, when the reader read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_score: Option<f32>,
     /// The stored dense vector (for confidence factors that compare the
     /// passage with its neighbours without embedding it again).
     #[serde(skip)]
@@ -53,7 +69,14 @@ pub struct SearchRequest<'a> {
     pub limit: usize,
     /// Only passages matching this; `None`: the whole collection.
     pub filter: Option<&'a PayloadFilter>,
+    /// Put passages containing the query's identifiers first.
+    pub pin_identifiers: bool,
 }
+
+/// Passages from the top of the lexical ranking checked for the query's
+/// identifiers. A passage that contains a rare identifier the query names
+/// is near the top there (identifier terms weigh double).
+const PIN_POOL: usize = 10;
 
 /// Runs a search.
 pub fn search(
@@ -99,7 +122,8 @@ pub fn search(
     // A query that names an identifier (an error code, a flag, a function)
     // is exactly where the dense model is weakest: trust the lexical
     // ranking, whose identifier terms match exactly, more.
-    let lexical_weight = if identifiers(query).is_empty() {
+    let query_identifiers = distinct_identifiers(query);
+    let lexical_weight = if query_identifiers.is_empty() {
         config.lexical_weight
     } else {
         config.identifier_weight
@@ -114,29 +138,54 @@ pub fn search(
     let (dense_score, lexical_score) = (scores(&dense), scores(&lexical_hits));
     // Fused order; a passage only the lexical ranking found has no cosine
     // yet: it is computed from its stored vector once fetched.
-    let mut fused = rrf(&rankings, config.rrf_k)
+    let mut fused: Vec<_> = rrf(&rankings, config.rrf_k)
         .into_iter()
         .filter(|f| {
             dense_score
                 .get(&f.id)
                 .is_none_or(|&score| score >= config.score_threshold)
         })
-        .peekable();
+        .collect();
+    // Points already read (by pinning), so they are not read twice.
+    let mut fetched: HashMap<u64, ChunkPoint> = HashMap::new();
+    let mut pinned: HashMap<u64, usize> = HashMap::new();
+    if request.pin_identifiers && !query_identifiers.is_empty() && !lexical_hits.is_empty() {
+        let pool: Vec<u64> = lexical_hits.iter().take(PIN_POOL).map(|h| h.id).collect();
+        for point in store.retrieve(&pool)? {
+            let text = format!("{}\n{}", point.payload.section, point.payload.text);
+            let found = identifiers_found(&query_identifiers, &text);
+            if found > 0 {
+                pinned.insert(point.id, found);
+            }
+            fetched.insert(point.id, point);
+        }
+        // Stable: among equal counts the fused order stays.
+        fused.sort_by_key(|f| std::cmp::Reverse(pinned.get(&f.id).copied().unwrap_or(0)));
+    }
+    let mut fused = fused.into_iter().peekable();
     let mut passages = Vec::with_capacity(request.limit);
     while passages.len() < request.limit && fused.peek().is_some() {
         let batch: Vec<_> = fused
             .by_ref()
             .take(request.limit - passages.len())
             .collect();
-        let ids: Vec<u64> = batch.iter().map(|f| f.id).collect();
-        let mut points: HashMap<u64, ChunkPoint> = store
-            .retrieve(&ids)?
-            .into_iter()
-            .map(|p| (p.id, p))
+        let ids: Vec<u64> = batch
+            .iter()
+            .map(|f| f.id)
+            .filter(|id| !fetched.contains_key(id))
             .collect();
+        let mut points: HashMap<u64, ChunkPoint> = if ids.is_empty() {
+            HashMap::new()
+        } else {
+            store
+                .retrieve(&ids)?
+                .into_iter()
+                .map(|p| (p.id, p))
+                .collect()
+        };
         for f in batch {
             // Deleted between the ranking and now: skip it.
-            let Some(point) = points.remove(&f.id) else {
+            let Some(point) = points.remove(&f.id).or_else(|| fetched.remove(&f.id)) else {
                 continue;
             };
             let score = match dense_score.get(&f.id) {
@@ -157,6 +206,8 @@ pub fn search(
                 dense_rank: f.ranks[0],
                 lexical_rank: f.ranks[1],
                 lexical_score: lexical_score.get(&f.id).copied(),
+                pinned: pinned.contains_key(&f.id),
+                reader_score: None,
                 vector: Some(point.dense),
             });
         }

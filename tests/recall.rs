@@ -61,6 +61,7 @@ fn debian_faq_recall_at_5() {
                 query: &q.question,
                 limit: 5,
                 filter: None,
+                pin_identifiers: true,
             };
             let passages = search(kb.store(), kb.embedder(), kb.lexical(), &qcfg, &req).unwrap();
             let names: Vec<String> = passages.iter().map(|p| file_name(&p.source)).collect();

@@ -126,11 +126,13 @@ mod tests {
                 label: "a.md".into(),
                 text: "Backups run every night at 02:00. Restoring takes ten minutes per 100 GB."
                     .into(),
+                reader_score: None,
             },
             SourceText {
                 number: 2,
                 label: "b.md".into(),
                 text: "Employees get 28 days of paid leave.".into(),
+                reader_score: None,
             },
         ]
     }

@@ -59,11 +59,21 @@ pub enum Factor {
     SelfAssessment,
     /// 1 when the generator declined to answer, else 0.
     Abstained,
+    /// The answerability reader's probability that the top passage answers
+    /// the question (0..1): it reads question and passage together, so it
+    /// tells an answer from a passage that is merely about the same thing.
+    Reader,
+    /// The reader's top probability minus its second (0..1).
+    ReaderMargin,
+    /// Share of the question's identifiers (`E0392`, `--purge`,
+    /// `core.autocrlf`) found verbatim in the top passage (0..1); reported
+    /// only for questions that name one.
+    IdentifierCoverage,
 }
 
 impl Factor {
     /// Every factor, in a fixed order.
-    pub const ALL: [Factor; 12] = [
+    pub const ALL: [Factor; 15] = [
         Factor::ResultCount,
         Factor::MaxScore,
         Factor::MeanScore,
@@ -76,6 +86,9 @@ impl Factor {
         Factor::CitationValidity,
         Factor::SelfAssessment,
         Factor::Abstained,
+        Factor::Reader,
+        Factor::ReaderMargin,
+        Factor::IdentifierCoverage,
     ];
 
     /// The feature the weight multiplies. Factors are already on a 0..1 (or
@@ -84,10 +97,16 @@ impl Factor {
     /// (0.5): a generic passage lowers confidence, a distinctive one never
     /// raises it (in a small or varied collection every passage looks
     /// distinctive, and a confident wrong answer is the worst outcome).
+    /// The reader's probability is centred on even odds (below 0.5 lowers
+    /// the score); identifier coverage counts only what is missing (an
+    /// identifier the passage lacks lowers the score, finding every one
+    /// adds nothing: naming an identifier is no evidence of an answer).
     pub fn feature(self, value: f64) -> f64 {
         match self {
             Factor::ResultCount => (value / 10.0).clamp(0.0, 1.0),
             Factor::NeighbourScore => (value - 0.5).max(0.0),
+            Factor::Reader => value - 0.5,
+            Factor::IdentifierCoverage => value - 1.0,
             _ => value,
         }
     }
@@ -114,6 +133,9 @@ impl Factor {
             Factor::CitationValidity => &mut weights.citation_validity,
             Factor::SelfAssessment => &mut weights.self_assessment,
             Factor::Abstained => &mut weights.abstained,
+            Factor::Reader => &mut weights.reader,
+            Factor::ReaderMargin => &mut weights.reader_margin,
+            Factor::IdentifierCoverage => &mut weights.identifier_coverage,
         }
     }
 }

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use statrs::statistics::Statistics;
 
 use super::{Factor, Factors};
-use crate::lexical::{LexicalEncoder, SparseVector};
+use crate::lexical::{LexicalEncoder, SparseVector, distinct_identifiers, identifiers_found};
 use crate::search::Passage;
 
 /// Share of the query's terms found in any of `passages`; `None` when the
@@ -68,6 +68,27 @@ pub fn retrieval_factors(lexical: &LexicalEncoder, query: &str, passages: &[Pass
     if let Some(c) = query_coverage(lexical, query, &texts) {
         f.set(Factor::QueryCoverage, c);
     }
+    // The passage an answer rests on is the first one.
+    let wanted = distinct_identifiers(query);
+    if !wanted.is_empty() {
+        let found = identifiers_found(&wanted, texts[0]);
+        f.set(
+            Factor::IdentifierCoverage,
+            found as f64 / wanted.len() as f64,
+        );
+    }
+    let mut read: Vec<f64> = passages
+        .iter()
+        .filter_map(|p| p.reader_score.map(f64::from))
+        .collect();
+    read.sort_by(|a, b| b.total_cmp(a));
+    if let Some(&best) = read.first() {
+        f.set(Factor::Reader, best);
+        f.set(
+            Factor::ReaderMargin,
+            best - read.get(1).copied().unwrap_or(0.0),
+        );
+    }
     f
 }
 
@@ -87,8 +108,44 @@ mod tests {
             dense_rank: Some(1),
             lexical_rank: None,
             lexical_score: None,
+            pinned: false,
+            reader_score: None,
             vector: None,
         }
+    }
+
+    #[test]
+    fn identifier_coverage_reads_the_top_passage_only() {
+        let enc = LexicalEncoder::new().unwrap();
+        let ps = [
+            passage(0.8, "Lifetime parameters that are never used."),
+            passage(0.5, "error[E0392]: parameter `T` is never used"),
+        ];
+        let f = retrieval_factors(&enc, "Why does the compiler report E0392?", &ps);
+        assert_eq!(f.get(Factor::IdentifierCoverage), Some(0.0));
+        let f = retrieval_factors(&enc, "Why does the compiler report E0392?", &ps[1..]);
+        assert_eq!(f.get(Factor::IdentifierCoverage), Some(1.0));
+        // A question without identifiers reports none.
+        let f = retrieval_factors(&enc, "why is a parameter never used", &ps);
+        assert_eq!(f.get(Factor::IdentifierCoverage), None);
+    }
+
+    #[test]
+    fn reader_factors_are_the_best_probability_and_its_margin() {
+        let enc = LexicalEncoder::new().unwrap();
+        let mut ps = [passage(0.8, "a"), passage(0.7, "b"), passage(0.6, "c")];
+        let f = retrieval_factors(&enc, "question", &ps);
+        assert_eq!(
+            f.get(Factor::Reader),
+            None,
+            "nothing read, nothing reported"
+        );
+        ps[0].reader_score = Some(0.25);
+        ps[1].reader_score = Some(0.75);
+        ps[2].reader_score = Some(0.5);
+        let f = retrieval_factors(&enc, "question", &ps);
+        assert_eq!(f.get(Factor::Reader), Some(0.75));
+        assert_eq!(f.get(Factor::ReaderMargin), Some(0.25));
     }
 
     #[test]

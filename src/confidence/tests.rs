@@ -24,6 +24,9 @@ fn zero_weights() -> Weights {
         citation_validity: 0.0,
         self_assessment: 0.0,
         abstained: 0.0,
+        reader: 0.0,
+        reader_margin: 0.0,
+        identifier_coverage: 0.0,
     }
 }
 

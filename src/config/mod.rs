@@ -35,6 +35,10 @@ pub struct Config {
     pub ingest: IngestConfig,
     /// The collection, how it is searched, and the Qdrant server (`qdrant`).
     pub qdrant: QdrantConfig,
+    /// What happens to the fused ranking: identifier pinning, reranking (`search`).
+    pub search: SearchConfig,
+    /// The answerability reader, a cross-encoder (`reader`).
+    pub reader: ReaderConfig,
     /// How confidence is scored and levelled (`confidence`).
     pub confidence: ConfidenceConfig,
     /// The tools a run may use and their policies (`tools`).
@@ -227,6 +231,83 @@ impl Default for QdrantConfig {
             candidates: 40,
         }
     }
+}
+
+/// What happens to the fused ranking before passages are returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Put passages that contain the question's identifiers (`E0392`,
+    /// `--purge`, `core.autocrlf`) verbatim above those that only resemble
+    /// it: an exact identifier match is stronger evidence than similarity.
+    pub pin_identifiers: bool,
+    /// How the fused passages are reordered: `reader` by the answerability
+    /// reader's probability (when the reader is available), `none` keeps
+    /// the fused order.
+    pub rerank: Rerank,
+    /// Fused passages the reader reads per search; the best `limit` of them
+    /// are returned. Below the search limit, the limit is used.
+    pub rerank_depth: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self {
+            pin_identifiers: true,
+            rerank: Rerank::Reader,
+            rerank_depth: 5,
+        }
+    }
+}
+
+/// How fused passages are reordered (`search.rerank`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rerank {
+    /// By the reader's probability that the passage answers the question.
+    Reader,
+    /// Keep the fused (and pinned) order.
+    None,
+}
+
+/// The answerability reader: a cross-encoder that reads the question and a
+/// passage together and gives the probability that the passage answers it
+/// (GRACE's own, `scripts/train-reader`; see `models/reader/MODEL_CARD.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReaderConfig {
+    /// Folder with `model.onnx` and the tokenizer files (`tokenizer.json`,
+    /// `config.json`, `special_tokens_map.json`, `tokenizer_config.json`).
+    pub model_dir: PathBuf,
+    /// Longest question + passage in model tokens; longer passages are
+    /// truncated.
+    pub max_length: usize,
+    /// ONNX Runtime intra-op threads; 0 uses every core.
+    pub threads: usize,
+}
+
+impl Default for ReaderConfig {
+    fn default() -> Self {
+        Self {
+            model_dir: PathBuf::from("models/reader"),
+            max_length: 256,
+            threads: 0,
+        }
+    }
+}
+
+/// Whether the reader is used (`confidence.reader`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ReaderMode {
+    /// Used when its files load; otherwise a warning, and GRACE scores
+    /// without it.
+    #[default]
+    Auto,
+    /// Required: a missing or broken model is an error.
+    On,
+    /// Never loaded: no reranking by it, no `reader` factor.
+    Off,
 }
 
 /// The tools a run may use (see [`crate::tools`]). Only the tools named in
@@ -569,6 +650,8 @@ impl Default for AskUserConfig {
 pub struct ConfidenceConfig {
     /// Which formula scores a step (`confidence.model`).
     pub model: ConfidenceModel,
+    /// Whether the answerability reader is used (`auto`, `on`, `off`).
+    pub reader: ReaderMode,
     /// Bias and per-factor weights (`confidence.weights`), hand-set.
     pub weights: Weights,
     /// A calibration file written by `grace calibrate`
@@ -663,6 +746,15 @@ pub struct Weights {
     pub self_assessment: f64,
     /// Weight of the abstention flag (1 when the generator declined to answer).
     pub abstained: f64,
+    /// Weight of the reader's probability that the top passage answers the
+    /// question (feature: `value - 0.5`).
+    pub reader: f64,
+    /// Weight of the reader's top probability minus its second.
+    pub reader_margin: f64,
+    /// Weight of the share of the question's identifiers found verbatim in
+    /// the top passage (feature: `value - 1`, so a missing identifier
+    /// lowers confidence and a found one adds nothing).
+    pub identifier_coverage: f64,
 }
 
 impl Default for Weights {
@@ -681,6 +773,9 @@ impl Default for Weights {
             citation_validity: 1.0,
             self_assessment: 1.0,
             abstained: -8.0,
+            reader: 8.0,
+            reader_margin: 0.0,
+            identifier_coverage: 8.0,
         }
     }
 }
@@ -798,6 +893,7 @@ impl Config {
             &mut self.storage.data_dir,
             &mut self.embedding.model_dir,
             &mut self.embedding.runtime_path,
+            &mut self.reader.model_dir,
         ]
         .into_iter()
         .chain(self.confidence.calibration.as_mut())

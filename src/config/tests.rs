@@ -263,6 +263,10 @@ fn out_of_range_values_name_key_and_line() {
         ("embedding:\n  threads: 5000\n", "embedding.threads", 2),
         ("embedding:\n  model_dir: \"\"\n", "embedding.model_dir", 2),
         ("storage:\n  data_dir: \"\"\n", "storage.data_dir", 2),
+        ("reader:\n  max_length: 4096\n", "reader.max_length", 2),
+        ("reader:\n  threads: 5000\n", "reader.threads", 2),
+        ("reader:\n  model_dir: \"\"\n", "reader.model_dir", 2),
+        ("search:\n  rerank_depth: 0\n", "search.rerank_depth", 2),
         (
             "storage:\n  search_threads: 5000\n",
             "storage.search_threads",

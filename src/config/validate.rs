@@ -29,6 +29,7 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
         ));
     }
 
+    validate_reader(c)?;
     let e = &c.embedding;
     if e.model_dir.as_os_str().is_empty() {
         return Err(invalid("embedding.model_dir", "must not be empty"));
@@ -385,6 +386,35 @@ fn validate_server(s: &super::ServerConfig) -> Result<()> {
         return Err(invalid(
             "server.max_concurrency",
             format!("{} is out of range 1..=1024", s.max_concurrency),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_reader(c: &Config) -> Result<()> {
+    let r = &c.reader;
+    if r.model_dir.as_os_str().is_empty() {
+        return Err(invalid("reader.model_dir", "must not be empty"));
+    }
+    if !(16..=512).contains(&r.max_length) {
+        return Err(invalid(
+            "reader.max_length",
+            format!(
+                "{} is out of range 16..=512 (the model's position limit)",
+                r.max_length
+            ),
+        ));
+    }
+    if r.threads > 1024 {
+        return Err(invalid(
+            "reader.threads",
+            format!("{} is out of range 0..=1024 (0 = all cores)", r.threads),
+        ));
+    }
+    if !(1..=100).contains(&c.search.rerank_depth) {
+        return Err(invalid(
+            "search.rerank_depth",
+            format!("{} is out of range 1..=100", c.search.rerank_depth),
         ));
     }
     Ok(())

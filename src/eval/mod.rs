@@ -208,6 +208,9 @@ pub struct EvalReport {
     pub unanswerable_answered_out_of_domain: usize,
     /// Baseline: the top-1 passage's cosine similarity.
     pub top1_cosine: Separation,
+    /// The reader's best probability alone, as a single signal (`None`
+    /// when the reader did not run).
+    pub reader_top: Option<Separation>,
     /// The run's confidence (the configured model on the answer's factors).
     pub answer_confidence: Separation,
     /// Calibration of the run's confidence against "answerable and a gold
@@ -240,6 +243,9 @@ pub struct Outcome {
     pub factors: Factors,
     /// The top-1 passage's cosine similarity (-1 without passages).
     pub top1: f64,
+    /// The reader's best probability over the first search's passages,
+    /// when it read them (as a signal, a question without one counts 0).
+    pub reader_top: Option<f64>,
     /// A gold source ranked first / in the top `k` of the first search.
     pub gold_at_1: bool,
     /// A gold source in the top `k` of the first search.
@@ -344,6 +350,13 @@ pub fn collect(
             top1: search
                 .and_then(|s| s.result.factors.get(Factor::MaxScore))
                 .unwrap_or(-1.0),
+            reader_top: search.and_then(|s| match &s.result.output {
+                ToolOutput::Passages(p) => p
+                    .iter()
+                    .filter_map(|p| p.reader_score.map(f64::from))
+                    .max_by(f64::total_cmp),
+                _ => None,
+            }),
             gold_at_1: passages.first().is_some_and(|p| is_gold(&p.source)),
             gold_at_k: passages.iter().any(|p| is_gold(&p.source)),
             latency_ms,
@@ -457,6 +470,10 @@ fn report(
         unanswerable_answered_in_domain: wrong_in_domain,
         unanswerable_answered_out_of_domain: wrong_out_of_domain,
         top1_cosine: separation(&rows(&|o| o.top1)),
+        reader_top: outcomes
+            .iter()
+            .any(|o| o.reader_top.is_some())
+            .then(|| separation(&rows(&|o| o.reader_top.unwrap_or(0.0)))),
         answer_confidence: separation(&rows(&|o| o.confidence)),
         ece: metrics::ece(&calibration_pairs, 10),
         brier: metrics::brier(&calibration_pairs),

@@ -1,18 +1,25 @@
 //! The offline answerer: picks the source sentences that best answer the
 //! question (embedding similarity plus lexical coverage of the question),
 //! returns them with `[n]` citations, and abstains when no sentence is
-//! close enough. Deterministic; needs no model beyond the embedder.
+//! close enough. It draws only from the sources that name most of the
+//! question's identifiers (`core.autocrlf`, `E0392`) when some do, and,
+//! when the answerability reader has read the sources, only from those it
+//! reads as answering (probability at least one half; if none is, the one
+//! it rates best), so a sentence from a neighbouring passage about the same
+//! thing does not slip into the answer.
+//! Deterministic; needs no model beyond the embedder.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{
-    AnswerDraft, GenerateRequest, Generation, LlmClient, LlmError, Result, StopReason, Usage,
+    AnswerDraft, GenerateRequest, Generation, LlmClient, LlmError, Result, SourceText, StopReason,
+    Usage,
 };
 use crate::confidence::term_coverage;
 use crate::embed::{Embedder, cosine};
 use crate::ingest::chunk::sentences;
-use crate::lexical::LexicalEncoder;
+use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
 
 /// What an extractive answer says when the sources do not answer.
 pub const NOT_IN_SOURCES: &str = "The sources do not answer this question.";
@@ -21,6 +28,39 @@ pub const NOT_IN_SOURCES: &str = "The sources do not answer this question.";
 const COVERAGE_WEIGHT: f32 = 0.2;
 /// Sentences within this of the best one may join the answer.
 const JOIN_MARGIN: f32 = 0.1;
+/// A source the reader gives at least this probability answers the question.
+const ANSWERING: f32 = 0.5;
+
+/// The sources to draw sentences from. When the question names
+/// identifiers and some sources contain them, only those containing the
+/// most; of these, the ones the reader reads as answering, else its best
+/// one (sources the reader did not read are kept).
+pub fn answering_sources<'a>(question: &str, sources: &'a [SourceText]) -> Vec<&'a SourceText> {
+    let wanted = distinct_identifiers(question);
+    let found: Vec<usize> = sources
+        .iter()
+        .map(|s| identifiers_found(&wanted, &s.text))
+        .collect();
+    let most = found.iter().copied().max().unwrap_or(0);
+    let named: Vec<&SourceText> = sources
+        .iter()
+        .zip(&found)
+        .filter(|(_, n)| **n == most)
+        .map(|(s, _)| s)
+        .collect();
+    let best = named
+        .iter()
+        .filter_map(|s| s.reader_score)
+        .max_by(f32::total_cmp);
+    let Some(best) = best else {
+        return named;
+    };
+    let cut = best.min(ANSWERING);
+    named
+        .into_iter()
+        .filter(|s| s.reader_score.is_none_or(|p| p >= cut))
+        .collect()
+}
 
 /// Sentence-selecting answerer.
 pub struct Extractive {
@@ -163,9 +203,8 @@ impl LlmClient for Extractive {
                         .into(),
             });
         };
-        let sources: Vec<(usize, &str)> = task
-            .sources
-            .iter()
+        let sources: Vec<(usize, &str)> = answering_sources(&task.question, &task.sources)
+            .into_iter()
             .map(|s| (s.number, s.text.as_str()))
             .collect();
         let draft = self.answer(&task.question, &sources)?;
@@ -175,5 +214,67 @@ impl LlmClient for Extractive {
             stop_reason: StopReason::Complete,
             usage: Usage::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(number: usize, reader_score: Option<f32>) -> SourceText {
+        SourceText {
+            number,
+            label: format!("s{number}"),
+            text: format!("text {number}"),
+            reader_score,
+        }
+    }
+
+    fn numbers(sources: &[SourceText]) -> Vec<usize> {
+        answering_sources("how does it work", sources)
+            .iter()
+            .map(|s| s.number)
+            .collect()
+    }
+
+    #[test]
+    fn draws_from_the_sources_the_reader_reads_as_answering() {
+        let sources = [
+            source(1, Some(0.3)),
+            source(2, Some(0.8)),
+            source(3, Some(0.6)),
+        ];
+        assert_eq!(numbers(&sources), vec![2, 3]);
+    }
+
+    #[test]
+    fn none_answering_keeps_the_best_one_and_unread_keeps_all() {
+        let weak = [source(1, Some(0.1)), source(2, Some(0.2)), source(3, None)];
+        // The best read source, and the one the reader did not read.
+        assert_eq!(numbers(&weak), vec![2, 3]);
+        let unread = [source(1, None), source(2, None)];
+        assert_eq!(numbers(&unread), vec![1, 2]);
+        assert!(answering_sources("q", &[]).is_empty());
+    }
+
+    #[test]
+    fn sources_naming_the_questions_identifiers_come_first() {
+        let mut sources = [source(1, Some(0.9)), source(2, Some(0.4)), source(3, None)];
+        sources[0].text = "fetch.pruneTags: prune tags too.".into();
+        sources[1].text = "fetch.prune: remove remote-tracking references.".into();
+        sources[2].text = "Also see fetch.prune and fetch.all.".into();
+        let chosen: Vec<usize> = answering_sources("What does fetch.prune do?", &sources)
+            .iter()
+            .map(|s| s.number)
+            .collect();
+        // 1 reads well but never names fetch.prune; of 2 and 3, the reader
+        // rates 2 best and did not read 3.
+        assert_eq!(chosen, vec![2, 3]);
+        // No source names the identifier: the reader alone decides.
+        let chosen: Vec<usize> = answering_sources("What does core.bare do?", &sources)
+            .iter()
+            .map(|s| s.number)
+            .collect();
+        assert_eq!(chosen, vec![1, 3]);
     }
 }

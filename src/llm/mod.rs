@@ -122,6 +122,11 @@ pub struct SourceText {
     pub label: String,
     /// The source's text.
     pub text: String,
+    /// The answerability reader's probability that this source answers the
+    /// question, when it read it (the extractive answerer draws from the
+    /// sources it reads as answering).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader_score: Option<f32>,
 }
 
 /// Answering a question from sources, as data.

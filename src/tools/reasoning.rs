@@ -106,7 +106,8 @@ impl Tool for Reasoning {
                         "properties": {
                             "text": {"type": "string", "minLength": 1},
                             "source": {"type": "string"},
-                            "section": {"type": "string"}
+                            "section": {"type": "string"},
+                            "reader_score": {"type": "number", "minimum": 0, "maximum": 1}
                         },
                         "required": ["text"]
                     }
@@ -157,10 +158,22 @@ impl Tool for Reasoning {
                 Some(sec) => format!("{}\n\n{text}", sec.rsplit(" > ").next().unwrap_or(sec)),
                 None => text.to_string(),
             };
+            let reader_score =
+                match item.get("reader_score") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(v.as_f64().filter(|p| (0.0..=1.0).contains(p)).ok_or_else(
+                        || {
+                            invalid(format!(
+                                "sources[{i}].reader_score must be a number in 0..=1, got {v}"
+                            ))
+                        },
+                    )? as f32),
+                };
             sources.push(SourceText {
                 number: i + 1,
                 label,
                 text,
+                reader_score,
             });
             origins.push((source, section));
         }

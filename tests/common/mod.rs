@@ -18,6 +18,7 @@ pub fn config(data_dir: &Path) -> Config {
     c.storage.data_dir = data_dir.to_path_buf();
     c.embedding.model_dir = repo().join("models/minilm");
     c.embedding.runtime_path = repo().join("models/libonnxruntime.so");
+    c.reader.model_dir = repo().join("models/reader");
     c
 }
 
@@ -65,7 +66,8 @@ pub fn grace_cmd(dir: &Path, args: &[&str]) -> std::process::Command {
         .env(
             "GRACE_EMBEDDING__RUNTIME_PATH",
             repo().join("models/libonnxruntime.so"),
-        );
+        )
+        .env("GRACE_READER__MODEL_DIR", repo().join("models/reader"));
     c
 }
 

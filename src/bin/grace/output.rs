@@ -113,8 +113,13 @@ pub fn passages(passages: &[Passage], json: bool) {
             (None, Some(_)) => "lexical",
             (None, None) => "",
         };
+        let reader = p
+            .reader_score
+            .map(|r| format!(", reader {r:.2}"))
+            .unwrap_or_default();
+        let pinned = if p.pinned { ", identifier match" } else { "" };
         println!(
-            "{}. [{:.3}] {}{section}  (chunk {}, {via})",
+            "{}. [{:.3}] {}{section}  (chunk {}, {via}{reader}{pinned})",
             i + 1,
             p.score,
             display_path(&p.source),
@@ -244,6 +249,9 @@ pub fn eval_report(r: &EvalReport, json: bool) {
     );
     println!("separating answerable from unanswerable questions:");
     separation_line("top-1 cosine", &r.top1_cosine);
+    if let Some(reader) = &r.reader_top {
+        separation_line("reader (best passage)", reader);
+    }
     separation_line("answer confidence", &r.answer_confidence);
     println!(
         "calibration of the answer confidence: ECE {} (10 bins), Brier {}",
@@ -466,6 +474,24 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
             );
             if let Some(e) = &s.result.error {
                 println!("      error: {e}");
+            }
+            if let grace::tools::ToolOutput::Passages(ps) = &s.result.output {
+                for (i, p) in ps.iter().enumerate() {
+                    let reader = p
+                        .reader_score
+                        .map(|r| format!("reader {r:.3}"))
+                        .unwrap_or_else(|| "reader -".into());
+                    let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| format!("#{r}"));
+                    println!(
+                        "      [{}] {reader}  cosine {:.3}  dense {} lexical {}{}  {}",
+                        i + 1,
+                        p.score,
+                        rank(p.dense_rank),
+                        rank(p.lexical_rank),
+                        if p.pinned { "  identifier match" } else { "" },
+                        display_path(&p.source)
+                    );
+                }
             }
             if let grace::tools::ToolOutput::Answer(a) = &s.result.output
                 && a.usage.input_tokens + a.usage.output_tokens > 0

@@ -1,0 +1,307 @@
+//! The answerability reader: a cross-encoder that reads a question and a
+//! passage together and gives the probability that the passage answers the
+//! question.
+//!
+//! Similarity statistics cannot tell an answer from a neighbouring passage
+//! about the same thing; a model that reads both texts at once can. GRACE
+//! trains its own (a MiniLM-L6 cross-encoder, int8 ONNX, `scripts/train-reader`,
+//! `models/reader/MODEL_CARD.md`) and runs it through fastembed's
+//! user-defined reranker on the same ONNX Runtime as the embedder. It is used
+//! at question time only: to rerank the fused passages (`search.rerank`), as
+//! the `reader` confidence factors, and by the extractive answerer to draw
+//! sentences from answering passages only.
+//!
+//! `confidence.reader` decides what a missing or broken model means: `auto`
+//! warns once and GRACE scores without the reader; `on` makes it an error;
+//! `off` never loads it. The session is created on first use and kept for
+//! the life of the process.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use fastembed::{
+    RerankInitOptionsUserDefined, TextRerank, TokenizerFiles, UserDefinedRerankingModel,
+};
+
+use crate::config::{ReaderConfig, ReaderMode};
+
+/// Result of reader operations.
+pub type Result<T> = std::result::Result<T, ReaderError>;
+
+/// What went wrong with the reader model.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReaderError {
+    /// A model file is missing.
+    #[error(
+        "reader model file {path} not found: check out models/reader/ from the repository (scripts/setup verifies it), point reader.model_dir at it, or set confidence.reader to `off`"
+    )]
+    ModelMissing {
+        /// The file that was looked for.
+        path: PathBuf,
+    },
+    /// The model or the runtime could not be loaded or run.
+    #[error("reader model {dir}: {message}")]
+    Model {
+        /// The model folder (`reader.model_dir`).
+        dir: PathBuf,
+        /// What failed.
+        message: String,
+    },
+}
+
+const MODEL_FILE: &str = "model.onnx";
+const TOKENIZER_FILES: [&str; 4] = [
+    "tokenizer.json",
+    "config.json",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+];
+
+/// Passages read per model call.
+const BATCH: usize = 8;
+
+enum State {
+    NotLoaded,
+    Loaded(Box<TextRerank>),
+    /// Loading failed: in `auto` mode the reader stays off for the process.
+    Failed(ReaderError),
+}
+
+/// The reader, loaded on first use.
+pub struct Reader {
+    mode: ReaderMode,
+    config: ReaderConfig,
+    runtime_path: PathBuf,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("mode", &self.mode)
+            .field("model_dir", &self.config.model_dir)
+            .finish()
+    }
+}
+
+impl Reader {
+    /// A reader over `config.model_dir` on the ONNX Runtime library at
+    /// `runtime_path`. Cheap: nothing is read until the first question.
+    pub fn new(mode: ReaderMode, config: &ReaderConfig, runtime_path: &Path) -> Self {
+        Self {
+            mode,
+            config: config.clone(),
+            runtime_path: runtime_path.to_path_buf(),
+            state: Mutex::new(State::NotLoaded),
+        }
+    }
+
+    /// Whether the reader may be used at all (`confidence.reader` is not `off`).
+    pub fn enabled(&self) -> bool {
+        self.mode != ReaderMode::Off
+    }
+
+    /// The probability that each passage answers `question`, in the order
+    /// given. `Ok(None)` when the reader is off, or unavailable in `auto`
+    /// mode (the reason is logged once, at the first failure).
+    pub fn probabilities(&self, question: &str, passages: &[&str]) -> Result<Option<Vec<f32>>> {
+        if self.mode == ReaderMode::Off {
+            return Ok(None);
+        }
+        let mut state = match self.state.lock() {
+            Ok(guard) => guard,
+            // A panic inside the model while another thread held the lock:
+            // the session may be in any state, so do not use it again.
+            Err(_) => {
+                return self.unavailable(ReaderError::Model {
+                    dir: self.config.model_dir.clone(),
+                    message: "a previous reader call panicked".into(),
+                });
+            }
+        };
+        if matches!(*state, State::NotLoaded) {
+            *state = match self.load() {
+                Ok(model) => State::Loaded(Box::new(model)),
+                Err(e) => {
+                    if self.mode == ReaderMode::Auto {
+                        tracing::warn!(
+                            "the answerability reader is unavailable, so GRACE scores without it (confidence.reader: auto): {e}"
+                        );
+                    }
+                    State::Failed(e)
+                }
+            };
+        }
+        let model = match &mut *state {
+            State::Loaded(model) => model,
+            State::Failed(e) => return self.unavailable(e.clone()),
+            State::NotLoaded => return Ok(None),
+        };
+        if passages.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let results = model
+            .rerank(question, passages, false, Some(BATCH))
+            .map_err(|e| ReaderError::Model {
+                dir: self.config.model_dir.clone(),
+                message: e.to_string(),
+            })?;
+        let mut probabilities = vec![0.0; passages.len()];
+        for r in results {
+            if let Some(p) = probabilities.get_mut(r.index) {
+                *p = sigmoid(r.score);
+            }
+        }
+        Ok(Some(probabilities))
+    }
+
+    /// `Ok(None)` in `auto` mode, the error in `on` mode.
+    fn unavailable(&self, e: ReaderError) -> Result<Option<Vec<f32>>> {
+        match self.mode {
+            ReaderMode::On => Err(e),
+            ReaderMode::Auto | ReaderMode::Off => Ok(None),
+        }
+    }
+
+    fn load(&self) -> Result<TextRerank> {
+        let dir = &self.config.model_dir;
+        for name in std::iter::once(MODEL_FILE).chain(TOKENIZER_FILES) {
+            let path = dir.join(name);
+            if !path.is_file() {
+                return Err(ReaderError::ModelMissing { path });
+            }
+        }
+        let model_error = |message: String| ReaderError::Model {
+            dir: dir.clone(),
+            message,
+        };
+        // `ort` panics when it has to find the library itself: load it
+        // explicitly first (a no-op when the embedder already has).
+        let runtime = std::fs::canonicalize(&self.runtime_path).map_err(|_| {
+            model_error(format!(
+                "ONNX Runtime library {} not found (embedding.runtime_path): run `scripts/setup`",
+                self.runtime_path.display()
+            ))
+        })?;
+        let _environment = ort::init_from(&runtime).map_err(|e| {
+            model_error(format!(
+                "ONNX Runtime library {} cannot be used: {e}",
+                runtime.display()
+            ))
+        })?;
+        let files = TokenizerFiles {
+            tokenizer_file: read(dir, TOKENIZER_FILES[0])?,
+            config_file: read(dir, TOKENIZER_FILES[1])?,
+            special_tokens_map_file: read(dir, TOKENIZER_FILES[2])?,
+            tokenizer_config_file: read(dir, TOKENIZER_FILES[3])?,
+        };
+        let model = UserDefinedRerankingModel::new(read(dir, MODEL_FILE)?, files);
+        let mut options = RerankInitOptionsUserDefined::new()
+            .with_max_length(self.config.max_length)
+            // As for the embedder: spinning threads fight for 2 cores.
+            .with_session_config("session.intra_op.allow_spinning", "0");
+        if self.config.threads > 0 {
+            options = options.with_intra_threads(self.config.threads);
+        }
+        let started = std::time::Instant::now();
+        let reranker = TextRerank::try_new_from_user_defined(model, options)
+            .map_err(|e| model_error(format!("cannot load the model: {e}")))?;
+        tracing::debug!(model = %dir.display(), elapsed = ?started.elapsed(), "reader loaded");
+        Ok(reranker)
+    }
+}
+
+fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
+    let path = dir.join(name);
+    std::fs::read(&path).map_err(|e| ReaderError::Model {
+        dir: dir.to_path_buf(),
+        message: format!("cannot read {}: {e}", path.display()),
+    })
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Reorders `passages` by `probabilities` (parallel to it), highest first,
+/// keeping pinned passages (exact identifier matches) above the rest; ties
+/// keep the given order. Each passage gets its `reader_score`.
+pub fn rerank(passages: &mut [crate::Passage], probabilities: &[f32]) {
+    for (p, &prob) in passages.iter_mut().zip(probabilities) {
+        p.reader_score = Some(prob);
+    }
+    passages.sort_by(|a, b| {
+        b.pinned.cmp(&a.pinned).then_with(|| {
+            let (a, b) = (a.reader_score.unwrap_or(0.0), b.reader_score.unwrap_or(0.0));
+            b.total_cmp(&a)
+        })
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passage(id: u64, pinned: bool) -> crate::Passage {
+        crate::Passage {
+            id,
+            source: format!("/kb/{id}.md"),
+            section: String::new(),
+            chunk_index: 0,
+            text: format!("passage {id}"),
+            score: 0.5,
+            fused_score: 0.0,
+            dense_rank: Some(id as usize),
+            lexical_rank: None,
+            lexical_score: None,
+            pinned,
+            reader_score: None,
+            vector: None,
+        }
+    }
+
+    #[test]
+    fn rerank_orders_by_probability_below_pinned_passages() {
+        let mut ps = vec![
+            passage(1, false),
+            passage(2, false),
+            passage(3, true),
+            passage(4, false),
+        ];
+        rerank(&mut ps, &[0.1, 0.9, 0.2, 0.9]);
+        let ids: Vec<u64> = ps.iter().map(|p| p.id).collect();
+        // 3 is pinned; 2 and 4 tie and keep their order; 1 is last.
+        assert_eq!(ids, vec![3, 2, 4, 1]);
+        assert_eq!(ps[0].reader_score, Some(0.2));
+    }
+
+    #[test]
+    fn off_mode_reads_nothing() {
+        let reader = Reader::new(
+            ReaderMode::Off,
+            &ReaderConfig::default(),
+            Path::new("/nonexistent/libonnxruntime.so"),
+        );
+        assert!(!reader.enabled());
+        assert_eq!(reader.probabilities("q", &["p"]).unwrap(), None);
+    }
+
+    #[test]
+    fn missing_model_is_an_error_when_on_and_a_fallback_when_auto() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ReaderConfig {
+            model_dir: dir.path().join("reader"),
+            ..ReaderConfig::default()
+        };
+        let runtime = Path::new("/nonexistent/libonnxruntime.so");
+        let on = Reader::new(ReaderMode::On, &config, runtime);
+        let err = on.probabilities("q", &["p"]).unwrap_err();
+        assert!(matches!(err, ReaderError::ModelMissing { .. }), "{err}");
+        assert!(err.to_string().contains("model.onnx"), "{err}");
+        // Asked again, the same error (not a silent None).
+        assert!(on.probabilities("q", &["p"]).is_err());
+        let auto = Reader::new(ReaderMode::Auto, &config, runtime);
+        assert_eq!(auto.probabilities("q", &["p"]).unwrap(), None);
+        assert_eq!(auto.probabilities("q", &["p"]).unwrap(), None);
+    }
+}

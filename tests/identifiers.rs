@@ -1,0 +1,101 @@
+//! Identifiers decide: on a knowledge base with one page per error code, a
+//! question naming a code gets that code's page first (exact matches are
+//! pinned above pages that only resemble the question), and a question
+//! naming a code that has no page is not answered confidently. Answering a
+//! question about E0399 from E0392's page would be a confident wrong
+//! answer, the worst outcome GRACE can produce.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use grace::confidence::Factor;
+use grace::exec::{Decision, Executor, RunReport};
+use grace::tools::ToolRegistry;
+use grace::{Config, KnowledgeBase};
+
+fn error_index(data: &Path, pin: bool) -> Arc<KnowledgeBase> {
+    let mut config = common::config(data);
+    config.search.pin_identifiers = pin;
+    let kb = common::open(config);
+    kb.ingest(
+        &[common::repo().join("tests/fixtures/error-index")],
+        &grace::ingest::IngestOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    Arc::new(kb)
+}
+
+fn file_name(source: &str) -> String {
+    Path::new(source)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn ask(kb: &Arc<KnowledgeBase>, config: &Config, q: &str) -> RunReport {
+    let registry = ToolRegistry::from_config(config, kb.clone()).unwrap();
+    Executor::new(&registry, config, 5)
+        .ask(q, &mut |_| {})
+        .unwrap()
+}
+
+#[test]
+fn the_page_of_the_asked_code_comes_first() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = error_index(data.path(), true);
+    for code in ["E0390", "E0392", "E0393", "E0395"] {
+        let passages = kb
+            .search(&format!("Why does the compiler report {code}?"), None, None)
+            .unwrap();
+        assert_eq!(
+            file_name(&passages[0].source),
+            format!("{code}.md"),
+            "{code}: {:?}",
+            passages.iter().map(|p| &p.source).collect::<Vec<_>>()
+        );
+        assert!(passages[0].pinned);
+        assert!(passages[1..].iter().all(|p| !p.pinned));
+    }
+}
+
+#[test]
+fn pinning_can_be_turned_off() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = error_index(data.path(), false);
+    let passages = kb
+        .search("Why does the compiler report E0392?", None, None)
+        .unwrap();
+    assert!(passages.iter().all(|p| !p.pinned));
+}
+
+#[test]
+fn an_answer_resting_on_a_page_without_the_asked_code_is_not_confident() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = error_index(data.path(), true);
+    let config = kb.config().clone();
+
+    let known = ask(&kb, &config, "Why does the compiler report E0392?");
+    let search = &known.steps[0].result.factors;
+    assert_eq!(search.get(Factor::IdentifierCoverage), Some(1.0));
+
+    // No page for E0399: whatever passage comes first does not say E0399.
+    let unknown = ask(&kb, &config, "Why does the compiler report E0399?");
+    let search = &unknown.steps[0].result.factors;
+    assert_eq!(search.get(Factor::IdentifierCoverage), Some(0.0));
+    assert_ne!(
+        unknown.decision,
+        Decision::Answer,
+        "a confident answer to a question about a code the knowledge base does not have: {unknown:#?}"
+    );
+    assert!(
+        unknown.confidence < known.confidence,
+        "unknown code {} vs known code {}",
+        unknown.confidence,
+        known.confidence
+    );
+    assert!(unknown.confidence < config.confidence.thresholds.notify);
+}
