@@ -254,7 +254,7 @@ impl Default for SearchConfig {
     fn default() -> Self {
         Self {
             pin_identifiers: true,
-            rerank: Rerank::Reader,
+            rerank: Rerank::None,
             rerank_depth: 5,
         }
     }
@@ -290,7 +290,7 @@ impl Default for ReaderConfig {
     fn default() -> Self {
         Self {
             model_dir: PathBuf::from("models/reader"),
-            max_length: 256,
+            max_length: 128,
             threads: 0,
         }
     }

@@ -1,0 +1,219 @@
+//! The answerability reader on the shipped model (`models/reader/`): it
+//! loads, reads an answer as more answering than a passage that is merely
+//! about the same thing, reorders a search when it disagrees with the
+//! fusion, and a missing or corrupt model is an error when it is required
+//! and a warning and reader-free scoring when it is `auto`.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use grace::confidence::Factor;
+use grace::config::{ReaderMode, Rerank};
+use grace::exec::{Decision, Executor};
+use grace::reader::{Reader, ReaderError};
+use grace::tools::ToolRegistry;
+use grace::{Config, KnowledgeBase};
+
+fn shipped(mode: ReaderMode) -> Reader {
+    let c = common::config(Path::new("unused"));
+    Reader::new(mode, &c.reader, &c.embedding.runtime_path)
+}
+
+const QUESTION: &str = "How do I remove a package together with its configuration files?";
+const ANSWER: &str = "To remove a package and also delete its configuration files, use \
+    `apt purge NAME` (or `dpkg --purge NAME`). A plain `apt remove` leaves the \
+    configuration files in /etc behind, so that reinstalling the package later keeps your settings.";
+const NEIGHBOUR: &str = "Packages are installed with `apt install NAME`, which downloads the \
+    package and the packages it depends on and unpacks their files. Configuration files of a \
+    package are installed under /etc and are marked as conffiles.";
+const UNRELATED: &str = "The office printers are on the second floor. To add a printer, open \
+    the system settings and select the printer by its room number.";
+
+#[test]
+fn the_shipped_reader_reads_an_answer_above_a_neighbour_and_an_unrelated_passage() {
+    let reader = shipped(ReaderMode::On);
+    let p = reader
+        .probabilities(QUESTION, &[ANSWER, NEIGHBOUR, UNRELATED])
+        .unwrap()
+        .expect("the reader is on");
+    assert_eq!(p.len(), 3);
+    assert!(p.iter().all(|p| (0.0..=1.0).contains(p)), "{p:?}");
+    assert!(p[0] > p[1], "answer {} vs neighbour {}", p[0], p[1]);
+    assert!(
+        p[1] > p[2] || p[2] < 0.5,
+        "unrelated passage read as answering: {p:?}"
+    );
+    assert!(p[0] > 0.5, "the answer is not read as answering: {p:?}");
+    assert!(
+        p[2] < 0.5,
+        "an unrelated passage is read as answering: {p:?}"
+    );
+    // Same input, same output: the model is deterministic.
+    let again = reader
+        .probabilities(QUESTION, &[ANSWER, NEIGHBOUR, UNRELATED])
+        .unwrap()
+        .unwrap();
+    assert_eq!(p, again);
+}
+
+/// A copy of the shipped model folder with `model.onnx` replaced by bytes
+/// that are not a model.
+fn corrupt_copy(dir: &Path) -> std::path::PathBuf {
+    let src = common::repo().join("models/reader");
+    let dst = dir.join("reader");
+    std::fs::create_dir_all(&dst).unwrap();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
+    }
+    std::fs::write(dst.join("model.onnx"), b"not an ONNX model at all").unwrap();
+    dst
+}
+
+#[test]
+fn a_corrupt_model_is_an_error_when_on_and_reader_free_scoring_when_auto() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.reader.model_dir = corrupt_copy(dir.path());
+
+    let on = Reader::new(
+        ReaderMode::On,
+        &config.reader,
+        &config.embedding.runtime_path,
+    );
+    let err = on.probabilities(QUESTION, &[ANSWER]).unwrap_err();
+    assert!(matches!(err, ReaderError::Model { .. }), "{err:?}");
+    assert!(err.to_string().contains("reader"), "{err}");
+
+    // auto: the knowledge base answers without the reader.
+    config.confidence.reader = ReaderMode::Auto;
+    let kb = common::open(config.clone());
+    kb.ingest(
+        &[common::repo().join("examples/kb")],
+        &Default::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let kb = Arc::new(kb);
+    let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
+    let report = Executor::new(&registry, &config, 5)
+        .ask("How do I rotate an API key?", &mut |_| {})
+        .unwrap();
+    assert!(
+        matches!(report.decision, Decision::Answer | Decision::Caveat),
+        "{report:#?}"
+    );
+    let factors = &report.steps[0].result.factors;
+    assert_eq!(factors.get(Factor::Reader), None);
+    assert!(factors.get(Factor::MaxScore).is_some());
+
+    // on: the same knowledge base refuses to search without its reader.
+    config.confidence.reader = ReaderMode::On;
+    drop(registry);
+    drop(kb);
+    let kb = common::open(config);
+    let err = kb
+        .search("How do I rotate an API key?", None, None)
+        .unwrap_err();
+    assert!(matches!(err, grace::Error::Reader(_)), "{err}");
+}
+
+#[test]
+fn a_missing_model_file_is_named_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.reader.model_dir = dir.path().join("no-reader-here");
+    let reader = Reader::new(
+        ReaderMode::On,
+        &config.reader,
+        &config.embedding.runtime_path,
+    );
+    let err = grace::Error::from(reader.probabilities(QUESTION, &[ANSWER]).unwrap_err());
+    assert!(err.to_string().contains("no-reader-here"), "{err}");
+    assert_eq!(err.exit_code(), grace::EXIT_NOT_FOUND);
+}
+
+fn fixture_kb(data: &Path, rerank: Rerank) -> KnowledgeBase {
+    let mut config: Config = common::config(data);
+    config.search.rerank = rerank;
+    // The reader reads exactly the passages returned (the tests ask for 4).
+    config.search.rerank_depth = 4;
+    let kb = common::open(config);
+    kb.ingest(
+        &[
+            common::repo().join("tests/fixtures/reader"),
+            common::repo().join("examples/kb"),
+        ],
+        &Default::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    kb
+}
+
+fn names(passages: &[grace::Passage]) -> Vec<String> {
+    passages
+        .iter()
+        .map(|p| {
+            Path::new(&p.source)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn reranking_changes_the_order_when_the_reader_disagrees_with_the_fusion() {
+    let question = "How long are backups kept?";
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let fused = fixture_kb(a.path(), Rerank::None)
+        .search(question, Some(4), None)
+        .unwrap();
+    let reranked = fixture_kb(b.path(), Rerank::Reader)
+        .search(question, Some(4), None)
+        .unwrap();
+    // Without reranking the reader still reads (for confidence), and the
+    // fused order stays; here it disagrees with the reader.
+    let fused_scores: Vec<f32> = fused.iter().map(|p| p.reader_score.unwrap()).collect();
+    assert!(
+        fused_scores.windows(2).any(|w| w[0] < w[1]),
+        "the fusion already agrees with the reader: {fused_scores:?}"
+    );
+    // Reranked: the same passages, by the reader's probability.
+    let scores: Vec<f32> = reranked.iter().map(|p| p.reader_score.unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert_ne!(names(&fused), names(&reranked));
+    let mut sorted = names(&fused);
+    sorted.sort();
+    let mut again = names(&reranked);
+    again.sort();
+    assert_eq!(sorted, again);
+    // The page that says how long snapshots are kept moves up.
+    let at = |ps: &[grace::Passage]| {
+        names(ps)
+            .iter()
+            .position(|n| n == "snapshot-retention.md")
+            .unwrap()
+    };
+    assert!(
+        at(&reranked) < at(&fused),
+        "{:?} -> {:?}",
+        names(&fused),
+        names(&reranked)
+    );
+}
+
+#[test]
+fn a_passage_gets_the_same_reader_score_whatever_passages_are_beside_it() {
+    let reader = shipped(ReaderMode::On);
+    let alone = reader.probabilities(QUESTION, &[ANSWER]).unwrap().unwrap();
+    let beside = reader
+        .probabilities(QUESTION, &[UNRELATED, ANSWER, NEIGHBOUR])
+        .unwrap()
+        .unwrap();
+    assert_eq!(alone[0], beside[1]);
+}
