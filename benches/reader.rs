@@ -8,13 +8,14 @@ use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use grace::Config;
+use grace::config::ReaderMode;
 use grace::reader::Reader;
 
 fn bench(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let config = Config::load(Some(&root.join("grace_config.yml"))).unwrap();
     let reader = Reader::new(
-        config.confidence.reader,
+        ReaderMode::On,
         &config.reader,
         &config.embedding.runtime_path,
     );

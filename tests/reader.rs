@@ -137,6 +137,7 @@ fn a_missing_model_file_is_named_and_exits_3() {
 
 fn fixture_kb(data: &Path, rerank: Rerank) -> KnowledgeBase {
     let mut config: Config = common::config(data);
+    config.confidence.reader = ReaderMode::On;
     config.search.rerank = rerank;
     // The reader reads exactly the passages returned (the tests ask for 4).
     config.search.rerank_depth = 4;

@@ -296,17 +296,18 @@ impl Default for ReaderConfig {
     }
 }
 
-/// Whether the reader is used (`confidence.reader`).
+/// Whether the reader is used (`confidence.reader`). Off by default: the
+/// shipped reader does not yet improve GRACE's figures (README, Evaluation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ReaderMode {
     /// Used when its files load; otherwise a warning, and GRACE scores
     /// without it.
-    #[default]
     Auto,
     /// Required: a missing or broken model is an error.
     On,
     /// Never loaded: no reranking by it, no `reader` factor.
+    #[default]
     Off,
 }
 
