@@ -645,6 +645,14 @@ def write_card(out, summary, base):
     shas = "\n".join(f"| `{name}` | {(out / name).stat().st_size} | `{sha256_file(out / name)}` |"
                      for name in ARTIFACT_FILES)
     versions = ", ".join(f"{k} {v}" for k, v in s["python_packages"].items())
+    # What people wrote under "Figures in GRACE" (and after it, up to the
+    # file list) in an earlier card is kept: this script cannot measure it.
+    grace_figures = "TODO: eval/debian-faq and eval/git-config figures with this reader."
+    old = out / "MODEL_CARD.md"
+    if old.exists():
+        m = re.search(r"^## Figures in GRACE\n(.*?)^## Files\n", old.read_text(encoding="utf-8"), re.S | re.M)
+        if m and m.group(1).strip():
+            grace_figures = m.group(1).strip()
     card = f"""# GRACE reader: answerability cross-encoder (int8 ONNX)
 
 Scores a (question, passage) pair: does this passage answer this question?
@@ -740,7 +748,7 @@ weights, per channel), ONNX opset 17.
 
 ## Figures in GRACE
 
-TODO: eval/debian-faq and eval/git-config figures with this reader.
+{grace_figures}
 
 ## Files
 

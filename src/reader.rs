@@ -19,11 +19,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use fastembed::{
-    RerankInitOptionsUserDefined, TextRerank, TokenizerFiles, UserDefinedRerankingModel,
-};
+use fastembed::{RerankInitOptionsUserDefined, TextRerank, UserDefinedRerankingModel};
 
 use crate::config::{ReaderConfig, ReaderMode};
+use crate::embed::{MODEL_FILE, TOKENIZER_FILES, tokenizer_files};
 
 /// Result of reader operations.
 pub type Result<T> = std::result::Result<T, ReaderError>;
@@ -48,14 +47,6 @@ pub enum ReaderError {
         message: String,
     },
 }
-
-const MODEL_FILE: &str = "model.onnx";
-const TOKENIZER_FILES: [&str; 4] = [
-    "tokenizer.json",
-    "config.json",
-    "special_tokens_map.json",
-    "tokenizer_config.json",
-];
 
 /// Passages read per model call: one. The int8 model quantises its
 /// activations per call with one scale over the whole batch (padding
@@ -193,13 +184,12 @@ impl Reader {
                 runtime.display()
             ))
         })?;
-        let files = TokenizerFiles {
-            tokenizer_file: read(dir, TOKENIZER_FILES[0])?,
-            config_file: read(dir, TOKENIZER_FILES[1])?,
-            special_tokens_map_file: read(dir, TOKENIZER_FILES[2])?,
-            tokenizer_config_file: read(dir, TOKENIZER_FILES[3])?,
+        let read = |path: &Path| {
+            std::fs::read(path)
+                .map_err(|e| model_error(format!("cannot read {}: {e}", path.display())))
         };
-        let model = UserDefinedRerankingModel::new(read(dir, MODEL_FILE)?, files);
+        let files = tokenizer_files(dir, read)?;
+        let model = UserDefinedRerankingModel::new(read(&dir.join(MODEL_FILE))?, files);
         let mut options = RerankInitOptionsUserDefined::new()
             .with_max_length(self.config.max_length)
             // As for the embedder: spinning threads fight for 2 cores.
@@ -213,14 +203,6 @@ impl Reader {
         tracing::debug!(model = %dir.display(), elapsed = ?started.elapsed(), "reader loaded");
         Ok(reranker)
     }
-}
-
-fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
-    let path = dir.join(name);
-    std::fs::read(&path).map_err(|e| ReaderError::Model {
-        dir: dir.to_path_buf(),
-        message: format!("cannot read {}: {e}", path.display()),
-    })
 }
 
 fn sigmoid(x: f32) -> f32 {

@@ -18,8 +18,10 @@ use fastembed::{
 use super::{EmbedError, Embedder, Result};
 use crate::config::EmbeddingConfig;
 
-const MODEL_FILE: &str = "model.onnx";
-const TOKENIZER_FILES: [&str; 4] = [
+/// The ONNX file of a model folder (the embedder's and the reader's).
+pub(crate) const MODEL_FILE: &str = "model.onnx";
+/// The tokenizer files beside it, in [`TokenizerFiles`] field order.
+pub(crate) const TOKENIZER_FILES: [&str; 4] = [
     "tokenizer.json",
     "config.json",
     "special_tokens_map.json",
@@ -104,12 +106,7 @@ impl FastEmbedder {
             message: e.to_string(),
         })?;
         let dir = &self.config.model_dir;
-        let files = TokenizerFiles {
-            tokenizer_file: read(&dir.join(TOKENIZER_FILES[0]))?,
-            config_file: read(&dir.join(TOKENIZER_FILES[1]))?,
-            special_tokens_map_file: read(&dir.join(TOKENIZER_FILES[2]))?,
-            tokenizer_config_file: read(&dir.join(TOKENIZER_FILES[3]))?,
-        };
+        let files = tokenizer_files(dir, read)?;
         let model = UserDefinedEmbeddingModel::new(read(&dir.join(MODEL_FILE))?, files)
             // MiniLM is trained with mean pooling; fastembed's default (CLS) is wrong for it.
             .with_pooling(Pooling::Mean);
@@ -127,6 +124,19 @@ impl FastEmbedder {
         tracing::debug!(model = %dir.display(), elapsed = ?started.elapsed(), "embedding model loaded");
         Ok(embedding)
     }
+}
+
+/// Reads the tokenizer files of the model folder `dir` with `read`.
+pub(crate) fn tokenizer_files<E>(
+    dir: &Path,
+    read: impl Fn(&Path) -> std::result::Result<Vec<u8>, E>,
+) -> std::result::Result<TokenizerFiles, E> {
+    Ok(TokenizerFiles {
+        tokenizer_file: read(&dir.join(TOKENIZER_FILES[0]))?,
+        config_file: read(&dir.join(TOKENIZER_FILES[1]))?,
+        special_tokens_map_file: read(&dir.join(TOKENIZER_FILES[2]))?,
+        tokenizer_config_file: read(&dir.join(TOKENIZER_FILES[3]))?,
+    })
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
