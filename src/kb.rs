@@ -196,22 +196,17 @@ impl KnowledgeBase {
         )?;
         let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
         if let Some(probabilities) = self.reader.probabilities(query.trim(), &texts)? {
+            for (p, prob) in passages.iter_mut().zip(probabilities) {
+                p.reader_score = Some(prob);
+            }
             if rerank {
-                reader::rerank(&mut passages, &probabilities);
-            } else {
-                for (p, prob) in passages.iter_mut().zip(probabilities) {
-                    p.reader_score = Some(prob);
-                }
+                reader::rerank(&mut passages);
             }
         }
         passages.truncate(limit);
         Ok(passages)
     }
 
-    /// The answerability reader (see [`crate::reader`]).
-    pub fn reader(&self) -> &Reader {
-        &self.reader
-    }
 
     /// Mean cosine similarity of `passage` to its `k` nearest other passages
     /// in the collection (`None` when it has no other passage): how generic

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use fastembed::{RerankInitOptionsUserDefined, TextRerank, UserDefinedRerankingModel};
 
 use crate::config::{ReaderConfig, ReaderMode};
-use crate::embed::{MODEL_FILE, TOKENIZER_FILES, tokenizer_files};
+use crate::embed::{MODEL_FILE, TOKENIZER_FILES, init_runtime, tokenizer_files};
 
 /// Result of reader operations.
 pub type Result<T> = std::result::Result<T, ReaderError>;
@@ -170,20 +170,8 @@ impl Reader {
             dir: dir.clone(),
             message,
         };
-        // `ort` panics when it has to find the library itself: load it
-        // explicitly first (a no-op when the embedder already has).
-        let runtime = std::fs::canonicalize(&self.runtime_path).map_err(|_| {
-            model_error(format!(
-                "ONNX Runtime library {} not found (embedding.runtime_path): run `scripts/setup`",
-                self.runtime_path.display()
-            ))
-        })?;
-        let _environment = ort::init_from(&runtime).map_err(|e| {
-            model_error(format!(
-                "ONNX Runtime library {} cannot be used: {e}",
-                runtime.display()
-            ))
-        })?;
+        // The embedder's runtime (a no-op when the embedder loaded it).
+        init_runtime(&self.runtime_path).map_err(|e| model_error(e.to_string()))?;
         let read = |path: &Path| {
             std::fs::read(path)
                 .map_err(|e| model_error(format!("cannot read {}: {e}", path.display())))
@@ -209,13 +197,10 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
-/// Reorders `passages` by `probabilities` (parallel to it), highest first,
-/// keeping pinned passages (exact identifier matches) above the rest; ties
-/// keep the given order. Each passage gets its `reader_score`.
-pub fn rerank(passages: &mut [crate::Passage], probabilities: &[f32]) {
-    for (p, &prob) in passages.iter_mut().zip(probabilities) {
-        p.reader_score = Some(prob);
-    }
+/// Reorders `passages` by their `reader_score`, highest first, keeping
+/// pinned passages (exact identifier matches) above the rest; ties keep the
+/// given order, and a passage the reader did not read counts 0.
+pub fn rerank(passages: &mut [crate::Passage]) {
     passages.sort_by(|a, b| {
         b.pinned.cmp(&a.pinned).then_with(|| {
             let (a, b) = (a.reader_score.unwrap_or(0.0), b.reader_score.unwrap_or(0.0));
@@ -254,7 +239,10 @@ mod tests {
             passage(3, true),
             passage(4, false),
         ];
-        rerank(&mut ps, &[0.1, 0.9, 0.2, 0.9]);
+        for (p, prob) in ps.iter_mut().zip([0.1, 0.9, 0.2, 0.9]) {
+            p.reader_score = Some(prob);
+        }
+        rerank(&mut ps);
         let ids: Vec<u64> = ps.iter().map(|p| p.id).collect();
         // 3 is pinned; 2 and 4 tie and keep their order; 1 is last.
         assert_eq!(ids, vec![3, 2, 4, 1]);

@@ -94,17 +94,7 @@ impl FastEmbedder {
     }
 
     fn load(&self) -> Result<TextEmbedding> {
-        let runtime = std::fs::canonicalize(&self.config.runtime_path).map_err(|_| {
-            EmbedError::RuntimeMissing {
-                path: self.config.runtime_path.clone(),
-            }
-        })?;
-        // Loads and version-checks the library; the environment builder it
-        // returns is not needed (sessions use ort's default environment).
-        let _environment = ort::init_from(&runtime).map_err(|e| EmbedError::Runtime {
-            path: runtime.clone(),
-            message: e.to_string(),
-        })?;
+        init_runtime(&self.config.runtime_path)?;
         let dir = &self.config.model_dir;
         let files = tokenizer_files(dir, read)?;
         let model = UserDefinedEmbeddingModel::new(read(&dir.join(MODEL_FILE))?, files)
@@ -124,6 +114,22 @@ impl FastEmbedder {
         tracing::debug!(model = %dir.display(), elapsed = ?started.elapsed(), "embedding model loaded");
         Ok(embedding)
     }
+}
+
+/// Loads and version-checks the ONNX Runtime library at `path` (once per
+/// process; later calls are no-ops). `ort` panics when it has to find the
+/// library itself, so every model loads it through here first. The
+/// environment builder `ort` returns is not needed (sessions use its
+/// default environment).
+pub(crate) fn init_runtime(path: &Path) -> Result<()> {
+    let runtime = std::fs::canonicalize(path).map_err(|_| EmbedError::RuntimeMissing {
+        path: path.to_path_buf(),
+    })?;
+    let _environment = ort::init_from(&runtime).map_err(|e| EmbedError::Runtime {
+        path: runtime.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(())
 }
 
 /// Reads the tokenizer files of the model folder `dir` with `read`.

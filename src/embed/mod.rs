@@ -7,7 +7,7 @@ mod fastembed;
 
 pub use self::cache::CachedEmbedder;
 pub use self::fastembed::FastEmbedder;
-pub(crate) use self::fastembed::{MODEL_FILE, TOKENIZER_FILES, tokenizer_files};
+pub(crate) use self::fastembed::{MODEL_FILE, TOKENIZER_FILES, init_runtime, tokenizer_files};
 
 use std::path::PathBuf;
 

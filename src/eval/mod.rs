@@ -350,13 +350,7 @@ pub fn collect(
             top1: search
                 .and_then(|s| s.result.factors.get(Factor::MaxScore))
                 .unwrap_or(-1.0),
-            reader_top: search.and_then(|s| match &s.result.output {
-                ToolOutput::Passages(p) => p
-                    .iter()
-                    .filter_map(|p| p.reader_score.map(f64::from))
-                    .max_by(f64::total_cmp),
-                _ => None,
-            }),
+            reader_top: search.and_then(|s| s.result.factors.get(Factor::Reader)),
             gold_at_1: passages.first().is_some_and(|p| is_gold(&p.source)),
             gold_at_k: passages.iter().any(|p| is_gold(&p.source)),
             latency_ms,
