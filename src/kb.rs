@@ -207,7 +207,6 @@ impl KnowledgeBase {
         Ok(passages)
     }
 
-
     /// Mean cosine similarity of `passage` to its `k` nearest other passages
     /// in the collection (`None` when it has no other passage): how generic
     /// the passage is. Uses the passage's stored vector (a search returns

@@ -145,11 +145,14 @@ pub fn identifiers(text: &str) -> Vec<String> {
 fn tokens(text: &str) -> impl Iterator<Item = &str> {
     let is_part = |c: char| c.is_alphanumeric() || "_.-:/#+()".contains(c);
     text.split(move |c: char| !is_part(c)).map(|raw| {
-        let t = raw.trim_end_matches(['.', ':', ',', ')', '(']);
-        let t = t.trim_start_matches(['(', ':', '.']);
-        if raw.ends_with("()") && !t.is_empty() {
+        let end_trimmed = raw.trim_end_matches(['.', ':', ',', ')', '(']);
+        let t = end_trimmed.trim_start_matches(['(', ':', '.']);
+        // Offsets from trimmed lengths are char boundaries (byte offsets
+        // computed any other way could split a character: `é.()`).
+        let start = end_trimmed.len() - t.len();
+        if !t.is_empty() && &raw[end_trimmed.len()..] == "()" {
             // keep a call's parentheses: `init()` is a function name
-            &raw[raw.len() - t.len() - 2..]
+            &raw[start..end_trimmed.len() + 2]
         } else {
             t
         }
@@ -299,6 +302,90 @@ mod tests {
             2
         );
         assert_eq!(identifiers_found(&[], "E0392"), 0);
+    }
+
+    #[test]
+    fn a_call_after_a_non_ascii_letter_does_not_split_a_character() {
+        // `é.()` used to slice inside `é` and panic, in a query (search
+        // answered 500) and in a document (ingest died half way).
+        for text in [
+            "é.()",
+            "x é.() y",
+            "ü.init()",
+            "日本.()",
+            "(é.init()",
+            "é()",
+        ] {
+            let _ = identifiers(text);
+            let _ = identifiers_found(&distinct_identifiers(text), text);
+        }
+        assert_eq!(
+            identifiers("call apt_pkg.init() now"),
+            vec!["apt_pkg.init()"]
+        );
+        assert_eq!(identifiers("(foo_bar()"), vec!["foo_bar()"]);
+    }
+
+    #[test]
+    fn hostile_text_never_panics_and_stays_bounded() {
+        // Seeded generator over characters that break byte-offset code:
+        // CJK, combining marks, right-to-left, emoji, NUL, identifier
+        // punctuation and ASCII.
+        const POOL: &[char] = &[
+            'a',
+            'Z',
+            '0',
+            '9',
+            '_',
+            '.',
+            '-',
+            ':',
+            '/',
+            '#',
+            '+',
+            '(',
+            ')',
+            ',',
+            ' ',
+            '\n',
+            '\0',
+            'é',
+            'ß',
+            'İ',
+            '\u{301}',
+            '\u{200f}',
+            'ש',
+            'ع',
+            '日',
+            '本',
+            '😀',
+            '\u{1f3fd}',
+            'ǅ',
+        ];
+        let enc = LexicalEncoder::new().unwrap();
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..3000 {
+            let len = (next() % 40) as usize;
+            let text: String = (0..len)
+                .map(|_| POOL[(next() % POOL.len() as u64) as usize])
+                .collect();
+            let wanted = distinct_identifiers(&text);
+            assert!(identifiers_found(&wanted, &text) <= wanted.len());
+            let _ = enc.encode_query(&text);
+            let _ = enc.encode_document(&text);
+        }
+        // One megabyte without a space: no identifier longer than 80
+        // characters, and the search for one ends (found once: only the
+        // last `ab1.ab1` is not continued by `.ab1`, its `.` ends the text).
+        let long = "ab1.".repeat(250_000);
+        assert!(identifiers(&long).is_empty());
+        assert_eq!(identifiers_found(&["ab1.ab1".into()], &long), 1);
     }
 
     #[test]

@@ -73,6 +73,12 @@ pub struct SearchRequest<'a> {
     pub pin_identifiers: bool,
 }
 
+/// The most passages one search returns. Each ranking is asked for at
+/// least this many candidates, and the store reserves room for them: a
+/// limit from outside (`-k`, an HTTP or MCP request) beyond it would make
+/// the process try to allocate without bound.
+pub const MAX_LIMIT: usize = 1000;
+
 /// Passages from the top of the lexical ranking checked for the query's
 /// identifiers. A passage that contains a rare identifier the query names
 /// is near the top there (identifier terms weigh double).
@@ -90,10 +96,11 @@ pub fn search(
     if query.is_empty() {
         return Err(Error::InvalidInput("the query is empty".into()));
     }
-    if request.limit == 0 {
-        return Err(Error::InvalidInput(
-            "the number of results must be at least 1".into(),
-        ));
+    if !(1..=MAX_LIMIT).contains(&request.limit) {
+        return Err(Error::InvalidInput(format!(
+            "the number of results must be in 1..={MAX_LIMIT}, got {}",
+            request.limit
+        )));
     }
     let candidates = config.candidates.max(request.limit);
     let q = embedder.embed_query(query)?;

@@ -154,6 +154,19 @@ async fn every_endpoint_answers_and_reports_errors_as_json() {
         (s, error_type(&e)),
         (StatusCode::BAD_REQUEST, "invalid_request")
     );
+    // A huge limit is refused with 400, not allocated (it aborted the
+    // process before).
+    let (s, e) = api
+        .post(
+            "/v1/search",
+            json!({"query": "x", "limit": 1_000_000_000_000u64}),
+        )
+        .await;
+    assert_eq!(
+        (s, error_type(&e)),
+        (StatusCode::BAD_REQUEST, "invalid_request")
+    );
+    assert!(e["error"]["message"].as_str().unwrap().contains("1..=1000"));
 
     // ask, as JSON
     let (s, answer) = api

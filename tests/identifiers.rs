@@ -99,3 +99,65 @@ fn an_answer_resting_on_a_page_without_the_asked_code_is_not_confident() {
     );
     assert!(unknown.confidence < config.confidence.thresholds.notify);
 }
+
+#[test]
+fn hostile_text_in_documents_and_questions_is_searched_not_crashed_on() {
+    // Before the fix, `é.()` in a document killed ingest half way (after
+    // the file's old points were deleted) and in a question made search
+    // answer 500; pinning and identifier coverage read both texts.
+    let data = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    std::fs::write(
+        docs.path().join("unicode.md"),
+        "# Ünïcödé\n\nCall résumé.() or naïve.init() before E0392. 日本語のテキスト e\u{301}.() \
+         שלום עולם مرحبا 😀👍🏽 and ǅ.x() with --flag-ü.\n",
+    )
+    .unwrap();
+    let kb = common::open(common::config(data.path()));
+    let report = kb
+        .ingest(
+            &[docs.path().to_path_buf()],
+            &grace::ingest::IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(report.points_total, 1, "{report:?}");
+    let kb = Arc::new(kb);
+    for q in [
+        "What does résumé.() do?",
+        "é.() E0392 日本.() 😀 --flag-ü",
+        "שלום e\u{301}.() ǅ.x()",
+        "\u{0}\u{200f}(.()",
+    ] {
+        let passages = kb.search(q, None, None).unwrap();
+        assert!(!passages.is_empty(), "{q}");
+        let r = ask(&kb, kb.config(), q);
+        assert!(r.steps[0].result.success, "{q}: {r:#?}");
+    }
+    // The document names E0392, so a question about it pins the document.
+    let passages = kb.search("What is é.() E0392?", None, None).unwrap();
+    assert!(passages[0].pinned);
+}
+
+#[test]
+fn a_huge_result_count_is_refused_not_allocated() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = error_index(data.path(), true);
+    // 10^12 passages used to reach an allocation of 176 TB and abort.
+    let err = kb
+        .search("Why E0392?", Some(1_000_000_000_000), None)
+        .unwrap_err();
+    assert!(matches!(err, grace::Error::InvalidInput(_)), "{err}");
+    assert!(err.to_string().contains("1..=1000"), "{err}");
+    assert_eq!(err.exit_code(), grace::EXIT_BAD_INPUT);
+    assert_eq!(kb.search("Why E0392?", Some(1000), None).unwrap().len(), 6);
+    // The CLI says so and exits 2.
+    drop(kb);
+    let dir = data.path().to_str().unwrap();
+    let out = common::grace(
+        data.path(),
+        &["--data-dir", dir, "search", "-k", "1000000000000", "E0392"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", common::output_text(&out));
+    assert!(common::output_text(&out).contains("1..=1000"));
+}
