@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score_with};
-use crate::config::ConfidenceConfig;
+use crate::config::{ConfidenceConfig, MAX_RAG_SEARCH_LIMIT};
 use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan, hint_plan, step_ref};
 use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
 
@@ -290,7 +290,11 @@ impl<'a> Executor<'a> {
             on_event(Event::Recovering {
                 confidence: best.confidence,
             });
-            let wider = default_plan(question, (self.limit * 2).max(10));
+            // Twice the passages, at least 10, never past what a search may return.
+            let wider = default_plan(
+                question,
+                self.limit.saturating_mul(2).clamp(10, MAX_RAG_SEARCH_LIMIT),
+            );
             wider.validate(&enabled)?;
             let second = self.run(&wider, on_event);
             self.cancelled()?;
@@ -352,7 +356,11 @@ impl<'a> Executor<'a> {
             }
             on_event(Event::StepStarted { step });
             let input = resolve(&step.input, &steps);
-            let timeout = step.timeout.map(std::time::Duration::from_secs_f64);
+            // A plan's timeout (a model may write 1e20) is clamped by the
+            // registry to the tool's own; here it only must not overflow.
+            let timeout = step.timeout.map(|t| {
+                std::time::Duration::try_from_secs_f64(t).unwrap_or(std::time::Duration::MAX)
+            });
             let mut result = self
                 .registry
                 .call_until(&step.action, &input, timeout, &self.cancel);

@@ -407,7 +407,7 @@ fn ask_schema() -> Value {
         "type": "object",
         "properties": {
             "question": {"type": "string", "minLength": 1, "description": "the question"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "passages retrieved"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": crate::config::MAX_RAG_SEARCH_LIMIT, "description": "passages retrieved"},
             "asker": {"type": "string", "description": "who asks, shown to reviewers"}
         },
         "required": ["question"],

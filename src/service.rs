@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::config::MAX_RAG_SEARCH_LIMIT;
 use crate::embed::{Embedder, FastEmbedder};
 use crate::exec::{Decision, Event, Executor, RunReport};
 use crate::ingest::{IngestOptions, IngestReport};
@@ -377,8 +378,12 @@ impl Grace {
         if question.trim().is_empty() {
             return Err(Error::InvalidInput("the question is empty".into()));
         }
-        if options.limit == Some(0) {
-            return Err(Error::InvalidInput("the limit must be at least 1".into()));
+        if let Some(limit) = options.limit
+            && !(1..=MAX_RAG_SEARCH_LIMIT).contains(&limit)
+        {
+            return Err(Error::InvalidInput(format!(
+                "the limit (passages retrieved) must be in 1..={MAX_RAG_SEARCH_LIMIT}, got {limit}"
+            )));
         }
         let runs = &self.inner.runs;
         runs.in_flight.fetch_add(1, Ordering::Relaxed);

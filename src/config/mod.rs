@@ -352,6 +352,11 @@ pub struct ToolPolicy {
     pub retry_delay_seconds: f64,
 }
 
+/// The most passages one `rag_search` call (and so one ask) may retrieve:
+/// `tools.rag_search.limit`, an ask's `limit` and a plan's `limit` are
+/// checked against it.
+pub const MAX_RAG_SEARCH_LIMIT: usize = 100;
+
 /// `rag_search`: vector search over the knowledge base.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -314,10 +314,14 @@ fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
             ));
         }
     }
-    if !(1..=100).contains(&t.rag_search.limit) {
+    if !(1..=super::MAX_RAG_SEARCH_LIMIT).contains(&t.rag_search.limit) {
         return Err(invalid(
             "tools.rag_search.limit",
-            format!("{} is out of range 1..=100", t.rag_search.limit),
+            format!(
+                "{} is out of range 1..={}",
+                t.rag_search.limit,
+                super::MAX_RAG_SEARCH_LIMIT
+            ),
         ));
     }
     Ok(())

@@ -10,6 +10,7 @@ use crate::confidence::{Factor, retrieval_factors};
 
 /// Nearest passages the top passage is compared with (its neighbourhood).
 const NEIGHBOURS: usize = 10;
+use crate::config::MAX_RAG_SEARCH_LIMIT;
 use crate::store::PayloadFilter;
 use crate::{Error, KnowledgeBase};
 
@@ -43,7 +44,7 @@ impl Tool for RagSearch {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "minLength": 1, "description": "what to look for"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RAG_SEARCH_LIMIT},
                 "filter": {
                     "type": "object",
                     "description": "payload fields that must equal the given strings, e.g. {\"source\": \"/kb/a.md\"}",
@@ -62,9 +63,12 @@ impl Tool for RagSearch {
             None | Some(Value::Null) => self.default_limit,
             Some(v) => v
                 .as_u64()
-                .filter(|n| (1..=100).contains(n))
-                .ok_or_else(|| invalid(format!("`limit` must be an integer in 1..=100, got {v}")))?
-                as usize,
+                .filter(|n| (1..=MAX_RAG_SEARCH_LIMIT as u64).contains(n))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "`limit` must be an integer in 1..={MAX_RAG_SEARCH_LIMIT}, got {v}"
+                    ))
+                })? as usize,
         };
         let filter = match input.get("filter") {
             None | Some(Value::Null) => None,

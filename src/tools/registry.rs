@@ -161,7 +161,9 @@ impl ToolRegistry {
                 vec![format!("use one of: {}", self.names().join(", "))],
             );
         };
-        let timeout = timeout.unwrap_or(Duration::from_secs_f64(policy.timeout_seconds));
+        // A step may ask for less time than the tool's policy, never more.
+        let own = Duration::from_secs_f64(policy.timeout_seconds);
+        let timeout = timeout.map_or(own, |t| t.min(own));
         let mut delay = Duration::from_secs_f64(policy.retry_delay_seconds);
         let mut attempt = 0;
         loop {
