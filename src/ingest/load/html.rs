@@ -1,6 +1,11 @@
 //! HTML: visible text only. `<script>`, `<style>`, `<noscript>`,
 //! `<template>`, `<svg>`, `<nav>` and the `<head>` (but its `<title>`) are
 //! dropped; `<h1>`…`<h6>` start sections; block elements end paragraphs.
+//!
+//! A page nested deeper than [`MAX_DEPTH`] elements is not parsed into a
+//! DOM: html5ever's work per block start tag grows with the depth (40,000
+//! nested `<div>`s take about 4 s, a 10 MB file of them hours). Its text is
+//! read by a linear tag stripper instead ([`flat`]): kept, without sections.
 
 use scraper::{ElementRef, Html, Node, Selector};
 
@@ -39,7 +44,22 @@ const BLOCKS: &[&str] = &[
     "summary",
 ];
 
+/// Deeper pages are read by [`flat`]; at this depth html5ever takes about
+/// 10 ms.
+pub(crate) const MAX_DEPTH: usize = 2_000;
+
+/// Elements that are never closed (void) or whose end tag may be left out:
+/// they do not count towards the nesting depth.
+const UNCOUNTED: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead",
+    "tbody", "tfoot", "colgroup", "rb", "rt", "rp", "html", "head", "body", "!doctype",
+];
+
 pub(super) fn load(text: &str) -> Document {
+    if nesting_depth(text) > MAX_DEPTH {
+        return flat(text);
+    }
     let html = Html::parse_document(text);
     let title = Selector::parse("title")
         .ok()
@@ -57,8 +77,28 @@ pub(super) fn load(text: &str) -> Document {
     builder.finish(title)
 }
 
-fn walk(element: ElementRef<'_>, builder: &mut SectionBuilder) {
-    for child in element.children() {
+/// One piece of the walk still to do (`N`: the DOM's node reference).
+enum Work<N> {
+    /// Read this node (and, for an element, its children).
+    Node(N),
+    /// A block element's children are done: end its paragraph.
+    EndBlock,
+}
+
+/// Depth-first over the document with a stack of its own, not the call
+/// stack: a page of 100,000 nested `<div>`s is as deep as html5ever builds
+/// it, and recursion that deep overflows a thread's stack (an abort, not a
+/// panic that ingest could report).
+fn walk(root: ElementRef<'_>, builder: &mut SectionBuilder) {
+    let mut stack: Vec<Work<_>> = root.children().rev().map(Work::Node).collect();
+    while let Some(work) = stack.pop() {
+        let child = match work {
+            Work::EndBlock => {
+                builder.paragraph_break();
+                continue;
+            }
+            Work::Node(child) => child,
+        };
         match child.value() {
             Node::Text(t) => builder.push_text(t),
             Node::Element(e) => {
@@ -77,18 +117,119 @@ fn walk(element: ElementRef<'_>, builder: &mut SectionBuilder) {
                 let block = BLOCKS.contains(&name);
                 if block {
                     builder.paragraph_break();
+                    stack.push(Work::EndBlock);
                 }
                 if matches!(name, "td" | "th") {
                     builder.push_text(" ");
                 }
-                walk(child_el, builder);
-                if block {
-                    builder.paragraph_break();
-                }
+                stack.extend(child.children().rev().map(Work::Node));
             }
             _ => {}
         }
     }
+}
+
+/// The name of the tag that starts at `lower[at]` (`<` already seen): ASCII
+/// letters, digits, `-`, `:` and `!`.
+fn tag_name(lower: &str, at: usize) -> &str {
+    let rest = &lower[at..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | ':' | '!')))
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// The deepest nesting of elements that need an end tag, by one linear
+/// scan of the tags (comments skipped). Approximate (HTML closes some
+/// elements implicitly), and only used to choose how to read the page.
+fn nesting_depth(text: &str) -> usize {
+    let lower = text.to_ascii_lowercase();
+    let (mut depth, mut deepest, mut at) = (0usize, 0usize, 0usize);
+    while let Some(found) = lower[at..].find('<') {
+        let start = at + found + 1;
+        if lower[start..].starts_with("!--") {
+            at = lower[start..]
+                .find("-->")
+                .map_or(lower.len(), |e| start + e + 3);
+            continue;
+        }
+        let close = lower[start..].starts_with('/');
+        let name = tag_name(&lower, start + usize::from(close));
+        if name.is_empty() {
+            // `a < b`: text, not a tag.
+            at = start;
+            continue;
+        }
+        let end = lower[start..].find('>').map_or(lower.len(), |e| start + e);
+        let self_closing = end > start && lower[..end].ends_with('/');
+        if !UNCOUNTED.contains(&name) {
+            if close {
+                depth = depth.saturating_sub(1);
+            } else if !self_closing {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+        }
+        at = end.min(lower.len());
+    }
+    deepest
+}
+
+/// The text of a page without building its DOM: tags dropped (block tags
+/// end paragraphs), the contents of skipped elements dropped, the common
+/// entities decoded. Linear in the page's size.
+fn flat(text: &str) -> Document {
+    let lower = text.to_ascii_lowercase();
+    let mut builder = SectionBuilder::default();
+    let mut at = 0;
+    while at < text.len() {
+        let Some(found) = lower[at..].find('<') else {
+            builder.push_text(&decode_entities(&text[at..]));
+            break;
+        };
+        builder.push_text(&decode_entities(&text[at..at + found]));
+        let start = at + found + 1;
+        if lower[start..].starts_with("!--") {
+            at = lower[start..]
+                .find("-->")
+                .map_or(text.len(), |e| start + e + 3);
+            continue;
+        }
+        let close = lower[start..].starts_with('/');
+        let name = tag_name(&lower, start + usize::from(close));
+        if name.is_empty() {
+            builder.push_text("<");
+            at = start;
+            continue;
+        }
+        let end = lower[start..]
+            .find('>')
+            .map_or(text.len(), |e| start + e + 1);
+        at = end;
+        if !close && SKIPPED.contains(&name) {
+            // Skip to the element's end tag.
+            let closing = format!("</{name}");
+            at = lower[at..].find(&closing).map_or(text.len(), |e| at + e);
+        } else if BLOCKS.contains(&name) || heading_level(name).is_some() {
+            builder.paragraph_break();
+        }
+    }
+    builder.finish(None)
+}
+
+/// `&amp;`, `&lt;`, `&gt;`, `&quot;`, `&#39;`, `&apos;`, `&nbsp;`; other
+/// entities stay as written.
+fn decode_entities(text: &str) -> String {
+    if !text.contains('&') {
+        return text.to_string();
+    }
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&apos;", "'")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&")
 }
 
 fn heading_level(name: &str) -> Option<usize> {
@@ -106,6 +247,48 @@ fn heading_level(name: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::super::{Format, load};
+    use super::{MAX_DEPTH, nesting_depth};
+
+    #[test]
+    fn nesting_depth_counts_elements_that_need_an_end_tag() {
+        assert_eq!(nesting_depth("<div><div><span>x</span></div></div>"), 3);
+        // Unclosed paragraphs and list items, void and self-closed elements,
+        // comments and a doctype do not add up.
+        let page = format!(
+            "<!DOCTYPE html><html><body><ul>{}</ul><!-- <div><div> -->{}</body></html>",
+            "<li><p>item<br><img src=x><span/>".repeat(5_000),
+            "<p>para".repeat(5_000)
+        );
+        assert_eq!(nesting_depth(&page), 1);
+        assert_eq!(nesting_depth("<DIV><Div>x"), 2);
+        assert_eq!(nesting_depth("text < not a tag, a <b"), 1);
+        assert_eq!(nesting_depth("é.()<div>ü</div>"), 1);
+    }
+
+    #[test]
+    fn a_page_deeper_than_the_bound_is_read_flat_with_its_text() {
+        let deep = format!(
+            "<html><head><title>T</title><script>var a = '<p>no</p>';</script></head><body>{}\
+             <h2>Heading</h2><p>Fish &amp; chips &lt;3</p><!-- hidden --><div>next</div></body></html>",
+            "<div>".repeat(MAX_DEPTH + 1)
+        );
+        let doc = load(deep.as_bytes(), Format::Html).unwrap();
+        let text: Vec<&str> = doc.sections.iter().map(|s| s.text.as_str()).collect();
+        let all = text.join("\n");
+        assert!(all.contains("Fish & chips <3"), "{all}");
+        assert!(all.contains("Heading") && all.contains("next"), "{all}");
+        assert!(
+            !all.contains("no") && !all.contains("hidden") && !all.contains("var a"),
+            "{all}"
+        );
+        // At the bound it is still parsed, with sections.
+        let shallow = format!(
+            "{}<h2>Heading</h2><p>text</p>",
+            "<div>".repeat(MAX_DEPTH - 1)
+        );
+        let doc = load(shallow.as_bytes(), Format::Html).unwrap();
+        assert_eq!(doc.sections[0].headings, vec!["Heading".to_string()]);
+    }
 
     #[test]
     fn text_only_with_sections() {
