@@ -56,7 +56,7 @@ fn main() -> Result<()> {
 /// The texts ingest embeds, exactly as it makes them.
 fn chunk_texts(config: &Config, corpus: &PathBuf) -> Result<Vec<String>> {
     let filters = Filters::new(&config.ingest.include, &config.ingest.exclude)?;
-    let found = walk(std::slice::from_ref(corpus), &filters)?;
+    let found = walk(std::slice::from_ref(corpus), &filters, None, usize::MAX)?;
     let params = ChunkParams {
         size: config.ingest.chunk_size,
         overlap: config.ingest.chunk_overlap,

@@ -75,7 +75,10 @@ impl Error {
             Error::Store(e) => store_code(e),
             Error::Ingest(e) => match e {
                 IngestError::PathNotFound { .. } => EXIT_NOT_FOUND,
-                IngestError::BadGlob { .. } => EXIT_BAD_INPUT,
+                IngestError::BadGlob { .. }
+                | IngestError::NotAllowed { .. }
+                | IngestError::RemotePathsOff
+                | IngestError::TooManyFiles { .. } => EXIT_BAD_INPUT,
                 IngestError::Store(s) => store_code(s),
                 IngestError::Embed(m) => embed_code(m),
                 IngestError::Manifest { .. } | IngestError::Io { .. } => EXIT_FAILURE,

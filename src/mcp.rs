@@ -28,7 +28,6 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::exec::HumanReply;
-use crate::ingest::IngestOptions;
 use crate::review::{ReviewAnswer, Status, Viewer};
 use crate::{AskOptions, Config, Error, Grace, Result};
 
@@ -155,12 +154,9 @@ impl McpServer {
                     .map(|a| a.iter().filter_map(Value::as_str).map(Into::into).collect())
                     .unwrap_or_default();
                 let prune = args["prune"].as_bool().unwrap_or(false);
-                let report = tokio::time::timeout(
-                    self.timeout,
-                    grace.ingest(paths, IngestOptions { prune }),
-                )
-                .await
-                .map_err(|_| self.timed_out())??;
+                let report = tokio::time::timeout(self.timeout, grace.ingest_remote(paths, prune))
+                    .await
+                    .map_err(|_| self.timed_out())??;
                 Ok(serde_json::to_value(report).unwrap_or(Value::Null))
             }
             "list_escalations" => {
@@ -258,6 +254,12 @@ impl From<Error> for Failure {
             }
             Error::Ingest(crate::ingest::IngestError::PathNotFound { .. }) => {
                 vec!["paths are read on the server running `grace mcp`".into()]
+            }
+            Error::Ingest(
+                crate::ingest::IngestError::NotAllowed { .. }
+                | crate::ingest::IngestError::RemotePathsOff,
+            ) => {
+                vec!["name paths inside the server's ingest.allowed_roots".into()]
             }
             _ => Vec::new(),
         };

@@ -36,7 +36,7 @@ use tokio::sync::mpsc;
 use crate::config::MAX_RAG_SEARCH_LIMIT;
 use crate::embed::{Embedder, FastEmbedder};
 use crate::exec::{Decision, Event, Executor, RunReport};
-use crate::ingest::{IngestOptions, IngestReport};
+use crate::ingest::{IngestError, IngestOptions, IngestReport};
 use crate::llm::LlmClient;
 use crate::plan::PlanError;
 use crate::review::{Escalation, EscalationHandle, NewEscalation, ReviewQueue};
@@ -452,6 +452,31 @@ impl Grace {
     ) -> Result<IngestReport> {
         let this = self.clone();
         blocking(move || this.ingest_blocking(&paths, &options, &mut |_| {})).await
+    }
+
+    /// Ingest for a remote caller (HTTP `/v1/ingest`, MCP `ingest`): the
+    /// paths must lie inside `ingest.allowed_roots`, and symbolic links that
+    /// lead out of them are not followed. With no roots configured, naming
+    /// server paths is refused ([`IngestError::RemotePathsOff`]); uploads
+    /// go through [`ingest`](Self::ingest).
+    pub async fn ingest_remote(&self, paths: Vec<PathBuf>, prune: bool) -> Result<IngestReport> {
+        // A root that cannot be resolved (removed since the config was
+        // loaded) allows nothing.
+        let roots: Vec<PathBuf> = self
+            .config()
+            .ingest
+            .allowed_roots
+            .iter()
+            .filter_map(|r| std::fs::canonicalize(r).ok())
+            .collect();
+        if roots.is_empty() {
+            return Err(IngestError::RemotePathsOff.into());
+        }
+        let options = IngestOptions {
+            prune,
+            roots: Some(roots),
+        };
+        self.ingest(paths, options).await
     }
 
     /// [`search_blocking`](Self::search_blocking) on tokio's blocking pool.

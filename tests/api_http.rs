@@ -111,7 +111,14 @@ fn error_type(body: &Value) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_endpoint_answers_and_reports_errors_as_json() {
-    let api = Api::start(|c| c.server.max_body_bytes = 64 * 1024).await;
+    // Remote callers may name server paths only inside ingest.allowed_roots.
+    let docs = tempfile::tempdir().unwrap();
+    let root = docs.path().to_path_buf();
+    let api = Api::start(move |c| {
+        c.server.max_body_bytes = 64 * 1024;
+        c.ingest.allowed_roots = vec![root];
+    })
+    .await;
 
     let (s, body) = api.get("/health").await;
     assert_eq!((s, body["status"].as_str()), (StatusCode::OK, Some("ok")));
@@ -234,10 +241,11 @@ async fn every_endpoint_answers_and_reports_errors_as_json() {
     assert_eq!((s, error_type(&e)), (StatusCode::NOT_FOUND, "not_found"));
     let (s, _) = api.get("/v1/escalations/9999").await;
     assert_eq!(s, StatusCode::NOT_FOUND);
+    // A path outside the roots, missing or not: 403, the same answer for both.
     let (s, e) = api
         .post("/v1/ingest", json!({"paths": ["/no/such/folder"]}))
         .await;
-    assert_eq!((s, error_type(&e)), (StatusCode::NOT_FOUND, "not_found"));
+    assert_eq!((s, error_type(&e)), (StatusCode::FORBIDDEN, "forbidden"));
 
     // 413: a body over server.max_body_bytes
     let big = "x".repeat(100 * 1024);
@@ -247,8 +255,7 @@ async fn every_endpoint_answers_and_reports_errors_as_json() {
         (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
     );
 
-    // ingest: paths on the server, then an upload
-    let docs = tempfile::tempdir().unwrap();
+    // ingest: paths on the server (inside the root), then an upload
     std::fs::write(
         docs.path().join("pets.md"),
         "# Office pets\n\nDogs are welcome in the office on Wednesdays if they are vaccinated.\n",

@@ -160,28 +160,6 @@ impl grace::tools::Tool for SlowSearch {
     }
 }
 
-/// A language model whose plan is fixed.
-struct FixedPlanner(String);
-
-impl grace::llm::LlmClient for FixedPlanner {
-    fn name(&self) -> &str {
-        "fixed-planner"
-    }
-    fn can_plan(&self) -> bool {
-        true
-    }
-    fn generate(
-        &self,
-        _: &grace::llm::GenerateRequest,
-    ) -> grace::llm::Result<grace::llm::Generation> {
-        Ok(grace::llm::Generation {
-            text: self.0.clone(),
-            stop_reason: grace::llm::StopReason::Complete,
-            usage: Default::default(),
-        })
-    }
-}
-
 /// A plan step with its own timeout and a fallback tool: the slow tool is
 /// cut off at the step's timeout (not the tool's 30 s) and the fallback's
 /// result carries the run to an answer.
@@ -211,7 +189,7 @@ fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
         registry: &registry,
         confidence: &confidence,
         limit: 5,
-        planner: grace::plan::Planner::new(Some(Arc::new(FixedPlanner(plan.to_string())))),
+        planner: grace::plan::Planner::new(Some(Arc::new(common::FixedPlanner(plan.to_string())))),
         cancel: Default::default(),
     };
     let started = std::time::Instant::now();

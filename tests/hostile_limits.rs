@@ -132,27 +132,6 @@ fn the_wider_retry_of_an_ask_for_60_or_100_passages_stays_a_valid_search() {
     }
 }
 
-struct FixedPlanner(String);
-
-impl grace::llm::LlmClient for FixedPlanner {
-    fn name(&self) -> &str {
-        "fixed-planner"
-    }
-    fn can_plan(&self) -> bool {
-        true
-    }
-    fn generate(
-        &self,
-        _: &grace::llm::GenerateRequest,
-    ) -> grace::llm::Result<grace::llm::Generation> {
-        Ok(grace::llm::Generation {
-            text: self.0.clone(),
-            stop_reason: grace::llm::StopReason::Complete,
-            usage: Default::default(),
-        })
-    }
-}
-
 #[test]
 fn a_plan_timeout_of_1e20_seconds_is_clamped_to_the_tools_own_not_a_panic() {
     let data = tempfile::tempdir().unwrap();
@@ -170,7 +149,9 @@ fn a_plan_timeout_of_1e20_seconds_is_clamped_to_the_tools_own_not_a_panic() {
             registry: &registry,
             confidence: &config.confidence,
             limit: 5,
-            planner: grace::plan::Planner::new(Some(Arc::new(FixedPlanner(plan.to_string())))),
+            planner: grace::plan::Planner::new(Some(Arc::new(common::FixedPlanner(
+                plan.to_string(),
+            )))),
             cancel: Default::default(),
         };
         let r = executor

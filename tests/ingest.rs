@@ -19,8 +19,15 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn ingest(kb: &KnowledgeBase, paths: &[PathBuf], prune: bool) -> IngestReport {
-    kb.ingest(paths, &IngestOptions { prune }, &mut |_| {})
-        .unwrap()
+    kb.ingest(
+        paths,
+        &IngestOptions {
+            prune,
+            ..Default::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap()
 }
 
 fn source(p: &Path) -> String {

@@ -47,7 +47,13 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     let out = grace(d, &["review", "register", "alice", "--name", "Alice"]);
     assert!(out.status.success(), "{}", text(&out));
 
+    // The MCP client may name server paths only inside this folder.
+    let docs = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::from(common::grace_cmd(d, &["mcp"]));
+    cmd.env(
+        "GRACE_INGEST__ALLOWED_ROOTS",
+        format!("[{}]", docs.path().display()),
+    );
     cmd.stderr(std::process::Stdio::null());
     let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
     let info = client.peer_info().expect("the server introduced itself");
@@ -155,8 +161,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     assert!(b["error"].as_str().unwrap().contains("answered"), "{b}");
     assert!(!b["suggestions"].as_array().unwrap().is_empty());
 
-    // ingest: a new document, then it is found.
-    let docs = tempfile::tempdir().unwrap();
+    // ingest: a new document inside the allowed root, then it is found.
     std::fs::write(
         docs.path().join("pets.md"),
         "# Office pets\n\nDogs are welcome in the office on Wednesdays if they are vaccinated.\n",
@@ -183,11 +188,22 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
             .ends_with("pets.md"),
         "{b}"
     );
-    let r = call(&client, "ingest", json!({"paths": ["/no/such/folder"]}))
-        .await
-        .unwrap();
-    assert_eq!(r.is_error, Some(true));
-    assert!(!body(&r)["suggestions"].as_array().unwrap().is_empty());
+    // Outside the root (or missing, the same answer): refused.
+    for outside in ["/no/such/folder", "/etc/passwd"] {
+        let r = call(&client, "ingest", json!({ "paths": [outside] }))
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(true));
+        let b = body(&r);
+        assert!(
+            b["error"]
+                .as_str()
+                .unwrap()
+                .contains("ingest.allowed_roots"),
+            "{b}"
+        );
+        assert!(!b["suggestions"].as_array().unwrap().is_empty());
+    }
 
     // Protocol errors: an unknown tool, arguments that break the schema.
     let e = call(&client, "shell", json!({})).await.unwrap_err();

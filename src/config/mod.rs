@@ -153,6 +153,13 @@ pub struct IngestConfig {
     /// Chunks embedded and committed together (store flush + manifest
     /// save). Smaller loses less work to a crash; larger is faster.
     pub commit_chunks: usize,
+    /// Most files one ingest may walk; past it the ingest is refused.
+    pub max_files: usize,
+    /// Folders that remote callers (HTTP `/v1/ingest`, MCP `ingest`) may
+    /// name files and folders in; empty: they may only upload. Symbolic
+    /// links that lead out of them are not followed. The CLI is not bound
+    /// by it.
+    pub allowed_roots: Vec<PathBuf>,
 }
 
 impl Default for IngestConfig {
@@ -175,6 +182,8 @@ impl Default for IngestConfig {
                 .to_vec(),
             max_file_bytes: 10_000_000,
             commit_chunks: 256,
+            max_files: 100_000,
+            allowed_roots: Vec::new(),
         }
     }
 }

@@ -99,6 +99,20 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     if i.max_file_bytes == 0 {
         return Err(invalid("ingest.max_file_bytes", "must be greater than 0"));
     }
+    if !(1..=10_000_000).contains(&i.max_files) {
+        return Err(invalid(
+            "ingest.max_files",
+            format!("{} is out of range 1..=10000000", i.max_files),
+        ));
+    }
+    for (n, root) in i.allowed_roots.iter().enumerate() {
+        if !root.is_dir() {
+            return Err(invalid(
+                &format!("ingest.allowed_roots[{n}]"),
+                format!("{} is not an existing folder", root.display()),
+            ));
+        }
+    }
 
     let q = &c.qdrant;
     let name_ok = !q.collection.is_empty()

@@ -49,6 +49,27 @@ pub enum IngestError {
         /// The path or pattern as given.
         path: PathBuf,
     },
+    /// A remote caller named a path that is not an existing file or folder
+    /// inside `ingest.allowed_roots` (which of the two is not said).
+    #[error(
+        "{path}: not a file or folder inside ingest.allowed_roots (remote callers may name only those; upload the files instead)"
+    )]
+    NotAllowed {
+        /// The path or pattern as given.
+        path: PathBuf,
+    },
+    /// A remote caller named server paths, and no `ingest.allowed_roots`
+    /// is configured.
+    #[error(
+        "naming files on the server is off: set ingest.allowed_roots to the folders remote callers may ingest from, or upload the files"
+    )]
+    RemotePathsOff,
+    /// The walk found more files than `ingest.max_files`.
+    #[error("more than {limit} files to ingest (ingest.max_files); name fewer or narrower folders")]
+    TooManyFiles {
+        /// `ingest.max_files`.
+        limit: usize,
+    },
     /// An include/exclude pattern or a glob argument is not a valid glob.
     #[error("invalid glob pattern `{pattern}`: {message}")]
     BadGlob {
@@ -93,6 +114,9 @@ pub struct IngestOptions {
     /// Remove the chunks of files that were ingested from the walked folders
     /// before and are gone (deleted, or now excluded).
     pub prune: bool,
+    /// Read only inside these canonical folders (`ingest.allowed_roots`, for
+    /// remote callers); `None`: anywhere (the CLI).
+    pub roots: Option<Vec<PathBuf>>,
 }
 
 /// What happened to one file.
@@ -237,7 +261,12 @@ impl Ingestor<'_> {
     ) -> Result<IngestReport> {
         let started = Instant::now();
         let filters = walk::Filters::new(&self.config.include, &self.config.exclude)?;
-        let found = walk::walk(paths, &filters)?;
+        let found = walk::walk(
+            paths,
+            &filters,
+            options.roots.as_deref(),
+            self.config.max_files,
+        )?;
         let sizes: Vec<u64> = found
             .files
             .iter()

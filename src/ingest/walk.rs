@@ -2,6 +2,10 @@
 //! (and glob patterns the shell did not expand), filtered by the
 //! `ingest.include` / `ingest.exclude` globs, symbolic links followed with
 //! loops detected, each file once.
+//!
+//! For a remote caller the walk is confined to [`Roots`]
+//! (`ingest.allowed_roots`): a path named outside them is refused, and a
+//! symbolic link inside that leads out of them is passed over, not followed.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -38,6 +42,8 @@ pub struct Walk {
     pub problems: Vec<Passed>,
     /// Canonical folders that were walked (the scope of `--prune`).
     pub roots: Vec<PathBuf>,
+    /// Files the walk may take; past it, it stops.
+    max_files: usize,
 }
 
 /// Compiled include/exclude patterns.
@@ -85,28 +91,133 @@ fn build(patterns: &[String]) -> Result<GlobSet> {
     })
 }
 
-/// Walks `paths`. A path that does not exist is an error unless it is a
-/// glob pattern, which is expanded below its literal prefix.
-pub fn walk(paths: &[PathBuf], filters: &Filters) -> Result<Walk> {
-    let mut out = Walk::default();
+/// The folders a walk may read: canonical paths; `None` reads anywhere
+/// (the CLI, run by the machine's own user).
+pub type Roots<'a> = Option<&'a [PathBuf]>;
+
+/// Whether `canonical` (a canonical path) is inside one of `roots`.
+fn inside(roots: Roots<'_>, canonical: &Path) -> bool {
+    roots.is_none_or(|roots| roots.iter().any(|r| canonical.starts_with(r)))
+}
+
+/// Walks `paths`, at most `max_files` files. A path that does not exist is
+/// an error unless it is a glob pattern, which is expanded below its literal
+/// prefix. With `roots`, a path (or a glob's literal prefix) that is not
+/// inside them, or does not exist, is refused alike: the error does not
+/// tell which, so it cannot probe for files outside.
+pub fn walk(
+    paths: &[PathBuf],
+    filters: &Filters,
+    roots: Roots<'_>,
+    max_files: usize,
+) -> Result<Walk> {
+    let mut out = Walk {
+        max_files,
+        ..Walk::default()
+    };
     let mut seen = HashSet::new();
     for arg in paths {
+        if roots.is_some() {
+            let literal = if is_glob(arg) {
+                literal_prefix(arg)
+            } else {
+                arg.clone()
+            };
+            let allowed = std::fs::canonicalize(&literal).is_ok_and(|c| inside(roots, &c));
+            if !allowed {
+                return Err(IngestError::NotAllowed { path: arg.clone() });
+            }
+        }
         if arg.exists() || arg.is_symlink() {
-            walk_path(arg, filters, &mut out, &mut seen);
+            walk_path(arg, filters, roots, &mut out, &mut seen);
         } else if is_glob(arg) {
-            expand_glob(arg, filters, &mut out, &mut seen)?;
+            expand_glob(arg, filters, roots, &mut out, &mut seen)?;
         } else {
             return Err(IngestError::PathNotFound { path: arg.clone() });
         }
+        if out.full() {
+            return Err(IngestError::TooManyFiles { limit: max_files });
+        }
     }
     Ok(out)
+}
+
+/// The components of a glob before the first one with a wildcard (`.` when
+/// it starts with one).
+fn literal_prefix(arg: &Path) -> PathBuf {
+    let mut base = PathBuf::new();
+    for c in arg.components() {
+        if is_glob(Path::new(c.as_os_str())) {
+            break;
+        }
+        base.push(c);
+    }
+    if base.as_os_str().is_empty() {
+        base = PathBuf::from(".");
+    }
+    base
+}
+
+/// A file the walk reached, by its canonical path, unless that lies outside
+/// `roots` (reached through a symbolic link): then it is passed over.
+fn take(
+    path: &Path,
+    explicit: bool,
+    roots: Roots<'_>,
+    out: &mut Walk,
+    seen: &mut HashSet<PathBuf>,
+) {
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if !inside(roots, &canonical) {
+        out.problems.push(Passed {
+            path: path.to_path_buf(),
+            reason: "a symbolic link that leads outside ingest.allowed_roots".into(),
+        });
+        return;
+    }
+    // Through a symlink the same file can appear twice: keep it once.
+    if seen.insert(canonical.clone()) {
+        out.files.push(Candidate {
+            path: canonical,
+            explicit,
+        });
+    }
+}
+
+impl Walk {
+    /// More files than `max_files` were found: the walk stops.
+    fn full(&self) -> bool {
+        self.files.len() > self.max_files
+    }
+}
+
+/// A folder the walk reached through a symbolic link that leads outside
+/// `roots`: passed over (its files are not read, nor its tree walked).
+fn leaves_roots(entry: &walkdir::DirEntry, roots: Roots<'_>, out: &mut Walk) -> bool {
+    if roots.is_none() || !entry.path_is_symlink() {
+        return false;
+    }
+    let outside = std::fs::canonicalize(entry.path()).map_or(true, |c| !inside(roots, &c));
+    if outside {
+        out.problems.push(Passed {
+            path: entry.path().to_path_buf(),
+            reason: "a symbolic link that leads outside ingest.allowed_roots".into(),
+        });
+    }
+    outside
 }
 
 fn is_glob(p: &Path) -> bool {
     p.to_string_lossy().contains(['*', '?', '['])
 }
 
-fn walk_path(arg: &Path, filters: &Filters, out: &mut Walk, seen: &mut HashSet<PathBuf>) {
+fn walk_path(
+    arg: &Path,
+    filters: &Filters,
+    roots: Roots<'_>,
+    out: &mut Walk,
+    seen: &mut HashSet<PathBuf>,
+) {
     let canonical = match std::fs::canonicalize(arg) {
         Ok(c) => c,
         Err(e) => {
@@ -118,12 +229,7 @@ fn walk_path(arg: &Path, filters: &Filters, out: &mut Walk, seen: &mut HashSet<P
         }
     };
     if canonical.is_file() {
-        if seen.insert(canonical.clone()) {
-            out.files.push(Candidate {
-                path: canonical,
-                explicit: true,
-            });
-        }
+        take(&canonical, true, roots, out, seen);
         return;
     }
     out.roots.push(canonical.clone());
@@ -155,7 +261,7 @@ fn walk_path(arg: &Path, filters: &Filters, out: &mut Walk, seen: &mut HashSet<P
             .strip_prefix(&canonical)
             .unwrap_or(entry.path());
         if entry.file_type().is_dir() {
-            if filters.excluded_dir(rel) {
+            if filters.excluded_dir(rel) || leaves_roots(&entry, roots, out) {
                 entries.skip_current_dir();
             }
             continue;
@@ -163,14 +269,9 @@ fn walk_path(arg: &Path, filters: &Filters, out: &mut Walk, seen: &mut HashSet<P
         if !entry.file_type().is_file() || !filters.included(rel) {
             continue;
         }
-        // Through a symlink the same file can appear twice: keep it once.
-        let path =
-            std::fs::canonicalize(entry.path()).unwrap_or_else(|_| entry.path().to_path_buf());
-        if seen.insert(path.clone()) {
-            out.files.push(Candidate {
-                path,
-                explicit: false,
-            });
+        take(entry.path(), false, roots, out, seen);
+        if out.full() {
+            return;
         }
     }
 }
@@ -178,20 +279,11 @@ fn walk_path(arg: &Path, filters: &Filters, out: &mut Walk, seen: &mut HashSet<P
 fn expand_glob(
     arg: &Path,
     filters: &Filters,
+    roots: Roots<'_>,
     out: &mut Walk,
     seen: &mut HashSet<PathBuf>,
 ) -> Result<()> {
-    // The literal prefix: components before the first one with a wildcard.
-    let mut base = PathBuf::new();
-    for c in arg.components() {
-        if is_glob(Path::new(c.as_os_str())) {
-            break;
-        }
-        base.push(c);
-    }
-    if base.as_os_str().is_empty() {
-        base = PathBuf::from(".");
-    }
+    let base = literal_prefix(arg);
     let pattern = Glob::new(&arg.to_string_lossy())
         .map_err(|e| IngestError::BadGlob {
             pattern: arg.to_string_lossy().into_owned(),
@@ -207,7 +299,7 @@ fn expand_glob(
         let Ok(entry) = entry else { continue };
         let rel_to_base = entry.path().strip_prefix(&base).unwrap_or(entry.path());
         if entry.file_type().is_dir() {
-            if filters.excluded_dir(rel_to_base) {
+            if filters.excluded_dir(rel_to_base) || leaves_roots(&entry, roots, out) {
                 entries.skip_current_dir();
             }
             continue;
@@ -221,13 +313,9 @@ fn expand_glob(
             && pattern.is_match(&as_given)
             && !filters.excluded(rel_to_base)
         {
-            let path =
-                std::fs::canonicalize(entry.path()).unwrap_or_else(|_| entry.path().to_path_buf());
-            if seen.insert(path.clone()) {
-                out.files.push(Candidate {
-                    path,
-                    explicit: true,
-                });
+            take(entry.path(), true, roots, out, seen);
+            if out.full() {
+                return Ok(());
             }
         }
     }
@@ -281,7 +369,7 @@ mod tests {
         fs::write(root.join(".git/d.md"), "d").unwrap();
         fs::write(root.join("node_modules/pkg/e.md"), "e").unwrap();
         fs::write(root.join("f.txt"), "f").unwrap();
-        let w = walk(&[root.to_path_buf()], &filters()).unwrap();
+        let w = walk(&[root.to_path_buf()], &filters(), None, usize::MAX).unwrap();
         assert_eq!(names(&w), vec!["a.md", "b.rst", "f.txt"]);
         assert!(w.problems.is_empty());
         assert_eq!(w.roots, vec![fs::canonicalize(root).unwrap()]);
@@ -292,7 +380,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("notes.log");
         fs::write(&f, "x").unwrap();
-        let w = walk(&[f.clone(), f.clone()], &filters()).unwrap();
+        let w = walk(&[f.clone(), f.clone()], &filters(), None, usize::MAX).unwrap();
         assert_eq!(w.files.len(), 1);
         assert!(w.files[0].explicit);
     }
@@ -300,7 +388,7 @@ mod tests {
     #[test]
     fn missing_path_is_an_error() {
         let d = tempfile::tempdir().unwrap();
-        let err = walk(&[d.path().join("nope")], &filters()).unwrap_err();
+        let err = walk(&[d.path().join("nope")], &filters(), None, usize::MAX).unwrap_err();
         assert!(matches!(err, IngestError::PathNotFound { .. }));
     }
 
@@ -312,12 +400,12 @@ mod tests {
         fs::write(d.path().join("x/b.md"), "b").unwrap();
         fs::write(d.path().join("x/c.txt"), "c").unwrap();
         let pattern = d.path().join("x/**/*.md");
-        let w = walk(std::slice::from_ref(&pattern), &filters()).unwrap();
+        let w = walk(std::slice::from_ref(&pattern), &filters(), None, usize::MAX).unwrap();
         let mut n = names(&w);
         n.sort();
         assert_eq!(n, vec!["a.md", "b.md"]);
         let none = d.path().join("x/**/*.html");
-        assert!(walk(&[none], &filters()).is_err());
+        assert!(walk(&[none], &filters(), None, usize::MAX).is_err());
     }
 
     #[cfg(unix)]
@@ -329,7 +417,7 @@ mod tests {
         fs::write(root.join("a/doc.md"), "x").unwrap();
         std::os::unix::fs::symlink(root.join("a"), root.join("a/again")).unwrap();
         std::os::unix::fs::symlink(root.join("self.md"), root.join("self.md")).unwrap_or(());
-        let w = walk(&[root.to_path_buf()], &filters()).unwrap();
+        let w = walk(&[root.to_path_buf()], &filters(), None, usize::MAX).unwrap();
         assert_eq!(names(&w), vec!["doc.md"]);
         assert!(
             w.problems.iter().any(|p| p.reason == "symbolic link loop"),

@@ -83,7 +83,10 @@ pub fn promote(
     write_atomically(&path, &doc)?;
     kb.ingest(
         std::slice::from_ref(&dir),
-        &IngestOptions { prune: true },
+        &IngestOptions {
+            prune: true,
+            ..Default::default()
+        },
         &mut |_| {},
     )?;
     let source = crate::ingest::source_key(&path);
@@ -122,7 +125,10 @@ pub fn retract(kb: &KnowledgeBase, queue: &ReviewQueue, id: i64, who: &str) -> c
     }
     kb.ingest(
         std::slice::from_ref(&dir),
-        &IngestOptions { prune: true },
+        &IngestOptions {
+            prune: true,
+            ..Default::default()
+        },
         &mut |_| {},
     )?;
     queue.set_promoted(id, who, None)?;

@@ -159,11 +159,13 @@ pub struct IngestBody {
 }
 
 /// Adds or updates documents: JSON `{"paths": [...]}` names files on the
-/// server; `multipart/form-data` uploads them (each file part is saved
-/// under `<data_dir>/uploads/<collection>/` and ingested).
+/// server, inside `ingest.allowed_roots` only (403 otherwise, and when none
+/// is configured); `multipart/form-data` uploads them (each file part is
+/// saved under `<data_dir>/uploads/<collection>/` and ingested).
 #[utoipa::path(post, path = "/v1/ingest", request_body(content = IngestBody, description = "JSON, or multipart/form-data with file parts"),
     responses((status = 200, description = "The ingest report", body = Object),
         (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
+        (status = 403, description = "A path outside ingest.allowed_roots, or none configured", body = super::openapi::ErrorBody),
         (status = 404, body = super::openapi::ErrorBody), (status = 413, body = super::openapi::ErrorBody),
         (status = 429, body = super::openapi::ErrorBody), (status = 503, body = super::openapi::ErrorBody)),
     security(("bearer" = [])))]
@@ -190,7 +192,10 @@ pub async fn ingest(
             .data_dir
             .join("uploads")
             .join(&s.grace.config().qdrant.collection);
-        (save_uploads(multipart, &dir).await?, false)
+        // Files the server wrote itself: read wherever its data folder is.
+        let saved = save_uploads(multipart, &dir).await?;
+        let report = s.grace.ingest(saved, IngestOptions::default()).await?;
+        return Ok(Json(report));
     } else {
         let Json(body) =
             <Json<IngestBody> as axum::extract::FromRequest<AppState>>::from_request(request, &s)
@@ -208,7 +213,7 @@ pub async fn ingest(
             body.prune,
         )
     };
-    let report = s.grace.ingest(paths, IngestOptions { prune }).await?;
+    let report = s.grace.ingest_remote(paths, prune).await?;
     Ok(Json(report))
 }
 

@@ -84,8 +84,11 @@ impl From<Error> for ApiError {
                 (StatusCode::BAD_REQUEST, "invalid_request")
             }
             Error::Ingest(IngestError::PathNotFound { .. }) => (StatusCode::NOT_FOUND, "not_found"),
-            Error::Ingest(IngestError::BadGlob { .. }) => {
+            Error::Ingest(IngestError::BadGlob { .. } | IngestError::TooManyFiles { .. }) => {
                 (StatusCode::BAD_REQUEST, "invalid_request")
+            }
+            Error::Ingest(IngestError::NotAllowed { .. } | IngestError::RemotePathsOff) => {
+                (StatusCode::FORBIDDEN, "forbidden")
             }
             Error::Store(e) if e.is_transient() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             Error::Plan(PlanError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),

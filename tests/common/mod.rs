@@ -84,3 +84,25 @@ pub fn output_text(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// A planner model that always answers with the same text (a plan's JSON).
+pub struct FixedPlanner(pub String);
+
+impl grace::llm::LlmClient for FixedPlanner {
+    fn name(&self) -> &str {
+        "fixed-planner"
+    }
+    fn can_plan(&self) -> bool {
+        true
+    }
+    fn generate(
+        &self,
+        _: &grace::llm::GenerateRequest,
+    ) -> grace::llm::Result<grace::llm::Generation> {
+        Ok(grace::llm::Generation {
+            text: self.0.clone(),
+            stop_reason: grace::llm::StopReason::Complete,
+            usage: Default::default(),
+        })
+    }
+}

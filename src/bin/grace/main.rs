@@ -208,7 +208,10 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             let (mut files, mut done) = (0, 0);
             let report = kb.ingest(
                 paths,
-                &IngestOptions { prune: *prune },
+                &IngestOptions {
+                    prune: *prune,
+                    ..Default::default()
+                },
                 &mut |event| match event {
                     IngestEvent::Found { files: n, bytes } => {
                         files = n;

@@ -1,0 +1,232 @@
+//! Issue 15, finding 4: `/v1/ingest` and MCP `ingest` read any path the
+//! server could read (absolute paths, `..`, symbolic links out of a
+//! folder, a glob walked from `/`), and the text came back through search.
+//! Now remote callers name server paths only inside `ingest.allowed_roots`
+//! (none configured: they may only upload), links that leave a root are
+//! passed over, and the CLI (the machine's own user) stays unrestricted.
+
+mod common;
+
+use std::path::Path;
+
+use grace::ingest::{IngestError, IngestOptions};
+use grace::serve::{AppState, run};
+use grace::{Config, Grace};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const SECRET: &str = "The vault combination is orange falcon seventeen.";
+
+/// `allowed/` with a page, a link to a file outside and a link to a folder
+/// outside; `outside/` with the secret.
+fn layout(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let allowed = dir.join("allowed");
+    let outside = dir.join("outside");
+    std::fs::create_dir_all(allowed.join("sub")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        allowed.join("sub/pets.md"),
+        "# Office pets\n\nDogs are welcome in the office on Wednesdays.\n",
+    )
+    .unwrap();
+    std::fs::write(outside.join("secret.md"), format!("# Vault\n\n{SECRET}\n")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.md"), allowed.join("leak.md")).unwrap();
+    std::os::unix::fs::symlink(&outside, allowed.join("escape")).unwrap();
+    (allowed, outside)
+}
+
+struct Server {
+    base: String,
+    http: reqwest::Client,
+    grace: Grace,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<grace::Result<()>>,
+}
+
+async fn start(data: &Path, tweak: impl FnOnce(&mut Config)) -> Server {
+    let mut config = common::config(data);
+    tweak(&mut config);
+    let grace = Grace::builder(config)
+        .embedder(common::embedder())
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(listener, AppState::new(grace.clone()), async move {
+        let _ = rx.await;
+    }));
+    Server {
+        base,
+        http: reqwest::Client::new(),
+        grace,
+        stop,
+        task,
+    }
+}
+
+impl Server {
+    async fn ingest(&self, paths: Value) -> (StatusCode, Value) {
+        let r = self
+            .http
+            .post(format!("{}/v1/ingest", self.base))
+            .json(&json!({ "paths": paths }))
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Whether any passage in the store holds `text`.
+    async fn holds(&self, text: &str) -> bool {
+        let found = self
+            .grace
+            .search(text, Some(10), None)
+            .await
+            .unwrap_or_default();
+        found.iter().any(|p| p.text.contains(text))
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_allowed_roots_remote_callers_may_only_upload() {
+    let dir = tempfile::tempdir().unwrap();
+    let (allowed, outside) = layout(dir.path());
+    let server = start(&dir.path().join("data"), |_| {}).await;
+    for paths in [
+        json!([allowed]),
+        json!([outside.join("secret.md")]),
+        json!(["/etc/passwd"]),
+        json!(["/**/*.md"]),
+    ] {
+        let (status, body) = server.ingest(paths.clone()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{paths}: {body}");
+        assert!(body.to_string().contains("ingest.allowed_roots"), "{body}");
+    }
+    assert!(!server.holds("orange falcon").await);
+    // An upload still works: the server writes the file itself.
+    let boundary = "b0undary";
+    let upload = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"parking.md\"\r\n\
+         Content-Type: text/markdown\r\n\r\n# Parking\n\nVisitors park on level -2.\n\r\n--{boundary}--\r\n"
+    );
+    let r = server
+        .http
+        .post(format!("{}/v1/ingest", server.base))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(upload)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(server.holds("Visitors park on level -2").await);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_callers_read_inside_the_roots_and_nothing_a_link_leads_out_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let (allowed, outside) = layout(dir.path());
+    let root = allowed.clone();
+    let server = start(&dir.path().join("data"), move |c| {
+        c.ingest.allowed_roots = vec![root]
+    })
+    .await;
+
+    // Outside the root, however it is spelled: refused, and a missing path
+    // inside gets the same answer (no probing for files).
+    let dotdot = allowed.join("../outside/secret.md");
+    for paths in [
+        json!([outside.join("secret.md")]),
+        json!([dotdot]),
+        json!([outside]),
+        json!(["/etc/passwd"]),
+        json!(["/**/*.md"]),
+        json!([format!("{}/../**/*.md", allowed.display())]),
+        json!([allowed.join("no-such.md")]),
+        json!([allowed.join("leak.md")]),
+        json!([allowed.join("escape/secret.md")]),
+    ] {
+        let (status, body) = server.ingest(paths.clone()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{paths}: {body}");
+    }
+
+    // The root itself: its own page, not what the links point to.
+    let (status, report) = server.ingest(json!([allowed])).await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["added"], 1, "{report}");
+    let passed = report["skipped"].to_string();
+    assert!(
+        passed.contains("leak.md") && passed.contains("escape"),
+        "{report}"
+    );
+    assert!(passed.contains("outside ingest.allowed_roots"), "{report}");
+    // A glob inside the root is fine.
+    let (status, report) = server
+        .ingest(json!([format!("{}/**/*.md", allowed.display())]))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert!(server.holds("welcome in the office").await);
+    assert!(
+        !server.holds("orange falcon").await,
+        "the secret was ingested"
+    );
+    server.stop().await;
+}
+
+#[test]
+fn the_cli_user_is_not_bound_by_the_roots_and_a_walk_is_bounded_in_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (allowed, outside) = layout(dir.path());
+    let mut config = common::config(&dir.path().join("data"));
+    config.ingest.allowed_roots = vec![allowed.clone()];
+    config.ingest.max_files = 1;
+    let kb = common::open(config);
+    // The machine's own user may read anywhere (no `roots` in the options).
+    let report = kb
+        .ingest(
+            &[outside.join("secret.md")],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(report.added, 1);
+    // More files than ingest.max_files: refused, naming the key.
+    std::fs::write(
+        allowed.join("sub/more.md"),
+        "# More\n\nAnother page of text here.\n",
+    )
+    .unwrap();
+    let err = kb
+        .ingest(
+            &[allowed.join("sub")],
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            grace::Error::Ingest(IngestError::TooManyFiles { limit: 1 })
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("ingest.max_files"), "{err}");
+}
+
+#[test]
+fn a_missing_allowed_root_is_a_config_error_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("grace.yml");
+    std::fs::write(&file, "ingest:\n  allowed_roots:\n    - /no/such/root\n").unwrap();
+    let err = Config::load(Some(&file)).unwrap_err();
+    assert!(err.to_string().contains("ingest.allowed_roots[0]"), "{err}");
+}
