@@ -165,7 +165,7 @@ pub struct IngestBody {
 #[utoipa::path(post, path = "/v1/ingest", request_body(content = IngestBody, description = "JSON, or multipart/form-data with file parts"),
     responses((status = 200, description = "The ingest report", body = Object),
         (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
-        (status = 403, description = "A path outside ingest.allowed_roots, or none configured", body = super::openapi::ErrorBody),
+        (status = 403, description = "A path outside ingest.allowed_roots or none configured; a foreign Origin or Host", body = super::openapi::ErrorBody),
         (status = 404, body = super::openapi::ErrorBody), (status = 413, body = super::openapi::ErrorBody),
         (status = 429, body = super::openapi::ErrorBody), (status = 503, body = super::openapi::ErrorBody)),
     security(("bearer" = [])))]

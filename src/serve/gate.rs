@@ -1,7 +1,10 @@
 //! What every request passes before a handler: 503 while shutting down,
-//! bearer-token auth, the concurrency limit (429), the request timeout
-//! (504), and a JSON body for every error, including those axum makes
-//! itself (a malformed body, an unknown route, a body over the limit).
+//! the web-page checks (a loopback `Host` without an API key, a same-origin
+//! `Origin` on state-changing requests), bearer-token auth, the concurrency
+//! limit (429), the request timeout (504), and a JSON body for every error,
+//! including those axum makes itself (a malformed body, an unknown route, a
+//! body over the limit). Every response carries the browser security
+//! headers (`nosniff`, no framing, no referrer; a CSP on the reviewer page).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -50,6 +53,103 @@ pub async fn refuse_when_shutting_down(
         .into_response();
     }
     next.run(request).await
+}
+
+/// A web page the operator visits must not reach the API.
+///
+/// - Without `server.api_key`, only loopback `Host` names are served
+///   (`localhost`, `127.0.0.1`, `[::1]`, any port): a page that rebinds its
+///   own DNS name to 127.0.0.1 still sends its own name, and is refused.
+/// - A request that changes state (any method but GET, HEAD and OPTIONS)
+///   and carries an `Origin` must come from the server's own origin: a
+///   cross-site form or `fetch` POST (which needs no preflight) is refused.
+///   Clients that are not browsers send no `Origin`.
+pub async fn same_origin(State(s): State<AppState>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    if s.gate.api_key.is_empty() && !host.as_deref().is_some_and(is_loopback_host) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "without server.api_key only loopback host names (localhost, 127.0.0.1, [::1]) are served; set server.api_key to serve others",
+        )
+        .into_response();
+    }
+    let changes_state = !matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    );
+    if changes_state && let Some(origin) = request.headers().get(header::ORIGIN) {
+        let same = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://").map(|(_, rest)| rest))
+            .is_some_and(|o| host.as_deref().is_some_and(|h| o.eq_ignore_ascii_case(h)));
+        if !same {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "cross-origin request refused: the Origin is not this server's",
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// `localhost`, `127.x.y.z` or `[::1]`, with or without a port.
+fn is_loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        })
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The browser security headers, on every response; the reviewer page
+/// (HTML) also gets a content security policy that allows only its own
+/// inline script and style and requests to this server.
+pub async fn security_headers(request: Request, next: Next) -> Response {
+    let page = request.uri().path() == "/review";
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::X_FRAME_OPTIONS,
+        header::HeaderValue::from_static("DENY"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    if page {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            header::HeaderValue::from_static(
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                 connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+                 frame-ancestors 'none'",
+            ),
+        );
+    }
+    response
 }
 
 /// Which token a path needs.

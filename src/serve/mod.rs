@@ -101,11 +101,13 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(from_fn_with_state(state.clone(), gate::timeout))
         .layer(from_fn_with_state(state.clone(), gate::authenticate))
+        .layer(from_fn_with_state(state.clone(), gate::same_origin))
         .layer(from_fn_with_state(
             state.clone(),
             gate::refuse_when_shutting_down,
         ))
         .layer(axum::middleware::from_fn(gate::json_errors))
+        .layer(axum::middleware::from_fn(gate::security_headers))
         .with_state(state)
 }
 
