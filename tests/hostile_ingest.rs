@@ -230,3 +230,87 @@ fn a_missing_allowed_root_is_a_config_error_naming_the_key() {
     let err = Config::load(Some(&file)).unwrap_err();
     assert!(err.to_string().contains("ingest.allowed_roots[0]"), "{err}");
 }
+
+/// Finding 10: one request naming a file twice, and uploads of one name at
+/// once (they shared one temporary file, so their bytes could mix).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_of_one_name_never_mix_and_one_request_names_a_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), |_| {}).await;
+    let part = |name: &str, body: &str| {
+        format!(
+            "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\r\n{body}\r\n"
+        )
+    };
+    let post = |body: String| {
+        server
+            .http
+            .post(format!("{}/v1/ingest", server.base))
+            .header("content-type", "multipart/form-data; boundary=b")
+            .body(body)
+            .send()
+    };
+    let twice = format!(
+        "{}{}--b--\r\n",
+        part("a.md", "# A\n\none"),
+        part("a.md", "# A\n\ntwo")
+    );
+    let r = post(twice).await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("a.md"));
+
+    // Eight uploads of one name at once: each whole, the last one stays.
+    let bodies: Vec<String> = (0..8)
+        .map(|i| format!("# Shared\n\n{}\n", format!("variant{i} ").repeat(20_000)))
+        .collect();
+    let requests = bodies
+        .iter()
+        .map(|b| post(format!("{}--b--\r\n", part("shared.md", b))));
+    for r in futures_util::future::join_all(requests).await {
+        // 200, or 429 when the server is busy with the others: never mixed.
+        let status = r.unwrap().status();
+        assert!(
+            status == StatusCode::OK || status == StatusCode::TOO_MANY_REQUESTS,
+            "{status}"
+        );
+    }
+    let saved = std::fs::read_to_string(dir.path().join("data/uploads/grace/shared.md")).unwrap();
+    assert!(
+        bodies.iter().any(|b| b == &saved),
+        "the upload mixed two bodies"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("data/uploads/grace"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".upload"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    server.stop().await;
+}
+
+/// Finding 10: chunks were bounded in words only, so a megabyte without a
+/// space became one chunk (stored, encoded and returned whole).
+#[test]
+fn a_megabyte_without_spaces_is_stored_in_bounded_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let blob = "QUJD".repeat(250_000);
+    std::fs::write(docs.join("blob.txt"), format!("Header line.\n\n{blob}\n")).unwrap();
+    let config = common::config(&dir.path().join("data"));
+    let bound =
+        config.ingest.chunk_size * grace::ingest::chunk::MAX_WORD_CHARS + config.ingest.chunk_size;
+    let kb = common::open(config);
+    let report = kb
+        .ingest(&[docs], &IngestOptions::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(report.added, 1);
+    assert!(
+        report.chunks_written >= blob.len() / bound,
+        "{}",
+        report.chunks_written
+    );
+    for p in kb.search("QUJDQUJD", Some(50), None).unwrap() {
+        assert!(p.text.chars().count() <= bound, "{} chars", p.text.len());
+    }
+}

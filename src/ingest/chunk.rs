@@ -101,13 +101,37 @@ struct Unit {
     paragraph_end: bool,
 }
 
+/// A "word" longer than this many characters (a run without spaces: a
+/// base64 blob, a minified line) is cut into pieces of this length, each
+/// counted as a word; so a chunk holds at most `size` × this many
+/// characters, whatever the file.
+pub const MAX_WORD_CHARS: usize = 200;
+
+/// `word` in pieces of at most [`MAX_WORD_CHARS`] characters, cut at char
+/// boundaries.
+fn word_pieces(word: &str) -> impl Iterator<Item = &str> {
+    let mut rest = word;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = rest
+            .char_indices()
+            .nth(MAX_WORD_CHARS)
+            .map_or(rest.len(), |(i, _)| i);
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
+}
+
 fn units(text: &str, max_words: usize) -> Vec<Unit> {
     let mut out = Vec::new();
     for paragraph in text.split("\n\n") {
         let sentences = sentences(paragraph);
         let n = sentences.len();
         for (i, sentence) in sentences.into_iter().enumerate() {
-            let words: Vec<&str> = sentence.split_whitespace().collect();
+            let words: Vec<&str> = sentence.split_whitespace().flat_map(word_pieces).collect();
             let pieces: Vec<&[&str]> = words.chunks(max_words).collect();
             let last_piece = pieces.len().saturating_sub(1);
             for (j, piece) in pieces.into_iter().enumerate() {
@@ -216,6 +240,24 @@ mod tests {
 
     fn wc(s: &str) -> usize {
         s.split_whitespace().count()
+    }
+
+    #[test]
+    fn a_run_without_spaces_is_cut_so_no_chunk_outgrows_its_bound() {
+        // 1 MB of one "word", with multi-byte characters at the cuts.
+        let run = "é".repeat(300) + &"x".repeat(1_000_000) + "日本";
+        let p = ChunkParams {
+            size: 50,
+            overlap: 5,
+        };
+        let chunks = chunk_text(&run, p);
+        assert!(chunks.len() > 1);
+        let bound = p.size * MAX_WORD_CHARS + p.size;
+        assert!(chunks.iter().all(|c| c.chars().count() <= bound));
+        // Nothing is lost: the pieces (less the overlap) spell the run.
+        let pieces: String = super::word_pieces(&run).collect();
+        assert_eq!(pieces, run);
+        assert!(chunks.last().unwrap().ends_with("日本"));
     }
 
     #[test]

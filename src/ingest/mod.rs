@@ -432,15 +432,7 @@ impl Ingestor<'_> {
         pipeline_changed: bool,
     ) -> std::result::Result<Option<Prepared>, String> {
         let path = &candidate.path;
-        let meta = std::fs::metadata(path).map_err(|e| format!("unreadable: {e}"))?;
-        if meta.len() > self.config.max_file_bytes {
-            return Err(format!(
-                "too large: {} bytes, over ingest.max_file_bytes = {}",
-                meta.len(),
-                self.config.max_file_bytes
-            ));
-        }
-        let bytes = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
+        let bytes = read_capped(path, self.config.max_file_bytes)?;
         let hash = hex(&Sha256::digest(&bytes));
         if let Some(prev) = previous
             && prev.state == EntryState::Committed
@@ -602,4 +594,29 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02x}");
     }
     s
+}
+
+/// Reads at most `max` bytes of `path`: a file over it (or one that grows
+/// past it while it is read) is refused, without reading more than `max`
+/// + 1 bytes, whatever its size said a moment before.
+fn read_capped(path: &Path, max: u64) -> std::result::Result<Vec<u8>, String> {
+    use std::io::Read;
+    let too_large =
+        |len: u64| format!("too large: {len} bytes, over ingest.max_file_bytes = {max}");
+    let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("unreadable: {e}"))?
+        .len();
+    if len > max {
+        return Err(too_large(len));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("unreadable: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }

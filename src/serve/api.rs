@@ -231,6 +231,14 @@ async fn save_uploads(mut multipart: Multipart, dir: &Path) -> Result<Vec<PathBu
         let name = name.ok_or_else(|| {
             ApiError::bad_request("an uploaded file needs a plain file name such as guide.md")
         })?;
+        if saved
+            .iter()
+            .any(|p: &PathBuf| p.file_name() == Some(std::ffi::OsStr::new(&name)))
+        {
+            return Err(ApiError::bad_request(format!(
+                "two uploaded files are named {name}: name each file once"
+            )));
+        }
         let bytes = field
             .bytes()
             .await
@@ -238,15 +246,26 @@ async fn save_uploads(mut multipart: Multipart, dir: &Path) -> Result<Vec<PathBu
         let path = dir.join(&name);
         let (dir, target) = (dir.to_path_buf(), path.clone());
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            use std::io::Write;
             std::fs::create_dir_all(&dir)?;
-            // Written beside and renamed: a crash never leaves half a file
-            // for the next ingest.
+            // Written beside under a name no other upload uses, synced, and
+            // renamed: a crash never leaves half a file for the next ingest,
+            // and two uploads at once never write into one temporary file
+            // (the later rename wins, as a later upload of a file would).
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let tmp = dir.join(format!(
-                ".{}.upload",
-                target.file_name().unwrap_or_default().to_string_lossy()
+                ".{}.{}-{n}.upload",
+                target.file_name().unwrap_or_default().to_string_lossy(),
+                std::process::id()
             ));
-            std::fs::write(&tmp, &bytes)?;
-            std::fs::rename(&tmp, &target)
+            let mut file = std::fs::File::create(&tmp)?;
+            file.write_all(&bytes)?;
+            file.sync_all()?;
+            drop(file);
+            std::fs::rename(&tmp, &target)?;
+            // The rename itself reaches the disk with the folder.
+            std::fs::File::open(&dir)?.sync_all()
         })
         .await
         .map_err(|e| {
