@@ -49,6 +49,18 @@ pub enum PlanError {
     /// The plan has no steps.
     #[error("the plan has no steps")]
     Empty,
+    /// A `reasoning` step's `sources` is not made only of `{"$from": step}`
+    /// references to retrieval steps, or it has a `context`: a plan may not
+    /// hand the answerer evidence of its own making.
+    #[error(
+        "step `{step}`: reasoning's `{field}` must come from search steps ({{\"$from\": id}}), not text the plan wrote"
+    )]
+    UngroundedEvidence {
+        /// The step's id.
+        step: String,
+        /// `sources` or `context`.
+        field: &'static str,
+    },
     /// A step's action is not an enabled tool.
     #[error("step `{step}`: unknown or disabled action `{action}` (enabled: {enabled})")]
     UnknownAction {
@@ -200,6 +212,9 @@ impl Plan {
                     });
                 }
             }
+            if step.action == "reasoning" {
+                self.check_grounded(step)?;
+            }
             seen.push(&step.id);
         }
         let last_answer = self
@@ -221,6 +236,36 @@ pub fn step_ref(value: &Value) -> Option<&str> {
     match value {
         Value::Object(map) if map.len() == 1 => map.get("$from")?.as_str(),
         _ => None,
+    }
+}
+
+impl Plan {
+    /// A `reasoning` step's `sources` is one `$from` reference or an array
+    /// of them, each to a step that retrieves (not `reasoning` or
+    /// `ask_user`, whose output is model text), and it has no `context`.
+    fn check_grounded(&self, step: &Step) -> Result<(), PlanError> {
+        let retrieves = |v: &Value| {
+            step_ref(v).is_some_and(|id| {
+                self.steps
+                    .iter()
+                    .any(|s| s.id == id && s.action != "reasoning" && s.action != "ask_user")
+            })
+        };
+        let ungrounded = |field| PlanError::UngroundedEvidence {
+            step: step.id.clone(),
+            field,
+        };
+        match step.input.get("sources") {
+            Some(Value::Array(items)) if !items.is_empty() && items.iter().all(retrieves) => {}
+            Some(v) if retrieves(v) => {}
+            _ => return Err(ungrounded("sources")),
+        }
+        // `context` is for a caller that holds context (a conversation), not
+        // for a plan: whatever a plan wrote there would be read as evidence.
+        match step.input.get("context") {
+            None | Some(Value::Null) => Ok(()),
+            Some(_) => Err(ungrounded("context")),
+        }
     }
 }
 

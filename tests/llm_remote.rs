@@ -155,7 +155,7 @@ fn gemini_answers_with_citations_usage_and_the_answering_rules() {
     );
     let user = body["contents"][0]["parts"][0]["text"].as_str().unwrap();
     assert!(
-        user.contains("How do I rotate an API key?") && user.contains("[1]"),
+        user.contains("How do I rotate an API key?") && user.contains("\"id\":1"),
         "{user}"
     );
 }
