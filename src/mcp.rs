@@ -9,7 +9,9 @@
 //!   `mcp.timeout_seconds`.
 //!
 //! `mcp.tools` lists what is offered (a registry tool must also be in
-//! `tools.enabled`). Every result is a JSON object `{success, data, error,
+//! `tools.enabled`); by default `ask`, `rag_search` and `ingest`: the
+//! escalation tools take any reviewer's name, so they are only for a client
+//! trusted to act as every reviewer. Every result is a JSON object `{success, data, error,
 //! suggestions}` (structured content, `isError` when `success` is false);
 //! arguments that do not match a tool's schema are a protocol error
 //! (`invalid_params`), as is an unknown tool. Stdout carries the protocol

@@ -54,6 +54,11 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
         "GRACE_INGEST__ALLOWED_ROOTS",
         format!("[{}]", docs.path().display()),
     );
+    // The reviewer tools are off by default (they act as any reviewer).
+    cmd.env(
+        "GRACE_MCP__TOOLS",
+        "[ask, rag_search, ingest, list_escalations, answer_escalation]",
+    );
     cmd.stderr(std::process::Stdio::null());
     let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
     let info = client.peer_info().expect("the server introduced itself");

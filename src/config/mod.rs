@@ -622,15 +622,10 @@ pub struct McpConfig {
 impl Default for McpConfig {
     fn default() -> Self {
         Self {
-            tools: [
-                "ask",
-                "rag_search",
-                "ingest",
-                "list_escalations",
-                "answer_escalation",
-            ]
-            .map(String::from)
-            .to_vec(),
+            // Not `list_escalations` nor `answer_escalation`: they take any
+            // reviewer's name, so an MCP client that has them can act as any
+            // reviewer. Offer them only to a client trusted with that.
+            tools: ["ask", "rag_search", "ingest"].map(String::from).to_vec(),
             timeout_seconds: 120.0,
         }
     }

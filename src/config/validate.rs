@@ -388,6 +388,12 @@ fn validate_server(s: &super::ServerConfig) -> Result<()> {
             ));
         }
     }
+    if !s.reviewer_api_key.is_empty() && s.api_key.is_empty() {
+        return Err(invalid(
+            "server.reviewer_api_key",
+            "is set but server.api_key is not: without server.api_key every endpoint is open, reviewer token or not; set server.api_key too".to_string(),
+        ));
+    }
     if s.max_body_bytes < 1024 {
         return Err(invalid(
             "server.max_body_bytes",
