@@ -114,6 +114,10 @@ pub struct AskOutcome {
     /// The escalation's id in the review queue when the run was escalated and
     /// queued; `None` otherwise.
     pub review_id: Option<i64>,
+    /// The asker's handle on that escalation: needed to read it back over
+    /// HTTP (`GET /v1/escalations/{id}?handle=`); the id alone is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_handle: Option<String>,
 }
 
 /// What a run reports while it goes, owned so it can cross threads (the
@@ -416,7 +420,12 @@ impl Grace {
             None
         };
         runs.finished.fetch_add(1, Ordering::Relaxed);
-        Ok(AskOutcome { report, review_id })
+        let review_handle = review_id.map(|id| self.inner.queue.asker_handle(id));
+        Ok(AskOutcome {
+            report,
+            review_id,
+            review_handle,
+        })
     }
 
     /// Promotes reviewed answer `id` to knowledge (see [`crate::review::promote`]).

@@ -200,7 +200,12 @@ async fn every_endpoint_answers_and_reports_errors_as_json() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(escalated["decision"], "escalate", "{escalated}");
     let id = escalated["review_id"].as_i64().unwrap();
-    let (s, view) = api.get(&format!("/v1/escalations/{id}")).await;
+    let handle = escalated["review_handle"].as_str().unwrap();
+    let (s, _) = api.get(&format!("/v1/escalations/{id}")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "readable by id alone");
+    let (s, view) = api
+        .get(&format!("/v1/escalations/{id}?handle={handle}"))
+        .await;
     assert_eq!(
         (s, view["status"].as_str()),
         (StatusCode::OK, Some("pending"))

@@ -2,6 +2,10 @@
 //! API key left every endpoint open while looking protected, and `grace mcp`
 //! offered `list_escalations` and `answer_escalation` by default, which
 //! take any reviewer's name, so any MCP client could act as any reviewer.
+//! Finding 7: any service client could read any escalation's question and
+//! answer by its id (a counter); now the asker gets an unguessable handle
+//! and `GET /v1/escalations/{id}` needs it (tests/api_http.rs and
+//! tests/review_http.rs check the route).
 
 mod common;
 
@@ -47,4 +51,37 @@ fn mcp_offers_no_tool_that_acts_as_a_reviewer_by_default() {
         "{:?}",
         shipped.mcp.tools
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escalated_ask_gives_the_asker_a_handle_that_no_other_id_shares() {
+    let dir = tempfile::tempdir().unwrap();
+    let grace = grace::Grace::builder(common::config(dir.path()))
+        .embedder(common::embedder())
+        .build()
+        .unwrap();
+    grace
+        .ingest(vec![common::repo().join("examples/kb")], Default::default())
+        .await
+        .unwrap();
+    let outcome = grace
+        .ask("Can I deploy on Fridays?", grace::AskOptions::default())
+        .await
+        .unwrap();
+    let id = outcome.review_id.expect("escalated and queued");
+    let handle = outcome.review_handle.expect("a handle for the asker");
+    assert_eq!(handle.len(), 32);
+    let queue = grace.escalations();
+    queue.check_asker_handle(id, &handle).unwrap();
+    for wrong in ["", "0", &"0".repeat(32), &queue.asker_handle(id + 1)] {
+        let err = queue.check_asker_handle(id, wrong).unwrap_err();
+        assert!(err.to_string().contains("not found"), "{err}");
+    }
+    // The JSON a client receives carries it.
+    let json = serde_json::to_value(grace::AskOutcome {
+        review_handle: Some(handle.clone()),
+        ..outcome
+    })
+    .unwrap();
+    assert_eq!(json["review_handle"], handle.as_str());
 }

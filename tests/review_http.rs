@@ -215,7 +215,11 @@ async fn the_review_flow_over_http_with_every_error_status() {
     // The asker waits on the HTTP endpoint while alice answers.
     let waiting = {
         let http = s.http.clone();
-        let url = format!("{}/v1/escalations/{public}?wait=30", s.base);
+        let url = format!(
+            "{}/v1/escalations/{public}?wait=30&handle={}",
+            s.base,
+            s.queue.asker_handle(public)
+        );
         tokio::spawn(async move {
             http.get(url)
                 .send()
@@ -277,8 +281,26 @@ async fn the_review_flow_over_http_with_every_error_status() {
         )
         .await;
     assert_eq!((code, v["outcome"].as_str()), (200, Some("rejected")));
+    let handle = s.queue.asker_handle(private);
+    // Without the asker's handle (or with another's) it reads as missing.
+    for wrong in [String::new(), s.queue.asker_handle(public)] {
+        let (code, _) = s
+            .call(
+                "GET",
+                &format!("/v1/escalations/{private}?handle={wrong}"),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(code, 404);
+    }
     let (code, v) = s
-        .call("GET", &format!("/v1/escalations/{private}"), None, None)
+        .call(
+            "GET",
+            &format!("/v1/escalations/{private}?handle={handle}"),
+            None,
+            None,
+        )
         .await;
     assert_eq!(
         (code, v["resolution"]["note"].as_str()),
@@ -289,7 +311,7 @@ async fn the_review_flow_over_http_with_every_error_status() {
     let (code, _) = s
         .call(
             "GET",
-            &format!("/v1/escalations/{private}?wait=9999"),
+            &format!("/v1/escalations/{private}?wait=9999&handle={handle}"),
             None,
             None,
         )

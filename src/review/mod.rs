@@ -20,6 +20,7 @@
 //! both win.
 
 mod db;
+mod handle;
 pub mod messages;
 pub mod promote;
 mod queue;

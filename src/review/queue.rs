@@ -206,6 +206,8 @@ pub enum Viewer<'a> {
 pub struct ReviewQueue {
     pub(super) path: PathBuf,
     conn: Mutex<Connection>,
+    /// Derives the askers' handles (see `review/handle.rs`).
+    asker_key: super::handle::AskerKey,
     config: ReviewConfig,
     thresholds: Thresholds,
 }
@@ -221,9 +223,11 @@ impl ReviewQueue {
 
     /// Opens the queue in a given database file.
     pub fn open_at(path: &Path, config: &Config) -> Result<Self> {
+        let conn = db::open(path)?;
         Ok(Self {
             path: path.to_path_buf(),
-            conn: Mutex::new(db::open(path)?),
+            conn: Mutex::new(conn),
+            asker_key: super::handle::AskerKey::load_or_create(path)?,
             config: config.review.clone(),
             thresholds: config.confidence.thresholds.clone(),
         })
@@ -232,6 +236,25 @@ impl ReviewQueue {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The asker's handle on escalation `id`: what a remote asker shows to
+    /// read it back (`GET /v1/escalations/{id}?handle=`).
+    pub fn asker_handle(&self, id: i64) -> String {
+        self.asker_key.handle(id)
+    }
+
+    /// Checks an asker's handle; a wrong one reads as "no such escalation",
+    /// so ids cannot be probed.
+    pub fn check_asker_handle(&self, id: i64, handle: &str) -> Result<()> {
+        if self.asker_key.verify(id, handle) {
+            Ok(())
+        } else {
+            Err(ReviewError::NotFound {
+                what: "escalation",
+                id: id.to_string(),
+            })
+        }
     }
 
     /// Runs `f` in a write transaction, after settling escalations that

@@ -270,14 +270,21 @@ pub(crate) async fn log(
 pub(crate) struct WaitQuery {
     /// Seconds to wait for the escalation to be settled.
     wait: Option<f64>,
+    /// The asker's handle (`review_handle` in the ask's response).
+    handle: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/escalations/{id}", params(("id" = i64, Path), ("wait" = Option<f64>, Query, description = "seconds (0-600) to wait for it to be settled")), responses((status = 200, description = "The asker's view: status and resolution", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/escalations/{id}", params(("id" = i64, Path), ("handle" = String, Query, description = "the asker's handle: `review_handle` in the ask's response (404 without it)"), ("wait" = Option<f64>, Query, description = "seconds (0-600) to wait for it to be settled")), responses((status = 200, description = "The asker's view: status and resolution", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn asker_view(
     State(s): State<AppState>,
     Path(id): Path<i64>,
     Query(q): Query<WaitQuery>,
 ) -> ApiResult {
+    // Without the asker's handle an escalation reads as missing: ids are a
+    // counter, and any client could read any question and its answer.
+    s.grace
+        .escalations()
+        .check_asker_handle(id, q.handle.as_deref().unwrap_or(""))?;
     let wait = match q.wait {
         None => None,
         Some(w) if w.is_finite() && (0.0..=600.0).contains(&w) => Some(Duration::from_secs_f64(w)),

@@ -1,0 +1,121 @@
+//! The asker's handle on an escalation: a capability, not an id. An id is
+//! a counter (any client could read escalation 7); the handle is
+//! `sha256(key ‖ "escalation:" ‖ id)`, 128 bits in hex, where `key` is 32
+//! random bytes kept beside the review database (`review.asker-key`, mode
+//! 0600). Nothing per escalation is stored; a handle is checked by
+//! computing it again.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::{Result, ReviewError};
+
+/// The secret the handles are derived from.
+pub(crate) struct AskerKey([u8; 32]);
+
+impl AskerKey {
+    /// Reads the key beside `db` (`<db>.asker-key`), or makes one from the
+    /// system's random source the first time.
+    pub(crate) fn load_or_create(db: &Path) -> Result<Self> {
+        let path = db.with_extension("asker-key");
+        match read_key(&path) {
+            Ok(Some(key)) => return Ok(Self(key)),
+            Ok(None) => {}
+            Err(e) => return Err(e),
+        }
+        let mut key = [0u8; 32];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut key))
+            .map_err(io("read the random source", PathBuf::from("/dev/urandom")))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        match options.open(&path) {
+            Ok(mut file) => {
+                file.write_all(&key)
+                    .and_then(|()| file.sync_all())
+                    .map_err(io("write", path.clone()))?;
+                Ok(Self(key))
+            }
+            // Another process made it first: use theirs.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                read_key(&path)?.map(Self).ok_or_else(|| corrupt(&path))
+            }
+            Err(e) => Err(io("create", path)(e)),
+        }
+    }
+
+    /// The handle of escalation `id`.
+    pub(crate) fn handle(&self, id: i64) -> String {
+        let mut h = Sha256::new();
+        h.update(self.0);
+        h.update(format!("escalation:{id}").as_bytes());
+        h.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Whether `handle` is escalation `id`'s (compared in constant time).
+    pub(crate) fn verify(&self, id: i64, handle: &str) -> bool {
+        let expected = self.handle(id);
+        expected.len() == handle.len()
+            && expected
+                .bytes()
+                .zip(handle.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    }
+}
+
+fn read_key(path: &Path) -> Result<Option<[u8; 32]>> {
+    match std::fs::read(path) {
+        Ok(bytes) => <[u8; 32]>::try_from(bytes.as_slice())
+            .map(Some)
+            .map_err(|_| corrupt(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io("read", path.to_path_buf())(e)),
+    }
+}
+
+fn corrupt(path: &Path) -> ReviewError {
+    ReviewError::Corrupt {
+        path: path.to_path_buf(),
+        message: "the asker key is not 32 bytes; remove it to make a new one (handles given out so far stop working)".into(),
+    }
+}
+
+fn io(action: &'static str, path: PathBuf) -> impl FnOnce(std::io::Error) -> ReviewError {
+    move |source| ReviewError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AskerKey;
+
+    #[test]
+    fn handles_are_stable_per_key_and_differ_per_id_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("review.sqlite3");
+        let a = AskerKey::load_or_create(&db).unwrap();
+        let again = AskerKey::load_or_create(&db).unwrap();
+        assert_eq!(a.handle(7), again.handle(7));
+        assert_eq!(a.handle(7).len(), 32);
+        assert_ne!(a.handle(7), a.handle(8));
+        assert!(a.verify(7, &a.handle(7)));
+        assert!(!a.verify(8, &a.handle(7)));
+        assert!(!a.verify(7, ""));
+        let other = AskerKey::load_or_create(&dir.path().join("other.sqlite3")).unwrap();
+        assert_ne!(a.handle(7), other.handle(7));
+        // A damaged key is an error, not a fresh key.
+        std::fs::write(db.with_extension("asker-key"), b"short").unwrap();
+        assert!(AskerKey::load_or_create(&db).is_err());
+    }
+}
