@@ -331,7 +331,9 @@ pub struct Status {
     /// The storage backend (`edge` or `qdrant`).
     pub backend: String,
     /// Where the collection lives: its folder (`edge`), or
-    /// `<url>/collections/<name>` on a Qdrant server (`qdrant`).
+    /// `<url>/collections/<name>` on a Qdrant server (`qdrant`); left out
+    /// of the HTTP API's view ([`Status::for_clients`]).
+    #[serde(skip_serializing_if = "is_empty_path")]
     pub path: PathBuf,
     /// Size and index state of the collection.
     pub store: StoreInfo,
@@ -345,9 +347,30 @@ pub struct Status {
     pub model: Option<String>,
     /// Why the configured model cannot be used, if it cannot.
     pub model_error: Option<String>,
-    /// The configured model folder (`embedding.model_dir`).
+    /// The configured model folder (`embedding.model_dir`); left out of the
+    /// HTTP API's view.
+    #[serde(skip_serializing_if = "is_empty_path")]
     pub model_dir: PathBuf,
     /// Whether searches fuse a lexical ranking with the dense one
     /// (`qdrant.hybrid`).
     pub hybrid: bool,
+}
+
+fn is_empty_path(p: &std::path::Path) -> bool {
+    p.as_os_str().is_empty()
+}
+
+impl Status {
+    /// The status without the server's paths (the collection's folder or
+    /// URL, the model folder) and with a model error reduced to its fact:
+    /// what a remote client may see.
+    pub fn for_clients(mut self) -> Self {
+        self.path = PathBuf::new();
+        self.model_dir = PathBuf::new();
+        if self.model_error.is_some() {
+            self.model_error =
+                Some("the embedding model cannot be loaded (see the server's log)".into());
+        }
+        self
+    }
 }

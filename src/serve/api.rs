@@ -326,15 +326,16 @@ pub struct StatusResponse {
     security(("bearer" = [])))]
 pub async fn status(State(s): State<AppState>) -> Result<Json<StatusResponse>, ApiError> {
     let grace = s.grace.clone();
-    let knowledge_base = tokio::task::spawn_blocking(move || grace.status())
-        .await
-        .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                e.to_string(),
-            )
-        })??;
+    let knowledge_base =
+        tokio::task::spawn_blocking(move || grace.status().map(crate::Status::for_clients))
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    e.to_string(),
+                )
+            })??;
     Ok(Json(StatusResponse {
         knowledge_base,
         runs: s.grace.runs(),

@@ -94,10 +94,23 @@ impl From<Error> for ApiError {
             Error::Plan(PlanError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
+        // A server-side failure's text names server paths (the database,
+        // the manifest, the model folder): it goes to the log, not the client.
+        let message = match status {
+            StatusCode::INTERNAL_SERVER_ERROR => {
+                tracing::error!(error = %e, "request failed");
+                "internal error; the server's log has the details".to_string()
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                tracing::warn!(error = %e, "store busy");
+                "the store is busy; retry shortly".to_string()
+            }
+            _ => e.to_string(),
+        };
         Self {
             status,
             kind,
-            message: e.to_string(),
+            message,
         }
     }
 }
