@@ -49,6 +49,12 @@ pub struct Gate {
     pub max_concurrency: usize,
     /// Set on Ctrl-C/SIGTERM: new requests get 503.
     pub shutting_down: AtomicBool,
+    /// Woken when shutdown begins: long polls answer at once instead of
+    /// holding the shutdown for up to their `wait`.
+    pub shutdown: tokio::sync::Notify,
+    /// Askers waiting on `?wait=` at once: [`WAITERS_PER_PERMIT`] ×
+    /// `server.max_concurrency`; beyond, 429.
+    pub waiters: Arc<Semaphore>,
     /// `server.api_key`; empty: no authentication.
     pub api_key: String,
     /// `server.reviewer_api_key`; empty: reviewers use `api_key`.
@@ -58,6 +64,10 @@ pub struct Gate {
     pub timeout: Duration,
 }
 
+/// Long polls allowed per `server.max_concurrency` permit (a waiting asker
+/// costs a task and a database read now and then, not a run).
+pub const WAITERS_PER_PERMIT: usize = 4;
+
 impl AppState {
     /// The state for `grace` with its configured `server` settings.
     pub fn new(grace: Grace) -> Self {
@@ -66,6 +76,8 @@ impl AppState {
             permits: Arc::new(Semaphore::new(s.max_concurrency)),
             max_concurrency: s.max_concurrency,
             shutting_down: AtomicBool::new(false),
+            shutdown: tokio::sync::Notify::new(),
+            waiters: Arc::new(Semaphore::new(s.max_concurrency * WAITERS_PER_PERMIT)),
             api_key: s.api_key.clone(),
             reviewer_api_key: s.reviewer_api_key.clone(),
             timeout: Duration::from_secs_f64(s.request_timeout),
@@ -155,6 +167,7 @@ pub async fn run(
         .with_graceful_shutdown(async move {
             shutdown.await;
             gate.shutting_down.store(true, Ordering::SeqCst);
+            gate.shutdown.notify_waiters();
         })
         .await
         .map_err(|e| Error::Server(format!("stopped: {e}")))?;

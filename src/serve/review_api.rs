@@ -296,9 +296,48 @@ pub(crate) async fn asker_view(
     };
     let e = match wait {
         Some(timeout) => {
+            // Bounded: a waiting asker holds one of the waiter permits.
+            let Ok(_permit) = s.gate.waiters.clone().try_acquire_owned() else {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_requests",
+                    format!(
+                        "{} askers are already waiting ({} per server.max_concurrency); retry shortly",
+                        s.gate.max_concurrency * super::WAITERS_PER_PERMIT,
+                        super::WAITERS_PER_PERMIT
+                    ),
+                ));
+            };
             let handle = s.grace.escalation(id);
-            match handle.settled(timeout).await {
+            // Registered before the flag is read, so a shutdown that begins
+            // in between still wakes this wait.
+            let shutdown = s.gate.shutdown.notified();
+            tokio::pin!(shutdown);
+            shutdown.as_mut().enable();
+            let stopping = s
+                .gate
+                .shutting_down
+                .load(std::sync::atomic::Ordering::SeqCst);
+            let settled = async {
+                if stopping {
+                    return Err(ReviewError::WaitTimedOut {
+                        id,
+                        status: crate::review::Status::Pending,
+                        seconds: 0.0,
+                    });
+                }
+                tokio::select! {
+                    r = handle.settled(timeout) => r,
+                    () = &mut shutdown => Err(ReviewError::WaitTimedOut {
+                        id,
+                        status: crate::review::Status::Pending,
+                        seconds: 0.0,
+                    }),
+                }
+            };
+            match settled.await {
                 Ok(e) => e,
+                // Timed out, or the server is stopping: the state now.
                 Err(ReviewError::WaitTimedOut { .. }) => handle.current()?,
                 Err(other) => return Err(other.into()),
             }
