@@ -56,14 +56,7 @@ fn mcp_offers_no_tool_that_acts_as_a_reviewer_by_default() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_escalated_ask_gives_the_asker_a_handle_that_no_other_id_shares() {
     let dir = tempfile::tempdir().unwrap();
-    let grace = grace::Grace::builder(common::config(dir.path()))
-        .embedder(common::embedder())
-        .build()
-        .unwrap();
-    grace
-        .ingest(vec![common::repo().join("examples/kb")], Default::default())
-        .await
-        .unwrap();
+    let grace = common::sample_service(common::config(dir.path())).await;
     let outcome = grace
         .ask("Can I deploy on Fridays?", grace::AskOptions::default())
         .await

@@ -10,7 +10,6 @@ mod common;
 use std::path::Path;
 
 use grace::ingest::{IngestError, IngestOptions};
-use grace::serve::{AppState, run};
 use grace::{Config, Grace};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -39,29 +38,19 @@ struct Server {
     base: String,
     http: reqwest::Client,
     grace: Grace,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<grace::Result<()>>,
+    server: common::TestServer,
 }
 
 async fn start(data: &Path, tweak: impl FnOnce(&mut Config)) -> Server {
     let mut config = common::config(data);
     tweak(&mut config);
-    let grace = Grace::builder(config)
-        .embedder(common::embedder())
-        .build()
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(run(listener, AppState::new(grace.clone()), async move {
-        let _ = rx.await;
-    }));
+    let grace = common::service(config);
+    let server = common::serve(grace.clone()).await;
     Server {
-        base,
+        base: server.base.clone(),
         http: reqwest::Client::new(),
         grace,
-        stop,
-        task,
+        server,
     }
 }
 
@@ -88,8 +77,7 @@ impl Server {
     }
 
     async fn stop(self) {
-        let _ = self.stop.send(());
-        self.task.await.unwrap().unwrap();
+        self.server.stop().await;
     }
 }
 

@@ -5,8 +5,7 @@
 
 mod common;
 
-use grace::serve::{AppState, run};
-use grace::{Config, Grace};
+use grace::Config;
 use reqwest::StatusCode;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -16,16 +15,9 @@ async fn status_and_server_errors_do_not_show_server_paths() {
     let config: Config = common::config(&data);
     let manifest = config.manifest_path();
     let model_dir = config.embedding.model_dir.clone();
-    let grace = Grace::builder(config)
-        .embedder(common::embedder())
-        .build()
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(run(listener, AppState::new(grace.clone()), async move {
-        let _ = rx.await;
-    }));
+    let grace = common::service(config);
+    let server = common::serve(grace.clone()).await;
+    let base = server.base.clone();
     let http = reqwest::Client::new();
 
     let status = http
@@ -60,6 +52,5 @@ async fn status_and_server_errors_do_not_show_server_paths() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("secret-data-folder"), "{e}");
-    let _ = stop.send(());
-    task.await.unwrap().unwrap();
+    server.stop().await;
 }

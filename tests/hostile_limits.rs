@@ -8,33 +8,19 @@ mod common;
 
 use std::sync::Arc;
 
+use grace::Config;
 use grace::config::MAX_RAG_SEARCH_LIMIT;
 use grace::exec::{Event, Executor};
-use grace::serve::{AppState, run};
 use grace::service::AskOptions;
 use grace::tools::ToolRegistry;
-use grace::{Config, Grace};
 use serde_json::json;
 
 const HUGE: usize = 1_000_000_000_000;
 
-async fn sample_service(dir: &std::path::Path) -> Grace {
-    let config = common::config(dir);
-    let grace = Grace::builder(config)
-        .embedder(common::embedder())
-        .build()
-        .unwrap();
-    grace
-        .ingest(vec![common::repo().join("examples/kb")], Default::default())
-        .await
-        .unwrap();
-    grace
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ask_for_more_passages_than_a_search_returns_is_refused_naming_the_range() {
     let dir = tempfile::tempdir().unwrap();
-    let grace = sample_service(dir.path()).await;
+    let grace = common::sample_service(common::config(dir.path())).await;
     for limit in [0, MAX_RAG_SEARCH_LIMIT + 1, HUGE, usize::MAX] {
         let options = AskOptions {
             limit: Some(limit),
@@ -53,12 +39,8 @@ async fn an_ask_for_more_passages_than_a_search_returns_is_refused_naming_the_ra
     }
 
     // Over HTTP: 400 naming the range, and the server goes on answering.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(run(listener, AppState::new(grace.clone()), async move {
-        let _ = rx.await;
-    }));
+    let server = common::serve(grace.clone()).await;
+    let base = server.base.clone();
     let http = reqwest::Client::new();
     let r = http
         .post(format!("{base}/v1/ask"))
@@ -75,8 +57,7 @@ async fn an_ask_for_more_passages_than_a_search_returns_is_refused_naming_the_ra
         .await
         .unwrap();
     assert_eq!(r.status(), reqwest::StatusCode::OK);
-    let _ = tx.send(());
-    server.await.unwrap().unwrap();
+    server.stop().await;
     drop(grace);
 
     // The CLI says so and exits 2, before it opens any knowledge base.

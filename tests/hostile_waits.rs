@@ -8,8 +8,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use grace::serve::{AppState, WAITERS_PER_PERMIT, run};
-use grace::{AskOptions, Grace};
+use grace::AskOptions;
+use grace::serve::WAITERS_PER_PERMIT;
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -18,29 +18,18 @@ async fn long_polls_are_bounded_and_end_when_the_server_stops() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = common::config(dir.path());
     config.server.max_concurrency = 1;
-    let grace = Grace::builder(config)
-        .embedder(common::embedder())
-        .build()
-        .unwrap();
-    grace
-        .ingest(vec![common::repo().join("examples/kb")], Default::default())
-        .await
-        .unwrap();
+    let grace = common::sample_service(config).await;
     let outcome = grace
         .ask("Can I deploy on Fridays?", AskOptions::default())
         .await
         .unwrap();
     let (id, handle) = (outcome.review_id.unwrap(), outcome.review_handle.unwrap());
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = common::serve(grace).await;
     let url = format!(
-        "http://{}/v1/escalations/{id}?handle={handle}&wait=600",
-        listener.local_addr().unwrap()
+        "{}/v1/escalations/{id}?handle={handle}&wait=600",
+        server.base
     );
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(run(listener, AppState::new(grace), async move {
-        let _ = rx.await;
-    }));
     let http = reqwest::Client::new();
 
     // As many waiters as allowed, each holding its poll open.
@@ -68,13 +57,12 @@ async fn long_polls_are_bounded_and_end_when_the_server_stops() {
 
     // Stopping answers the waiters with the state now, long before 600 s.
     let started = Instant::now();
-    let _ = stop.send(());
+    server.stop().await;
     for w in waiting {
         let (status, view) = w.await.unwrap();
         assert_eq!(status, StatusCode::OK);
         assert_eq!(view["status"], "pending", "{view}");
     }
-    server.await.unwrap().unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(60),
         "the shutdown waited for the polls: {:?}",

@@ -7,8 +7,7 @@
 
 mod common;
 
-use grace::serve::{AppState, run};
-use grace::{Config, Grace};
+use grace::Config;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -16,8 +15,7 @@ struct Server {
     base: String,
     port: u16,
     http: reqwest::Client,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<grace::Result<()>>,
+    server: common::TestServer,
     _dir: tempfile::TempDir,
 }
 
@@ -25,30 +23,19 @@ async fn start(tweak: impl FnOnce(&mut Config)) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let mut config = common::config(dir.path());
     tweak(&mut config);
-    let grace = Grace::builder(config)
-        .embedder(common::embedder())
-        .build()
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(run(listener, AppState::new(grace), async move {
-        let _ = rx.await;
-    }));
+    let server = common::serve(common::service(config)).await;
     Server {
-        base: format!("http://127.0.0.1:{port}"),
-        port,
+        base: server.base.clone(),
+        port: server.port,
         http: reqwest::Client::new(),
-        stop,
-        task,
+        server,
         _dir: dir,
     }
 }
 
 impl Server {
     async fn stop(self) {
-        let _ = self.stop.send(());
-        self.task.await.unwrap().unwrap();
+        self.server.stop().await;
     }
 }
 

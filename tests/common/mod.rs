@@ -106,3 +106,59 @@ impl grace::llm::LlmClient for FixedPlanner {
         })
     }
 }
+
+/// A `Grace` service on `config`, with the shared local model.
+pub fn service(config: Config) -> grace::Grace {
+    grace::Grace::builder(config)
+        .embedder(embedder())
+        .build()
+        .unwrap()
+}
+
+/// A `Grace` service in `data` with the sample knowledge base ingested.
+pub async fn sample_service(config: Config) -> grace::Grace {
+    let grace = service(config);
+    grace
+        .ingest(vec![repo().join("examples/kb")], Default::default())
+        .await
+        .unwrap();
+    grace
+}
+
+/// `grace serve` for `grace` on a free loopback port.
+pub struct TestServer {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The port.
+    pub port: u16,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<grace::Result<()>>,
+}
+
+/// Starts serving `grace` (stop it with [`TestServer::stop`]).
+pub async fn serve(grace: grace::Grace) -> TestServer {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(grace::serve::run(
+        listener,
+        grace::serve::AppState::new(grace),
+        async move {
+            let _ = rx.await;
+        },
+    ));
+    TestServer {
+        base: format!("http://127.0.0.1:{port}"),
+        port,
+        stop,
+        task,
+    }
+}
+
+impl TestServer {
+    /// Shuts the server down and waits for it (the store is flushed).
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
