@@ -34,6 +34,7 @@
 
 pub mod confidence;
 pub mod config;
+pub mod durable;
 pub mod embed;
 mod error;
 pub mod eval;

@@ -120,6 +120,18 @@ pub struct AskOutcome {
     pub review_handle: Option<String>,
 }
 
+/// Checks the passages an ask retrieves (`limit`, the CLI's `-k`): 1 to
+/// [`MAX_RAG_SEARCH_LIMIT`], what one search may return.
+pub fn check_ask_limit(limit: usize) -> Result<()> {
+    if (1..=MAX_RAG_SEARCH_LIMIT).contains(&limit) {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "the passages to retrieve (`limit`, -k) must be 1..={MAX_RAG_SEARCH_LIMIT}, got {limit}"
+        )))
+    }
+}
+
 /// What a run reports while it goes, owned so it can cross threads (the
 /// HTTP API streams these as server-sent events named by `event`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -382,12 +394,8 @@ impl Grace {
         if question.trim().is_empty() {
             return Err(Error::InvalidInput("the question is empty".into()));
         }
-        if let Some(limit) = options.limit
-            && !(1..=MAX_RAG_SEARCH_LIMIT).contains(&limit)
-        {
-            return Err(Error::InvalidInput(format!(
-                "the limit (passages retrieved) must be in 1..={MAX_RAG_SEARCH_LIMIT}, got {limit}"
-            )));
+        if let Some(limit) = options.limit {
+            check_ask_limit(limit)?;
         }
         let runs = &self.inner.runs;
         runs.in_flight.fetch_add(1, Ordering::Relaxed);

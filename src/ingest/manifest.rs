@@ -10,7 +10,6 @@
 //! The file is replaced atomically (write a temporary file, fsync, rename).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -107,21 +106,15 @@ impl Manifest {
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(io("create the folder", dir))?;
-        let tmp = tmp_path(path);
         let bytes = serde_json::to_vec(self).map_err(|e| IngestError::Manifest {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let mut f = std::fs::File::create(&tmp).map_err(io("create", &tmp))?;
-        f.write_all(&bytes).map_err(io("write", &tmp))?;
-        f.sync_all().map_err(io("sync", &tmp))?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io("replace", path))?;
-        // Make the rename itself durable.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
+        crate::durable::replace_file(path, &tmp_path(path), &bytes).map_err(|e| IngestError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
+        })
     }
 
     /// Total points over committed sources.

@@ -95,6 +95,9 @@ fn build(patterns: &[String]) -> Result<GlobSet> {
 /// (the CLI, run by the machine's own user).
 pub type Roots<'a> = Option<&'a [PathBuf]>;
 
+/// Why a link the walk reached is passed over.
+const LEAVES_ROOTS: &str = "a symbolic link that leads outside ingest.allowed_roots";
+
 /// Whether `canonical` (a canonical path) is inside one of `roots`.
 fn inside(roots: Roots<'_>, canonical: &Path) -> bool {
     roots.is_none_or(|roots| roots.iter().any(|r| canonical.starts_with(r)))
@@ -171,7 +174,7 @@ fn take(
     if !inside(roots, &canonical) {
         out.problems.push(Passed {
             path: path.to_path_buf(),
-            reason: "a symbolic link that leads outside ingest.allowed_roots".into(),
+            reason: LEAVES_ROOTS.into(),
         });
         return;
     }
@@ -201,7 +204,7 @@ fn leaves_roots(entry: &walkdir::DirEntry, roots: Roots<'_>, out: &mut Walk) -> 
     if outside {
         out.problems.push(Passed {
             path: entry.path().to_path_buf(),
-            reason: "a symbolic link that leads outside ingest.allowed_roots".into(),
+            reason: LEAVES_ROOTS.into(),
         });
     }
     outside

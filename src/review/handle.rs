@@ -61,13 +61,7 @@ impl AskerKey {
 
     /// Whether `handle` is escalation `id`'s (compared in constant time).
     pub(crate) fn verify(&self, id: i64, handle: &str) -> bool {
-        let expected = self.handle(id);
-        expected.len() == handle.len()
-            && expected
-                .bytes()
-                .zip(handle.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
+        crate::durable::constant_time_eq(self.handle(id).as_bytes(), handle.as_bytes())
     }
 }
 

@@ -135,31 +135,16 @@ pub fn retract(kb: &KnowledgeBase, queue: &ReviewQueue, id: i64, who: &str) -> c
     Ok(())
 }
 
-/// Writes through a synced temporary file, renamed into place and the
-/// folder synced, so a crash never leaves half a document nor loses one
-/// that was reported written.
+/// Writes through a synced temporary file renamed into place, so a crash
+/// never leaves half a document nor loses one that was reported written.
 fn write_atomically(path: &std::path::Path, text: &str) -> Result<(), ReviewError> {
-    use std::io::Write;
-    let tmp = path.with_extension("md.tmp");
-    let io = |action: &'static str, p: &std::path::Path| {
-        let p = p.to_path_buf();
-        move |source| ReviewError::Io {
-            action,
-            path: p,
-            source,
-        }
-    };
-    let mut file = std::fs::File::create(&tmp).map_err(io("create", &tmp))?;
-    file.write_all(text.as_bytes()).map_err(io("write", &tmp))?;
-    file.sync_all().map_err(io("sync", &tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io("rename into place", path))?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io("sync", dir))?;
-    }
-    Ok(())
+    crate::durable::replace_file(path, &path.with_extension("md.tmp"), text.as_bytes()).map_err(
+        |e| ReviewError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
+        },
+    )
 }
 
 fn one_line(text: &str) -> String {

@@ -246,12 +246,11 @@ async fn save_uploads(mut multipart: Multipart, dir: &Path) -> Result<Vec<PathBu
         let path = dir.join(&name);
         let (dir, target) = (dir.to_path_buf(), path.clone());
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            use std::io::Write;
             std::fs::create_dir_all(&dir)?;
-            // Written beside under a name no other upload uses, synced, and
-            // renamed: a crash never leaves half a file for the next ingest,
-            // and two uploads at once never write into one temporary file
-            // (the later rename wins, as a later upload of a file would).
+            // Written beside under a name no other upload uses: a crash
+            // never leaves half a file for the next ingest, and two uploads
+            // at once never write into one temporary file (the later rename
+            // wins, as a later upload of a file would).
             static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let tmp = dir.join(format!(
@@ -259,13 +258,7 @@ async fn save_uploads(mut multipart: Multipart, dir: &Path) -> Result<Vec<PathBu
                 target.file_name().unwrap_or_default().to_string_lossy(),
                 std::process::id()
             ));
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(&bytes)?;
-            file.sync_all()?;
-            drop(file);
-            std::fs::rename(&tmp, &target)?;
-            // The rename itself reaches the disk with the folder.
-            std::fs::File::open(&dir)?.sync_all()
+            crate::durable::replace_file(&target, &tmp, &bytes).map_err(|e| e.source)
         })
         .await
         .map_err(|e| {

@@ -318,28 +318,20 @@ pub(crate) async fn asker_view(
                 .gate
                 .shutting_down
                 .load(std::sync::atomic::Ordering::SeqCst);
-            let settled = async {
-                if stopping {
-                    return Err(ReviewError::WaitTimedOut {
-                        id,
-                        status: crate::review::Status::Pending,
-                        seconds: 0.0,
-                    });
-                }
+            // `None`: the server is stopping; answer with the state now.
+            let settled = if stopping {
+                None
+            } else {
                 tokio::select! {
-                    r = handle.settled(timeout) => r,
-                    () = &mut shutdown => Err(ReviewError::WaitTimedOut {
-                        id,
-                        status: crate::review::Status::Pending,
-                        seconds: 0.0,
-                    }),
+                    r = handle.settled(timeout) => Some(r),
+                    () = &mut shutdown => None,
                 }
             };
-            match settled.await {
-                Ok(e) => e,
+            match settled {
+                Some(Ok(e)) => e,
                 // Timed out, or the server is stopping: the state now.
-                Err(ReviewError::WaitTimedOut { .. }) => handle.current()?,
-                Err(other) => return Err(other.into()),
+                None | Some(Err(ReviewError::WaitTimedOut { .. })) => handle.current()?,
+                Some(Err(other)) => return Err(other.into()),
             }
         }
         None => {

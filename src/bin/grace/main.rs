@@ -263,13 +263,8 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             if question.trim().is_empty() {
                 return Err(grace::Error::InvalidInput("the question is empty".into()));
             }
-            let max = grace::config::MAX_RAG_SEARCH_LIMIT;
-            if let Some(k) = *limit
-                && !(1..=max).contains(&k)
-            {
-                return Err(grace::Error::InvalidInput(format!(
-                    "-k (passages retrieved) must be in 1..={max}, got {k}"
-                )));
+            if let Some(k) = *limit {
+                grace::service::check_ask_limit(k)?;
             }
             let limit = limit.unwrap_or(config.tools.rag_search.limit);
             let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);

@@ -57,8 +57,9 @@ const UNCOUNTED: &[&str] = &[
 ];
 
 pub(super) fn load(text: &str) -> Document {
-    if nesting_depth(text) > MAX_DEPTH {
-        return flat(text);
+    let lower = text.to_ascii_lowercase();
+    if nesting_depth(text, &lower) > MAX_DEPTH {
+        return flat(text, &lower);
     }
     let html = Html::parse_document(text);
     let title = Selector::parse("title")
@@ -139,30 +140,102 @@ fn tag_name(lower: &str, at: usize) -> &str {
     &rest[..end]
 }
 
+/// One piece of a page as a linear scan sees it.
+enum Piece<'a> {
+    /// Text up to the next tag, entities not decoded (a `<` that starts no
+    /// tag, as in `a < b`, is text too).
+    Text(&'a str),
+    /// A start or end tag; its name is lower case.
+    Tag {
+        name: &'a str,
+        close: bool,
+        self_closing: bool,
+    },
+}
+
+/// The pieces of a page in order, comments left out: what [`nesting_depth`]
+/// and [`flat`] read, without a DOM. Linear in the page's size.
+struct Tags<'a> {
+    text: &'a str,
+    /// `text` in ASCII lower case (the same byte offsets).
+    lower: &'a str,
+    at: usize,
+}
+
+impl<'a> Tags<'a> {
+    fn new(text: &'a str, lower: &'a str) -> Self {
+        Self { text, lower, at: 0 }
+    }
+
+    /// After the start tag of `name`: jumps to its end tag (the element's
+    /// content is not read).
+    fn skip_element(&mut self, name: &str) {
+        let closing = format!("</{name}");
+        self.at = self.lower[self.at..]
+            .find(&closing)
+            .map_or(self.text.len(), |e| self.at + e);
+    }
+}
+
+impl<'a> Iterator for Tags<'a> {
+    type Item = Piece<'a>;
+
+    fn next(&mut self) -> Option<Piece<'a>> {
+        let (text, lower, len) = (self.text, self.lower, self.text.len());
+        loop {
+            if self.at >= len {
+                return None;
+            }
+            match lower[self.at..].find('<') {
+                None => {
+                    let rest = &text[self.at..];
+                    self.at = len;
+                    return Some(Piece::Text(rest));
+                }
+                Some(0) => {}
+                Some(found) => {
+                    let before = &text[self.at..self.at + found];
+                    self.at += found;
+                    return Some(Piece::Text(before));
+                }
+            }
+            let start = self.at + 1;
+            if lower[start..].starts_with("!--") {
+                self.at = lower[start..].find("-->").map_or(len, |e| start + e + 3);
+                continue;
+            }
+            let close = lower[start..].starts_with('/');
+            let name = tag_name(lower, start + usize::from(close));
+            if name.is_empty() {
+                self.at = start;
+                return Some(Piece::Text(&text[start - 1..start]));
+            }
+            let end = lower[start..].find('>').map_or(len, |e| start + e);
+            let self_closing = end > start && lower[..end].ends_with('/');
+            self.at = (end + 1).min(len);
+            return Some(Piece::Tag {
+                name,
+                close,
+                self_closing,
+            });
+        }
+    }
+}
+
 /// The deepest nesting of elements that need an end tag, by one linear
 /// scan of the tags (comments skipped). Approximate (HTML closes some
 /// elements implicitly), and only used to choose how to read the page.
-fn nesting_depth(text: &str) -> usize {
-    let lower = text.to_ascii_lowercase();
-    let (mut depth, mut deepest, mut at) = (0usize, 0usize, 0usize);
-    while let Some(found) = lower[at..].find('<') {
-        let start = at + found + 1;
-        if lower[start..].starts_with("!--") {
-            at = lower[start..]
-                .find("-->")
-                .map_or(lower.len(), |e| start + e + 3);
-            continue;
-        }
-        let close = lower[start..].starts_with('/');
-        let name = tag_name(&lower, start + usize::from(close));
-        if name.is_empty() {
-            // `a < b`: text, not a tag.
-            at = start;
-            continue;
-        }
-        let end = lower[start..].find('>').map_or(lower.len(), |e| start + e);
-        let self_closing = end > start && lower[..end].ends_with('/');
-        if !UNCOUNTED.contains(&name) {
+/// `lower` is `text.to_ascii_lowercase()`.
+fn nesting_depth(text: &str, lower: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for piece in Tags::new(text, lower) {
+        if let Piece::Tag {
+            name,
+            close,
+            self_closing,
+        } = piece
+            && !UNCOUNTED.contains(&name)
+        {
             if close {
                 depth = depth.saturating_sub(1);
             } else if !self_closing {
@@ -170,7 +243,6 @@ fn nesting_depth(text: &str) -> usize {
                 deepest = deepest.max(depth);
             }
         }
-        at = end.min(lower.len());
     }
     deepest
 }
@@ -178,40 +250,19 @@ fn nesting_depth(text: &str) -> usize {
 /// The text of a page without building its DOM: tags dropped (block tags
 /// end paragraphs), the contents of skipped elements dropped, the common
 /// entities decoded. Linear in the page's size.
-fn flat(text: &str) -> Document {
-    let lower = text.to_ascii_lowercase();
+fn flat(text: &str, lower: &str) -> Document {
     let mut builder = SectionBuilder::default();
-    let mut at = 0;
-    while at < text.len() {
-        let Some(found) = lower[at..].find('<') else {
-            builder.push_text(&decode_entities(&text[at..]));
-            break;
-        };
-        builder.push_text(&decode_entities(&text[at..at + found]));
-        let start = at + found + 1;
-        if lower[start..].starts_with("!--") {
-            at = lower[start..]
-                .find("-->")
-                .map_or(text.len(), |e| start + e + 3);
-            continue;
-        }
-        let close = lower[start..].starts_with('/');
-        let name = tag_name(&lower, start + usize::from(close));
-        if name.is_empty() {
-            builder.push_text("<");
-            at = start;
-            continue;
-        }
-        let end = lower[start..]
-            .find('>')
-            .map_or(text.len(), |e| start + e + 1);
-        at = end;
-        if !close && SKIPPED.contains(&name) {
-            // Skip to the element's end tag.
-            let closing = format!("</{name}");
-            at = lower[at..].find(&closing).map_or(text.len(), |e| at + e);
-        } else if BLOCKS.contains(&name) || heading_level(name).is_some() {
-            builder.paragraph_break();
+    let mut tags = Tags::new(text, lower);
+    while let Some(piece) = tags.next() {
+        match piece {
+            Piece::Text(t) => builder.push_text(&decode_entities(t)),
+            Piece::Tag { name, close, .. } => {
+                if !close && SKIPPED.contains(&name) {
+                    tags.skip_element(name);
+                } else if BLOCKS.contains(&name) || heading_level(name).is_some() {
+                    builder.paragraph_break();
+                }
+            }
         }
     }
     builder.finish(None)
@@ -247,7 +298,11 @@ fn heading_level(name: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::super::{Format, load};
-    use super::{MAX_DEPTH, nesting_depth};
+    use super::MAX_DEPTH;
+
+    fn nesting_depth(text: &str) -> usize {
+        super::nesting_depth(text, &text.to_ascii_lowercase())
+    }
 
     #[test]
     fn nesting_depth_counts_elements_that_need_an_end_tag() {

@@ -1,0 +1,82 @@
+//! Small file-system and secret helpers the layers share: replacing a file
+//! so that a crash never leaves half of it, and comparing secrets in
+//! constant time.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A step of [`replace_file`] that failed: what was done, to which file.
+#[derive(Debug)]
+pub struct FileError {
+    /// `create`, `write`, `sync`, `rename into place`.
+    pub action: &'static str,
+    /// The file or folder it was done to.
+    pub path: PathBuf,
+    /// The I/O error.
+    pub source: std::io::Error,
+}
+
+/// Writes `bytes` to `path` through `tmp` (beside it): written, synced,
+/// renamed into place, and the folder synced, so a crash leaves either the
+/// old file or the whole new one, and a file reported written stays
+/// written. `tmp` must be on the same file system (the same folder).
+pub fn replace_file(path: &Path, tmp: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    let fail = |action: &'static str, p: &Path| {
+        let path = p.to_path_buf();
+        move |source| FileError {
+            action,
+            path,
+            source,
+        }
+    };
+    let mut file = std::fs::File::create(tmp).map_err(fail("create", tmp))?;
+    file.write_all(bytes).map_err(fail("write", tmp))?;
+    file.sync_all().map_err(fail("sync", tmp))?;
+    drop(file);
+    std::fs::rename(tmp, path).map_err(fail("rename into place", path))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(fail("sync", dir))?;
+    }
+    Ok(())
+}
+
+/// Whether two secrets are equal, without stopping at the first difference
+/// (the length still shows; a secret's length is not the secret).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{constant_time_eq, replace_file};
+
+    #[test]
+    fn a_file_is_replaced_whole_and_no_temporary_file_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, tmp) = (dir.path().join("a.md"), dir.path().join(".a.md.tmp"));
+        std::fs::write(&path, "old").unwrap();
+        replace_file(&path, &tmp, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert!(!tmp.exists());
+        let err = replace_file(
+            &dir.path().join("no/such/b.md"),
+            &dir.path().join("no/such/t"),
+            b"x",
+        )
+        .unwrap_err();
+        assert_eq!(err.action, "create");
+    }
+
+    #[test]
+    fn secrets_compare_by_value() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}
