@@ -261,19 +261,9 @@ async fn save_uploads(mut multipart: Multipart, dir: &Path) -> Result<Vec<PathBu
             crate::durable::replace_file(&target, &tmp, &bytes).map_err(|e| e.source)
         })
         .await
+        .map_err(ApiError::internal)?
         .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                e.to_string(),
-            )
-        })?
-        .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("cannot save the upload {}: {e}", path.display()),
-            )
+            ApiError::internal(format!("cannot save the upload {}: {e}", path.display()))
         })?;
         saved.push(path);
     }
@@ -322,13 +312,7 @@ pub async fn status(State(s): State<AppState>) -> Result<Json<StatusResponse>, A
     let knowledge_base =
         tokio::task::spawn_blocking(move || grace.status().map(crate::Status::for_clients))
             .await
-            .map_err(|e| {
-                ApiError::new(
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    e.to_string(),
-                )
-            })??;
+            .map_err(ApiError::internal)??;
     Ok(Json(StatusResponse {
         knowledge_base,
         runs: s.grace.runs(),

@@ -34,6 +34,17 @@ impl ApiError {
         }
     }
 
+    /// 500: the server failed. The text (which may name server paths) goes
+    /// to the log; the client gets only the kind.
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "request failed");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; the server's log has the details",
+        )
+    }
+
     /// 400: the request is wrong.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
@@ -97,10 +108,7 @@ impl From<Error> for ApiError {
         // A server-side failure's text names server paths (the database,
         // the manifest, the model folder): it goes to the log, not the client.
         let message = match status {
-            StatusCode::INTERNAL_SERVER_ERROR => {
-                tracing::error!(error = %e, "request failed");
-                "internal error; the server's log has the details".to_string()
-            }
+            StatusCode::INTERNAL_SERVER_ERROR => return Self::internal(e),
             StatusCode::SERVICE_UNAVAILABLE => {
                 tracing::warn!(error = %e, "store busy");
                 "the store is busy; retry shortly".to_string()

@@ -71,11 +71,7 @@ async fn blocking<T: serde::Serialize + Send + 'static>(
     let grace = state.grace.clone();
     let out = tokio::task::spawn_blocking(move || f(grace.escalations(), &grace))
         .await
-        .map_err(|e| ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            kind: "internal",
-            message: format!("the request's task failed: {e}"),
-        })??;
+        .map_err(|e| ApiError::internal(format!("the request's task failed: {e}")))??;
     Ok(Json(serde_json::to_value(out).unwrap_or(Value::Null)))
 }
 
@@ -338,11 +334,7 @@ pub(crate) async fn asker_view(
             let grace = s.grace.clone();
             tokio::task::spawn_blocking(move || grace.escalations().get(id, Viewer::Asker))
                 .await
-                .map_err(|e| ApiError {
-                    status: StatusCode::INTERNAL_SERVER_ERROR,
-                    kind: "internal",
-                    message: e.to_string(),
-                })??
+                .map_err(ApiError::internal)??
         }
     };
     Ok(Json(json!({
