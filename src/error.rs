@@ -81,7 +81,9 @@ impl Error {
                 | IngestError::TooManyFiles { .. } => EXIT_BAD_INPUT,
                 IngestError::Store(s) => store_code(s),
                 IngestError::Embed(m) => embed_code(m),
-                IngestError::Manifest { .. } | IngestError::Io { .. } => EXIT_FAILURE,
+                IngestError::Manifest { .. }
+                | IngestError::Io { .. }
+                | IngestError::Cancelled { .. } => EXIT_FAILURE,
             },
             Error::Lexical(_) | Error::Server(_) => EXIT_FAILURE,
             Error::Reader(crate::reader::ReaderError::ModelMissing { .. }) => EXIT_NOT_FOUND,
@@ -97,7 +99,10 @@ impl Error {
             Error::Llm(_) => EXIT_FAILURE,
             Error::Review(e) => match e {
                 ReviewError::NotFound { .. } => EXIT_NOT_FOUND,
-                ReviewError::Invalid(_) | ReviewError::Conflict { .. } => EXIT_BAD_INPUT,
+                ReviewError::Invalid(_)
+                | ReviewError::Conflict { .. }
+                | ReviewError::AlreadyRegistered(_)
+                | ReviewError::WrongState(_) => EXIT_BAD_INPUT,
                 ReviewError::WaitTimedOut { .. } => EXIT_NOT_ANSWERED,
                 ReviewError::Db { .. } | ReviewError::Corrupt { .. } | ReviewError::Io { .. } => {
                     EXIT_FAILURE

@@ -143,7 +143,7 @@ impl RunReport {
             }
             HumanReply::Text(text) => {
                 let text = text.trim();
-                if text.is_empty() {
+                if crate::text::is_blank(text) {
                     return Err("the answer is empty".into());
                 }
                 self.answer = Some(Answer {

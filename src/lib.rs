@@ -34,6 +34,7 @@
 
 pub mod confidence;
 pub mod config;
+pub mod display;
 pub mod durable;
 pub mod embed;
 mod error;
@@ -51,6 +52,7 @@ pub mod search;
 pub mod serve;
 pub mod service;
 pub mod store;
+pub mod text;
 pub mod tools;
 
 pub use config::Config;

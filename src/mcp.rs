@@ -72,6 +72,8 @@ pub struct McpServer {
     grace: Grace,
     tools: Arc<Vec<Tool>>,
     timeout: Duration,
+    /// Sources are shown relative, never as the server's full paths.
+    display: crate::display::SourceDisplay,
 }
 
 impl McpServer {
@@ -125,6 +127,7 @@ impl McpServer {
         }
         Ok(Self {
             timeout: Duration::from_secs_f64(config.mcp.timeout_seconds),
+            display: crate::display::SourceDisplay::new(config),
             grace,
             tools: Arc::new(tools),
         })
@@ -321,9 +324,12 @@ impl ServerHandler for McpServer {
         }
         let name = request.name.to_string();
         let result = match self.call(&name, args).await {
-            Ok(data) => CallToolResult::structured(json!({
-                "success": true, "data": data, "error": null, "suggestions": []
-            })),
+            Ok(mut data) => {
+                self.display.rewrite(&mut data);
+                CallToolResult::structured(json!({
+                    "success": true, "data": data, "error": null, "suggestions": []
+                }))
+            }
             Err(f) => CallToolResult::structured_error(json!({
                 "success": false, "data": null, "error": f.error, "suggestions": f.suggestions
             })),

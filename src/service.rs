@@ -372,7 +372,7 @@ impl Grace {
         limit: Option<usize>,
         filter: Option<&PayloadFilter>,
     ) -> Result<Vec<Passage>> {
-        if query.trim().is_empty() {
+        if crate::text::is_blank(query) {
             return Err(Error::InvalidInput("the query is empty".into()));
         }
         if limit == Some(0) {
@@ -391,11 +391,21 @@ impl Grace {
         cancel: Arc<AtomicBool>,
         on_event: &mut dyn FnMut(RunEvent),
     ) -> Result<AskOutcome> {
-        if question.trim().is_empty() {
+        if crate::text::is_blank(question) {
             return Err(Error::InvalidInput("the question is empty".into()));
         }
         if let Some(limit) = options.limit {
             check_ask_limit(limit)?;
+        }
+        // Checked before the run, not only if it escalates.
+        if let Some(bad) = options
+            .reviewers
+            .iter()
+            .find(|r| !crate::text::is_plain_id(r))
+        {
+            return Err(Error::InvalidInput(format!(
+                "the reviewer id {bad:?} must be non-empty, without spaces or control characters"
+            )));
         }
         let runs = &self.inner.runs;
         runs.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -461,12 +471,19 @@ impl Grace {
         )
     }
 
-    /// [`ingest_blocking`](Self::ingest_blocking) on tokio's blocking pool.
+    /// [`ingest_blocking`](Self::ingest_blocking) on tokio's blocking pool;
+    /// dropping the future (a request that timed out) stops the run at the
+    /// next file, with what was ingested so far committed.
     pub async fn ingest(
         &self,
         paths: Vec<PathBuf>,
-        options: IngestOptions,
+        mut options: IngestOptions,
     ) -> Result<IngestReport> {
+        let cancel = options
+            .cancel
+            .get_or_insert_with(|| Arc::new(AtomicBool::new(false)))
+            .clone();
+        let _guard = CancelOnDrop(cancel);
         let this = self.clone();
         blocking(move || this.ingest_blocking(&paths, &options, &mut |_| {})).await
     }
@@ -477,6 +494,14 @@ impl Grace {
     /// server paths is refused ([`IngestError::RemotePathsOff`]); uploads
     /// go through [`ingest`](Self::ingest).
     pub async fn ingest_remote(&self, paths: Vec<PathBuf>, prune: bool) -> Result<IngestReport> {
+        let options = self.remote_ingest_options(prune)?;
+        self.ingest(paths, options).await
+    }
+
+    /// The options of a remote caller's ingest: inside the configured
+    /// `ingest.allowed_roots` only ([`IngestError::RemotePathsOff`] when
+    /// there are none).
+    pub fn remote_ingest_options(&self, prune: bool) -> Result<IngestOptions> {
         // A root that cannot be resolved (removed since the config was
         // loaded) allows nothing.
         let roots: Vec<PathBuf> = self
@@ -489,11 +514,11 @@ impl Grace {
         if roots.is_empty() {
             return Err(IngestError::RemotePathsOff.into());
         }
-        let options = IngestOptions {
+        Ok(IngestOptions {
             prune,
             roots: Some(roots),
-        };
-        self.ingest(paths, options).await
+            cancel: None,
+        })
     }
 
     /// [`search_blocking`](Self::search_blocking) on tokio's blocking pool.

@@ -542,6 +542,7 @@ fn redo_feedback_over_http_searches_again() {
             description: String::new(),
         })
         .unwrap();
+    let alice = queue.issue_token("alice").unwrap();
     let id = queue
         .escalate(NewEscalation {
             report: &run,
@@ -571,7 +572,7 @@ fn redo_feedback_over_http_searches_again() {
         tokio::spawn(async move { axum::serve(listener, grace::serve::router(state)).await });
         let res = reqwest::Client::new()
             .post(url)
-            .header("X-Grace-Reviewer", "alice")
+            .bearer_auth(&alice)
             .json(&serde_json::json!({"text": "redo: change freeze and maintenance"}))
             .send()
             .await

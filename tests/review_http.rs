@@ -50,6 +50,8 @@ struct Server {
     base: String,
     queue: Arc<ReviewQueue>,
     http: reqwest::Client,
+    /// Each reviewer's own token: the only thing that names a reviewer.
+    tokens: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Server {
@@ -61,6 +63,7 @@ impl Server {
             .build()
             .unwrap();
         let queue: Arc<ReviewQueue> = grace.escalations().clone();
+        let mut tokens = std::collections::HashMap::new();
         for id in ["alice", "bob"] {
             queue
                 .register_reviewer(&Reviewer {
@@ -69,6 +72,7 @@ impl Server {
                     description: String::new(),
                 })
                 .unwrap();
+            tokens.insert(id.to_string(), queue.issue_token(id).unwrap());
         }
         let state = AppState::new(grace);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -79,6 +83,7 @@ impl Server {
             base,
             queue,
             http: reqwest::Client::new(),
+            tokens: std::sync::Mutex::new(tokens),
         }
     }
 
@@ -107,7 +112,10 @@ impl Server {
             .http
             .request(method.parse().unwrap(), format!("{}{path}", self.base));
         if let Some(w) = who {
-            req = req.header("X-Grace-Reviewer", w);
+            // Someone never registered presents a well-formed token GRACE
+            // never issued.
+            let token = self.tokens.lock().unwrap().get(w).cloned();
+            req = req.bearer_auth(token.unwrap_or_else(|| format!("grv_{}", "0".repeat(64))));
         }
         if let Some(b) = body {
             req = req.json(&b);
@@ -152,8 +160,9 @@ async fn the_review_flow_over_http_with_every_error_status() {
         .call("GET", "/v1/review/escalations", Some("bob"), None)
         .await;
     assert_eq!(ids(&l), [public]);
+    // Without keys (loopback), no token is the administrator: sees all.
     let (_, l) = s.call("GET", "/v1/review/escalations", None, None).await;
-    assert_eq!(ids(&l), [public]);
+    assert_eq!(ids(&l), [private, public]);
     let (code, v) = s
         .call("GET", "/v1/review/escalations?status=bogus", None, None)
         .await;
@@ -184,21 +193,25 @@ async fn the_review_flow_over_http_with_every_error_status() {
     assert_eq!(code, 200);
     assert_eq!(v["request"]["options"].as_array().unwrap().len(), 2);
 
-    // Claims: a reviewer header is required; the second claimer conflicts.
+    // Claims: a reviewer's token is required (the administrator acts as
+    // no reviewer); the second claimer conflicts.
     let claim = format!("/v1/review/escalations/{public}/claim");
     let (code, v) = s.call("POST", &claim, None, None).await;
-    assert_eq!((code, error_type(&v)), (400, "invalid_request"));
+    assert_eq!((code, error_type(&v)), (403, "forbidden"));
     let (code, v) = s.call("POST", &claim, Some("alice"), None).await;
     assert_eq!((code, v["status"].as_str()), (200, Some("claimed")));
     let (code, v) = s.call("POST", &claim, Some("bob"), None).await;
     assert_eq!((code, error_type(&v)), (409, "conflict"));
-    let (code, _) = s.call("POST", &claim, Some("mallory"), None).await;
-    assert_eq!(code, 404);
+    let (code, v) = s.call("POST", &claim, Some("mallory"), None).await;
+    assert_eq!((code, error_type(&v)), (401, "unauthorized"));
 
     let answer = format!("/v1/review/escalations/{public}/answer");
+    // No body is not JSON (415); both an answer and an option fit neither
+    // shape (422); an option the escalation does not offer is a conflict
+    // with its state (409). The published schema says the same.
     let (code, _) = s.call("POST", &answer, Some("alice"), None).await;
-    assert_eq!(code, 400);
-    let (code, _) = s
+    assert_eq!(code, 415);
+    let (code, v) = s
         .call(
             "POST",
             &answer,
@@ -206,11 +219,15 @@ async fn the_review_flow_over_http_with_every_error_status() {
             Some(json!({"text": "x", "option": 1})),
         )
         .await;
-    assert_eq!(code, 400);
+    assert_eq!((code, error_type(&v)), (422, "invalid_request"));
     let (code, _) = s
         .call("POST", &answer, Some("alice"), Some(json!({"option": 7})))
         .await;
-    assert_eq!(code, 400);
+    assert_eq!(code, 409);
+    let (code, _) = s
+        .call("POST", &answer, Some("alice"), Some(json!([{"option": 1}])))
+        .await;
+    assert_eq!(code, 422, "an array is not an answer");
 
     // The asker waits on the HTTP endpoint while alice answers.
     let waiting = {
@@ -331,7 +348,7 @@ async fn reviewers_messages_and_context_over_http() {
         )
         .await;
     assert_eq!(code, 400);
-    let (code, _) = s
+    let (code, v) = s
         .call(
             "POST",
             "/v1/review/reviewers",
@@ -339,7 +356,15 @@ async fn reviewers_messages_and_context_over_http() {
             Some(json!({"id": "carol", "name": "Carol", "description": "docs"})),
         )
         .await;
-    assert_eq!(code, 200);
+    assert_eq!(code, 200, "{v}");
+    // The token comes back once, and names carol.
+    let carol = v["token"].as_str().unwrap().to_string();
+    s.tokens.lock().unwrap().insert("carol".into(), carol);
+    let (_, me) = s.call("GET", "/v1/review/me", Some("carol"), None).await;
+    assert_eq!(
+        (me["role"].as_str(), me["reviewer"].as_str()),
+        (Some("reviewer"), Some("carol"))
+    );
     let (_, v) = s.call("GET", "/v1/review/reviewers", None, None).await;
     assert_eq!(v.as_array().unwrap().len(), 3);
 
@@ -372,7 +397,7 @@ async fn reviewers_messages_and_context_over_http() {
         .await;
     assert_eq!(v[0]["body"], "Look at #1");
     let (code, _) = s.call("GET", "/v1/review/messages", None, None).await;
-    assert_eq!(code, 400);
+    assert_eq!(code, 403);
     let (code, v) = s
         .call(
             "POST",

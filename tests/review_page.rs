@@ -153,11 +153,13 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
             .status
             .success()
     );
-    assert!(
-        grace(d, &["review", "register", "alice", "--name", "Alice"])
-            .status
-            .success()
+    let registered = grace(
+        d,
+        &["--json", "review", "register", "alice", "--name", "Alice"],
     );
+    assert!(registered.status.success(), "{}", text(&registered));
+    let registered: Value = serde_json::from_slice(&registered.stdout).unwrap();
+    let token = registered["token"].as_str().unwrap().to_string();
     let first = escalate(d, "Can I deploy on Fridays?");
 
     let http = reqwest::Client::new();
@@ -223,9 +225,19 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
     browser
         .cmd("POST", "/url", json!({"url": format!("{base}/review")}))
         .await;
-    let reviewer = browser.must_find("#reviewer").await;
-    // Typing the id and leaving the field (Tab) saves it and reloads the list.
-    browser.type_into(&reviewer, "alice\u{E004}").await;
+    let field = browser.must_find("#token").await;
+    // Typing alice's token and leaving the field (Tab) signs her in and
+    // reloads the list: the token alone names the reviewer.
+    browser.type_into(&field, &format!("{token}\u{E004}")).await;
+    let started = Instant::now();
+    loop {
+        let who = browser.text_of("#whoami").await;
+        if who == "signed in as alice" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{who:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     browser
         .must_find(&format!("section.escalation[data-id='{first}']"))
         .await;

@@ -582,9 +582,11 @@ pub struct ServerConfig {
     /// refuses to bind beyond loopback. Best set through
     /// `GRACE_SERVER__API_KEY` rather than in a file.
     pub api_key: String,
-    /// A second token that opens the review endpoints (and only those), for
-    /// reviewers; empty: reviewers use `api_key`.
-    pub reviewer_api_key: String,
+    /// The administrator's token: registers reviewers and rotates their
+    /// tokens over HTTP, reads every escalation, and opens the service
+    /// endpoints too. Empty: only the CLI administers reviewers. Reviewers
+    /// use their own tokens (`grace review register`), never this one.
+    pub admin_api_key: String,
     /// Largest request body in bytes (uploads included); larger gets 413.
     pub max_body_bytes: usize,
     /// Seconds a request may take (`?wait=` on an escalation excepted);
@@ -592,6 +594,11 @@ pub struct ServerConfig {
     pub request_timeout: f64,
     /// Asks, searches and ingests served at once; more get 429.
     pub max_concurrency: usize,
+    /// Sources under this folder are shown to HTTP and MCP clients
+    /// relative to it; empty: relative to `ingest.allowed_roots`, the
+    /// uploads and reviewed folders, else by file name (see
+    /// [`crate::display`]).
+    pub display_root: PathBuf,
 }
 
 impl Default for ServerConfig {
@@ -599,10 +606,11 @@ impl Default for ServerConfig {
         Self {
             bind: "127.0.0.1:8080".to_string(),
             api_key: String::new(),
-            reviewer_api_key: String::new(),
+            admin_api_key: String::new(),
             max_body_bytes: 10 * 1024 * 1024,
             request_timeout: 60.0,
             max_concurrency: 16,
+            display_root: PathBuf::new(),
         }
     }
 }
@@ -904,6 +912,7 @@ impl Config {
             &mut self.embedding.model_dir,
             &mut self.embedding.runtime_path,
             &mut self.reader.model_dir,
+            &mut self.server.display_root,
         ]
         .into_iter()
         .chain(self.confidence.calibration.as_mut())

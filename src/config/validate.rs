@@ -379,7 +379,7 @@ fn validate_server(s: &super::ServerConfig) -> Result<()> {
     }
     for (key, value) in [
         ("server.api_key", &s.api_key),
-        ("server.reviewer_api_key", &s.reviewer_api_key),
+        ("server.admin_api_key", &s.admin_api_key),
     ] {
         if !value.is_empty() && (value.len() < 16 || value.contains(char::is_whitespace)) {
             return Err(invalid(
@@ -388,10 +388,16 @@ fn validate_server(s: &super::ServerConfig) -> Result<()> {
             ));
         }
     }
-    if !s.reviewer_api_key.is_empty() && s.api_key.is_empty() {
+    if !s.admin_api_key.is_empty() && s.api_key.is_empty() {
         return Err(invalid(
-            "server.reviewer_api_key",
-            "is set but server.api_key is not: without server.api_key every endpoint is open, reviewer token or not; set server.api_key too".to_string(),
+            "server.admin_api_key",
+            "is set but server.api_key is not: without server.api_key every endpoint is open, admin token or not; set server.api_key too".to_string(),
+        ));
+    }
+    if !s.admin_api_key.is_empty() && s.admin_api_key == s.api_key {
+        return Err(invalid(
+            "server.admin_api_key",
+            "equals server.api_key: every service client would be the administrator; give it its own value".to_string(),
         ));
     }
     if s.max_body_bytes < 1024 {

@@ -15,6 +15,8 @@ pub mod walk;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -64,6 +66,14 @@ pub enum IngestError {
         "naming files on the server is off: set ingest.allowed_roots to the folders remote callers may ingest from, or upload the files"
     )]
     RemotePathsOff,
+    /// The run was cancelled ([`IngestOptions::cancel`]) between files.
+    #[error("the ingest was cancelled after {done} of {total} files (those are committed)")]
+    Cancelled {
+        /// Files handled before the cancellation.
+        done: usize,
+        /// Files found.
+        total: usize,
+    },
     /// The walk found more files than `ingest.max_files`.
     #[error("more than {limit} files to ingest (ingest.max_files); name fewer or narrower folders")]
     TooManyFiles {
@@ -117,6 +127,10 @@ pub struct IngestOptions {
     /// Read only inside these canonical folders (`ingest.allowed_roots`, for
     /// remote callers); `None`: anywhere (the CLI).
     pub roots: Option<Vec<PathBuf>>,
+    /// Set from another thread to stop between files (a request that timed
+    /// out, a client that went away): what was ingested so far is
+    /// committed, and the run ends with [`IngestError::Cancelled`].
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 /// What happened to one file.
@@ -331,7 +345,20 @@ impl Ingestor<'_> {
             run.report.removed.extend(stale);
         }
 
-        for (candidate, &bytes) in found.files.iter().zip(&sizes) {
+        for (done, (candidate, &bytes)) in found.files.iter().zip(&sizes).enumerate() {
+            if options
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                // What was read so far is committed like a finished run's.
+                self.commit_group(&mut run, on_event)?;
+                tracing::info!(done, total = found.files.len(), "ingest cancelled");
+                return Err(IngestError::Cancelled {
+                    done,
+                    total: found.files.len(),
+                });
+            }
             let source = source_key(&candidate.path);
             let previous = run.manifest.sources.get(&source);
             match self.prepare(candidate, &source, previous, pipeline_changed) {

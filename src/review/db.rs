@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::{Result, ReviewError};
 
 /// Schema version stored in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS escalations (
@@ -63,6 +63,13 @@ CREATE TABLE IF NOT EXISTS message_status (
     status      TEXT NOT NULL,
     updated_at  INTEGER NOT NULL,
     PRIMARY KEY (message_id, reviewer_id)
+);
+-- One bearer token per reviewer (version 2): only its SHA-256 is kept;
+-- the token itself is shown once, when issued.
+CREATE TABLE IF NOT EXISTS reviewer_tokens (
+    reviewer_id TEXT PRIMARY KEY REFERENCES reviewers(id),
+    token_hash  TEXT NOT NULL UNIQUE,
+    issued_at   INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS context (
     key        TEXT PRIMARY KEY,

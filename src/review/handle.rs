@@ -25,10 +25,7 @@ impl AskerKey {
             Ok(None) => {}
             Err(e) => return Err(e),
         }
-        let mut key = [0u8; 32];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| f.read_exact(&mut key))
-            .map_err(io("read the random source", PathBuf::from("/dev/urandom")))?;
+        let key = random_bytes()?;
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
@@ -63,6 +60,15 @@ impl AskerKey {
     pub(crate) fn verify(&self, id: i64, handle: &str) -> bool {
         crate::durable::constant_time_eq(self.handle(id).as_bytes(), handle.as_bytes())
     }
+}
+
+/// 32 bytes from the system's random source.
+pub(crate) fn random_bytes() -> Result<[u8; 32]> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(io("read the random source", PathBuf::from("/dev/urandom")))?;
+    Ok(bytes)
 }
 
 fn read_key(path: &Path) -> Result<Option<[u8; 32]>> {

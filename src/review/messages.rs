@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::db::{allowed_list, db_error, from_json, now_ms, reviewer_exists, to_json, to_time};
 use super::queue::ReviewQueue;
-use super::{Result, ReviewError, non_empty};
+use super::{Result, ReviewError, non_empty, plain_id};
 
 /// A registered human reviewer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,7 +28,9 @@ pub struct Reviewer {
 }
 
 /// A reader's status of a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
     /// Not read yet.
@@ -126,15 +128,39 @@ pub(crate) fn insert(
 impl ReviewQueue {
     /// Registers a reviewer, or updates the name and description of one.
     pub fn register_reviewer(&self, reviewer: &Reviewer) -> Result<()> {
+        self.put_reviewer(reviewer, true)
+    }
+
+    /// Registers a new reviewer; an id already registered is
+    /// [`ReviewError::AlreadyRegistered`] and nothing is changed.
+    pub fn register_new_reviewer(&self, reviewer: &Reviewer) -> Result<()> {
+        self.put_reviewer(reviewer, false)
+    }
+
+    fn put_reviewer(&self, reviewer: &Reviewer, overwrite: bool) -> Result<()> {
         non_empty("the reviewer id", &reviewer.id)?;
         non_empty("the reviewer name", &reviewer.name)?;
-        if reviewer.id.contains(char::is_whitespace) {
+        if !crate::text::is_plain_id(&reviewer.id) {
             return Err(ReviewError::Invalid(format!(
-                "the reviewer id {:?} must not contain spaces",
+                "the reviewer id {:?} must not contain spaces or control characters",
                 reviewer.id
             )));
         }
+        for (field, value, max) in [
+            ("id", &reviewer.id, 64),
+            ("name", &reviewer.name, 200),
+            ("description", &reviewer.description, 2000),
+        ] {
+            if value.chars().count() > max {
+                return Err(ReviewError::Invalid(format!(
+                    "the reviewer {field} is longer than {max} characters"
+                )));
+            }
+        }
         self.write(|tx| {
+            if !overwrite && reviewer_exists(tx, &self.path, &reviewer.id)? {
+                return Err(ReviewError::AlreadyRegistered(reviewer.id.clone()));
+            }
             tx.execute(
                 "INSERT INTO reviewers (id, name, description, created_at) VALUES (?1, ?2, ?3, ?4) \
                  ON CONFLICT(id) DO UPDATE SET name = excluded.name, description = excluded.description",
@@ -256,7 +282,7 @@ impl ReviewQueue {
                 id: message_id.to_string(),
             })?);
             if to < current {
-                return Err(ReviewError::Invalid(format!(
+                return Err(ReviewError::WrongState(format!(
                     "message {message_id} is {} and cannot go back to {}",
                     current.as_str(),
                     to.as_str()
@@ -285,7 +311,7 @@ impl ReviewQueue {
         non_empty("the owner", owner)?;
         if let Access::Restricted(list) = access {
             for a in list {
-                non_empty("an allowed reader", a)?;
+                plain_id("an allowed reader", a)?;
             }
         }
         let allowed = match access {

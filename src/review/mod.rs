@@ -11,6 +11,7 @@
 //!   shared context values with access control.
 //! - [`promote`]: a reviewed answer, on request, becomes a Markdown document
 //!   in the knowledge base (and can be retracted).
+//! - [`tokens`]: each reviewer's bearer token (only its hash is kept).
 //! - [`replan`]: feedback like "redo: look under X" searches again with the
 //!   hint instead of becoming the answer.
 //!
@@ -27,11 +28,12 @@ mod queue;
 pub mod replan;
 #[cfg(test)]
 mod tests;
+pub mod tokens;
 
 pub use self::messages::{Access, ContextValue, Message, MessageStatus, Reviewer};
 pub use self::queue::{
-    AuditEntry, Escalation, EscalationHandle, NewEscalation, Outcome, Resolution, ReviewAnswer,
-    ReviewQueue, Status, Viewer,
+    AuditEntry, Escalation, EscalationHandle, ListFilter, NewEscalation, Outcome, Resolution,
+    ReviewAnswer, ReviewQueue, Status, Viewer,
 };
 
 use std::path::PathBuf;
@@ -60,6 +62,16 @@ pub enum ReviewError {
         /// Why the request does not fit its state.
         message: String,
     },
+    /// Registering a reviewer id that is taken (over HTTP, registration
+    /// never overwrites; rotate the token instead).
+    #[error(
+        "reviewer {0:?} is already registered; issue a new token with `grace review rotate {0}` or POST /v1/review/reviewers/{0}/token"
+    )]
+    AlreadyRegistered(String),
+    /// Something other than an escalation is in a state that does not
+    /// allow the request (an archived message marked read again).
+    #[error("{0}")]
+    WrongState(String),
     /// A value the caller can fix (an empty id, name or content).
     #[error("{0}")]
     Invalid(String),
@@ -105,9 +117,20 @@ pub enum ReviewError {
     },
 }
 
+/// Checks that a caller-supplied id has no white space or control
+/// characters (and is not empty).
+pub(crate) fn plain_id(field: &str, value: &str) -> Result<()> {
+    if !crate::text::is_plain_id(value) {
+        return Err(ReviewError::Invalid(format!(
+            "{field} {value:?} must be non-empty, without spaces or control characters"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks that a caller-supplied value is not blank.
 pub(crate) fn non_empty(field: &str, value: &str) -> Result<()> {
-    if value.trim().is_empty() {
+    if crate::text::is_blank(value) {
         return Err(ReviewError::Invalid(format!("{field} must not be empty")));
     }
     Ok(())

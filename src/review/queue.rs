@@ -10,14 +10,14 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 use serde::{Deserialize, Serialize};
 
 use super::db::{self, allowed_list, db_error, from_json, now_ms, to_json, to_time};
-use super::{Result, ReviewError, non_empty};
+use super::{Result, ReviewError, non_empty, plain_id};
 use crate::confidence::level;
 use crate::config::{Config, ReviewConfig, Thresholds};
 use crate::exec::{Decision, HumanReply, RunReport, review_options};
 use crate::tools::{Citation, Urgency, UserRequest};
 
 /// Where an escalation stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Waiting for a reviewer.
@@ -189,6 +189,19 @@ pub struct ReviewAnswer {
     pub confidence: Option<f64>,
 }
 
+/// Which escalations [`ReviewQueue::list_page`] returns.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only this status.
+    pub status: Option<Status>,
+    /// Only pending and claimed ones.
+    pub open_only: bool,
+    /// At most this many; `None`: all.
+    pub limit: Option<usize>,
+    /// Only ids below this one (the next page after a page ending there).
+    pub before: Option<i64>,
+}
+
 /// Who is looking: decides which escalations are visible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Viewer<'a> {
@@ -196,6 +209,9 @@ pub enum Viewer<'a> {
     Reviewer(&'a str),
     /// Someone not identified as a reviewer: public escalations only.
     Anyone,
+    /// The administrator (`server.admin_api_key`, or the loopback server
+    /// without keys): sees every escalation, acts as no reviewer.
+    Admin,
     /// The asker, who holds the escalation's id: sees it whatever its access.
     Asker,
 }
@@ -210,6 +226,9 @@ pub struct ReviewQueue {
     asker_key: super::handle::AskerKey,
     config: ReviewConfig,
     thresholds: Thresholds,
+    /// Bumped after every committed write: askers waiting in this process
+    /// wake on it instead of polling the database.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 const COLUMNS: &str = "id, question, reason, request, run, collection, asker, allowed, status, \
@@ -230,6 +249,7 @@ impl ReviewQueue {
             asker_key: super::handle::AskerKey::load_or_create(path)?,
             config: config.review.clone(),
             thresholds: config.confidence.thresholds.clone(),
+            changes: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -267,7 +287,14 @@ impl ReviewQueue {
         self.expire_due(&tx)?;
         let out = f(&tx)?;
         tx.commit().map_err(db_error(&self.path))?;
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
         Ok(out)
+    }
+
+    /// Runs `f` on the connection without a write transaction: for lookups
+    /// that must not wait on writers (each request's token check).
+    pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        f(&self.lock())
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -290,7 +317,7 @@ impl ReviewQueue {
                 ));
             }
             for r in allowed {
-                non_empty("a reviewer id", r)?;
+                plain_id("a reviewer id", r)?;
             }
         }
         let timeout = new
@@ -338,20 +365,69 @@ impl ReviewQueue {
 
     /// Escalations the viewer may see, newest first, optionally of one status.
     pub fn list(&self, viewer: Viewer<'_>, status: Option<Status>) -> Result<Vec<Escalation>> {
-        let rows = self.write(|tx| {
-            let mut stmt = tx
-                .prepare(&format!(
-                    "SELECT {COLUMNS} FROM escalations WHERE (?1 IS NULL OR status = ?1) ORDER BY id DESC"
+        self.list_page(
+            viewer,
+            &ListFilter {
+                status,
+                ..ListFilter::default()
+            },
+        )
+    }
+
+    /// One page of the escalations the viewer may see, newest first. The
+    /// filter, the visibility check and the page are SQL: only the rows
+    /// returned are read and decoded, however many are stored.
+    pub fn list_page(&self, viewer: Viewer<'_>, filter: &ListFilter) -> Result<Vec<Escalation>> {
+        let (sees_all, reviewer) = match viewer {
+            Viewer::Admin | Viewer::Asker => (true, None),
+            Viewer::Reviewer(r) => (false, Some(r)),
+            Viewer::Anyone => (false, None),
+        };
+        let limit = filter
+            .limit
+            .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        // Settle what is past its time first (the write lock only when
+        // something is due: an index lookup says).
+        let due = self.read(|conn| {
+            conn.query_row(
+                "SELECT 1 FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1 LIMIT 1",
+                [now_ms()],
+                |_| Ok(()),
+            )
+            .optional()
+            .map_err(db_error(&self.path))
+        })?;
+        if due.is_some() {
+            self.write(|_| Ok(()))?;
+        }
+        let rows = self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM escalations \
+                     WHERE (?1 IS NULL OR status = ?1) \
+                       AND (?2 = 0 OR status IN ('pending', 'claimed')) \
+                       AND (?3 = 1 OR allowed IS NULL \
+                            OR EXISTS (SELECT 1 FROM json_each(escalations.allowed) WHERE value = ?4)) \
+                       AND (?5 IS NULL OR id < ?5) \
+                     ORDER BY id DESC LIMIT ?6"
                 ))
                 .map_err(db_error(&self.path))?;
-            let rows = stmt
-                .query_map([status.map(Status::as_str)], raw_row)
-                .map_err(db_error(&self.path))?
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(db_error(&self.path))?;
-            Ok(rows)
+            stmt.query_map(
+                params![
+                    filter.status.map(Status::as_str),
+                    filter.open_only,
+                    sees_all,
+                    reviewer,
+                    filter.before,
+                    limit
+                ],
+                raw_row,
+            )
+            .map_err(db_error(&self.path))?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(db_error(&self.path))
         })?;
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let e = self.decode(row)?;
             if visible(&e, viewer) {
@@ -405,7 +481,12 @@ impl ReviewQueue {
                 "confidence {c} is out of range 0..=1"
             )));
         }
-        if answer.reply == HumanReply::Skip {
+        let blank = match &answer.reply {
+            HumanReply::Skip => true,
+            HumanReply::Text(t) => crate::text::is_blank(t),
+            HumanReply::Option(_) => false,
+        };
+        if blank {
             return Err(ReviewError::Invalid("the answer is empty".into()));
         }
         self.write(|tx| {
@@ -414,9 +495,11 @@ impl ReviewQueue {
             self.take(tx, &e, reviewer)?;
             let who = format!("reviewer:{reviewer}");
             let mut report = e.run.clone();
+            // An option this escalation does not offer: its state, not the
+            // request's shape, says no.
             report
                 .apply_reply(&answer.reply, &who)
-                .map_err(|message| ReviewError::Invalid(format!("escalation {id}: {message}")))?;
+                .map_err(|message| conflict(id, message))?;
             if let (Some(a), false) = (report.answer.as_mut(), answer.sources.is_empty()) {
                 a.citations = answer.sources.clone();
             }
@@ -638,7 +721,9 @@ impl ReviewQueue {
     pub fn wait_blocking(&self, id: i64, timeout: Duration) -> Result<Escalation> {
         let started = Instant::now();
         loop {
-            let e = self.get(id, Viewer::Asker)?;
+            // Another process answers: this one has to look (a read; the
+            // write lock only when the escalation is due to expire).
+            let e = self.peek(id)?;
             if !e.status.is_open() {
                 return Ok(e);
             }
@@ -651,6 +736,16 @@ impl ReviewQueue {
             }
             std::thread::sleep(POLL.min(timeout.saturating_sub(started.elapsed())));
         }
+    }
+
+    /// Escalation `id` as its asker sees it, read without the write lock;
+    /// one that is due to expire is settled first (which needs it).
+    fn peek(&self, id: i64) -> Result<Escalation> {
+        let e = self.read(|conn| self.load(conn, id, Viewer::Asker))?;
+        if e.status.is_open() && e.expires_at <= Utc::now() {
+            return self.get(id, Viewer::Asker);
+        }
+        Ok(e)
     }
 
     /// Settles every open escalation past its time: with
@@ -819,8 +914,8 @@ impl ReviewQueue {
         Ok(())
     }
 
-    fn load(&self, tx: &Transaction<'_>, id: i64, viewer: Viewer<'_>) -> Result<Escalation> {
-        let row = tx
+    fn load(&self, conn: &Connection, id: i64, viewer: Viewer<'_>) -> Result<Escalation> {
+        let row = conn
             .query_row(
                 &format!("SELECT {COLUMNS} FROM escalations WHERE id = ?1"),
                 [id],
@@ -868,6 +963,10 @@ impl ReviewQueue {
 /// How often a waiting asker looks at the queue.
 const POLL: Duration = Duration::from_millis(200);
 
+/// How often an asker waiting in the server looks for an answer another
+/// process wrote (answers written by the server itself wake it at once).
+const OTHER_PROCESS_POLL: Duration = Duration::from_secs(1);
+
 struct RawRow {
     id: i64,
     question: String,
@@ -906,7 +1005,7 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
 
 fn visible(e: &Escalation, viewer: Viewer<'_>) -> bool {
     match (viewer, &e.allowed) {
-        (Viewer::Asker, _) | (_, None) => true,
+        (Viewer::Asker | Viewer::Admin, _) | (_, None) => true,
         (Viewer::Reviewer(r), Some(list)) => list.iter().any(|a| a == r),
         (Viewer::Anyone, Some(_)) => false,
     }
@@ -943,24 +1042,35 @@ impl EscalationHandle {
     /// Waits until the escalation is settled or `timeout` passes, without
     /// blocking the async runtime's threads.
     pub async fn settled(&self, timeout: Duration) -> Result<Escalation> {
-        let started = Instant::now();
+        let deadline = Instant::now() + timeout;
+        let mut changes = self.queue.changes.subscribe();
         loop {
+            changes.borrow_and_update();
             let queue = self.queue.clone();
             let id = self.id;
-            let e = tokio::task::spawn_blocking(move || queue.get(id, Viewer::Asker))
+            let e = tokio::task::spawn_blocking(move || queue.peek(id))
                 .await
                 .map_err(|e| ReviewError::Invalid(format!("the wait was interrupted: {e}")))??;
             if !e.status.is_open() {
                 return Ok(e);
             }
-            if started.elapsed() >= timeout {
+            let now = Instant::now();
+            if now >= deadline {
                 return Err(ReviewError::WaitTimedOut {
                     id: self.id,
                     status: e.status,
                     seconds: timeout.as_secs_f64(),
                 });
             }
-            tokio::time::sleep(POLL.min(timeout.saturating_sub(started.elapsed()))).await;
+            // Woken by a write in this process; otherwise look again when
+            // the escalation expires, or after OTHER_PROCESS_POLL for an
+            // answer given by another process (a CLI reviewer).
+            let until_expiry = (e.expires_at - Utc::now())
+                .to_std()
+                .unwrap_or(Duration::ZERO)
+                + Duration::from_millis(5);
+            let nap = OTHER_PROCESS_POLL.min(deadline - now).min(until_expiry);
+            let _ = tokio::time::timeout(nap, changes.changed()).await;
         }
     }
 

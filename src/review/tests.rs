@@ -654,7 +654,7 @@ fn messages_go_pending_read_archived_and_never_back() {
     f.queue.archive_message(direct, "alice").unwrap();
     assert!(matches!(
         f.queue.mark_as_read(direct, "alice"),
-        Err(ReviewError::Invalid(_))
+        Err(ReviewError::WrongState(_))
     ));
     assert_eq!(
         f.queue
@@ -736,4 +736,67 @@ fn the_queue_survives_reopening() {
     let seen = queue.get(e.id, Viewer::Asker).unwrap();
     assert_eq!(seen.run, e.run);
     assert_eq!(seen.status, Status::Pending);
+}
+
+/// Issue 15, finding 10: the reviewer page read and decoded every
+/// escalation ever stored on each 2 s poll. Now status, visibility and the
+/// page are SQL, and only the rows returned are decoded.
+#[test]
+fn listing_pages_and_filters_in_sql_with_the_same_visibility() {
+    let f = fixture(false);
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let allowed: Option<&[&str]> = if i % 3 == 0 { Some(&["bob"]) } else { None };
+        ids.push(escalate(&f.queue, allowed, None).id);
+    }
+    // Settle two: they leave the open list.
+    f.queue.reject(ids[1], "alice", "no").unwrap();
+    f.queue.reject(ids[2], "alice", "no").unwrap();
+    let page = |viewer, open_only, limit, before| {
+        f.queue
+            .list_page(
+                viewer,
+                &ListFilter {
+                    status: None,
+                    open_only,
+                    limit,
+                    before,
+                },
+            )
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id)
+            .collect::<Vec<_>>()
+    };
+    let newest_first = |keep: &dyn Fn(usize) -> bool| {
+        let mut v: Vec<i64> = (0..12).filter(|&i| keep(i)).map(|i| ids[i]).collect();
+        v.reverse();
+        v
+    };
+    // alice sees the public ones, bob also his; pages join up.
+    let alice_open = newest_first(&|i| i % 3 != 0 && i != 1 && i != 2);
+    assert_eq!(
+        page(Viewer::Reviewer("alice"), true, None, None),
+        alice_open
+    );
+    let first = page(Viewer::Reviewer("alice"), true, Some(3), None);
+    let next = page(
+        Viewer::Reviewer("alice"),
+        true,
+        Some(3),
+        first.last().copied(),
+    );
+    assert_eq!([first, next].concat(), alice_open[..6].to_vec());
+    assert_eq!(
+        page(Viewer::Reviewer("bob"), false, None, None),
+        newest_first(&|_| true)
+    );
+    assert_eq!(
+        page(Viewer::Anyone, false, None, None),
+        newest_first(&|i| i % 3 != 0)
+    );
+    assert_eq!(page(Viewer::Admin, false, Some(100), None).len(), 12);
+    // The same answer as filtering every row in memory, as before.
+    let all = f.queue.list(Viewer::Reviewer("alice"), None).unwrap();
+    assert_eq!(all.len(), newest_first(&|i| i % 3 != 0).len());
 }

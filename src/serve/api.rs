@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::body::JsonObject;
 use super::error::ApiError;
-use super::gate::Permit;
+use super::gate::{Permit, held};
 use crate::ingest::{IngestOptions, IngestReport};
 use crate::store::PayloadFilter;
 use crate::{AskOptions, AskOutcome, Passage, RunCounts, RunEvent};
@@ -26,14 +27,18 @@ use crate::{AskOptions, AskOutcome, Passage, RunCounts, RunEvent};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskBody {
-    /// The question.
+    /// The question (not blank).
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     pub question: String,
     /// Passages retrieved (default `tools.rag_search.limit`).
+    #[schema(minimum = 1, maximum = 100)]
+    #[serde(default, deserialize_with = "super::body::whole")]
     pub limit: Option<usize>,
     /// Queue an escalated question for reviewers (default true).
     pub queue: Option<bool>,
     /// Only these reviewers may see the escalation.
     #[serde(default)]
+    #[schema(schema_with = super::body::reviewer_ids)]
     pub reviewers: Vec<String>,
     /// Who asks, shown to reviewers (default `service`).
     pub asker: Option<String>,
@@ -44,7 +49,8 @@ pub struct AskBody {
 }
 
 impl AskBody {
-    fn options(&self) -> AskOptions {
+    /// The ask's options, the server's defaults where the body is silent.
+    pub fn options(&self) -> AskOptions {
         let defaults = AskOptions::default();
         AskOptions {
             limit: self.limit,
@@ -60,7 +66,8 @@ impl AskBody {
 /// `escalated`, then `done` with the report or `failed`).
 #[utoipa::path(post, path = "/v1/ask", request_body = AskBody,
     responses(
-        (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events", body = Object),
+        (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
+            content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
         (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
         (status = 413, body = super::openapi::ErrorBody), (status = 429, body = super::openapi::ErrorBody),
         (status = 503, body = super::openapi::ErrorBody), (status = 504, body = super::openapi::ErrorBody)),
@@ -69,10 +76,10 @@ pub async fn ask(
     State(s): State<AppState>,
     axum::Extension(permit): axum::Extension<Permit>,
     headers: HeaderMap,
-    body: Json<AskBody>,
+    body: JsonObject<AskBody>,
 ) -> Result<Response, ApiError> {
-    let Json(body) = body;
-    if body.question.trim().is_empty() {
+    let JsonObject(body) = body;
+    if crate::text::is_blank(&body.question) {
         return Err(ApiError::bad_request("`question` must not be empty"));
     }
     let wants_stream = body.stream
@@ -82,43 +89,70 @@ pub async fn ask(
             .is_some_and(|v| v.contains("text/event-stream"));
     let options = body.options();
     if !wants_stream {
-        let outcome: AskOutcome = s.grace.ask(body.question, options).await?;
+        let grace = s.grace.clone();
+        let question = body.question;
+        let outcome: AskOutcome = held(permit, move |cancel| {
+            grace.ask_blocking(&question, &options, cancel, &mut |_| {})
+        })
+        .await?;
         return Ok(Json(outcome).into_response());
     }
     let run = s.grace.ask_stream(body.question, options);
     // The stream ends after `done`/`failed`, or, past the request timeout,
     // with a `failed` event; dropping `run` (client gone) cancels the run.
     let deadline = tokio::time::Instant::now() + s.gate.timeout;
+    let gate = s.gate.clone();
     // The stream holds the concurrency permit until it ends.
-    let events = futures_util::stream::unfold(Some((run, permit)), move |state| async move {
-        let (mut run, permit) = state?;
-        let event = match tokio::time::timeout_at(deadline, run.next()).await {
-            Ok(Some(event)) => event,
-            Ok(None) => return None,
-            Err(_) => RunEvent::Failed {
-                error: "the request timed out (server.request_timeout); the run was cancelled"
-                    .into(),
-            },
-        };
-        let last = matches!(event, RunEvent::Done { .. } | RunEvent::Failed { .. });
-        let sse = Event::default()
-            .event(event.name())
-            .json_data(&event)
-            .unwrap_or_else(|e| Event::default().event("failed").data(e.to_string()));
-        Some((Ok::<_, Infallible>(sse), (!last).then_some((run, permit))))
+    let events = futures_util::stream::unfold(Some((run, permit)), move |state| {
+        let gate = gate.clone();
+        async move {
+            let display = &gate.display;
+            let (mut run, permit) = state?;
+            let event = match tokio::time::timeout_at(deadline, run.next()).await {
+                Ok(Some(event)) => event,
+                Ok(None) => return None,
+                Err(_) => RunEvent::Failed {
+                    error: "the request timed out (server.request_timeout); the run was cancelled"
+                        .into(),
+                },
+            };
+            let last = matches!(event, RunEvent::Done { .. } | RunEvent::Failed { .. });
+            let mut value = serde_json::to_value(&event).unwrap_or_default();
+            display.rewrite(&mut value);
+            let sse = Event::default()
+                .event(event.name())
+                .json_data(&value)
+                .unwrap_or_else(|e| Event::default().event("failed").data(e.to_string()));
+            Some((Ok::<_, Infallible>(sse), (!last).then_some((run, permit))))
+        }
     });
     Ok(Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
         .into_response())
 }
 
+/// One event of `/v1/ask`'s stream (`Accept: text/event-stream` or
+/// `"stream": true`), for the API description.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)] // describes what the stream sends; never built
+pub struct StreamEvent {
+    /// `step_started`, `step_finished`, `recovering`, `escalated`, `done`
+    /// or `failed`.
+    pub event: String,
+    /// The event as JSON (`done` carries the outcome).
+    pub data: String,
+}
+
 /// `POST /v1/search`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchBody {
-    /// What to look for.
+    /// What to look for (not blank).
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     pub query: String,
     /// Passages returned (default `qdrant.search_limit`).
+    #[schema(minimum = 1, maximum = 1000)]
+    #[serde(default, deserialize_with = "super::body::whole")]
     pub limit: Option<usize>,
     /// Only passages of this source (its path as stored).
     pub source: Option<String>,
@@ -140,10 +174,19 @@ pub struct SearchResponse {
     security(("bearer" = [])))]
 pub async fn search(
     State(s): State<AppState>,
-    Json(body): Json<SearchBody>,
+    axum::Extension(permit): axum::Extension<Permit>,
+    JsonObject(body): JsonObject<SearchBody>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let filter = body.source.as_deref().map(PayloadFilter::source);
-    let passages = s.grace.search(body.query, body.limit, filter).await?;
+    // A client names a source as it was shown to it (relative).
+    let filter = body
+        .source
+        .as_deref()
+        .map(|shown| PayloadFilter::source(&s.gate.display.resolve(shown)));
+    let grace = s.grace.clone();
+    let passages = held(permit, move |_| {
+        grace.search_blocking(&body.query, body.limit, filter.as_ref())
+    })
+    .await?;
     Ok(Json(SearchResponse { passages }))
 }
 
@@ -152,6 +195,7 @@ pub async fn search(
 #[serde(deny_unknown_fields)]
 pub struct IngestBody {
     /// Files, folders or glob patterns, as the server sees them.
+    #[schema(min_items = 1)]
     pub paths: Vec<String>,
     /// Remove chunks of files gone from the given folders.
     #[serde(default)]
@@ -171,6 +215,7 @@ pub struct IngestBody {
     security(("bearer" = [])))]
 pub async fn ingest(
     State(s): State<AppState>,
+    axum::Extension(permit): axum::Extension<Permit>,
     request: axum::extract::Request,
 ) -> Result<Json<IngestReport>, ApiError> {
     let is_multipart = request
@@ -194,15 +239,13 @@ pub async fn ingest(
             .join(&s.grace.config().qdrant.collection);
         // Files the server wrote itself: read wherever its data folder is.
         let saved = save_uploads(multipart, &dir).await?;
-        let report = s.grace.ingest(saved, IngestOptions::default()).await?;
-        return Ok(Json(report));
+        return ingest_held(&s, permit, saved, IngestOptions::default()).await;
     } else {
-        let Json(body) =
-            <Json<IngestBody> as axum::extract::FromRequest<AppState>>::from_request(request, &s)
-                .await
-                .map_err(|e| {
-                    ApiError::new(e.status(), ApiError::kind_of(e.status()), e.body_text())
-                })?;
+        let JsonObject(body) =
+            <JsonObject<IngestBody> as axum::extract::FromRequest<AppState>>::from_request(
+                request, &s,
+            )
+            .await?;
         if body.paths.is_empty() {
             return Err(ApiError::bad_request(
                 "`paths` must name at least one file or folder",
@@ -213,7 +256,24 @@ pub async fn ingest(
             body.prune,
         )
     };
-    let report = s.grace.ingest_remote(paths, prune).await?;
+    let options = s.grace.remote_ingest_options(prune)?;
+    ingest_held(&s, permit, paths, options).await
+}
+
+/// Ingests holding the request's permit until the run ends; a request that
+/// timed out stops the run at the next file (what was read is committed).
+async fn ingest_held(
+    s: &AppState,
+    permit: Permit,
+    paths: Vec<PathBuf>,
+    mut options: IngestOptions,
+) -> Result<Json<IngestReport>, ApiError> {
+    let grace = s.grace.clone();
+    let report = held(permit, move |cancel| {
+        options.cancel = Some(cancel);
+        grace.ingest_blocking(&paths, &options, &mut |_| {})
+    })
+    .await?;
     Ok(Json(report))
 }
 

@@ -133,7 +133,9 @@ fn review_status(e: &ReviewError) -> (StatusCode, &'static str) {
     match e {
         ReviewError::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
         ReviewError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
-        ReviewError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+        ReviewError::Conflict { .. }
+        | ReviewError::AlreadyRegistered(_)
+        | ReviewError::WrongState(_) => (StatusCode::CONFLICT, "conflict"),
         ReviewError::WaitTimedOut { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }

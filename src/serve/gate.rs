@@ -7,7 +7,7 @@
 //! headers (`nosniff`, no framing, no referrer; a CSP on the reviewer page).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Json;
 use axum::extract::{Request, State};
@@ -24,6 +24,57 @@ use super::error::ApiError;
 /// it ends).
 #[derive(Clone)]
 pub struct Permit(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
+
+/// Sets a flag when dropped: the request's future was dropped (timed out,
+/// client gone), so its blocking work should stop.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs a request's blocking work holding its concurrency `permit` until
+/// the work really ends, not only until the request is answered: a request
+/// that timed out (504) keeps its permit while its work stops, so timed-out
+/// requests cannot pile up work beyond `server.max_concurrency`. The flag
+/// passed to `f` is set when the request's future is dropped; `f` stops at
+/// its next check (an ask between steps, an ingest between files).
+pub async fn held<T: Send + 'static>(
+    permit: Permit,
+    f: impl FnOnce(Arc<AtomicBool>) -> crate::Result<T> + Send + 'static,
+) -> Result<T, ApiError> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let _on_drop = CancelOnDrop(cancel.clone());
+    tokio::task::spawn_blocking(move || {
+        let _held = permit;
+        f(cancel)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the request's task failed: {e}")))?
+    .map_err(ApiError::from)
+}
+
+/// A permit taken outside the [`limit`] layer (review actions that search
+/// or ingest), or 429.
+pub fn try_permit(gate: &super::Gate) -> Result<Permit, ApiError> {
+    gate.permits
+        .clone()
+        .try_acquire_owned()
+        .map(|p| Permit(Arc::new(p)))
+        .map_err(|_| busy(gate.max_concurrency))
+}
+
+fn busy(max_concurrency: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_requests",
+        format!(
+            "the server is already serving {max_concurrency} requests (server.max_concurrency); retry shortly"
+        ),
+    )
+}
 
 /// `GET /health`: 200 while serving, 503 once shutting down.
 pub async fn health(State(s): State<AppState>) -> Response {
@@ -157,9 +208,9 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
 enum Access {
     /// `/health`, `/openapi.json`, the reviewer page: anyone.
     Open,
-    /// The review endpoints: the reviewer token or the API key.
+    /// The review endpoints: a reviewer's own token or the admin key.
     Reviewer,
-    /// Everything else: the API key.
+    /// Everything else: the API key or the admin key.
     Service,
 }
 
@@ -171,14 +222,25 @@ fn access(path: &str) -> Access {
     }
 }
 
-/// Checks `Authorization: Bearer <token>` when `server.api_key` is set.
-pub async fn authenticate(State(s): State<AppState>, request: Request, next: Next) -> Response {
-    let gate = &s.gate;
-    let needed = access(request.uri().path());
-    if gate.api_key.is_empty() || needed == Access::Open {
-        return next.run(request).await;
-    }
-    let presented = request
+/// Who sent a request, as its bearer token says; the handlers read it
+/// from the request's extensions. The token alone names a reviewer: no
+/// header or body field can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// `server.admin_api_key`, or anyone on a server without keys (which
+    /// serves loopback only): registers reviewers, reads every escalation,
+    /// acts as no reviewer.
+    Admin,
+    /// A reviewer's own token (`grace review register`).
+    Reviewer(String),
+    /// `server.api_key`: a service asking, searching, ingesting.
+    Service,
+    /// No token, on a path that needs none.
+    Anyone,
+}
+
+fn bearer(request: &Request) -> Option<&str> {
+    request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -186,46 +248,72 @@ pub async fn authenticate(State(s): State<AppState>, request: Request, next: Nex
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
-        .map(str::trim);
-    let Some(token) = presented else {
-        return ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "send the API key as `Authorization: Bearer <key>`",
-        )
-        .into_response();
+        .map(str::trim)
+}
+
+fn unauthorized(message: &'static str) -> Response {
+    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response()
+}
+
+/// Works out the [`Caller`] from `Authorization: Bearer <token>` and
+/// refuses a request whose token does not open its path (401).
+///
+/// - Service paths: `server.api_key` or `server.admin_api_key`.
+/// - Review paths (`/v1/review/…`): a reviewer's token or the admin key;
+///   the service key does not open them (a service could otherwise read
+///   every asker's escalation).
+/// - Without `server.api_key` (loopback only), a request without a token
+///   is the administrator, and a reviewer names itself with its token.
+pub async fn authenticate(State(s): State<AppState>, mut request: Request, next: Next) -> Response {
+    let gate = &s.gate;
+    let needed = access(request.uri().path());
+    let open = gate.api_key.is_empty();
+    let caller = match (needed, bearer(&request)) {
+        (Access::Open, _) => Caller::Anyone,
+        (_, None) if open => Caller::Admin,
+        (Access::Service, _) if open => Caller::Admin,
+        (_, None) => {
+            return unauthorized("send your token as `Authorization: Bearer <token>`");
+        }
+        (_, Some(token)) => {
+            let eq = |key: &str| {
+                !key.is_empty()
+                    && crate::durable::constant_time_eq(token.as_bytes(), key.as_bytes())
+            };
+            if eq(&gate.admin_api_key) {
+                Caller::Admin
+            } else if needed == Access::Service && eq(&gate.api_key) {
+                Caller::Service
+            } else if needed == Access::Reviewer {
+                let queue = s.grace.escalations().clone();
+                let token = token.to_string();
+                match tokio::task::spawn_blocking(move || queue.reviewer_for_token(&token)).await {
+                    Ok(Ok(Some(id))) => Caller::Reviewer(id),
+                    Ok(Ok(None)) => {
+                        return unauthorized(
+                            "the review endpoints take a reviewer's own token (`grace review register`) or server.admin_api_key",
+                        );
+                    }
+                    Ok(Err(e)) => return ApiError::internal(e).into_response(),
+                    Err(e) => return ApiError::internal(e).into_response(),
+                }
+            } else {
+                return unauthorized("the bearer token is not valid for this endpoint");
+            }
+        }
     };
-    let mut accepted = crate::durable::constant_time_eq(token.as_bytes(), gate.api_key.as_bytes());
-    if needed == Access::Reviewer && !gate.reviewer_api_key.is_empty() {
-        accepted |=
-            crate::durable::constant_time_eq(token.as_bytes(), gate.reviewer_api_key.as_bytes());
-    }
-    if !accepted {
-        return ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "the bearer token is not valid for this endpoint",
-        )
-        .into_response();
-    }
+    request.extensions_mut().insert(caller);
     next.run(request).await
 }
 
 /// Takes a permit or answers 429 at once (no queueing: a client that
 /// waits should retry after `Retry-After`).
 pub async fn limit(State(s): State<AppState>, mut request: Request, next: Next) -> Response {
-    let Ok(permit) = s.gate.permits.clone().try_acquire_owned() else {
-        return ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_requests",
-            format!(
-                "the server is already serving {} requests (server.max_concurrency); retry shortly",
-                s.gate.max_concurrency
-            ),
-        )
-        .into_response();
+    let permit = match try_permit(&s.gate) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
     };
-    request.extensions_mut().insert(Permit(Arc::new(permit)));
+    request.extensions_mut().insert(permit);
     next.run(request).await
 }
 
@@ -250,6 +338,37 @@ pub async fn timeout(State(s): State<AppState>, request: Request, next: Next) ->
         )
         .into_response(),
     }
+}
+
+/// Largest JSON response rewritten by [`show_sources`].
+const MAX_REWRITTEN_BYTES: usize = 256 * 1024 * 1024;
+
+/// Shows sources in every JSON response as clients may see them: relative
+/// to a folder they know, never the server's full path (see
+/// [`crate::display`]). Event streams are rewritten event by event where
+/// they are made.
+pub async fn show_sources(State(s): State<AppState>, request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_REWRITTEN_BYTES).await {
+        Ok(b) => b,
+        Err(e) => return ApiError::internal(format!("reading a response: {e}")).into_response(),
+    };
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    s.gate.display.rewrite(&mut value);
+    let body = serde_json::to_vec(&value).unwrap_or_else(|_| bytes.to_vec());
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// Turns every error response without a JSON body (axum's rejections,
@@ -294,6 +413,7 @@ mod tests {
 
     #[test]
     fn paths_need_the_right_token() {
+        assert_eq!(access("/"), Access::Open);
         assert_eq!(access("/health"), Access::Open);
         assert_eq!(access("/openapi.json"), Access::Open);
         assert_eq!(access("/review"), Access::Open);

@@ -14,6 +14,7 @@
 //! requests in flight, and flushes the store.
 
 pub mod api;
+pub mod body;
 pub mod error;
 pub mod gate;
 pub mod openapi;
@@ -57,11 +58,15 @@ pub struct Gate {
     pub waiters: Arc<Semaphore>,
     /// `server.api_key`; empty: no authentication.
     pub api_key: String,
-    /// `server.reviewer_api_key`; empty: reviewers use `api_key`.
-    pub reviewer_api_key: String,
+    /// `server.admin_api_key`; empty: no administrator over HTTP (unless
+    /// there is no `api_key` either).
+    pub admin_api_key: String,
     /// `server.request_timeout`: how long a request may take before it gets
     /// 504.
     pub timeout: Duration,
+    /// How sources are shown to clients (relative, never the server's full
+    /// paths; see [`crate::display`]).
+    pub display: crate::display::SourceDisplay,
 }
 
 /// Long polls allowed per `server.max_concurrency` permit (a waiting asker
@@ -79,8 +84,9 @@ impl AppState {
             shutdown: tokio::sync::Notify::new(),
             waiters: Arc::new(Semaphore::new(s.max_concurrency * WAITERS_PER_PERMIT)),
             api_key: s.api_key.clone(),
-            reviewer_api_key: s.reviewer_api_key.clone(),
+            admin_api_key: s.admin_api_key.clone(),
             timeout: Duration::from_secs_f64(s.request_timeout),
+            display: crate::display::SourceDisplay::new(grace.config()),
         };
         Self {
             grace,
@@ -118,6 +124,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             gate::refuse_when_shutting_down,
         ))
+        .layer(from_fn_with_state(state.clone(), gate::show_sources))
         .layer(axum::middleware::from_fn(gate::json_errors))
         .layer(axum::middleware::from_fn(gate::security_headers))
         .with_state(state)

@@ -34,20 +34,96 @@ pub struct ErrorDetail {
         title = "GRACE",
         description = "Knowledge-base question answering that knows when it does not know. \
                        Errors are `{\"error\": {\"type\", \"message\"}}`. With `server.api_key` set, \
-                       send `Authorization: Bearer <key>`; the review endpoints also take \
-                       `server.reviewer_api_key`, and name the reviewer in `X-Grace-Reviewer`."
+                       send `Authorization: Bearer <key>`. The review endpoints take a reviewer's own \
+                       token (`grace review register`), which names the reviewer, or \
+                       `server.admin_api_key`."
     ),
     paths(health, api::ask, api::search, api::ingest, api::status, super::review_api::list,
           super::review_api::show, super::review_api::claim, super::review_api::release,
           super::review_api::answer, super::review_api::reject, super::review_api::retract,
-          super::review_api::log, super::review_api::asker_view, super::review_api::reviewers,
+          super::review_api::log, super::review_api::asker_view, super::review_api::reviewers, super::review_api::me, super::review_api::rotate,
           super::review_api::register, super::review_api::messages, super::review_api::send,
           super::review_api::read, super::review_api::archive, super::review_api::get_context,
           super::review_api::put_context),
-    components(schemas(ErrorBody, ErrorDetail)),
-    modifiers(&BearerAuth)
+    components(schemas(ErrorBody, ErrorDetail, crate::review::Status, crate::review::MessageStatus)),
+    modifiers(&BearerAuth, &GateResponses)
 )]
 pub struct ApiDoc;
+
+/// The answers the gate (see [`super::gate`]) and axum's extractors can
+/// give on any operation, added to each where they apply, so that the
+/// document lists every status a route can return: 403 (a foreign `Host`
+/// or `Origin`), 500, 503 (shutting down) and 504 (the request timeout)
+/// everywhere; 401 where a token is needed; 400 where there are path or
+/// query parameters or a body; 413, 415 and 422 where there is a body.
+struct GateResponses;
+
+impl Modify for GateResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let mut add = |code: &str, description: &str| {
+                    op.responses
+                        .responses
+                        .entry(code.to_string())
+                        .or_insert_with(|| error(description).into());
+                };
+                let mut codes = vec![
+                    (
+                        "403",
+                        "A foreign Host (without server.api_key) or Origin, or a role that may not do this",
+                    ),
+                    (
+                        "500",
+                        "A failure on the server's side (the log has the details)",
+                    ),
+                    ("503", "Shutting down"),
+                    ("504", "No answer within server.request_timeout"),
+                ];
+                let secured = op.security.as_ref().is_some_and(|s| !s.is_empty());
+                let has_params = op.parameters.as_ref().is_some_and(|p| !p.is_empty());
+                let has_body = op.request_body.is_some();
+                if secured {
+                    codes.push(("401", "No token, or one that does not open this route"));
+                }
+                if has_params || has_body {
+                    codes.push(("400", "An invalid parameter or body"));
+                }
+                if has_body {
+                    codes.extend([
+                        ("413", "The body is over server.max_body_bytes"),
+                        ("415", "The body is not JSON (Content-Type)"),
+                        ("422", "The JSON does not fit the body's shape"),
+                    ]);
+                }
+                for (code, description) in codes {
+                    add(code, description);
+                }
+            }
+        }
+    }
+}
 
 struct BearerAuth;
 
@@ -97,5 +173,62 @@ mod tests {
             doc["components"]["securitySchemes"]["bearer"]["scheme"],
             "bearer"
         );
+    }
+
+    #[test]
+    fn the_published_patterns_are_the_ones_the_server_checks() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        assert_eq!(
+            schemas["AskBody"]["properties"]["question"]["pattern"],
+            crate::text::NOT_BLANK
+        );
+        assert_eq!(
+            schemas["SearchBody"]["properties"]["query"]["pattern"],
+            crate::text::NOT_BLANK
+        );
+        assert_eq!(
+            schemas["RegisterBody"]["properties"]["id"]["pattern"],
+            crate::text::PLAIN_ID
+        );
+        assert_eq!(
+            schemas["AskBody"]["properties"]["reviewers"]["items"]["pattern"],
+            crate::text::PLAIN_ID
+        );
+        // Every reference resolves.
+        let text = doc.to_string();
+        let names = doc["components"]["schemas"].as_object().unwrap();
+        for piece in text.split("#/components/schemas/").skip(1) {
+            let name = piece.split('"').next().unwrap();
+            assert!(
+                names.contains_key(name),
+                "{name} is referenced but not defined"
+            );
+        }
+        for pattern in regex_literals(&text) {
+            assert!(
+                pattern == crate::text::NOT_BLANK || pattern == crate::text::PLAIN_ID,
+                "an unchecked pattern in the document: {pattern}"
+            );
+        }
+    }
+
+    fn regex_literals(doc: &str) -> Vec<String> {
+        let value: serde_json::Value = serde_json::from_str(doc).unwrap();
+        let mut out = Vec::new();
+        let mut stack = vec![&value];
+        while let Some(v) = stack.pop() {
+            match v {
+                serde_json::Value::Object(m) => {
+                    if let Some(serde_json::Value::String(p)) = m.get("pattern") {
+                        out.push(p.clone());
+                    }
+                    stack.extend(m.values());
+                }
+                serde_json::Value::Array(a) => stack.extend(a),
+                _ => {}
+            }
+        }
+        out
     }
 }

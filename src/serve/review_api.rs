@@ -1,6 +1,9 @@
-//! The review endpoints (JSON). The reviewer is named by the
-//! `X-Grace-Reviewer` header; errors are `{"error": {"type", "message"}}`
-//! with 400 (invalid), 404 (not found, or not visible to this reviewer),
+//! The review endpoints (JSON). The caller is whoever its bearer token
+//! names ([`Caller`]): a reviewer's own token acts as that reviewer, the
+//! admin key (or no key on a keyless loopback server) registers reviewers
+//! and reads everything but acts as no reviewer. Errors are
+//! `{"error": {"type", "message"}}` with 400 (invalid), 403 (the caller's
+//! role may not do it), 404 (not found, or not visible to this caller),
 //! 409 (the escalation's state does not allow it) or 500.
 //!
 //! | method and path | what |
@@ -14,31 +17,34 @@
 //! | `POST /v1/review/escalations/{id}/retract` | remove a promoted answer from the knowledge base |
 //! | `GET /v1/review/escalations/{id}/log` | the audit log |
 //! | `GET /v1/escalations/{id}?wait=SECONDS` | the asker's view: status and resolution (waits up to `wait` for it) |
-//! | `GET, POST /v1/review/reviewers` | list, register `{"id","name","description"}` |
+//! | `GET /v1/review/me` | who the token names: `{"role", "reviewer"}` |
+//! | `GET, POST /v1/review/reviewers` | list; register `{"id","name","description"}` (admin; the answer carries the reviewer's token, once) |
+//! | `POST /v1/review/reviewers/{id}/token` | a new token for a reviewer, the old one stops working (admin) |
 //! | `GET /v1/review/messages?status=S`, `POST /v1/review/messages` | this reviewer's messages; send `{"recipient"?, "subject", "body"}` |
 //! | `POST /v1/review/messages/{id}/read`, `.../archive` | move a message on |
 //! | `GET, PUT /v1/review/context/{key}` | read; write `{"value", "allowed"?}` (owner = the reviewer) |
 
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
+use super::body::JsonObject;
 use super::error::ApiError;
+use super::gate::Caller;
 use crate::Grace;
 use crate::exec::HumanReply;
 use crate::review::{
-    Access, MessageStatus, ReviewAnswer, ReviewError, ReviewQueue, Reviewer, Status, Viewer,
+    Access, ListFilter, MessageStatus, ReviewAnswer, ReviewError, ReviewQueue, Reviewer, Status,
+    Viewer,
 };
 use crate::tools::Citation;
-
-/// The header naming the reviewer.
-pub const REVIEWER_HEADER: &str = "x-grace-reviewer";
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -51,7 +57,9 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/review/escalations/{id}/retract", post(retract))
         .route("/v1/review/escalations/{id}/log", get(log))
         .route("/v1/escalations/{id}", get(asker_view))
+        .route("/v1/review/me", get(me))
         .route("/v1/review/reviewers", get(reviewers).post(register))
+        .route("/v1/review/reviewers/{id}/token", post(rotate))
         .route("/v1/review/messages", get(messages).post(send))
         .route("/v1/review/messages/{id}/read", post(read))
         .route("/v1/review/messages/{id}/archive", post(archive))
@@ -75,87 +83,155 @@ async fn blocking<T: serde::Serialize + Send + 'static>(
     Ok(Json(serde_json::to_value(out).unwrap_or(Value::Null)))
 }
 
-fn reviewer(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(REVIEWER_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+/// What `caller` may see: the admin everything, a reviewer what is
+/// public or names them, anyone else what is public.
+fn viewer(caller: &Caller) -> Viewer<'_> {
+    match caller {
+        Caller::Admin => Viewer::Admin,
+        Caller::Reviewer(id) => Viewer::Reviewer(id),
+        Caller::Service | Caller::Anyone => Viewer::Anyone,
+    }
 }
 
-fn require_reviewer(headers: &HeaderMap) -> std::result::Result<String, ApiError> {
-    reviewer(headers).ok_or_else(|| {
-        ApiError::bad_request(format!("name the reviewer in the {REVIEWER_HEADER} header"))
-    })
+/// The reviewer acting: only a reviewer's own token names one.
+fn acting_reviewer(caller: Caller) -> std::result::Result<String, ApiError> {
+    match caller {
+        Caller::Reviewer(id) => Ok(id),
+        _ => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "this acts as a reviewer: send the reviewer's own token (`grace review register` issues it); the admin key acts as no reviewer",
+        )),
+    }
 }
 
-#[derive(Deserialize)]
+/// Registration and token rotation: the administrator only.
+fn admin_only(caller: &Caller) -> std::result::Result<(), ApiError> {
+    if *caller == Caller::Admin {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "only the administrator (server.admin_api_key, or `grace review register` on the server's machine) registers reviewers and issues tokens",
+        ))
+    }
+}
+
+/// Escalations listed per request at most (`limit`).
+pub const MAX_LIST_LIMIT: usize = 500;
+
+/// `GET /v1/review/escalations`'s query.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
-    status: Option<String>,
+    /// Only this status.
+    status: Option<Status>,
+    /// Settled ones too (open ones only by default).
     #[serde(default)]
     all: bool,
+    /// At most this many (default 100).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<usize>,
+    /// Only ids below this one: the next page after a page that ended there.
+    before: Option<i64>,
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations", params(("status" = Option<String>, Query, description = "pending, claimed, answered, rejected, expired or cancelled"), ("all" = Option<bool>, Query, description = "settled ones too"), ("x-grace-reviewer" = Option<String>, Header, description = "the reviewer")), responses((status = 200, description = "Escalations this reviewer may see (open ones by default)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations", params(ListQuery), responses((status = 200, description = "Escalations this caller may see, newest first (open ones by default)", body = [Object]), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn list(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Query(q): Query<ListQuery>,
 ) -> ApiResult {
-    let who = reviewer(&headers);
-    let status: Option<Status> = q.status.as_deref().map(str::parse).transpose()?;
+    let status = q.status;
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit={limit} must be 1 to {MAX_LIST_LIMIT}"
+        )));
+    }
+    let filter = ListFilter {
+        status,
+        open_only: status.is_none() && !q.all,
+        limit: Some(limit),
+        before: q.before,
+    };
     blocking(&s, move |queue, _| {
-        let viewer = who.as_deref().map_or(Viewer::Anyone, Viewer::Reviewer);
-        let mut list = queue.list(viewer, status)?;
-        if status.is_none() && !q.all {
-            list.retain(|e| e.status.is_open());
-        }
-        Ok(list)
+        Ok(queue.list_page(viewer(&caller), &filter)?)
     })
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations/{id}", params(("id" = i64, Path), ("x-grace-reviewer" = Option<String>, Header)), responses((status = 200, description = "One escalation: question, reason, run (factors, sources), options", body = Object), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations/{id}", params(("id" = i64, Path)), responses((status = 200, description = "One escalation: question, reason, run (factors, sources), options", body = Object), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn show(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult {
-    let who = reviewer(&headers);
-    blocking(&s, move |queue, _| {
-        Ok(queue.get(id, who.as_deref().map_or(Viewer::Anyone, Viewer::Reviewer))?)
-    })
-    .await
+    blocking(&s, move |queue, _| Ok(queue.get(id, viewer(&caller))?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/claim", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Claims it for this reviewer", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/claim", params(("id" = i64, Path)), responses((status = 200, description = "Claims it for this reviewer", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn claim(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.claim(id, &who)?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/release", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Gives a claim back", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/release", params(("id" = i64, Path)), responses((status = 200, description = "Gives a claim back", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn release(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.release(id, &who)?)).await
 }
 
+/// A reviewer's answer: their own words or an offered option, not both.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub(crate) enum AnswerBody {
+    /// The answer in the reviewer's words ("redo: hint" searches again).
+    Text(TextAnswer),
+    /// An option the escalation offers (409 for one it does not).
+    Option(OptionAnswer),
+}
+
+/// An answer in the reviewer's words.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct AnswerBody {
-    text: Option<String>,
+pub(crate) struct TextAnswer {
+    /// Not blank.
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
+    text: String,
+    #[serde(default)]
+    sources: Vec<SourceBody>,
+    /// The reviewer's confidence (default `review.reviewer_confidence`).
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    confidence: Option<f64>,
+    /// Add the question and answer to the knowledge base.
+    #[serde(default)]
+    promote: bool,
+}
+
+/// An offered option, by number.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OptionAnswer {
+    /// 1-based.
+    #[schema(minimum = 1, maximum = 1000, value_type = usize)]
+    #[serde(deserialize_with = "super::body::whole")]
     option: Option<usize>,
     #[serde(default)]
     sources: Vec<SourceBody>,
+    /// The reviewer's confidence (default `review.reviewer_confidence`).
+    #[schema(minimum = 0.0, maximum = 1.0)]
     confidence: Option<f64>,
+    /// Add the question and answer to the knowledge base.
     #[serde(default)]
     promote: bool,
 }
@@ -167,29 +243,26 @@ pub(crate) struct SourceBody {
     section: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", params(("id" = i64, Path)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn answer(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-    body: Option<Json<AnswerBody>>,
+    JsonObject(body): JsonObject<AnswerBody>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
-    let Json(body) =
-        body.ok_or_else(|| ApiError::bad_request("send a JSON body with `text` or `option`"))?;
-    let reply = match (body.text, body.option) {
-        (Some(t), None) => HumanReply::Text(t),
-        (None, Some(n)) => HumanReply::Option(n),
-        _ => {
-            return Err(ApiError::bad_request(
-                "give exactly one of `text` and `option`",
-            ));
-        }
+    let who = acting_reviewer(caller)?;
+    let (reply, sources, confidence, promote) = match body {
+        AnswerBody::Text(t) => (HumanReply::Text(t.text), t.sources, t.confidence, t.promote),
+        AnswerBody::Option(o) => (
+            HumanReply::Option(o.option.unwrap_or(0)),
+            o.sources,
+            o.confidence,
+            o.promote,
+        ),
     };
     let answer = ReviewAnswer {
         reply,
-        sources: body
-            .sources
+        sources: sources
             .into_iter()
             .enumerate()
             .map(|(i, src)| Citation {
@@ -198,79 +271,104 @@ pub(crate) async fn answer(
                 section: src.section,
             })
             .collect(),
-        confidence: body.confidence,
+        confidence,
     };
-    let promote = body.promote;
-    blocking(&s, move |queue, grace| {
-        if let HumanReply::Text(t) = &answer.reply
-            && let Some(hint) = crate::review::replan::hint(t, &grace.config().review.replan_words)
-        {
-            return grace.redraft_blocking(id, &who, &hint);
+    let hint = match &answer.reply {
+        HumanReply::Text(t) => {
+            crate::review::replan::hint(t, &s.grace.config().review.replan_words)
         }
-        let resolution = queue.answer(id, &who, &answer)?;
-        if promote && resolution.outcome == crate::review::Outcome::Answered {
-            grace.promote_blocking(id, &who)?;
-        }
+        HumanReply::Option(_) | HumanReply::Skip => None,
+    };
+    // A redraft searches and a promotion ingests: both take a concurrency
+    // permit (429 when none is free) and hold it until they end.
+    if hint.is_some() || promote {
+        let permit = super::gate::try_permit(&s.gate)?;
+        let grace = s.grace.clone();
+        let e = super::gate::held(permit, move |_| {
+            if let Some(hint) = hint {
+                return grace.redraft_blocking(id, &who, &hint);
+            }
+            let queue = grace.escalations();
+            let resolution = queue.answer(id, &who, &answer)?;
+            if resolution.outcome == crate::review::Outcome::Answered {
+                grace.promote_blocking(id, &who)?;
+            }
+            Ok(queue.get(id, Viewer::Reviewer(&who))?)
+        })
+        .await?;
+        return Ok(Json(serde_json::to_value(e).unwrap_or(Value::Null)));
+    }
+    blocking(&s, move |queue, _| {
+        queue.answer(id, &who, &answer)?;
         Ok(queue.get(id, Viewer::Reviewer(&who))?)
     })
     .await
 }
 
+/// Why the escalation is not answered.
 #[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RejectBody {
+    /// Not blank; the asker gets it.
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     why: String,
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/reject", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), request_body = RejectBody, responses((status = 200, description = "Rejects it with a reason", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/reject", params(("id" = i64, Path)), request_body = RejectBody, responses((status = 200, description = "Rejects it with a reason", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn reject(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-    body: Option<Json<RejectBody>>,
+    JsonObject(body): JsonObject<RejectBody>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
-    let Json(body) = body.ok_or_else(|| ApiError::bad_request("send a JSON body with `why`"))?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.reject(id, &who, &body.why)?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/retract", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Removes a promoted answer from the knowledge base", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/retract", params(("id" = i64, Path)), responses((status = 200, description = "Removes a promoted answer from the knowledge base", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn retract(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
-    blocking(&s, move |queue, grace| {
+    let who = acting_reviewer(caller)?;
+    // Retracting rewrites the knowledge base: it takes a permit too.
+    let permit = super::gate::try_permit(&s.gate)?;
+    let grace = s.grace.clone();
+    let e = super::gate::held(permit, move |_| {
+        let queue = grace.escalations();
         // Only a reviewer who may see the escalation may retract it.
         queue.get(id, Viewer::Reviewer(&who))?;
         grace.retract_blocking(id, &who)?;
         Ok(queue.get(id, Viewer::Reviewer(&who))?)
     })
-    .await
+    .await?;
+    Ok(Json(serde_json::to_value(e).unwrap_or(Value::Null)))
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations/{id}/log", params(("id" = i64, Path), ("x-grace-reviewer" = Option<String>, Header)), responses((status = 200, description = "The audit log: who did what, when", body = Object), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations/{id}/log", params(("id" = i64, Path)), responses((status = 200, description = "The audit log: who did what, when", body = [Object]), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn log(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult {
-    let who = reviewer(&headers);
-    blocking(&s, move |queue, _| {
-        Ok(queue.log(id, who.as_deref().map_or(Viewer::Anyone, Viewer::Reviewer))?)
-    })
-    .await
+    blocking(&s, move |queue, _| Ok(queue.log(id, viewer(&caller))?)).await
 }
 
-#[derive(Deserialize)]
+/// The asker's view's query.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct WaitQuery {
     /// Seconds to wait for the escalation to be settled.
+    #[param(minimum = 0.0, maximum = 600.0)]
     wait: Option<f64>,
-    /// The asker's handle (`review_handle` in the ask's response).
+    /// The asker's handle: `review_handle` in the ask's response (404
+    /// without it).
+    #[param(required = true, value_type = String)]
     handle: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/escalations/{id}", params(("id" = i64, Path), ("handle" = String, Query, description = "the asker's handle: `review_handle` in the ask's response (404 without it)"), ("wait" = Option<f64>, Query, description = "seconds (0-600) to wait for it to be settled")), responses((status = 200, description = "The asker's view: status and resolution", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/escalations/{id}", params(("id" = i64, Path), WaitQuery), responses((status = 200, description = "The asker's view: status and resolution", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn asker_view(
     State(s): State<AppState>,
     Path(id): Path<i64>,
@@ -345,55 +443,113 @@ pub(crate) async fn asker_view(
     })))
 }
 
-#[utoipa::path(get, path = "/v1/review/reviewers", responses((status = 200, description = "Registered reviewers", body = Object), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/reviewers", responses((status = 200, description = "Registered reviewers", body = [Object]), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn reviewers(State(s): State<AppState>) -> ApiResult {
     blocking(&s, |queue, _| Ok(queue.reviewers()?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/reviewers", request_body(content = Object, description = "`{\"id\", \"name\", \"description\"}`"), responses((status = 200, description = "Registers (or updates) a reviewer", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
-pub(crate) async fn register(State(s): State<AppState>, body: Option<Json<Reviewer>>) -> ApiResult {
-    let Json(r) = body.ok_or_else(|| {
-        ApiError::bad_request("send a JSON body with `id`, `name`, `description`")
-    })?;
+/// A reviewer to register.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RegisterBody {
+    /// Unique, without spaces.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\s\x00-\x1f\x7f-\x9f]+$"
+    )]
+    id: String,
+    /// Display name, not blank.
+    #[schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
+    name: String,
+    /// What the reviewer covers.
+    #[serde(default)]
+    #[schema(max_length = 2000)]
+    description: String,
+}
+
+#[utoipa::path(post, path = "/v1/review/reviewers", request_body = RegisterBody, responses((status = 200, description = "Registers a new reviewer; the answer carries the reviewer's token, shown only this once", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 403, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn register(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    JsonObject(body): JsonObject<RegisterBody>,
+) -> ApiResult {
+    admin_only(&caller)?;
+    let r = Reviewer {
+        id: body.id,
+        name: body.name,
+        description: body.description,
+    };
     blocking(&s, move |queue, _| {
-        queue.register_reviewer(&r)?;
-        Ok(r)
+        queue.register_new_reviewer(&r)?;
+        let token = queue.issue_token(&r.id)?;
+        Ok(json!({"id": r.id, "name": r.name, "description": r.description, "token": token}))
     })
     .await
 }
 
-#[derive(Deserialize)]
+#[utoipa::path(post, path = "/v1/review/reviewers/{id}/token", params(("id" = String, Path)), responses((status = 200, description = "A new token for the reviewer, shown only this once; the old one stops working", body = Object), (status = 401, body = super::openapi::ErrorBody), (status = 403, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn rotate(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    admin_only(&caller)?;
+    blocking(&s, move |queue, _| {
+        let token = queue.issue_token(&id)?;
+        Ok(json!({"id": id, "token": token}))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/review/me", responses((status = 200, description = "Who the token names: `{\"role\": \"admin\" | \"reviewer\", \"reviewer\"}`", body = Object), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn me(Extension(caller): Extension<Caller>) -> ApiResult {
+    Ok(Json(match caller {
+        Caller::Reviewer(id) => json!({"role": "reviewer", "reviewer": id}),
+        Caller::Admin => json!({"role": "admin", "reviewer": null}),
+        // The gate lets no other caller through to the review paths.
+        Caller::Service | Caller::Anyone => json!({"role": "none", "reviewer": null}),
+    }))
+}
+
+/// `GET /v1/review/messages`'s query.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct MessagesQuery {
+    /// Only messages in this state.
     status: Option<MessageStatus>,
 }
 
-#[utoipa::path(get, path = "/v1/review/messages", params(("status" = Option<String>, Query, description = "pending, read or archived"), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "This reviewer's messages (direct and broadcast)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/messages", params(MessagesQuery), responses((status = 200, description = "This reviewer's messages (direct and broadcast)", body = [Object]), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn messages(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Query(q): Query<MessagesQuery>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.messages(&who, q.status)?)).await
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SendBody {
+    /// A registered reviewer (404 otherwise); absent: every reviewer.
+    #[schema(min_length = 1, pattern = r"^[^\s\x00-\x1f\x7f-\x9f]+$")]
     recipient: Option<String>,
     #[serde(default)]
     subject: String,
+    /// Not blank.
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     body: String,
 }
 
-#[utoipa::path(post, path = "/v1/review/messages", params(("x-grace-reviewer" = String, Header)), request_body = SendBody, responses((status = 200, description = "Sends a message to a reviewer, or to every reviewer without `recipient`", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages", request_body = SendBody, responses((status = 200, description = "Sends a message to a reviewer, or to every reviewer without `recipient`", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, description = "No such recipient", body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn send(
     State(s): State<AppState>,
-    headers: HeaderMap,
-    body: Option<Json<SendBody>>,
+    Extension(caller): Extension<Caller>,
+    JsonObject(m): JsonObject<SendBody>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
-    let Json(m) = body.ok_or_else(|| ApiError::bad_request("send a JSON body with `body`"))?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| {
         let id = queue.send_message(&who, m.recipient.as_deref(), &m.subject, &m.body)?;
         Ok(json!({"id": id}))
@@ -401,39 +557,39 @@ pub(crate) async fn send(
     .await
 }
 
-#[utoipa::path(post, path = "/v1/review/messages/{id}/read", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Marks a message read", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages/{id}/read", params(("id" = i64, Path)), responses((status = 200, description = "Marks a message read", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, description = "The message is past that state", body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn read(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| {
         Ok(json!({"id": id, "status": queue.mark_as_read(id, &who)?}))
     })
     .await
 }
 
-#[utoipa::path(post, path = "/v1/review/messages/{id}/archive", params(("id" = i64, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "Archives a message", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages/{id}/archive", params(("id" = i64, Path)), responses((status = 200, description = "Archives a message", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody), (status = 409, description = "The message is past that state", body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn archive(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| {
         Ok(json!({"id": id, "status": queue.archive_message(id, &who)?}))
     })
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/context/{key}", params(("key" = String, Path), ("x-grace-reviewer" = String, Header)), responses((status = 200, description = "A shared context value (not found when restricted to others)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/context/{key}", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), responses((status = 200, description = "A shared context value (not found when restricted to others)", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn get_context(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(key): Path<String>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.get_context(&key, &who)?)).await
 }
 
@@ -441,19 +597,19 @@ pub(crate) async fn get_context(
 #[serde(deny_unknown_fields)]
 pub(crate) struct ContextBody {
     value: Value,
-    /// Readers besides the owner; absent: public.
+    /// Readers besides the owner (reviewer ids); absent: public.
+    #[schema(schema_with = super::body::optional_reviewer_ids)]
     allowed: Option<Vec<String>>,
 }
 
-#[utoipa::path(put, path = "/v1/review/context/{key}", params(("key" = String, Path), ("x-grace-reviewer" = String, Header)), request_body = ContextBody, responses((status = 200, description = "Writes a shared context value owned by this reviewer", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(put, path = "/v1/review/context/{key}", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), request_body = ContextBody, responses((status = 200, description = "Writes a shared context value owned by this reviewer", body = Object), (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn put_context(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(key): Path<String>,
-    body: Option<Json<ContextBody>>,
+    JsonObject(b): JsonObject<ContextBody>,
 ) -> ApiResult {
-    let who = require_reviewer(&headers)?;
-    let Json(b) = body.ok_or_else(|| ApiError::bad_request("send a JSON body with `value`"))?;
+    let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| {
         let access = match b.allowed {
             None => Access::Public,

@@ -183,7 +183,7 @@ pub fn config(c: &Config, json: bool) -> grace::Result<()> {
     let mut c = c.clone();
     for key in [
         &mut c.server.api_key,
-        &mut c.server.reviewer_api_key,
+        &mut c.server.admin_api_key,
         &mut c.qdrant.api_key,
     ] {
         if !key.is_empty() {

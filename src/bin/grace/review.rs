@@ -15,7 +15,8 @@ use crate::output;
 
 #[derive(Debug, Subcommand)]
 pub enum ReviewCommand {
-    /// Register a reviewer (or update their name and description)
+    /// Register a reviewer (or update their name and description) and
+    /// print their token for the HTTP API and the reviewer page, once
     Register {
         /// The reviewer's id (no spaces), used with --as
         id: String,
@@ -23,6 +24,12 @@ pub enum ReviewCommand {
         name: String,
         #[arg(long, default_value = "")]
         description: String,
+    },
+    /// Issue a new token for a reviewer and print it, once; the old one
+    /// stops working at once
+    Rotate {
+        /// The reviewer's id
+        id: String,
     },
     /// List registered reviewers
     Reviewers,
@@ -86,6 +93,14 @@ pub enum ReviewCommand {
     },
 }
 
+/// Prints a freshly issued token with how to use it.
+fn print_token(id: &str, token: &str) {
+    println!("token for {id} (shown only now; GRACE keeps only its hash):\n  {token}");
+    println!(
+        "give it to {id} over a private channel: it signs in on the reviewer page and is sent as `Authorization: Bearer <token>`"
+    );
+}
+
 /// Runs `grace review …` as reviewer `who` (from --as or GRACE_REVIEWER).
 pub fn run(
     config: &Config,
@@ -114,7 +129,29 @@ pub fn run(
                 description: description.clone(),
             };
             queue.register_reviewer(&r)?;
-            output::json_or(json, &r, || println!("registered reviewer {id} ({name})"));
+            // A reviewer that has a token keeps it (rotate to replace it).
+            let token = if queue.has_token(id)? {
+                None
+            } else {
+                Some(queue.issue_token(id)?)
+            };
+            let out = serde_json::json!({
+                "id": r.id, "name": r.name, "description": r.description, "token": token,
+            });
+            output::json_or(json, &out, || {
+                println!("registered reviewer {id} ({name})");
+                match &token {
+                    Some(t) => print_token(id, t),
+                    None => println!(
+                        "{id} keeps their token; `grace review rotate {id}` issues a new one"
+                    ),
+                }
+            });
+        }
+        ReviewCommand::Rotate { id } => {
+            let token = queue.issue_token(id)?;
+            let out = serde_json::json!({"id": id, "token": token});
+            output::json_or(json, &out, || print_token(id, &token));
         }
         ReviewCommand::Reviewers => {
             let list = queue.reviewers()?;
