@@ -120,6 +120,30 @@ pub struct AskOutcome {
     pub review_handle: Option<String>,
 }
 
+/// Checks an ask before it runs: a question that is not blank, a limit in
+/// range, reviewer ids without spaces or control characters (checked now,
+/// not only if the run escalates). The HTTP API calls it before it
+/// chooses between JSON and an event stream, so a bad ask is a 400 either
+/// way.
+pub fn check_ask(question: &str, options: &AskOptions) -> Result<()> {
+    if crate::text::is_blank(question) {
+        return Err(Error::InvalidInput("the question is empty".into()));
+    }
+    if let Some(limit) = options.limit {
+        check_ask_limit(limit)?;
+    }
+    if let Some(bad) = options
+        .reviewers
+        .iter()
+        .find(|r| !crate::text::is_plain_id(r))
+    {
+        return Err(Error::InvalidInput(format!(
+            "the reviewer id {bad:?} must be non-empty, without spaces or control characters"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks the passages an ask retrieves (`limit`, the CLI's `-k`): 1 to
 /// [`MAX_RAG_SEARCH_LIMIT`], what one search may return.
 pub fn check_ask_limit(limit: usize) -> Result<()> {
@@ -391,22 +415,7 @@ impl Grace {
         cancel: Arc<AtomicBool>,
         on_event: &mut dyn FnMut(RunEvent),
     ) -> Result<AskOutcome> {
-        if crate::text::is_blank(question) {
-            return Err(Error::InvalidInput("the question is empty".into()));
-        }
-        if let Some(limit) = options.limit {
-            check_ask_limit(limit)?;
-        }
-        // Checked before the run, not only if it escalates.
-        if let Some(bad) = options
-            .reviewers
-            .iter()
-            .find(|r| !crate::text::is_plain_id(r))
-        {
-            return Err(Error::InvalidInput(format!(
-                "the reviewer id {bad:?} must be non-empty, without spaces or control characters"
-            )));
-        }
+        check_ask(question, options)?;
         let runs = &self.inner.runs;
         runs.in_flight.fetch_add(1, Ordering::Relaxed);
         let _in_flight = Decrement(&runs.in_flight);

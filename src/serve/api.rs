@@ -79,15 +79,14 @@ pub async fn ask(
     body: JsonObject<AskBody>,
 ) -> Result<Response, ApiError> {
     let JsonObject(body) = body;
-    if crate::text::is_blank(&body.question) {
-        return Err(ApiError::bad_request("`question` must not be empty"));
-    }
     let wants_stream = body.stream
         || headers
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/event-stream"));
     let options = body.options();
+    // Before the stream starts: a bad ask is a 400 either way.
+    crate::service::check_ask(&body.question, &options)?;
     if !wants_stream {
         let grace = s.grace.clone();
         let question = body.question;
