@@ -1,6 +1,6 @@
 //! Small file-system and secret helpers the layers share: replacing a file
-//! so that a crash never leaves half of it, and comparing secrets in
-//! constant time.
+//! so that a crash never leaves half of it, comparing secrets in constant
+//! time, and writing bytes as hex.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -52,9 +52,25 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
+/// Bytes as lower-case hex (digests, tokens, handles).
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{constant_time_eq, replace_file};
+    use super::{constant_time_eq, hex, replace_file};
+
+    #[test]
+    fn hex_is_two_lower_case_digits_per_byte() {
+        assert_eq!(hex(&[0, 15, 16, 255]), "000f10ff");
+        assert_eq!(hex(&[]), "");
+    }
 
     #[test]
     fn a_file_is_replaced_whole_and_no_temporary_file_stays() {

@@ -301,7 +301,7 @@ pub fn collect(
     // Read once: parsed for the questions, hashed to recognise the set.
     let bytes = read(&questions_path)?;
     let questions = parse_questions(&questions_path, &bytes)?;
-    let questions_sha256 = hex(&Sha256::digest(&bytes));
+    let questions_sha256 = crate::durable::hex(&Sha256::digest(&bytes));
 
     let temp = TempDir::new()?;
     let mut config = config.clone();
@@ -367,11 +367,6 @@ pub fn collect(
     })
 }
 
-/// Lowercase hexadecimal of bytes.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Runs the evaluation of the set in `dir` with `config` and the given
 /// embedder (see [`collect`]), and scores the final answers with every
 /// confidence model side by side (see [`models`]).
@@ -407,7 +402,7 @@ pub fn run(
 /// SHA-256 (hex) of a `questions.jsonl`: how a calibration recognises the
 /// set it was fitted on.
 fn questions_digest(path: &Path) -> std::result::Result<String, EvalError> {
-    Ok(hex(&Sha256::digest(read(path)?)))
+    Ok(crate::durable::hex(&Sha256::digest(read(path)?)))
 }
 
 /// The report of collected outcomes.

@@ -460,7 +460,7 @@ impl Ingestor<'_> {
     ) -> std::result::Result<Option<Prepared>, String> {
         let path = &candidate.path;
         let bytes = read_capped(path, self.config.max_file_bytes)?;
-        let hash = hex(&Sha256::digest(&bytes));
+        let hash = crate::durable::hex(&Sha256::digest(&bytes));
         if let Some(prev) = previous
             && prev.state == EntryState::Committed
             && prev.content_hash == hash
@@ -612,15 +612,6 @@ impl Ingestor<'_> {
 /// The `source` of a file: its canonical path as text.
 pub fn source_key(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// Reads at most `max` bytes of `path`: a file over it (or one that grows

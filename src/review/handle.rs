@@ -50,10 +50,7 @@ impl AskerKey {
         let mut h = Sha256::new();
         h.update(self.0);
         h.update(format!("escalation:{id}").as_bytes());
-        h.finalize()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::durable::hex(&h.finalize()[..16])
     }
 
     /// Whether `handle` is escalation `id`'s (compared in constant time).

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use super::db::{db_error, now_ms, reviewer_exists};
 use super::queue::ReviewQueue;
 use super::{Result, ReviewError};
+use crate::durable::hex;
 
 /// What every reviewer token starts with (so that a leaked one is
 /// recognisable in logs and secret scanners).
@@ -21,10 +22,6 @@ pub const TOKEN_PREFIX: &str = "grv_";
 
 /// Longest token looked up; anything longer is not one of ours.
 const MAX_TOKEN_CHARS: usize = 128;
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 fn hash(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
