@@ -84,6 +84,20 @@ impl McpServer {
         let registry = grace.registry();
         let mut tools = Vec::new();
         for name in &config.mcp.tools {
+            // Config is data; the names are checked here, against what this
+            // server offers.
+            if !MCP_TOOL_NAMES.contains(&name.as_str()) {
+                return Err(crate::config::ConfigError::Invalid {
+                    key: "mcp.tools".into(),
+                    message: format!(
+                        "unknown tool `{name}` (known: {})",
+                        MCP_TOOL_NAMES.join(", ")
+                    ),
+                    file: None,
+                    line: None,
+                }
+                .into());
+            }
             let tool = match name.as_str() {
                 "ask" if registry.get("reasoning").is_some() => tool(
                     "ask",

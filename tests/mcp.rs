@@ -227,3 +227,18 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
 
     client.cancel().await.unwrap();
 }
+
+#[test]
+fn an_unknown_name_in_mcp_tools_is_refused_by_the_server_naming_the_key() {
+    // Config is data (it loads); the MCP server checks the names against
+    // the tools it offers.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.mcp.tools = vec!["ask".into(), "shell".into()];
+    let grace = common::service(config);
+    let err = grace::mcp::McpServer::new(grace).err().unwrap().to_string();
+    assert!(
+        err.contains("mcp.tools") && err.contains("shell") && err.contains("known: ask"),
+        "{err}"
+    );
+}

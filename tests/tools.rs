@@ -28,8 +28,16 @@ fn only_enabled_tools_are_constructed() {
     assert!(!r.success);
     assert!(r.error.unwrap().contains("not an enabled tool"));
 
+    // Config is data: the registry checks the names against its tools.
     config.tools.enabled = vec!["web_search".into()];
-    assert!(ToolRegistry::from_config(&config, kb).is_err());
+    let err = ToolRegistry::from_config(&config, kb)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("web_search") && err.contains("known: rag_search"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -339,7 +339,7 @@ pub struct ToolsConfig {
 impl Default for ToolsConfig {
     fn default() -> Self {
         Self {
-            enabled: crate::tools::TOOL_NAMES
+            enabled: ["rag_search", "reasoning", "ask_user"]
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),

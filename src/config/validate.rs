@@ -285,15 +285,11 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     Ok(())
 }
 
+/// The names in `tools.enabled` are checked by whoever builds the registry
+/// (`ToolRegistry::from_config`) against the tools it has: config is data
+/// and knows no layer above it.
 fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
-    let known = crate::tools::TOOL_NAMES;
     for (i, name) in t.enabled.iter().enumerate() {
-        if !known.contains(&name.as_str()) {
-            return Err(invalid(
-                "tools.enabled",
-                format!("unknown tool `{name}` (known: {})", known.join(", ")),
-            ));
-        }
         if t.enabled[..i].contains(name) {
             return Err(invalid(
                 "tools.enabled",
@@ -450,20 +446,9 @@ fn validate_reader(c: &Config) -> Result<()> {
     Ok(())
 }
 
+/// The names in `mcp.tools` are checked by `McpServer::new` against the
+/// tools it offers.
 fn validate_mcp(m: &super::McpConfig) -> Result<()> {
-    if let Some(unknown) = m
-        .tools
-        .iter()
-        .find(|t| !crate::mcp::MCP_TOOL_NAMES.contains(&t.as_str()))
-    {
-        return Err(invalid(
-            "mcp.tools",
-            format!(
-                "unknown tool `{unknown}` (known: {})",
-                crate::mcp::MCP_TOOL_NAMES.join(", ")
-            ),
-        ));
-    }
     if !(m.timeout_seconds.is_finite() && m.timeout_seconds > 0.0) {
         return Err(invalid(
             "mcp.timeout_seconds",
