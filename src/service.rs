@@ -260,7 +260,7 @@ impl RunStream {
 
 /// Sets a run's cancellation flag when dropped (a dropped future or stream
 /// means nobody waits for the run any more). Harmless after the run ended.
-struct CancelOnDrop(Arc<AtomicBool>);
+pub(crate) struct CancelOnDrop(pub(crate) Arc<AtomicBool>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {

@@ -15,7 +15,6 @@
 mod common;
 
 use grace::Config;
-use grace::review::Reviewer;
 use serde_json::{Value, json};
 
 const SERVICE_KEY: &str = "service-key-0123456789";
@@ -43,14 +42,7 @@ impl Keyed {
         let queue = grace.escalations().clone();
         let mut tokens = Vec::new();
         for id in ["alice", "bob"] {
-            queue
-                .register_reviewer(&Reviewer {
-                    id: id.into(),
-                    name: id.into(),
-                    description: String::new(),
-                })
-                .unwrap();
-            tokens.push(queue.issue_token(id).unwrap());
+            tokens.push(common::reviewer(&queue, id, id));
         }
         let ask = |reviewers: Vec<String>| grace::AskOptions {
             reviewers,

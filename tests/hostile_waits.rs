@@ -14,7 +14,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use grace::AskOptions;
-use grace::review::{ReviewError, Reviewer};
+use grace::review::ReviewError;
 use grace::serve::WAITERS_PER_PERMIT;
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -107,13 +107,7 @@ async fn a_waiting_asker_reads_without_the_write_lock_and_wakes_on_the_answer() 
     db.execute_batch("ROLLBACK").unwrap();
 
     // An answer given in this process wakes the waiter (no 1 s poll).
-    queue
-        .register_reviewer(&Reviewer {
-            id: "alice".into(),
-            name: "Alice".into(),
-            description: String::new(),
-        })
-        .unwrap();
+    common::reviewer(&queue, "alice", "Alice");
     let waiting = {
         let handle = grace.escalation(id);
         tokio::spawn(async move { handle.settled(Duration::from_secs(60)).await })
@@ -142,14 +136,7 @@ async fn a_redraft_or_a_promotion_needs_a_free_permit_and_a_plain_answer_does_no
     config.server.max_concurrency = 1;
     let grace = common::sample_service(config).await;
     let queue = grace.escalations().clone();
-    queue
-        .register_reviewer(&Reviewer {
-            id: "alice".into(),
-            name: "Alice".into(),
-            description: String::new(),
-        })
-        .unwrap();
-    let token = queue.issue_token("alice").unwrap();
+    let token = common::reviewer(&queue, "alice", "Alice");
     let mut ids = Vec::new();
     for _ in 0..2 {
         ids.push(

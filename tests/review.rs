@@ -535,14 +535,7 @@ fn redo_feedback_over_http_searches_again() {
         .ask(UNANSWERED, &mut |_| {})
         .unwrap();
     let queue = std::sync::Arc::new(ReviewQueue::open(&config).unwrap());
-    queue
-        .register_reviewer(&Reviewer {
-            id: "alice".into(),
-            name: "Alice".into(),
-            description: String::new(),
-        })
-        .unwrap();
-    let alice = queue.issue_token("alice").unwrap();
+    let alice = common::reviewer(&queue, "alice", "Alice");
     let id = queue
         .escalate(NewEscalation {
             report: &run,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use grace::confidence::Level;
 use grace::exec::{CONFIRM_OPTION_PREFIX, Decision, NOT_ANSWERED_OPTION, RunReport};
 use grace::plan::PlanOrigin;
-use grace::review::{NewEscalation, ReviewQueue, Reviewer};
+use grace::review::{NewEscalation, ReviewQueue};
 use grace::serve::{AppState, router};
 use grace::tools::{Answer, Urgency, UserRequest};
 use serde_json::{Value, json};
@@ -65,14 +65,7 @@ impl Server {
         let queue: Arc<ReviewQueue> = grace.escalations().clone();
         let mut tokens = std::collections::HashMap::new();
         for id in ["alice", "bob"] {
-            queue
-                .register_reviewer(&Reviewer {
-                    id: id.into(),
-                    name: id.into(),
-                    description: String::new(),
-                })
-                .unwrap();
-            tokens.insert(id.to_string(), queue.issue_token(id).unwrap());
+            tokens.insert(id.to_string(), common::reviewer(&queue, id, id));
         }
         let state = AppState::new(grace);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

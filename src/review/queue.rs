@@ -291,6 +291,24 @@ impl ReviewQueue {
         Ok(out)
     }
 
+    /// Settles escalations past their time, taking the write lock only when
+    /// an index lookup finds one due (every write settles them first).
+    fn settle_due(&self) -> Result<()> {
+        let due = self.read(|conn| {
+            conn.query_row(
+                "SELECT 1 FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1 LIMIT 1",
+                [now_ms()],
+                |_| Ok(()),
+            )
+            .optional()
+            .map_err(db_error(&self.path))
+        })?;
+        if due.is_some() {
+            self.write(|_| Ok(()))?;
+        }
+        Ok(())
+    }
+
     /// Runs `f` on the connection without a write transaction: for lookups
     /// that must not wait on writers (each request's token check).
     pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
@@ -386,20 +404,7 @@ impl ReviewQueue {
         let limit = filter
             .limit
             .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
-        // Settle what is past its time first (the write lock only when
-        // something is due: an index lookup says).
-        let due = self.read(|conn| {
-            conn.query_row(
-                "SELECT 1 FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1 LIMIT 1",
-                [now_ms()],
-                |_| Ok(()),
-            )
-            .optional()
-            .map_err(db_error(&self.path))
-        })?;
-        if due.is_some() {
-            self.write(|_| Ok(()))?;
-        }
+        self.settle_due()?;
         let rows = self.read(|conn| {
             let mut stmt = conn
                 .prepare_cached(&format!(

@@ -25,16 +25,6 @@ use super::error::ApiError;
 #[derive(Clone)]
 pub struct Permit(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
 
-/// Sets a flag when dropped: the request's future was dropped (timed out,
-/// client gone), so its blocking work should stop.
-struct CancelOnDrop(Arc<AtomicBool>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
 /// Runs a request's blocking work holding its concurrency `permit` until
 /// the work really ends, not only until the request is answered: a request
 /// that timed out (504) keeps its permit while its work stops, so timed-out
@@ -46,7 +36,7 @@ pub async fn held<T: Send + 'static>(
     f: impl FnOnce(Arc<AtomicBool>) -> crate::Result<T> + Send + 'static,
 ) -> Result<T, ApiError> {
     let cancel = Arc::new(AtomicBool::new(false));
-    let _on_drop = CancelOnDrop(cancel.clone());
+    let _on_drop = crate::service::CancelOnDrop(cancel.clone());
     tokio::task::spawn_blocking(move || {
         let _held = permit;
         f(cancel)
@@ -343,7 +333,7 @@ pub async fn timeout(State(s): State<AppState>, request: Request, next: Next) ->
 /// Largest JSON response rewritten by [`show_sources`].
 const MAX_REWRITTEN_BYTES: usize = 256 * 1024 * 1024;
 
-/// Shows sources in every JSON response as clients may see them: relative
+/// Shows sources in every JSON answer of the API as clients may see them: relative
 /// to a folder they know, never the server's full path (see
 /// [`crate::display`]). Event streams are rewritten event by event where
 /// they are made.

@@ -106,14 +106,19 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/search", post(api::search))
         .route("/v1/ingest", post(api::ingest))
         .route_layer(from_fn_with_state(state.clone(), gate::limit));
+    // The API's answers are what carry sources: only they are rewritten
+    // (not the OpenAPI document or the page).
+    let v1 = Router::new()
+        .route("/v1/status", get(api::status))
+        .merge(work)
+        .merge(review_api::routes())
+        .route_layer(from_fn_with_state(state.clone(), gate::show_sources));
     Router::new()
         .route("/", get(|| async { Redirect::to("/review") }))
         .route("/review", get(|| async { Html(REVIEW_PAGE) }))
         .route("/health", get(gate::health))
         .route("/openapi.json", get(openapi::document))
-        .route("/v1/status", get(api::status))
-        .merge(work)
-        .merge(review_api::routes())
+        .merge(v1)
         .layer(axum::extract::DefaultBodyLimit::max(
             state.grace.config().server.max_body_bytes,
         ))
@@ -124,7 +129,6 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             gate::refuse_when_shutting_down,
         ))
-        .layer(from_fn_with_state(state.clone(), gate::show_sources))
         .layer(axum::middleware::from_fn(gate::json_errors))
         .layer(axum::middleware::from_fn(gate::security_headers))
         .with_state(state)

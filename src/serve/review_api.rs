@@ -83,6 +83,19 @@ async fn blocking<T: serde::Serialize + Send + 'static>(
     Ok(Json(serde_json::to_value(out).unwrap_or(Value::Null)))
 }
 
+/// [`blocking`] for review actions that search or ingest (a redraft, a
+/// promotion, a retraction): they take a concurrency permit (429 when none
+/// is free) and hold it until the work ends, like an ask.
+async fn blocking_with_permit<T: serde::Serialize + Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(&ReviewQueue, &Grace) -> crate::Result<T> + Send + 'static,
+) -> ApiResult {
+    let permit = super::gate::try_permit(&state.gate)?;
+    let grace = state.grace.clone();
+    let out = super::gate::held(permit, move |_| f(grace.escalations(), &grace)).await?;
+    Ok(Json(serde_json::to_value(out).unwrap_or(Value::Null)))
+}
+
 /// What `caller` may see: the admin everything, a reviewer what is
 /// public or names them, anyone else what is public.
 fn viewer(caller: &Caller) -> Viewer<'_> {
@@ -279,24 +292,19 @@ pub(crate) async fn answer(
         }
         HumanReply::Option(_) | HumanReply::Skip => None,
     };
-    // A redraft searches and a promotion ingests: both take a concurrency
-    // permit (429 when none is free) and hold it until they end.
+    // A redraft searches and a promotion ingests.
     if hint.is_some() || promote {
-        let permit = super::gate::try_permit(&s.gate)?;
-        let grace = s.grace.clone();
-        let e = super::gate::held(permit, move |_| {
+        return blocking_with_permit(&s, move |queue, grace| {
             if let Some(hint) = hint {
                 return grace.redraft_blocking(id, &who, &hint);
             }
-            let queue = grace.escalations();
             let resolution = queue.answer(id, &who, &answer)?;
             if resolution.outcome == crate::review::Outcome::Answered {
                 grace.promote_blocking(id, &who)?;
             }
             Ok(queue.get(id, Viewer::Reviewer(&who))?)
         })
-        .await?;
-        return Ok(Json(serde_json::to_value(e).unwrap_or(Value::Null)));
+        .await;
     }
     blocking(&s, move |queue, _| {
         queue.answer(id, &who, &answer)?;
@@ -332,18 +340,14 @@ pub(crate) async fn retract(
     Path(id): Path<i64>,
 ) -> ApiResult {
     let who = acting_reviewer(caller)?;
-    // Retracting rewrites the knowledge base: it takes a permit too.
-    let permit = super::gate::try_permit(&s.gate)?;
-    let grace = s.grace.clone();
-    let e = super::gate::held(permit, move |_| {
-        let queue = grace.escalations();
+    // Retracting rewrites the knowledge base.
+    blocking_with_permit(&s, move |queue, grace| {
         // Only a reviewer who may see the escalation may retract it.
         queue.get(id, Viewer::Reviewer(&who))?;
         grace.retract_blocking(id, &who)?;
         Ok(queue.get(id, Viewer::Reviewer(&who))?)
     })
-    .await?;
-    Ok(Json(serde_json::to_value(e).unwrap_or(Value::Null)))
+    .await
 }
 
 #[utoipa::path(get, path = "/v1/review/escalations/{id}/log", params(("id" = i64, Path)), responses((status = 200, description = "The audit log: who did what, when", body = [Object]), (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)), security(("bearer" = [])))]

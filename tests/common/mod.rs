@@ -42,6 +42,19 @@ pub fn shared_eval() -> PathBuf {
     repo().join("../shared/eval")
 }
 
+/// Registers reviewer `id` (named `name`) in `queue` and returns their
+/// bearer token.
+pub fn reviewer(queue: &grace::review::ReviewQueue, id: &str, name: &str) -> String {
+    queue
+        .register_reviewer(&grace::review::Reviewer {
+            id: id.into(),
+            name: name.into(),
+            description: String::new(),
+        })
+        .unwrap();
+    queue.issue_token(id).unwrap()
+}
+
 /// A knowledge base in `data` holding the bundled sample (`examples/kb`).
 pub fn open_sample(data: &Path) -> Arc<KnowledgeBase> {
     let kb = open(config(data));
