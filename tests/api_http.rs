@@ -659,3 +659,39 @@ async fn shutdown_finishes_the_request_in_flight_and_refuses_new_ones() {
         .unwrap();
     assert_eq!(api.grace.runs().finished, 1);
 }
+
+/// Issue 15, finding 9: a shutdown waited for every request in flight,
+/// however long. Now it waits `server.shutdown_grace_seconds`, cancels the
+/// rest and flushes the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_ends_within_the_grace_period_cancelling_what_still_runs() {
+    let mut api = Api::start(|c| c.server.shutdown_grace_seconds = 0.5).await;
+    let http = api.http.clone();
+    let url = api.url("/v1/ask");
+    let in_flight = tokio::spawn(async move {
+        http.post(url)
+            .json(&json!({"question": "How do I rotate an API key SLOWLY?"}))
+            .send()
+            .await
+    });
+    wait_for_runs(&api, Duration::from_secs(2), |r| r["in_flight"] == 1).await;
+    let started = std::time::Instant::now();
+    api.stop.take().unwrap().send(()).unwrap();
+    let server = api.server.take().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("the server did not stop")
+        .unwrap()
+        .unwrap();
+    // The slow step takes 4 s: the server did not wait for it.
+    assert!(
+        started.elapsed() < SLOW,
+        "the shutdown waited {:?} for a request past its grace",
+        started.elapsed()
+    );
+    // The asker was told at the end of the grace, not left hanging.
+    let r = in_flight.await.unwrap().unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(error_type(&e), "shutting_down", "{e}");
+}

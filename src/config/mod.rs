@@ -594,6 +594,10 @@ pub struct ServerConfig {
     pub request_timeout: f64,
     /// Asks, searches and ingests served at once; more get 429.
     pub max_concurrency: usize,
+    /// Seconds a shutdown (Ctrl-C, SIGTERM) waits for the requests in
+    /// flight; those still running then are cancelled, and the store is
+    /// flushed.
+    pub shutdown_grace_seconds: f64,
     /// Sources under this folder are shown to HTTP and MCP clients
     /// relative to it; empty: relative to `ingest.allowed_roots`, the
     /// uploads and reviewed folders, else by file name (see
@@ -610,6 +614,7 @@ impl Default for ServerConfig {
             max_body_bytes: 10 * 1024 * 1024,
             request_timeout: 60.0,
             max_concurrency: 16,
+            shutdown_grace_seconds: 30.0,
             display_root: PathBuf::new(),
         }
     }

@@ -273,6 +273,11 @@ fn out_of_range_values_name_key_and_line() {
             2,
         ),
         (
+            "server:\n  shutdown_grace_seconds: -1\n",
+            "server.shutdown_grace_seconds",
+            2,
+        ),
+        (
             "tools:\n  enabled: [ask_user, ask_user]\n",
             "tools.enabled",
             2,

@@ -402,6 +402,16 @@ fn validate_server(s: &super::ServerConfig) -> Result<()> {
             format!("{} is below the least useful size, 1024", s.max_body_bytes),
         ));
     }
+    if !(s.shutdown_grace_seconds.is_finite() && (0.0..=3600.0).contains(&s.shutdown_grace_seconds))
+    {
+        return Err(invalid(
+            "server.shutdown_grace_seconds",
+            format!(
+                "{} must be a number of seconds from 0 to 3600",
+                s.shutdown_grace_seconds
+            ),
+        ));
+    }
     if !(s.request_timeout.is_finite() && s.request_timeout > 0.0) {
         return Err(invalid(
             "server.request_timeout",

@@ -107,7 +107,14 @@ pub async fn ask(
         async move {
             let display = &gate.display;
             let (mut run, permit) = state?;
-            let event = match tokio::time::timeout_at(deadline, run.next()).await {
+            let next = tokio::select! {
+                next = tokio::time::timeout_at(deadline, run.next()) => next,
+                () = gate.cut_off() => Ok(Some(RunEvent::Failed {
+                    error: "the server shut down (server.shutdown_grace_seconds); the run was cancelled"
+                        .into(),
+                })),
+            };
+            let event = match next {
                 Ok(Some(event)) => event,
                 Ok(None) => return None,
                 Err(_) => RunEvent::Failed {

@@ -313,10 +313,19 @@ pub async fn limit(State(s): State<AppState>, mut request: Request, next: Next) 
 pub async fn timeout(State(s): State<AppState>, request: Request, next: Next) -> Response {
     let exempt = request.uri().path().starts_with("/v1/escalations/")
         && request.uri().query().is_some_and(|q| q.contains("wait="));
-    if exempt {
-        return next.run(request).await;
-    }
-    match tokio::time::timeout(s.gate.timeout, next.run(request)).await {
+    let work = async {
+        if exempt {
+            Ok(next.run(request).await)
+        } else {
+            tokio::time::timeout(s.gate.timeout, next.run(request)).await
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = work => outcome,
+        // A shutdown's grace is over: dropping the handler cancels its run.
+        () = s.gate.cut_off() => return cut_off_response(),
+    };
+    match outcome {
         Ok(response) => response,
         Err(_) => ApiError::new(
             StatusCode::GATEWAY_TIMEOUT,
@@ -328,6 +337,16 @@ pub async fn timeout(State(s): State<AppState>, request: Request, next: Next) ->
         )
         .into_response(),
     }
+}
+
+/// What a request still running at the end of a shutdown's grace gets.
+pub fn cut_off_response() -> Response {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "shutting_down",
+        "the server shut down: requests still running at the end of server.shutdown_grace_seconds are cancelled; retry",
+    )
+    .into_response()
 }
 
 /// Largest JSON response rewritten by [`show_sources`].

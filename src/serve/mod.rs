@@ -53,6 +53,10 @@ pub struct Gate {
     /// Woken when shutdown begins: long polls answer at once instead of
     /// holding the shutdown for up to their `wait`.
     pub shutdown: tokio::sync::Notify,
+    /// Set when a shutdown's grace (`server.shutdown_grace_seconds`) is
+    /// over: requests and event streams still running end with 503 and
+    /// their runs are cancelled.
+    pub cut: tokio::sync::watch::Sender<bool>,
     /// Askers waiting on `?wait=` at once: [`WAITERS_PER_PERMIT`] ×
     /// `server.max_concurrency`; beyond, 429.
     pub waiters: Arc<Semaphore>,
@@ -69,6 +73,18 @@ pub struct Gate {
     pub display: crate::display::SourceDisplay,
 }
 
+/// How long connections get to close after the grace is over and what
+/// still ran was cut off.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+impl Gate {
+    /// Resolves once the shutdown's grace is over (see [`Gate::cut`]).
+    pub async fn cut_off(&self) {
+        let mut cut = self.cut.subscribe();
+        let _ = cut.wait_for(|c| *c).await;
+    }
+}
+
 /// Long polls allowed per `server.max_concurrency` permit (a waiting asker
 /// costs a task and a database read now and then, not a run).
 pub const WAITERS_PER_PERMIT: usize = 4;
@@ -82,6 +98,7 @@ impl AppState {
             max_concurrency: s.max_concurrency,
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::Notify::new(),
+            cut: tokio::sync::watch::Sender::new(false),
             waiters: Arc::new(Semaphore::new(s.max_concurrency * WAITERS_PER_PERMIT)),
             api_key: s.api_key.clone(),
             admin_api_key: s.admin_api_key.clone(),
@@ -148,7 +165,7 @@ pub fn serve(config: Config, bind: SocketAddr) -> Result<()> {
         .build()
         .map_err(|e| Error::Server(format!("cannot start the runtime: {e}")))?;
     let state = AppState::new(Grace::open(config)?);
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
             .map_err(|e| Error::Server(format!("cannot listen on {bind}: {e}")))?;
@@ -160,13 +177,18 @@ pub fn serve(config: Config, bind: SocketAddr) -> Result<()> {
             "GRACE is serving http://{local} (API reference: /openapi.json, reviewer page: /review; Ctrl-C stops)"
         );
         run(listener, state, shutdown_signal()).await
-    })?;
+    });
+    // Work cut off at the end of the grace is not waited for again.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served?;
     eprintln!("GRACE stopped; the store is flushed.");
     Ok(())
 }
 
 /// Serves on `listener` until `shutdown` completes; then refuses new work
-/// (503), finishes the requests in flight and flushes the store.
+/// (503), finishes the requests in flight (for up to
+/// `server.shutdown_grace_seconds`; those still running then are
+/// cancelled) and flushes the store.
 pub async fn run(
     listener: tokio::net::TcpListener,
     state: AppState,
@@ -174,14 +196,62 @@ pub async fn run(
 ) -> Result<()> {
     let gate = state.gate.clone();
     let grace = state.grace.clone();
-    axum::serve(listener, router(state))
+    let grace_period = Duration::from_secs_f64(grace.config().server.shutdown_grace_seconds);
+    // When the shutdown's grace ends, set as it begins.
+    let deadline = Arc::new(std::sync::OnceLock::<tokio::time::Instant>::new());
+    let (began, shutdown_began) = tokio::sync::oneshot::channel::<()>();
+    let (signal_gate, signal_deadline) = (gate.clone(), deadline.clone());
+    let server = axum::serve(listener, router(state))
         .with_graceful_shutdown(async move {
             shutdown.await;
-            gate.shutting_down.store(true, Ordering::SeqCst);
-            gate.shutdown.notify_waiters();
+            let _ = signal_deadline.set(tokio::time::Instant::now() + grace_period);
+            signal_gate.shutting_down.store(true, Ordering::SeqCst);
+            signal_gate.shutdown.notify_waiters();
+            let _ = began.send(());
         })
+        .into_future();
+    tokio::pin!(server);
+    let grace_over = {
+        let deadline = deadline.clone();
+        async move {
+            match (shutdown_began.await, deadline.get()) {
+                (Ok(()), Some(&d)) => tokio::time::sleep_until(d).await,
+                // The server ended without a shutdown: nothing to time.
+                _ => std::future::pending().await,
+            }
+        }
+    };
+    tokio::select! {
+        served = &mut server => served.map_err(|e| Error::Server(format!("stopped: {e}")))?,
+        () = grace_over => {
+            // What still runs answers 503 now (its run is cancelled: it
+            // stops at its next step or file), and the connections close.
+            tracing::warn!(
+                seconds = grace_period.as_secs_f64(),
+                "requests still in flight after server.shutdown_grace_seconds are cancelled"
+            );
+            gate.cut.send_replace(true);
+            let _ = tokio::time::timeout(CLOSE_WAIT, &mut server).await;
+        }
+    }
+    // Blocking work holds its permit until it has stopped (a request that
+    // timed out, one cancelled above): wait for it, within the grace, so
+    // that nothing writes while the store is flushed. Work still running
+    // then is cut off with the process; an ingest cut mid-file is repaired
+    // by the next one, as after a crash.
+    let all = u32::try_from(gate.max_concurrency).unwrap_or(u32::MAX);
+    let until = deadline
+        .get()
+        .copied()
+        .unwrap_or_else(|| tokio::time::Instant::now() + grace_period);
+    if tokio::time::timeout_at(until, gate.permits.acquire_many(all))
         .await
-        .map_err(|e| Error::Server(format!("stopped: {e}")))?;
+        .is_err()
+    {
+        tracing::warn!(
+            "work still running at the end of server.shutdown_grace_seconds; flushing anyway"
+        );
+    }
     tokio::task::spawn_blocking(move || grace.flush())
         .await
         .map_err(|e| Error::Server(format!("flushing the store failed: {e}")))?
