@@ -52,6 +52,14 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
+/// 32 bytes from the system's random source (tokens, handles, session ids).
+pub fn random_bytes() -> std::io::Result<[u8; 32]> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes))?;
+    Ok(bytes)
+}
+
 /// Bytes as lower-case hex (digests, tokens, handles).
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

@@ -46,6 +46,9 @@ pub enum Error {
     /// The review queue failed.
     #[error(transparent)]
     Review(#[from] crate::review::ReviewError),
+    /// A conversation session failed (not found, too many, database).
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
     /// The answerability reader failed (with `confidence.reader: on`).
     #[error(transparent)]
     Reader(#[from] crate::reader::ReaderError),
@@ -107,6 +110,10 @@ impl Error {
                 ReviewError::Db { .. } | ReviewError::Corrupt { .. } | ReviewError::Io { .. } => {
                     EXIT_FAILURE
                 }
+            },
+            Error::Session(e) => match e {
+                crate::session::SessionError::NotFound { .. } => EXIT_NOT_FOUND,
+                _ => EXIT_FAILURE,
             },
             Error::Eval(e) => match e {
                 EvalError::NotASet { .. } => EXIT_NOT_FOUND,

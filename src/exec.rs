@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score_with};
 use crate::config::{ConfidenceConfig, MAX_RAG_SEARCH_LIMIT};
+use crate::followup::Rewrite;
 use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan, hint_plan, step_ref};
 use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
 
@@ -89,6 +90,10 @@ impl RunReport {
 pub struct RunReport {
     /// The question as asked.
     pub question: String,
+    /// The question as run, when it was a follow-up rewritten to stand
+    /// alone (see [`crate::followup`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<Rewrite>,
     /// The answer (also when escalated: the draft a human may confirm).
     pub answer: Option<Answer>,
     /// The run's confidence in [0, 1]: its answer steps' scores aggregated
@@ -254,7 +259,34 @@ impl<'a> Executor<'a> {
         let planned = self
             .planner
             .plan(question, self.limit, &self.registry.plannable());
-        self.execute(question, planned.plan, planned.origin, true, on_event)
+        self.execute(question, planned.plan, planned.origin, None, on_event)
+    }
+
+    /// Answers a turn of a conversation: `rewrite`, when given, is the
+    /// standalone question retrieval and the answer work from; the report
+    /// keeps `question` as asked and says how it was rewritten.
+    pub fn ask_turn(
+        &self,
+        question: &str,
+        rewrite: Option<Rewrite>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunReport, PlanError> {
+        let Some(rewrite) = rewrite else {
+            return self.ask(question, on_event);
+        };
+        let planned = self
+            .planner
+            .plan(&rewrite.question, self.limit, &self.registry.plannable());
+        let mut report = self.execute(
+            &rewrite.question,
+            with_focus(planned.plan, question),
+            planned.origin,
+            Some(question),
+            on_event,
+        )?;
+        report.question = question.to_string();
+        report.rewrite = Some(rewrite);
+        Ok(report)
     }
 
     /// Answers `question` again with a reviewer's hint: a second search for
@@ -270,15 +302,41 @@ impl<'a> Executor<'a> {
         let origin = PlanOrigin::Hint {
             hint: hint.to_string(),
         };
-        self.execute(question, plan, origin, false, on_event)
+        self.execute_once(question, plan, origin, on_event)
     }
 
+    /// Runs `plan`, with one wider-search recovery when its confidence is
+    /// below `notify`. `focus`: the follow-up as typed, when `question` is
+    /// its rewrite (the recovery's searches carry it too).
     fn execute(
         &self,
         question: &str,
         plan: Plan,
         origin: PlanOrigin,
-        recover: bool,
+        focus: Option<&str>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunReport, PlanError> {
+        self.execute_with(question, plan, origin, Some(focus), on_event)
+    }
+
+    /// Runs `plan` without the recovery run.
+    fn execute_once(
+        &self,
+        question: &str,
+        plan: Plan,
+        origin: PlanOrigin,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunReport, PlanError> {
+        self.execute_with(question, plan, origin, None, on_event)
+    }
+
+    /// `recover`: `Some(focus)` to try the wider-search recovery.
+    fn execute_with(
+        &self,
+        question: &str,
+        plan: Plan,
+        origin: PlanOrigin,
+        recover: Option<Option<&str>>,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
         let enabled = self.registry.names();
@@ -286,15 +344,18 @@ impl<'a> Executor<'a> {
         let mut best = self.run(&plan, on_event);
         self.cancelled()?;
         let mut recovered = false;
-        if recover && best.level < Level::Notify {
+        if let (Some(focus), true) = (recover, best.level < Level::Notify) {
             on_event(Event::Recovering {
                 confidence: best.confidence,
             });
             // Twice the passages, at least 10, never past what a search may return.
-            let wider = default_plan(
+            let mut wider = default_plan(
                 question,
                 self.limit.saturating_mul(2).clamp(10, MAX_RAG_SEARCH_LIMIT),
             );
+            if let Some(focus) = focus {
+                wider = with_focus(wider, focus);
+            }
             wider.validate(&enabled)?;
             let second = self.run(&wider, on_event);
             self.cancelled()?;
@@ -334,6 +395,7 @@ impl<'a> Executor<'a> {
         }
         let report = RunReport {
             question: question.to_string(),
+            rewrite: None,
             answer,
             confidence: best.confidence,
             level: best.level,
@@ -448,6 +510,17 @@ impl<'a> Executor<'a> {
             _ => None,
         }
     }
+}
+
+/// `plan` with `focus` (a follow-up as typed) on each of its searches, so
+/// that they report how much of the follow-up's own words they found.
+fn with_focus(mut plan: Plan, focus: &str) -> Plan {
+    for step in plan.steps.iter_mut().filter(|s| s.action == "rag_search") {
+        if let Value::Object(input) = &mut step.input {
+            input.insert("focus".into(), json!(focus));
+        }
+    }
+    plan
 }
 
 /// The options offered to a human: confirm the draft (when there is one),
@@ -582,6 +655,7 @@ mod tests {
     fn escalated() -> RunReport {
         RunReport {
             question: "q?".into(),
+            rewrite: None,
             answer: Some(Answer {
                 text: "draft [1]".into(),
                 citations: Vec::new(),

@@ -157,9 +157,17 @@ impl McpServer {
         match name {
             "ask" => {
                 let question = args["question"].as_str().unwrap_or_default().to_string();
+                let session_id = match args["session_id"].as_str() {
+                    Some("new") => {
+                        let g = grace.clone();
+                        Some(blocking(move || g.create_session()).await?.id)
+                    }
+                    other => other.map(str::to_string),
+                };
                 let options = AskOptions {
                     limit: args["limit"].as_u64().map(|n| n as usize),
                     asker: args["asker"].as_str().unwrap_or("mcp").to_string(),
+                    session_id,
                     ..AskOptions::default()
                 };
                 let outcome = tokio::time::timeout(self.timeout, grace.ask(question, options))
@@ -432,7 +440,9 @@ fn ask_schema() -> Value {
         "properties": {
             "question": {"type": "string", "minLength": 1, "description": "the question"},
             "limit": {"type": "integer", "minimum": 1, "maximum": crate::config::MAX_RAG_SEARCH_LIMIT, "description": "passages retrieved"},
-            "asker": {"type": "string", "description": "who asks, shown to reviewers"}
+            "asker": {"type": "string", "description": "who asks, shown to reviewers"},
+            "session_id": {"type": "string", "pattern": "^(new|ses_[0-9a-f]{32})$",
+                           "description": "continue a conversation: the session_id an earlier ask returned, or \"new\" to start one; follow-ups are read against its earlier turns"}
         },
         "required": ["question"],
         "additionalProperties": false

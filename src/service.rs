@@ -36,10 +36,12 @@ use tokio::sync::mpsc;
 use crate::config::MAX_RAG_SEARCH_LIMIT;
 use crate::embed::{Embedder, FastEmbedder};
 use crate::exec::{Decision, Event, Executor, RunReport};
+use crate::followup::Rewrite;
 use crate::ingest::{IngestError, IngestOptions, IngestReport};
 use crate::llm::LlmClient;
 use crate::plan::PlanError;
 use crate::review::{Escalation, EscalationHandle, NewEscalation, ReviewQueue};
+use crate::session::{Session, SessionStore, Turn};
 use crate::store::PayloadFilter;
 use crate::tools::{ToolRegistry, UserRequest};
 use crate::{Config, Error, KnowledgeBase, OpenMode, Passage, Result};
@@ -55,6 +57,7 @@ struct Inner {
     kb: Arc<KnowledgeBase>,
     registry: ToolRegistry,
     queue: Arc<ReviewQueue>,
+    sessions: SessionStore,
     /// One writer at a time: ingests, promotions and retractions all
     /// rewrite the manifest.
     writer: Mutex<()>,
@@ -91,6 +94,10 @@ pub struct AskOptions {
     pub reviewers: Vec<String>,
     /// Who asks, shown to reviewers.
     pub asker: String,
+    /// The conversation this question continues ([`Grace::create_session`]):
+    /// a follow-up is read against its earlier turns, and the turn is
+    /// added to it.
+    pub session_id: Option<String>,
 }
 
 impl Default for AskOptions {
@@ -100,6 +107,7 @@ impl Default for AskOptions {
             queue: true,
             reviewers: Vec::new(),
             asker: "service".to_string(),
+            session_id: None,
         }
     }
 }
@@ -118,6 +126,9 @@ pub struct AskOutcome {
     /// HTTP (`GET /v1/escalations/{id}?handle=`); the id alone is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_handle: Option<String>,
+    /// The session the turn was added to, when the ask named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// Checks an ask before it runs: a question that is not blank, a limit in
@@ -297,6 +308,7 @@ impl GraceBuilder {
             None => Arc::new(FastEmbedder::new(&self.config.embedding)?),
         };
         let queue = Arc::new(ReviewQueue::open(&self.config)?);
+        let sessions = SessionStore::open(&self.config.storage.data_dir, &self.config.sessions)?;
         let kb = Arc::new(KnowledgeBase::with_embedder(
             self.config,
             embedder,
@@ -311,6 +323,7 @@ impl GraceBuilder {
                 kb,
                 registry,
                 queue,
+                sessions,
                 writer: Mutex::new(()),
                 runs: RunCounters::default(),
             }),
@@ -422,7 +435,11 @@ impl Grace {
         let config = self.config();
         let limit = options.limit.unwrap_or(config.tools.rag_search.limit);
         let executor = Executor::new(&self.inner.registry, config, limit).with_cancel(cancel);
-        let report = match executor.ask(question, &mut |e| {
+        let rewrite = match &options.session_id {
+            Some(id) => self.resolve_follow_up(question, id)?,
+            None => None,
+        };
+        let report = match executor.ask_turn(question, rewrite, &mut |e| {
             if let Some(event) = RunEvent::from_exec(&e) {
                 on_event(event);
             }
@@ -446,13 +463,44 @@ impl Grace {
         } else {
             None
         };
+        if let Some(id) = &options.session_id {
+            self.inner
+                .sessions
+                .append(id, &Turn::from_report(&report))?;
+        }
         runs.finished.fetch_add(1, Ordering::Relaxed);
         let review_handle = review_id.map(|id| self.inner.queue.asker_handle(id));
         Ok(AskOutcome {
             report,
             review_id,
             review_handle,
+            session_id: options.session_id.clone(),
         })
+    }
+
+    /// `question` made standalone from session `id`'s last turns (by the
+    /// language model when there is one, else by the rule); `None` when it
+    /// stands alone. A missing or expired session is an error.
+    pub fn resolve_follow_up(&self, question: &str, id: &str) -> Result<Option<Rewrite>> {
+        let history = self.inner.sessions.history(id)?;
+        let prior: Vec<_> = history.iter().map(Turn::prior).collect();
+        let model = self.inner.registry.generator().filter(|g| g.can_plan());
+        Ok(crate::followup::resolve(question, &prior, model.as_deref()))
+    }
+
+    /// Starts a conversation.
+    pub fn create_session(&self) -> Result<Session> {
+        Ok(self.inner.sessions.create()?)
+    }
+
+    /// Session `id` with its turns.
+    pub fn session(&self, id: &str) -> Result<Session> {
+        Ok(self.inner.sessions.get(id)?)
+    }
+
+    /// Ends session `id`.
+    pub fn delete_session(&self, id: &str) -> Result<()> {
+        Ok(self.inner.sessions.delete(id)?)
     }
 
     /// Promotes reviewed answer `id` to knowledge (see [`crate::review::promote`]).

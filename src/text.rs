@@ -1,6 +1,7 @@
-//! Two checks on text from outside, kept in step with the patterns the
-//! OpenAPI document publishes for them (`NOT_BLANK`, `PLAIN_ID`), so that
-//! what a client's schema check accepts the server accepts too.
+//! Small helpers for text from outside: two checks kept in step with the
+//! patterns the OpenAPI document publishes for them (`NOT_BLANK`,
+//! `PLAIN_ID`), so that what a client's schema check accepts the server
+//! accepts too, and cutting text on a character boundary.
 
 /// The published pattern of a text that must not be blank: at least one
 /// character that is neither white space nor a control character.
@@ -22,6 +23,15 @@ pub fn is_blank(text: &str) -> bool {
 /// Whether `id` is non-empty and has no white space or control characters.
 pub fn is_plain_id(id: &str) -> bool {
     !id.is_empty() && !id.chars().any(invisible)
+}
+
+/// The first `max` characters of `text` (all of it when shorter), cut on a
+/// character boundary.
+pub fn truncate_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
 }
 
 #[cfg(test)]
@@ -47,5 +57,12 @@ mod tests {
         for bad in ["", "a b", "a\u{c}b", "a\u{1c}", "x\u{3000}"] {
             assert!(!is_plain_id(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn truncation_cuts_on_character_boundaries() {
+        assert_eq!(truncate_chars("ñandú", 2), "ña");
+        assert_eq!(truncate_chars("ab", 5), "ab");
+        assert_eq!(truncate_chars("", 0), "");
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 fn escalated_run(question: &str) -> RunReport {
     RunReport {
         question: question.into(),
+        rewrite: None,
         answer: Some(Answer {
             text: "A draft [1].".into(),
             citations: Vec::new(),

@@ -69,11 +69,15 @@ pub enum Factor {
     /// `core.autocrlf`) found verbatim in the top passage (0..1); reported
     /// only for questions that name one.
     IdentifierCoverage,
+    /// Share of a follow-up's own terms (the words the asker typed, not
+    /// those inherited from the conversation) found in the passages
+    /// (0..1); reported only for follow-ups rewritten to stand alone.
+    FollowUpCoverage,
 }
 
 impl Factor {
     /// Every factor, in a fixed order.
-    pub const ALL: [Factor; 15] = [
+    pub const ALL: [Factor; 16] = [
         Factor::ResultCount,
         Factor::MaxScore,
         Factor::MeanScore,
@@ -89,6 +93,7 @@ impl Factor {
         Factor::Reader,
         Factor::ReaderMargin,
         Factor::IdentifierCoverage,
+        Factor::FollowUpCoverage,
     ];
 
     /// The feature the weight multiplies. Factors are already on a 0..1 (or
@@ -106,7 +111,7 @@ impl Factor {
             Factor::ResultCount => (value / 10.0).clamp(0.0, 1.0),
             Factor::NeighbourScore => (value - 0.5).max(0.0),
             Factor::Reader => value - 0.5,
-            Factor::IdentifierCoverage => value - 1.0,
+            Factor::IdentifierCoverage | Factor::FollowUpCoverage => value - 1.0,
             _ => value,
         }
     }
@@ -136,6 +141,7 @@ impl Factor {
             Factor::Reader => &mut weights.reader,
             Factor::ReaderMargin => &mut weights.reader_margin,
             Factor::IdentifierCoverage => &mut weights.identifier_coverage,
+            Factor::FollowUpCoverage => &mut weights.follow_up_coverage,
         }
     }
 }

@@ -37,8 +37,15 @@ pub fn term_coverage(terms: &SparseVector, found: &HashSet<u32>) -> Option<f64> 
     Some(hits as f64 / terms.indices.len() as f64)
 }
 
-/// The factors of a search for `query` that returned `passages`.
-pub fn retrieval_factors(lexical: &LexicalEncoder, query: &str, passages: &[Passage]) -> Factors {
+/// The factors of a search for `query` that returned `passages`. `focus`
+/// is the follow-up as typed when `query` is its standalone rewrite: its
+/// own terms must be found too ([`Factor::FollowUpCoverage`]).
+pub fn retrieval_factors(
+    lexical: &LexicalEncoder,
+    query: &str,
+    focus: Option<&str>,
+    passages: &[Passage],
+) -> Factors {
     let mut f = Factors::default();
     f.set(Factor::ResultCount, passages.len() as f64);
     if passages.is_empty() {
@@ -76,6 +83,9 @@ pub fn retrieval_factors(lexical: &LexicalEncoder, query: &str, passages: &[Pass
             Factor::IdentifierCoverage,
             found as f64 / wanted.len() as f64,
         );
+    }
+    if let Some(c) = focus.and_then(|q| query_coverage(lexical, q, &texts)) {
+        f.set(Factor::FollowUpCoverage, c);
     }
     let mut read: Vec<f64> = passages
         .iter()
@@ -121,12 +131,12 @@ mod tests {
             passage(0.8, "Lifetime parameters that are never used."),
             passage(0.5, "error[E0392]: parameter `T` is never used"),
         ];
-        let f = retrieval_factors(&enc, "Why does the compiler report E0392?", &ps);
+        let f = retrieval_factors(&enc, "Why does the compiler report E0392?", None, &ps);
         assert_eq!(f.get(Factor::IdentifierCoverage), Some(0.0));
-        let f = retrieval_factors(&enc, "Why does the compiler report E0392?", &ps[1..]);
+        let f = retrieval_factors(&enc, "Why does the compiler report E0392?", None, &ps[1..]);
         assert_eq!(f.get(Factor::IdentifierCoverage), Some(1.0));
         // A question without identifiers reports none.
-        let f = retrieval_factors(&enc, "why is a parameter never used", &ps);
+        let f = retrieval_factors(&enc, "why is a parameter never used", None, &ps);
         assert_eq!(f.get(Factor::IdentifierCoverage), None);
     }
 
@@ -134,7 +144,7 @@ mod tests {
     fn reader_factors_are_the_best_probability_and_its_margin() {
         let enc = LexicalEncoder::new().unwrap();
         let mut ps = [passage(0.8, "a"), passage(0.7, "b"), passage(0.6, "c")];
-        let f = retrieval_factors(&enc, "question", &ps);
+        let f = retrieval_factors(&enc, "question", None, &ps);
         assert_eq!(
             f.get(Factor::Reader),
             None,
@@ -143,7 +153,7 @@ mod tests {
         ps[0].reader_score = Some(0.25);
         ps[1].reader_score = Some(0.75);
         ps[2].reader_score = Some(0.5);
-        let f = retrieval_factors(&enc, "question", &ps);
+        let f = retrieval_factors(&enc, "question", None, &ps);
         assert_eq!(f.get(Factor::Reader), Some(0.75));
         assert_eq!(f.get(Factor::ReaderMargin), Some(0.25));
     }
@@ -156,7 +166,7 @@ mod tests {
             passage(0.5, "other"),
             passage(0.2, "more"),
         ];
-        let f = retrieval_factors(&enc, "apt pinning", &ps);
+        let f = retrieval_factors(&enc, "apt pinning", None, &ps);
         let get = |x| f.get(x).unwrap();
         assert_eq!(get(Factor::ResultCount), 3.0);
         assert!((get(Factor::MaxScore) - 0.8).abs() < 1e-6);
@@ -169,9 +179,30 @@ mod tests {
     }
 
     #[test]
+    fn a_follow_ups_own_terms_must_be_found() {
+        let enc = LexicalEncoder::new().unwrap();
+        let ps = [passage(
+            0.7,
+            "Flash players packaged for Debian: lightspark and gnash.",
+        )];
+        let query = "and Skype? (Flash player Debian)";
+        let f = retrieval_factors(&enc, query, Some("and Skype?"), &ps);
+        assert_eq!(f.get(Factor::FollowUpCoverage), Some(0.0));
+        let f = retrieval_factors(&enc, query, Some("and gnash?"), &ps);
+        assert_eq!(f.get(Factor::FollowUpCoverage), Some(1.0));
+        // Not a follow-up, or nothing of its own (only pronouns): not reported.
+        assert_eq!(
+            retrieval_factors(&enc, query, None, &ps).get(Factor::FollowUpCoverage),
+            None
+        );
+        let f = retrieval_factors(&enc, query, Some("and it?"), &ps);
+        assert_eq!(f.get(Factor::FollowUpCoverage), None);
+    }
+
+    #[test]
     fn empty_retrieval_has_no_coverage() {
         let enc = LexicalEncoder::new().unwrap();
-        let f = retrieval_factors(&enc, "anything at all", &[]);
+        let f = retrieval_factors(&enc, "anything at all", None, &[]);
         assert_eq!(f.get(Factor::ResultCount), Some(0.0));
         assert_eq!(f.get(Factor::QueryCoverage), Some(0.0));
         assert_eq!(f.get(Factor::MaxScore), None);
@@ -180,7 +211,7 @@ mod tests {
     #[test]
     fn single_passage_has_zero_margin() {
         let enc = LexicalEncoder::new().unwrap();
-        let f = retrieval_factors(&enc, "x", &[passage(0.7, "x")]);
+        let f = retrieval_factors(&enc, "x", None, &[passage(0.7, "x")]);
         assert_eq!(f.get(Factor::Margin), Some(0.0));
         assert_eq!(f.get(Factor::ScoreVariance), Some(0.0));
     }

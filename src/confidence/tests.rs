@@ -27,6 +27,7 @@ fn zero_weights() -> Weights {
         reader: 0.0,
         reader_margin: 0.0,
         identifier_coverage: 0.0,
+        follow_up_coverage: 0.0,
     }
 }
 

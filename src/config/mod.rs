@@ -51,6 +51,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// The MCP tool server of `grace mcp` (`mcp`).
     pub mcp: McpConfig,
+    /// Conversations: how long they live and how much they hold (`sessions`).
+    pub sessions: SessionsConfig,
 }
 
 /// Where and how the knowledge base is stored.
@@ -571,6 +573,33 @@ impl Default for ReviewConfig {
     }
 }
 
+/// Conversations (`grace chat`, `session_id` over HTTP and MCP), stored in
+/// `sessions.sqlite3` in the data folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// Seconds a session lives after its last turn.
+    pub ttl_seconds: f64,
+    /// Turns a session keeps; older ones are dropped.
+    pub max_turns: usize,
+    /// Bytes of turns (questions, answers, sources) a session keeps; the
+    /// oldest turns are dropped past it.
+    pub max_bytes: usize,
+    /// Sessions open at once; creating one more is refused.
+    pub max_sessions: usize,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        Self {
+            ttl_seconds: 86_400.0,
+            max_turns: 50,
+            max_bytes: 262_144,
+            max_sessions: 10_000,
+        }
+    }
+}
+
 /// `grace serve`: the HTTP API (see [`crate::serve`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -778,6 +807,11 @@ pub struct Weights {
     /// the top passage (feature: `value - 1`, so a missing identifier
     /// lowers confidence and a found one adds nothing).
     pub identifier_coverage: f64,
+    /// Weight of the share of a follow-up's own terms found in the
+    /// passages (feature: `value - 1`): inherited terms find the
+    /// conversation's subject, so what the follow-up adds must be found
+    /// too.
+    pub follow_up_coverage: f64,
 }
 
 impl Default for Weights {
@@ -799,6 +833,7 @@ impl Default for Weights {
             reader: 8.0,
             reader_margin: 0.0,
             identifier_coverage: 8.0,
+            follow_up_coverage: 10.0,
         }
     }
 }

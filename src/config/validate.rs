@@ -16,6 +16,7 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_review(&c.review)?;
     validate_server(&c.server)?;
     validate_mcp(&c.mcp)?;
+    validate_sessions(&c.sessions)?;
     if c.storage.data_dir.as_os_str().is_empty() {
         return Err(invalid("storage.data_dir", "must not be empty"));
     }
@@ -359,6 +360,25 @@ fn validate_review(r: &super::ReviewConfig) -> Result<()> {
             "review.replan_words",
             format!("{w:?} must be one word"),
         ));
+    }
+    Ok(())
+}
+
+fn validate_sessions(s: &super::SessionsConfig) -> Result<()> {
+    if !(s.ttl_seconds.is_finite() && s.ttl_seconds > 0.0) {
+        return Err(invalid(
+            "sessions.ttl_seconds",
+            format!("{} must be a number of seconds above 0", s.ttl_seconds),
+        ));
+    }
+    for (key, value, max) in [
+        ("sessions.max_turns", s.max_turns, 10_000),
+        ("sessions.max_bytes", s.max_bytes, 64 << 20),
+        ("sessions.max_sessions", s.max_sessions, 10_000_000),
+    ] {
+        if !(1..=max).contains(&value) {
+            return Err(invalid(key, format!("{value} is out of range 1..={max}")));
+        }
     }
     Ok(())
 }

@@ -13,6 +13,7 @@
 //! Brier against "answerable and gold cited").
 
 pub mod calibrate;
+pub mod conversations;
 pub mod metrics;
 pub mod plot;
 

@@ -5,7 +5,7 @@
 //! 0600). Nothing per escalation is stored; a handle is checked by
 //! computing it again.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -61,11 +61,8 @@ impl AskerKey {
 
 /// 32 bytes from the system's random source.
 pub(crate) fn random_bytes() -> Result<[u8; 32]> {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(io("read the random source", PathBuf::from("/dev/urandom")))?;
-    Ok(bytes)
+    crate::durable::random_bytes()
+        .map_err(io("read the random source", PathBuf::from("/dev/urandom")))
 }
 
 fn read_key(path: &Path) -> Result<Option<[u8; 32]>> {

@@ -16,6 +16,7 @@ use crate::tools::{Answer, Citation, Urgency, UserRequest};
 fn escalated_run(question: &str) -> RunReport {
     RunReport {
         question: question.into(),
+        rewrite: None,
         answer: Some(Answer {
             text: "Run orbit rollback [1].".into(),
             citations: vec![Citation {

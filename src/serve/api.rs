@@ -46,6 +46,10 @@ pub struct AskBody {
     /// (the same as sending `Accept: text/event-stream`).
     #[serde(default)]
     pub stream: bool,
+    /// The conversation this question continues (`POST /v1/sessions`): a
+    /// follow-up is read against its earlier turns, and the turn is added.
+    #[schema(pattern = r"^ses_[0-9a-f]{32}$")]
+    pub session_id: Option<String>,
 }
 
 impl AskBody {
@@ -57,6 +61,7 @@ impl AskBody {
             queue: self.queue.unwrap_or(defaults.queue),
             reviewers: self.reviewers.clone(),
             asker: self.asker.clone().unwrap_or(defaults.asker),
+            session_id: self.session_id.clone(),
         }
     }
 }

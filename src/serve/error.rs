@@ -10,6 +10,7 @@ use crate::Error;
 use crate::ingest::IngestError;
 use crate::plan::PlanError;
 use crate::review::ReviewError;
+use crate::session::SessionError;
 
 /// An error response.
 #[derive(Debug)]
@@ -103,6 +104,10 @@ impl From<Error> for ApiError {
             }
             Error::Store(e) if e.is_transient() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             Error::Plan(PlanError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+            Error::Session(SessionError::NotFound { .. }) => (StatusCode::NOT_FOUND, "not_found"),
+            Error::Session(SessionError::TooMany { .. }) => {
+                (StatusCode::TOO_MANY_REQUESTS, "too_many_requests")
+            }
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         // A server-side failure's text names server paths (the database,

@@ -19,6 +19,7 @@ pub mod error;
 pub mod gate;
 pub mod openapi;
 pub mod review_api;
+pub mod sessions_api;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -127,6 +128,11 @@ pub fn router(state: AppState) -> Router {
     // (not the OpenAPI document or the page).
     let v1 = Router::new()
         .route("/v1/status", get(api::status))
+        .route("/v1/sessions", post(sessions_api::create))
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions_api::show).delete(sessions_api::delete),
+        )
         .merge(work)
         .merge(review_api::routes())
         .route_layer(from_fn_with_state(state.clone(), gate::show_sources));

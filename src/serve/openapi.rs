@@ -44,7 +44,8 @@ pub struct ErrorDetail {
           super::review_api::log, super::review_api::asker_view, super::review_api::reviewers, super::review_api::me, super::review_api::rotate,
           super::review_api::register, super::review_api::messages, super::review_api::send,
           super::review_api::read, super::review_api::archive, super::review_api::get_context,
-          super::review_api::put_context),
+          super::review_api::put_context, super::sessions_api::create, super::sessions_api::show,
+          super::sessions_api::delete),
     components(schemas(ErrorBody, ErrorDetail, crate::review::Status, crate::review::MessageStatus)),
     modifiers(&BearerAuth, &GateResponses)
 )]
@@ -207,7 +208,9 @@ mod tests {
         }
         for pattern in regex_literals(&text) {
             assert!(
-                pattern == crate::text::NOT_BLANK || pattern == crate::text::PLAIN_ID,
+                pattern == crate::text::NOT_BLANK
+                    || pattern == crate::text::PLAIN_ID
+                    || pattern == crate::session::SESSION_ID_PATTERN,
                 "an unchecked pattern in the document: {pattern}"
             );
         }

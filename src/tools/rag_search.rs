@@ -15,6 +15,8 @@ use crate::store::PayloadFilter;
 use crate::{Error, KnowledgeBase};
 
 const NAME: &str = "rag_search";
+/// Longest `focus` (characters).
+const MAX_FOCUS_CHARS: usize = 4_000;
 
 /// Vector search over a knowledge base.
 pub struct RagSearch {
@@ -45,6 +47,8 @@ impl Tool for RagSearch {
             "properties": {
                 "query": {"type": "string", "minLength": 1, "description": "what to look for"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RAG_SEARCH_LIMIT},
+                "focus": {"type": "string", "maxLength": MAX_FOCUS_CHARS,
+                          "description": "when `query` is a follow-up made standalone, the follow-up as typed: its own words must be found too"},
                 "filter": {
                     "type": "object",
                     "description": "payload fields that must equal the given strings, e.g. {\"source\": \"/kb/a.md\"}",
@@ -94,7 +98,17 @@ impl Tool for RagSearch {
                 }
                 _ => ToolError::new(NAME, ToolErrorKind::Failed, e.to_string()),
             })?;
-        let mut factors = retrieval_factors(self.kb.lexical(), query, &passages);
+        let focus = match input.get("focus") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.chars().count() <= MAX_FOCUS_CHARS => Some(s.as_str()),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "`focus` must be a string of at most {MAX_FOCUS_CHARS} characters, got {}",
+                    crate::text::truncate_chars(&other.to_string(), 80)
+                )));
+            }
+        };
+        let mut factors = retrieval_factors(self.kb.lexical(), query, focus, &passages);
         if let Some(top) = passages.first() {
             // Evidence, not a requirement: a failure here only leaves the factor out.
             match self.kb.neighbour_similarity(top, NEIGHBOURS) {

@@ -1,6 +1,7 @@
 //! The `grace` command: parses arguments, loads the configuration, calls the
 //! library and renders the result for people (or as JSON with `--json`).
 
+mod chat;
 mod migrate;
 mod output;
 mod review;
@@ -89,6 +90,21 @@ enum Command {
         #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
         asker: String,
     },
+    /// A conversation: one question a line in one session, so follow-ups
+    /// ("and on sparc?") are read against the turns before. At a terminal
+    /// it prompts; from a pipe it answers each line. /sources, /trace,
+    /// /new, /quit
+    Chat {
+        /// Continue this session (an id `grace chat` or the API printed)
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Passages retrieved [default: tools.rag_search.limit]
+        #[arg(short = 'k', long = "limit", value_name = "N")]
+        limit: Option<usize>,
+        /// Your name, shown to reviewers
+        #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
+        asker: String,
+    },
     /// The answer to an escalated question, once a reviewer gave it
     /// (exit 0 answered, 4 not answered yet or not at all)
     Answer {
@@ -135,8 +151,14 @@ enum Command {
         #[arg(short = 'k', long = "limit", value_name = "N", default_value_t = 5)]
         limit: usize,
         /// Also draw the confidence models' coverage/risk curves to this PNG
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "conversations")]
         plot: Option<PathBuf>,
+        /// Instead of the set's questions, ask these conversations (one JSON
+        /// line each: {"id", "turns": [{"question", "answerable",
+        /// "gold_sources"}]}) over its corpus, and report follow-up recall
+        /// with and without the history
+        #[arg(long, value_name = "FILE")]
+        conversations: Option<PathBuf>,
     },
     /// Fit the confidence weights to a question set (DIR as for eval) and
     /// write them to a calibration file for `confidence.calibration`
@@ -312,6 +334,19 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 return Ok(grace::EXIT_NOT_ANSWERED);
             }
         }
+        Command::Chat {
+            session,
+            limit,
+            asker,
+        } => {
+            let args = chat::ChatArgs {
+                session: session.as_deref(),
+                limit: *limit,
+                json: cli.json,
+                asker,
+            };
+            return chat::run(config, &args);
+        }
         Command::Answer {
             id,
             wait,
@@ -342,9 +377,21 @@ fn run(cli: &Cli) -> grace::Result<u8> {
         Command::Mcp => grace::mcp::serve_stdio(config)?,
         Command::Status => output::status(&grace::status(&config)?, cli.json),
         Command::Migrate(args) => migrate::run(config, args, cli.quiet, cli.json)?,
-        Command::Eval { dir, limit, plot } => {
+        Command::Eval {
+            dir,
+            limit,
+            plot,
+            conversations,
+        } => {
             if *limit == 0 {
                 return Err(grace::Error::InvalidInput("-k must be at least 1".into()));
+            }
+            if let Some(file) = conversations {
+                let embedder =
+                    std::sync::Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
+                let report = grace::eval::conversations::run(&config, embedder, dir, file, *limit)?;
+                output::conversation_report(&report, cli.json);
+                return Ok(0);
             }
             // Say so before the evaluation runs, not after.
             if let Some(folder) = plot

@@ -24,6 +24,14 @@ pub fn display_path(path: &str) -> String {
     }
 }
 
+/// One value as one line of JSON (`grace chat --json`: a line per turn).
+pub fn print_json_line<T: Serialize>(value: &T) {
+    match serde_json::to_string(value) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("error: cannot render JSON: {e}"),
+    }
+}
+
 fn print_json<T: Serialize>(value: &T) {
     match serde_json::to_string_pretty(value) {
         Ok(s) => println!("{s}"),
@@ -216,6 +224,47 @@ fn separation_line(name: &str, s: &Separation) {
         pct(s.unanswerable_passing_at_80),
         pct(s.unanswerable_passing_at_90),
         pct(s.in_domain_passing_at_90)
+    );
+}
+
+/// `grace eval --conversations`: follow-ups with and without their history.
+pub fn conversation_report(r: &grace::eval::conversations::ConversationReport, json: bool) {
+    if json {
+        print_json(r);
+        return;
+    }
+    println!(
+        "{} over {}: {} conversations, {} turns, {} follow-ups ({} answerable, {} unanswerable); {} rewritten",
+        r.conversations_file.display(),
+        r.set.display(),
+        r.conversations,
+        r.turns,
+        r.follow_ups,
+        r.follow_ups_answerable,
+        r.follow_ups_unanswerable,
+        r.rewritten
+    );
+    println!("follow-ups            with history   asked alone");
+    println!(
+        "  recall@{:<2}              {:>8}      {:>8}",
+        r.k,
+        pct(r.recall_at_k_with_history),
+        pct(r.recall_at_k_alone)
+    );
+    println!(
+        "  answerable answered     {:>8}      {:>8}",
+        pct(r.answered_with_history),
+        pct(r.answered_alone)
+    );
+    println!(
+        "  unanswerable answered   {:>8}      {:>8}   (the worst outcome)",
+        pct(r.unanswerable_answered_with_history),
+        pct(r.unanswerable_answered_alone)
+    );
+    println!(
+        "first turns: recall@{} {}",
+        r.k,
+        pct(r.first_turn_recall_at_k)
     );
 }
 
@@ -437,6 +486,15 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
     );
     if trace {
         println!("\ntrace:");
+        if let Some(rw) = &r.rewrite {
+            let by = match rw.by {
+                grace::followup::RewriteBy::Model => "by the model",
+                grace::followup::RewriteBy::Rule => {
+                    "by the rule: the previous question's key terms"
+                }
+            };
+            println!("  follow-up read as: {:?} ({by})", rw.question);
+        }
         match &r.plan {
             PlanOrigin::Default => println!("  plan: default (search, then answer)"),
             PlanOrigin::Llm { generator, usage } => println!(

@@ -1,0 +1,172 @@
+//! `grace chat`: a conversation with the knowledge base. Each line is a
+//! question in one session, so a follow-up ("and on sparc?") is read
+//! against the turns before it. At a terminal it prompts; from a pipe it
+//! reads one question a line and answers each in turn. Commands:
+//! `/sources`, `/trace`, `/new`, `/help`, `/quit` (or end of input).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use grace::exec::RunReport;
+use grace::{AskOptions, Config, Grace, KnowledgeBase, OpenMode};
+
+use crate::output;
+
+/// Longest line read as one question (bytes); longer input is refused.
+const MAX_LINE_BYTES: usize = 16 * 1024;
+
+const HELP: &str = "Ask a question, or: /sources (of the last answer), /trace (its steps and \
+                    factors), /new (start a new conversation), /quit";
+
+/// Options of `grace chat`.
+pub struct ChatArgs<'a> {
+    /// Continue this session instead of starting one.
+    pub session: Option<&'a str>,
+    /// Passages retrieved per question.
+    pub limit: Option<usize>,
+    /// Print each turn as one JSON line.
+    pub json: bool,
+    /// Who asks, shown to reviewers.
+    pub asker: &'a str,
+}
+
+/// Runs the conversation until `/quit` or the end of input.
+pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
+    if let Some(k) = args.limit {
+        grace::service::check_ask_limit(k)?;
+    }
+    // A missing knowledge base is an error now, not an empty answer later.
+    drop(KnowledgeBase::open(config.clone(), OpenMode::Existing)?);
+    let grace = Grace::open(config)?;
+    let mut session = match args.session {
+        Some(id) => grace.session(id)?.id,
+        None => grace.create_session()?.id,
+    };
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if terminal && !args.json {
+        println!("GRACE chat (session {session}). {HELP}");
+    }
+    let mut last: Option<RunReport> = None;
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    loop {
+        if terminal && !args.json {
+            print!("\n> ");
+            let _ = std::io::stdout().flush();
+        }
+        let Some(line) = read_line(&mut input)? else {
+            break;
+        };
+        let line = line.trim();
+        match line {
+            "" => continue,
+            "/quit" | "/exit" | "/q" => break,
+            "/help" | "/?" => println!("{HELP}"),
+            "/new" => {
+                session = grace.create_session()?.id;
+                last = None;
+                if !args.json {
+                    println!("New conversation (session {session}).");
+                }
+            }
+            "/sources" => match &last {
+                Some(r) => sources(r),
+                None => println!("No answer yet."),
+            },
+            "/trace" => match &last {
+                Some(r) => output::run_report(r, true, args.json),
+                None => println!("No answer yet."),
+            },
+            command if command.starts_with('/') => {
+                println!("Unknown command {command:?}. {HELP}");
+            }
+            question => {
+                let options = AskOptions {
+                    limit: args.limit,
+                    asker: args.asker.to_string(),
+                    session_id: Some(session.clone()),
+                    ..AskOptions::default()
+                };
+                let cancel = Arc::new(AtomicBool::new(false));
+                let outcome = match grace.ask_blocking(question, &options, cancel, &mut |_| {}) {
+                    Ok(o) => o,
+                    // One bad question does not end the conversation.
+                    Err(e) if e.exit_code() == grace::EXIT_BAD_INPUT => {
+                        output::error(&e, args.json);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                if args.json {
+                    output::print_json_line(&outcome);
+                } else {
+                    if !terminal {
+                        // From a pipe: a transcript, each answer under its question.
+                        println!("\n> {question}");
+                    }
+                    if let Some(rw) = &outcome.report.rewrite {
+                        println!("(read as: {})", rw.question);
+                    }
+                    output::run_report(&outcome.report, false, false);
+                    if let Some(id) = outcome.review_id {
+                        println!(
+                            "Queued for review as escalation #{id}: `grace answer {id}` shows the answer once a reviewer gives it."
+                        );
+                    }
+                }
+                last = Some(outcome.report);
+            }
+        }
+    }
+    grace.flush()?;
+    Ok(0)
+}
+
+/// One line of input, at most [`MAX_LINE_BYTES`]; `None` at the end.
+fn read_line(input: &mut impl BufRead) -> grace::Result<Option<String>> {
+    let mut bytes = Vec::new();
+    let read = std::io::Read::take(&mut *input, MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', &mut bytes)
+        .map_err(|e| grace::Error::InvalidInput(format!("cannot read the input: {e}")))?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if bytes.len() > MAX_LINE_BYTES && !bytes.ends_with(b"\n") {
+        // Skip the rest of the over-long line.
+        let mut rest = Vec::new();
+        input
+            .read_until(b'\n', &mut rest)
+            .map_err(|e| grace::Error::InvalidInput(format!("cannot read the input: {e}")))?;
+        eprintln!("That line is longer than {MAX_LINE_BYTES} bytes; ask a shorter question.");
+        return Ok(Some(String::new()));
+    }
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+fn sources(r: &RunReport) {
+    let cited = r
+        .answer
+        .as_ref()
+        .filter(|a| !a.abstained)
+        .map(|a| a.citations.as_slice())
+        .unwrap_or_default();
+    if cited.is_empty() {
+        println!("The last answer cites no sources.");
+        return;
+    }
+    for c in cited {
+        println!(
+            "[{}] {}{}",
+            c.number,
+            c.source
+                .as_deref()
+                .map(output::display_path)
+                .unwrap_or_else(|| "(no source)".into()),
+            c.section
+                .as_deref()
+                .map(|s| format!(" — {s}"))
+                .unwrap_or_default()
+        );
+    }
+}

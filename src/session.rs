@@ -1,0 +1,592 @@
+//! Conversations: sessions that keep their turns, so that a follow-up
+//! ("and on staging?") can be read against what came before.
+//!
+//! A [`SessionStore`] is one SQLite file, `sessions.sqlite3`, in the data
+//! folder beside the review queue (WAL, `synchronous=FULL`: a committed
+//! turn survives a crash). Everything about it is bounded by
+//! `sessions.*`: a session lives `ttl_seconds` after its last turn, keeps
+//! at most `max_turns` turns and `max_bytes` bytes of them (the oldest go
+//! first), and at most `max_sessions` sessions are open at once. Expired
+//! sessions are removed by every write, so no background job is needed.
+//!
+//! Session ids are `ses_` and 32 random hex digits: knowing one is what
+//! lets a caller continue a conversation, so they are not guessable.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::config::SessionsConfig;
+use crate::exec::{Decision, RunReport};
+
+/// The file name of the session database in the data folder.
+pub const SESSIONS_FILE: &str = "sessions.sqlite3";
+/// Prefix of session ids.
+pub const SESSION_PREFIX: &str = "ses_";
+/// The pattern of a session id, as the OpenAPI document publishes it.
+pub const SESSION_ID_PATTERN: &str = r"^ses_[0-9a-f]{32}$";
+/// Turns of history follow-up resolution reads.
+pub const HISTORY_TURNS: usize = 4;
+
+const SCHEMA_VERSION: i64 = 1;
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id         TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,           -- Unix milliseconds
+    updated_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_expiry ON sessions(expires_at);
+CREATE TABLE IF NOT EXISTS turns (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    n          INTEGER NOT NULL,           -- 1-based, never reused
+    bytes      INTEGER NOT NULL,           -- size of `turn`
+    turn       TEXT NOT NULL,              -- JSON Turn
+    PRIMARY KEY (session_id, n)
+);
+";
+
+/// Result of session operations.
+pub type Result<T> = std::result::Result<T, SessionError>;
+
+/// What went wrong with a session.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// No such session, or it expired.
+    #[error("session {id} does not exist or has expired (start a new one)")]
+    NotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// `sessions.max_sessions` are open.
+    #[error("{max} sessions are open (sessions.max_sessions); end one or wait for one to expire")]
+    TooMany {
+        /// The limit.
+        max: usize,
+    },
+    /// The database failed.
+    #[error("session database {path}: {source}")]
+    Db {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database holds something this GRACE cannot read.
+    #[error("session database {path}: {message}")]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Creating the folder or reading the random source failed.
+    #[error("cannot {action}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One question and what GRACE did with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The question as the asker typed it.
+    pub question: String,
+    /// The question as run, when follow-up resolution rewrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standalone: Option<String>,
+    /// The answer given (a draft when escalated); `None` when declined.
+    pub answer: Option<String>,
+    /// The sources the answer cites.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// What the run did.
+    pub decision: Decision,
+    /// The run's confidence.
+    pub confidence: f64,
+}
+
+impl Turn {
+    /// The turn a finished run leaves in its session.
+    pub fn from_report(report: &RunReport) -> Self {
+        let answer = report.answer.as_ref().filter(|a| !a.abstained);
+        let mut sources: Vec<String> = Vec::new();
+        for c in answer.map(|a| a.citations.as_slice()).unwrap_or_default() {
+            if let Some(source) = c.source.as_ref().filter(|s| !sources.contains(s)) {
+                sources.push(source.clone());
+            }
+        }
+        Self {
+            question: report.question.clone(),
+            standalone: report.rewrite.as_ref().map(|r| r.question.clone()),
+            answer: answer.map(|a| a.text.clone()),
+            sources,
+            decision: report.decision,
+            confidence: report.confidence,
+        }
+    }
+
+    /// The question as run.
+    pub fn standalone(&self) -> &str {
+        self.standalone.as_deref().unwrap_or(&self.question)
+    }
+
+    /// This turn as follow-up resolution reads it.
+    pub fn prior(&self) -> crate::followup::PriorTurn<'_> {
+        crate::followup::PriorTurn {
+            question: &self.question,
+            standalone: self.standalone(),
+            answer: self.answer.as_deref(),
+        }
+    }
+}
+
+/// A session and its turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    /// The session's id.
+    pub id: String,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it expires unless another turn comes.
+    pub expires_at: DateTime<Utc>,
+    /// The turns kept, oldest first.
+    pub turns: Vec<Turn>,
+}
+
+/// The durable store of sessions.
+pub struct SessionStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+    limits: SessionsConfig,
+}
+
+impl std::fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl SessionStore {
+    /// Opens (creating if needed) `sessions.sqlite3` in `data_dir`.
+    pub fn open(data_dir: &Path, limits: &SessionsConfig) -> Result<Self> {
+        std::fs::create_dir_all(data_dir).map_err(|source| SessionError::Io {
+            action: "create the data folder",
+            source,
+        })?;
+        let path = data_dir.join(SESSIONS_FILE);
+        let conn = open_db(&path)?;
+        Ok(Self {
+            path,
+            conn: Mutex::new(conn),
+            limits: limits.clone(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts a new session.
+    pub fn create(&self) -> Result<Session> {
+        let bytes = crate::durable::random_bytes().map_err(|source| SessionError::Io {
+            action: "read the random source",
+            source,
+        })?;
+        let id = format!("{SESSION_PREFIX}{}", crate::durable::hex(&bytes[..16]));
+        let now = now_ms();
+        let expires = now.saturating_add(self.ttl_ms());
+        self.write(|tx, err| {
+            let open: i64 = tx
+                .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))
+                .map_err(err)?;
+            if usize::try_from(open).unwrap_or(usize::MAX) >= self.limits.max_sessions {
+                return Err(SessionError::TooMany {
+                    max: self.limits.max_sessions,
+                });
+            }
+            tx.execute(
+                "INSERT INTO sessions (id, created_at, updated_at, expires_at) VALUES (?1, ?2, ?2, ?3)",
+                params![id, now, expires],
+            )
+            .map_err(err)?;
+            Ok(())
+        })?;
+        Ok(Session {
+            id,
+            created_at: to_time(now),
+            expires_at: to_time(expires),
+            turns: Vec::new(),
+        })
+    }
+
+    /// The session `id` with its turns; [`SessionError::NotFound`] when it
+    /// does not exist or has expired.
+    pub fn get(&self, id: &str) -> Result<Session> {
+        let not_found = || SessionError::NotFound { id: shown(id) };
+        if !plausible_id(id) {
+            return Err(not_found());
+        }
+        let conn = self.lock();
+        let err = db_error(&self.path);
+        let row: Option<(i64, i64)> = conn
+            .query_row(
+                "SELECT created_at, expires_at FROM sessions WHERE id = ?1 AND expires_at > ?2",
+                params![id, now_ms()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(&err)?;
+        let (created, expires) = row.ok_or_else(not_found)?;
+        let mut stmt = conn
+            .prepare("SELECT turn FROM turns WHERE session_id = ?1 ORDER BY n")
+            .map_err(&err)?;
+        let texts = stmt
+            .query_map([id], |r| r.get::<_, String>(0))
+            .map_err(&err)?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(&err)?;
+        let turns = texts
+            .iter()
+            .map(|t| {
+                serde_json::from_str(t).map_err(|e| SessionError::Corrupt {
+                    path: self.path.clone(),
+                    message: format!("a turn of session {id}: {e}"),
+                })
+            })
+            .collect::<Result<Vec<Turn>>>()?;
+        Ok(Session {
+            id: id.to_string(),
+            created_at: to_time(created),
+            expires_at: to_time(expires),
+            turns,
+        })
+    }
+
+    /// Adds `turn` to session `id`, drops the oldest turns past the
+    /// limits, and extends its life by `sessions.ttl_seconds`.
+    pub fn append(&self, id: &str, turn: &Turn) -> Result<()> {
+        if !plausible_id(id) {
+            return Err(SessionError::NotFound { id: shown(id) });
+        }
+        let text = serde_json::to_string(turn).map_err(|e| SessionError::Corrupt {
+            path: self.path.clone(),
+            message: format!("cannot store a turn: {e}"),
+        })?;
+        let now = now_ms();
+        self.write(|tx, err| {
+            let live = tx
+                .execute(
+                    "UPDATE sessions SET updated_at = ?2, expires_at = ?3 WHERE id = ?1",
+                    params![id, now, now.saturating_add(self.ttl_ms())],
+                )
+                .map_err(err)?;
+            if live == 0 {
+                return Err(SessionError::NotFound { id: shown(id) });
+            }
+            tx.execute(
+                "INSERT INTO turns (session_id, n, bytes, turn)
+                 VALUES (?1, (SELECT COALESCE(MAX(n), 0) + 1 FROM turns WHERE session_id = ?1), ?2, ?3)",
+                params![id, text.len() as i64, text],
+            )
+            .map_err(err)?;
+            // Keep the newest turns within both limits.
+            let mut stmt = tx
+                .prepare("SELECT n, bytes FROM turns WHERE session_id = ?1 ORDER BY n DESC")
+                .map_err(err)?;
+            let rows = stmt
+                .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                .map_err(err)?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(err)?;
+            let (mut kept, mut bytes) = (0usize, 0usize);
+            let mut oldest_kept = None;
+            for (n, size) in rows {
+                let size = usize::try_from(size).unwrap_or(usize::MAX);
+                // The newest turn is always kept, whatever its size.
+                if kept > 0
+                    && (kept >= self.limits.max_turns
+                        || bytes.saturating_add(size) > self.limits.max_bytes)
+                {
+                    break;
+                }
+                kept += 1;
+                bytes = bytes.saturating_add(size);
+                oldest_kept = Some(n);
+            }
+            if let Some(n) = oldest_kept {
+                tx.execute(
+                    "DELETE FROM turns WHERE session_id = ?1 AND n < ?2",
+                    params![id, n],
+                )
+                .map_err(err)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Ends session `id` (its turns are deleted).
+    pub fn delete(&self, id: &str) -> Result<()> {
+        if !plausible_id(id) {
+            return Err(SessionError::NotFound { id: shown(id) });
+        }
+        self.write(|tx, err| {
+            match tx
+                .execute("DELETE FROM sessions WHERE id = ?1", [id])
+                .map_err(err)?
+            {
+                0 => Err(SessionError::NotFound { id: shown(id) }),
+                _ => Ok(()),
+            }
+        })
+    }
+
+    /// The last [`HISTORY_TURNS`] turns of session `id`.
+    pub fn history(&self, id: &str) -> Result<Vec<Turn>> {
+        let mut turns = self.get(id)?.turns;
+        let start = turns.len().saturating_sub(HISTORY_TURNS);
+        Ok(turns.split_off(start))
+    }
+
+    fn ttl_ms(&self) -> i64 {
+        Duration::from_secs_f64(self.limits.ttl_seconds)
+            .as_millis()
+            .try_into()
+            .unwrap_or(i64::MAX)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic mid-write rolled its transaction back: the connection
+        // is fine to use.
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One `BEGIN IMMEDIATE` transaction that first removes expired
+    /// sessions.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(
+            &rusqlite::Transaction<'_>,
+            &dyn Fn(rusqlite::Error) -> SessionError,
+        ) -> Result<T>,
+    ) -> Result<T> {
+        let mut conn = self.lock();
+        let err = db_error(&self.path);
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        tx.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now_ms()])
+            .map_err(&err)?;
+        let out = f(&tx, &err)?;
+        tx.commit().map_err(&err)?;
+        Ok(out)
+    }
+}
+
+/// A session id this store could have issued (checked before any query).
+fn plausible_id(id: &str) -> bool {
+    id.strip_prefix(SESSION_PREFIX).is_some_and(|hex| {
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+/// An id as it may appear in an error message: bounded and printable.
+fn shown(id: &str) -> String {
+    let cut: String = crate::text::truncate_chars(id, 40)
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if cut.len() < id.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+fn open_db(path: &Path) -> Result<Connection> {
+    let err = db_error(path);
+    let conn = Connection::open(path).map_err(&err)?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(&err)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(&err)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(&err)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(&err)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(&err)?;
+    if version > SCHEMA_VERSION {
+        return Err(SessionError::Corrupt {
+            path: path.to_path_buf(),
+            message: format!(
+                "schema version {version} is newer than this GRACE understands ({SCHEMA_VERSION}); upgrade grace"
+            ),
+        });
+    }
+    if version < SCHEMA_VERSION {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))
+        .map_err(&err)?;
+    }
+    Ok(conn)
+}
+
+fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> SessionError + '_ {
+    move |source| SessionError::Db {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+fn to_time(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(q: &str, bytes: usize) -> Turn {
+        Turn {
+            question: q.into(),
+            standalone: None,
+            answer: Some("x".repeat(bytes)),
+            sources: vec!["a.md".into()],
+            decision: Decision::Answer,
+            confidence: 0.9,
+        }
+    }
+
+    fn store(limits: SessionsConfig) -> (tempfile::TempDir, SessionStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path(), &limits).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn turns_are_kept_in_order_and_survive_reopening() {
+        let (dir, s) = store(SessionsConfig::default());
+        let session = s.create().unwrap();
+        assert!(plausible_id(&session.id), "{}", session.id);
+        s.append(&session.id, &turn("first?", 1)).unwrap();
+        s.append(&session.id, &turn("second?", 1)).unwrap();
+        drop(s);
+        let s = SessionStore::open(dir.path(), &SessionsConfig::default()).unwrap();
+        let got = s.get(&session.id).unwrap();
+        let questions: Vec<&str> = got.turns.iter().map(|t| t.question.as_str()).collect();
+        assert_eq!(questions, ["first?", "second?"]);
+        s.delete(&session.id).unwrap();
+        assert!(matches!(
+            s.get(&session.id),
+            Err(SessionError::NotFound { .. })
+        ));
+        assert!(matches!(
+            s.delete(&session.id),
+            Err(SessionError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn the_oldest_turns_go_past_the_turn_and_byte_limits() {
+        let limits = SessionsConfig {
+            max_turns: 3,
+            max_bytes: 1_000,
+            ..SessionsConfig::default()
+        };
+        let (_dir, s) = store(limits);
+        let id = s.create().unwrap().id;
+        for i in 0..5 {
+            s.append(&id, &turn(&format!("q{i}"), 10)).unwrap();
+        }
+        let q: Vec<String> = s
+            .get(&id)
+            .unwrap()
+            .turns
+            .into_iter()
+            .map(|t| t.question)
+            .collect();
+        assert_eq!(q, ["q2", "q3", "q4"]);
+        // A large turn pushes the others out by bytes; the newest stays
+        // even alone over the limit.
+        s.append(&id, &turn("big", 800)).unwrap();
+        let q: Vec<String> = s
+            .get(&id)
+            .unwrap()
+            .turns
+            .into_iter()
+            .map(|t| t.question)
+            .collect();
+        assert_eq!(q, ["q4", "big"]);
+        s.append(&id, &turn("huge", 5_000)).unwrap();
+        let q: Vec<String> = s
+            .get(&id)
+            .unwrap()
+            .turns
+            .into_iter()
+            .map(|t| t.question)
+            .collect();
+        assert_eq!(q, ["huge"]);
+    }
+
+    #[test]
+    fn sessions_expire_and_their_number_is_bounded() {
+        let limits = SessionsConfig {
+            ttl_seconds: 0.2,
+            max_sessions: 2,
+            ..SessionsConfig::default()
+        };
+        let (_dir, s) = store(limits);
+        let a = s.create().unwrap().id;
+        s.create().unwrap();
+        assert!(matches!(s.create(), Err(SessionError::TooMany { max: 2 })));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(matches!(s.get(&a), Err(SessionError::NotFound { .. })));
+        assert!(matches!(
+            s.append(&a, &turn("late", 1)),
+            Err(SessionError::NotFound { .. })
+        ));
+        // Expired sessions no longer count.
+        s.create().unwrap();
+    }
+
+    #[test]
+    fn hostile_ids_are_refused_before_any_query() {
+        let (_dir, s) = store(SessionsConfig::default());
+        let long = "ses_".to_string() + &"a".repeat(10_000);
+        for id in [
+            "",
+            "ses_",
+            "' OR 1=1 --",
+            "ses_zz",
+            long.as_str(),
+            "ses_\u{0}\n",
+        ] {
+            let e = s.get(id).unwrap_err();
+            assert!(matches!(e, SessionError::NotFound { .. }), "{id:?}");
+            assert!(e.to_string().len() < 200, "{e}");
+            assert!(!e.to_string().contains('\n'));
+        }
+    }
+}
