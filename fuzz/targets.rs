@@ -110,11 +110,11 @@ impl LlmClient for Replies {
         true
     }
     fn generate(&self, _: &GenerateRequest) -> grace::llm::Result<Generation> {
-        Ok(Generation {
-            text: self.0.clone(),
-            stop_reason: StopReason::Complete,
-            usage: Default::default(),
-        })
+        Ok(Generation::plain(
+            self.0.clone(),
+            StopReason::Complete,
+            Default::default(),
+        ))
     }
 }
 

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::llm::{GenerateRequest, LlmClient, Message, Role};
+use crate::llm::{GenerateRequest, LlmClient, Message};
 
 /// Longest follow-up (in words) the rule treats as possibly elliptical.
 const MAX_FOLLOW_UP_WORDS: usize = 12;
@@ -376,26 +376,23 @@ pub fn rewrite_with_model(
     }
     let request = GenerateRequest {
         messages: vec![
-            Message {
-                role: Role::System,
-                content: "You rewrite the last question of a conversation so that it can be \
+            Message::system(
+                "You rewrite the last question of a conversation so that it can be \
                     understood without the conversation: replace pronouns and fill in what an \
                     elliptical question leaves out, using only the conversation. Keep the \
                     asker's intent; do not answer it. If it already stands alone, return it \
-                    unchanged."
-                    .into(),
-            },
-            Message {
-                role: Role::User,
-                content: format!("Conversation:\n{conversation}\nLast question: {question}"),
-            },
+                    unchanged.",
+            ),
+            Message::user(format!(
+                "Conversation:\n{conversation}\nLast question: {question}"
+            )),
         ],
         json_schema: Some(json!({
             "type": "object",
             "properties": {"question": {"type": "string"}},
             "required": ["question"]
         })),
-        answer: None,
+        ..GenerateRequest::default()
     };
     let generation = llm.generate(&request)?;
     let failed = |message: String| crate::llm::LlmError::Failed {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::llm::{GenerateRequest, LlmClient, Message, Role, Usage};
+use crate::llm::{GenerateRequest, LlmClient, Message, Usage};
 
 /// One step of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -436,17 +436,11 @@ fn llm_plan(
     let catalogue = serde_json::to_string_pretty(tools).map_err(|e| e.to_string())?;
     let request = GenerateRequest {
         messages: vec![
-            Message {
-                role: Role::System,
-                content: PLANNER_INSTRUCTION.to_string(),
-            },
-            Message {
-                role: Role::User,
-                content: format!("Tools:\n{catalogue}\n\nQuestion: {question}"),
-            },
+            Message::system(PLANNER_INSTRUCTION),
+            Message::user(format!("Tools:\n{catalogue}\n\nQuestion: {question}")),
         ],
         json_schema: Some(plan_schema(&actions)),
-        answer: None,
+        ..Default::default()
     };
     let generation = llm.generate(&request).map_err(|e| e.to_string())?;
     let mut plan: Plan = serde_json::from_str(&generation.text)
@@ -482,13 +476,15 @@ mod tests {
             request: &GenerateRequest,
         ) -> crate::llm::Result<crate::llm::Generation> {
             assert!(request.json_schema.is_some(), "plans are asked for as JSON");
-            self.0.clone().map(|text| crate::llm::Generation {
-                text,
-                stop_reason: crate::llm::StopReason::Complete,
-                usage: Usage {
-                    input_tokens: 100,
-                    output_tokens: 20,
-                },
+            self.0.clone().map(|text| {
+                crate::llm::Generation::plain(
+                    text,
+                    crate::llm::StopReason::Complete,
+                    Usage {
+                        input_tokens: 100,
+                        output_tokens: 20,
+                    },
+                )
             })
         }
     }

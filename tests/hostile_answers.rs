@@ -42,11 +42,11 @@ impl LlmClient for Scripted {
     }
     fn generate(&self, request: &GenerateRequest) -> grace::llm::Result<Generation> {
         *self.seen.lock().unwrap() = Some(request.clone());
-        Ok(Generation {
-            text: self.reply.clone(),
-            stop_reason: StopReason::Complete,
-            usage: Default::default(),
-        })
+        Ok(Generation::plain(
+            self.reply.clone(),
+            StopReason::Complete,
+            Default::default(),
+        ))
     }
 }
 

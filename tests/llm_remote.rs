@@ -225,10 +225,7 @@ fn a_slow_server_times_out_and_is_retried() {
     let llm = gemini(&server, 0.3);
     let err = llm
         .generate(&grace::llm::GenerateRequest {
-            messages: vec![grace::llm::Message {
-                role: grace::llm::Role::User,
-                content: "hi".into(),
-            }],
+            messages: vec![grace::llm::Message::user("hi")],
             ..Default::default()
         })
         .unwrap_err();
@@ -242,6 +239,22 @@ fn a_slow_server_times_out_and_is_retried() {
     assert!(!result.success);
     assert_eq!(result.attempts, 2, "a timeout is retried");
     assert!(result.error.unwrap().contains("no response within"));
+}
+
+#[test]
+fn a_safety_stop_fails_the_answer_without_a_retry() {
+    let server = Server::start();
+    server.mount(Mock::given(method("POST")).respond_with(
+        ResponseTemplate::new(200).set_body_json(json!({
+            "candidates": [{"finishReason": "SAFETY", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 211, "totalTokenCount": 211}
+        })),
+    ));
+    let result = answer_with(gemini(&server, 5.0), 2);
+    assert!(!result.success);
+    assert_eq!(result.attempts, 1, "the same question gets the same block");
+    let error = result.error.unwrap();
+    assert!(error.contains("safety stop"), "{error}");
 }
 
 #[test]

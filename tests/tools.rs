@@ -187,11 +187,11 @@ impl grace::llm::LlmClient for Garbled {
         &self,
         _r: &grace::llm::GenerateRequest,
     ) -> grace::llm::Result<grace::llm::Generation> {
-        Ok(grace::llm::Generation {
-            text: "Sure! The answer is 42.".into(),
-            stop_reason: grace::llm::StopReason::Complete,
-            usage: Default::default(),
-        })
+        Ok(grace::llm::Generation::plain(
+            "Sure! The answer is 42.",
+            grace::llm::StopReason::Complete,
+            Default::default(),
+        ))
     }
 }
 

@@ -443,6 +443,9 @@ pub struct LlmConfig {
     /// With a language model as the provider, ask it for a plan (JSON)
     /// before running; any failure falls back to the default plan.
     pub planner: bool,
+    /// How a language model is offered tools (`llm.tool_mode`): `auto`,
+    /// `native` or `json`.
+    pub tool_mode: ToolMode,
     /// Settings of the extractive answerer (`llm.extractive`).
     pub extractive: ExtractiveConfig,
     /// Google Gemini settings (`llm.gemini`), used when `provider` is `gemini`.
@@ -456,6 +459,7 @@ impl Default for LlmConfig {
         Self {
             provider: LlmProvider::default(),
             planner: true,
+            tool_mode: ToolMode::default(),
             extractive: ExtractiveConfig::default(),
             gemini: RemoteLlmConfig {
                 model: "gemini-2.5-flash".into(),
@@ -497,6 +501,23 @@ impl LlmProvider {
             LlmProvider::Ollama => "ollama",
         }
     }
+}
+
+/// How a language model is offered tools (`llm.tool_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolMode {
+    /// Native tool calling; if the provider answers that the model does
+    /// not support tools, JSON mode from then on (with a warning).
+    #[default]
+    Auto,
+    /// The provider's native tool calling (Gemini function declarations,
+    /// Ollama `tools`).
+    Native,
+    /// No native tools: the catalogue and a JSON reply protocol go into the
+    /// instruction, and the model answers with one JSON object per turn, for
+    /// models without native tool calling.
+    Json,
 }
 
 /// A language model behind an HTTP API.

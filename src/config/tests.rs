@@ -104,6 +104,33 @@ fn env_overrides_reach_nested_keys() {
 }
 
 #[test]
+fn the_tool_mode_comes_from_file_or_environment_and_bad_values_name_the_key() {
+    assert_eq!(Config::default().llm.tool_mode, ToolMode::Auto);
+    let c = Config::load_with_env(None, &vars(&[("GRACE_LLM__TOOL_MODE", "json")])).unwrap();
+    assert_eq!(c.llm.tool_mode, ToolMode::Json);
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "llm:\n  tool_mode: native\n");
+    let c = Config::load_with_env(Some(&p), &[]).unwrap();
+    assert_eq!(c.llm.tool_mode, ToolMode::Native);
+
+    let err = Config::load_with_env(None, &vars(&[("GRACE_LLM__TOOL_MODE", "xml")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("GRACE_LLM__TOOL_MODE") && err.contains("llm.tool_mode"),
+        "{err}"
+    );
+    let p = write(dir.path(), "llm:\n  tool_mode: xml\n");
+    let err = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("llm.tool_mode") && err.contains("xml"),
+        "{err}"
+    );
+}
+
+#[test]
 fn qdrant_server_backend_from_the_environment() {
     let env = vars(&[
         ("GRACE_STORAGE__BACKEND", "qdrant"),

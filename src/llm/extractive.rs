@@ -195,6 +195,12 @@ impl LlmClient for Extractive {
     }
 
     fn generate(&self, request: &GenerateRequest) -> Result<Generation> {
+        if !request.tools.is_empty() {
+            return Err(LlmError::Unsupported {
+                generator: "extractive".into(),
+                message: "cannot call tools (use llm.provider gemini or ollama)".into(),
+            });
+        }
         let Some(task) = &request.answer else {
             return Err(LlmError::Unsupported {
                 generator: "extractive".into(),
@@ -209,11 +215,11 @@ impl LlmClient for Extractive {
             .collect();
         let draft = self.answer(&task.question, &sources)?;
         let text = serde_json::to_string(&draft).map_err(|e| Self::fail(e.to_string()))?;
-        Ok(Generation {
+        Ok(Generation::plain(
             text,
-            stop_reason: StopReason::Complete,
-            usage: Usage::default(),
-        })
+            StopReason::Complete,
+            Usage::default(),
+        ))
     }
 }
 

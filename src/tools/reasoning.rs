@@ -12,7 +12,7 @@ use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, required_str
 use crate::confidence::answer_factors;
 use crate::lexical::LexicalEncoder;
 use crate::llm::{
-    AnswerDraft, AnswerTask, GenerateRequest, LlmClient, LlmError, Message, Role, SourceText,
+    AnswerDraft, AnswerTask, GenerateRequest, LlmClient, LlmError, Message, SourceText, StopReason,
     Usage, answer_schema,
 };
 
@@ -188,31 +188,38 @@ impl Tool for Reasoning {
 
         let request = GenerateRequest {
             messages: vec![
-                Message {
-                    role: Role::System,
-                    content: SYSTEM_INSTRUCTION.to_string(),
-                },
-                Message {
-                    role: Role::User,
-                    content: user_message(query, context, &sources),
-                },
+                Message::system(SYSTEM_INSTRUCTION),
+                Message::user(user_message(query, context, &sources)),
             ],
             json_schema: Some(answer_schema()),
             answer: Some(AnswerTask {
                 question: query.to_string(),
                 sources: sources.clone(),
             }),
+            ..Default::default()
         };
         let generation = self.llm.generate(&request).map_err(|e| {
             let kind = match e {
                 LlmError::Transient { .. } => ToolErrorKind::Transient,
                 LlmError::Timeout { .. } => ToolErrorKind::Timeout,
-                LlmError::Unsupported { .. } | LlmError::Setup { .. } | LlmError::Failed { .. } => {
-                    ToolErrorKind::Failed
-                }
+                LlmError::Unsupported { .. }
+                | LlmError::Setup { .. }
+                | LlmError::Failed { .. }
+                | LlmError::Malformed { .. } => ToolErrorKind::Failed,
             };
             ToolError::new(NAME, kind, e.to_string())
         })?;
+        if generation.stop_reason == StopReason::Safety && generation.text.trim().is_empty() {
+            // Asking again gets the same block; the run escalates instead.
+            return Err(ToolError::new(
+                NAME,
+                ToolErrorKind::Failed,
+                format!(
+                    "{} stopped without an answer (a safety stop)",
+                    self.llm.name()
+                ),
+            ));
+        }
         let draft: AnswerDraft = serde_json::from_str(&generation.text).map_err(|e| {
             ToolError::new(
                 NAME,

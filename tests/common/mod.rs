@@ -112,11 +112,11 @@ impl grace::llm::LlmClient for FixedPlanner {
         &self,
         _: &grace::llm::GenerateRequest,
     ) -> grace::llm::Result<grace::llm::Generation> {
-        Ok(grace::llm::Generation {
-            text: self.0.clone(),
-            stop_reason: grace::llm::StopReason::Complete,
-            usage: Default::default(),
-        })
+        Ok(grace::llm::Generation::plain(
+            self.0.clone(),
+            grace::llm::StopReason::Complete,
+            Default::default(),
+        ))
     }
 }
 
