@@ -222,10 +222,12 @@ struct Attempt {
 
 impl<'a> Executor<'a> {
     /// An executor for `config`: its confidence settings, and a planner
-    /// that asks the generator for plans when `llm.planner` is on and the
-    /// generator is a language model.
+    /// that asks the generator for plans when `planner.strategy` is `plan`
+    /// and the generator is a language model.
     pub fn new(registry: &'a ToolRegistry, config: &'a crate::Config, limit: usize) -> Self {
-        let llm = config.llm.planner.then(|| registry.generator()).flatten();
+        let llm = (config.planner.strategy == crate::config::Strategy::Plan)
+            .then(|| registry.generator())
+            .flatten();
         Self {
             registry,
             confidence: &config.confidence,

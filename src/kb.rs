@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::Result;
+use crate::confidence::calibration::Calibration;
 use crate::config::Rerank;
 use crate::config::{Backend, Config};
 use crate::embed::{CachedEmbedder, Embedder, FastEmbedder};
@@ -32,6 +33,9 @@ pub struct KnowledgeBase {
     lexical: LexicalEncoder,
     /// The answerability reader (loaded on the first question).
     reader: Reader,
+    /// The confidence calibration `confidence.calibration` names, whose
+    /// weights the configuration now carries.
+    calibration: Option<Calibration>,
 }
 
 /// How to open the store.
@@ -52,10 +56,11 @@ impl KnowledgeBase {
 
     /// Opens the configured collection with a given embedder.
     pub fn with_embedder(
-        config: Config,
+        mut config: Config,
         embedder: Arc<dyn Embedder>,
         mode: OpenMode,
     ) -> Result<Self> {
+        let calibration = crate::confidence::calibration::apply(&mut config)?;
         let store = open_store(&config, mode, embedder.dimension())?;
         let answering: Arc<dyn Embedder> = Arc::new(CachedEmbedder::new(
             embedder.clone(),
@@ -73,6 +78,7 @@ impl KnowledgeBase {
             answering,
             lexical: LexicalEncoder::new()?,
             reader,
+            calibration,
         };
         if let Some(why) = kb.calibration_mismatch() {
             tracing::warn!("{why}");
@@ -103,7 +109,7 @@ impl KnowledgeBase {
     ///
     /// [`Calibration::mismatch`]: crate::confidence::calibration::Calibration::mismatch
     pub fn calibration_mismatch(&self) -> Option<String> {
-        let calibration = self.config.confidence.fitted.as_ref()?;
+        let calibration = self.calibration.as_ref()?;
         let sources = match self.source_hashes() {
             Ok(hashes) => hashes.into_iter().collect(),
             Err(e) => {

@@ -13,7 +13,27 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::fit::Fare;
-use crate::config::Weights;
+use crate::config::{Config, ConfigError, Weights};
+
+/// Reads the calibration file `confidence.calibration` names, if any, and
+/// puts its weights in `config` (`confidence.fitted_weights`), so that
+/// steps are scored with them; returns it. Configuration stays data: the
+/// layers that score (the knowledge base, the CLI at start) call this.
+/// A missing or broken file is an error naming the key.
+pub fn apply(config: &mut Config) -> Result<Option<Calibration>, ConfigError> {
+    let Some(path) = &config.confidence.calibration else {
+        config.confidence.fitted_weights = None;
+        return Ok(None);
+    };
+    let calibration = Calibration::load(path).map_err(|e| ConfigError::Invalid {
+        key: "confidence.calibration".into(),
+        message: e.to_string(),
+        file: None,
+        line: None,
+    })?;
+    config.confidence.fitted_weights = Some(calibration.weights);
+    Ok(Some(calibration))
+}
 
 /// Version of the file format.
 pub const VERSION: u32 = 1;

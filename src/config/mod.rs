@@ -53,6 +53,62 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Conversations: how long they live and how much they hold (`sessions`).
     pub sessions: SessionsConfig,
+    /// How a question is worked through: a fixed plan, a model's plan, or
+    /// the agent loop (`planner`).
+    pub planner: PlannerConfig,
+    /// The agent loop's budgets (`agent`).
+    pub agent: AgentConfig,
+}
+
+/// How a question is worked through (`planner`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlannerConfig {
+    /// `default`, `plan` or `agent`.
+    pub strategy: Strategy,
+}
+
+/// The planner strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Always the default plan: search, then answer.
+    Default,
+    /// With a language model, the model writes the plan up front (JSON);
+    /// any failure falls back to the default plan. Without one, the default.
+    #[default]
+    Plan,
+    /// With a language model that calls tools: think, act, observe until a
+    /// final answer or a budget (`agent.*`) runs out. Without one, the
+    /// default plan.
+    Agent,
+}
+
+/// The agent loop's budgets (`agent`), and how long a question back to
+/// the asker waits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Model turns at most (each may call tools).
+    pub max_steps: usize,
+    /// Model tokens at most, input and output, over the whole run.
+    pub max_tokens: u64,
+    /// Seconds at most for the whole run (waiting on the asker excluded).
+    pub max_seconds: f64,
+    /// Seconds a run that asked the asker a question (`needs_input`)
+    /// waits for the reply before it expires.
+    pub reply_timeout_seconds: f64,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: 8,
+            max_tokens: 32_000,
+            max_seconds: 90.0,
+            reply_timeout_seconds: 300.0,
+        }
+    }
 }
 
 /// Where and how the knowledge base is stored.
@@ -440,9 +496,6 @@ tool_policy!(RagSearchConfig, ReasoningConfig, AskUserConfig);
 pub struct LlmConfig {
     /// Which generator writes answers: `extractive`, `gemini` or `ollama`.
     pub provider: LlmProvider,
-    /// With a language model as the provider, ask it for a plan (JSON)
-    /// before running; any failure falls back to the default plan.
-    pub planner: bool,
     /// How a language model is offered tools (`llm.tool_mode`): `auto`,
     /// `native` or `json`.
     pub tool_mode: ToolMode,
@@ -458,7 +511,6 @@ impl Default for LlmConfig {
     fn default() -> Self {
         Self {
             provider: LlmProvider::default(),
-            planner: true,
             tool_mode: ToolMode::default(),
             extractive: ExtractiveConfig::default(),
             gemini: RemoteLlmConfig {
@@ -737,16 +789,17 @@ pub struct ConfidenceConfig {
     pub thresholds: Thresholds,
     /// How a run's step scores combine into its score.
     pub aggregation: Aggregation,
-    /// The calibration read from `calibration` at load (not a config key).
+    /// The weights of the calibration file named by `calibration`, once it
+    /// has been read (`confidence::calibration::apply`; not a config key).
     #[serde(skip)]
-    pub fitted: Option<crate::confidence::calibration::Calibration>,
+    pub fitted_weights: Option<Weights>,
 }
 
 impl ConfidenceConfig {
     /// The weights steps are scored with: the calibration's when one is
     /// loaded, else the hand-set `weights`.
     pub fn effective_weights(&self) -> &Weights {
-        self.fitted.as_ref().map_or(&self.weights, |c| &c.weights)
+        self.fitted_weights.as_ref().unwrap_or(&self.weights)
     }
 }
 
@@ -933,22 +986,6 @@ impl Config {
             (Some(p), Some(t)) => e.locate(p, t),
             _ => e,
         })?;
-        if let Some(path) = &config.confidence.calibration {
-            let calibration =
-                crate::confidence::calibration::Calibration::load(path).map_err(|e| {
-                    let error = ConfigError::Invalid {
-                        key: "confidence.calibration".into(),
-                        message: e.to_string(),
-                        file: None,
-                        line: None,
-                    };
-                    match (&file, &text) {
-                        (Some(p), Some(t)) => error.locate(p, t),
-                        _ => error,
-                    }
-                })?;
-            config.confidence.fitted = Some(calibration);
-        }
         Ok(config)
     }
 

@@ -417,3 +417,31 @@ fn example_configs_load() {
     }
     assert!(n >= 2);
 }
+
+#[test]
+fn config_is_data_at_the_bottom_and_imports_nothing_above_it() {
+    // Layering: every other module may read the configuration; the
+    // configuration names no other module of the crate (tool names, MCP
+    // tools and the calibration file are checked by the layers that use
+    // them).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for line in code.lines() {
+            let line = line.trim_start();
+            if line.starts_with("//") {
+                continue;
+            }
+            assert!(
+                !line.contains("crate::"),
+                "{}: the configuration imports another module: {line}",
+                path.display()
+            );
+        }
+    }
+}

@@ -17,6 +17,7 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_server(&c.server)?;
     validate_mcp(&c.mcp)?;
     validate_sessions(&c.sessions)?;
+    validate_agent(&c.agent)?;
     if c.storage.data_dir.as_os_str().is_empty() {
         return Err(invalid("storage.data_dir", "must not be empty"));
     }
@@ -360,6 +361,37 @@ fn validate_review(r: &super::ReviewConfig) -> Result<()> {
             "review.replan_words",
             format!("{w:?} must be one word"),
         ));
+    }
+    Ok(())
+}
+
+fn validate_agent(a: &super::AgentConfig) -> Result<()> {
+    if !(1..=64).contains(&a.max_steps) {
+        return Err(invalid(
+            "agent.max_steps",
+            format!("{} is out of range 1..=64", a.max_steps),
+        ));
+    }
+    if !(1..=10_000_000).contains(&a.max_tokens) {
+        return Err(invalid(
+            "agent.max_tokens",
+            format!("{} is out of range 1..=10000000", a.max_tokens),
+        ));
+    }
+    for (key, value, max) in [
+        ("agent.max_seconds", a.max_seconds, 3_600.0),
+        (
+            "agent.reply_timeout_seconds",
+            a.reply_timeout_seconds,
+            604_800.0,
+        ),
+    ] {
+        if !(value.is_finite() && value > 0.0 && value <= max) {
+            return Err(invalid(
+                key,
+                format!("{value} must be a number of seconds above 0 and at most {max}"),
+            ));
+        }
     }
     Ok(())
 }

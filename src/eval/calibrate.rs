@@ -28,7 +28,8 @@ pub fn calibrate(
 ) -> Result<Calibration> {
     let mut config = config.clone();
     // The runs use the hand-set logistic weights, whatever is configured.
-    config.confidence.fitted = None;
+    config.confidence.calibration = None;
+    config.confidence.fitted_weights = None;
     config.confidence.model = ConfidenceModel::Logistic;
     let collected = collect(&config, embedder, dir, k)?;
     Ok(fit_collected(&config, &collected, folds))

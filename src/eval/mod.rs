@@ -382,13 +382,15 @@ pub fn run(
     k: usize,
 ) -> Result<EvalReport> {
     let mut config = config.clone();
-    let calibration = config.confidence.fitted.clone();
+    let calibration = crate::confidence::calibration::apply(&mut config)?;
     let same_set = calibration
         .as_ref()
         .zip(questions_digest(&dir.join("questions.jsonl")).ok())
         .is_some_and(|(c, digest)| c.fitted_on.questions_sha256 == digest);
     if same_set {
-        config.confidence.fitted = None;
+        // Scored out of fold in the report; the runs use the hand-set weights.
+        config.confidence.calibration = None;
+        config.confidence.fitted_weights = None;
     }
     let collected = collect(&config, embedder, dir, k)?;
     Ok(report(

@@ -213,6 +213,9 @@ fn init_logging(cli: &Cli) {
 
 fn load_config(cli: &Cli) -> grace::Result<Config> {
     let mut config = Config::load(cli.config.as_deref())?;
+    // A missing or broken calibration file is a configuration error now,
+    // whatever the command.
+    grace::confidence::calibration::apply(&mut config)?;
     if let Some(dir) = &cli.data_dir {
         config.storage.data_dir = dir.clone();
     }
