@@ -66,6 +66,9 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 pub const EXIT_NOT_FOUND: u8 = 3;
 /// Exit code: the question was escalated or declined, not answered.
 pub const EXIT_NOT_ANSWERED: u8 = 4;
+/// Exit code: the agent asked the asker a question the run cannot go on
+/// without, and nobody could answer it (no terminal, `--no-input`).
+pub const EXIT_NEEDS_INPUT: u8 = 5;
 /// Exit code: any other failure.
 pub const EXIT_FAILURE: u8 = 1;
 
@@ -112,7 +115,8 @@ impl Error {
                 }
             },
             Error::Session(e) => match e {
-                crate::session::SessionError::NotFound { .. } => EXIT_NOT_FOUND,
+                crate::session::SessionError::NotFound { .. }
+                | crate::session::SessionError::RunNotFound { .. } => EXIT_NOT_FOUND,
                 _ => EXIT_FAILURE,
             },
             Error::Eval(e) => match e {

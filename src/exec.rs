@@ -16,7 +16,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::agent::{
+    Agent, AgentCall, AgentEvent, AgentOutcome, AgentState, AgentStop, AgentTrace, Clarifier,
+};
 use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score_with};
+use crate::config::AgentConfig;
 use crate::config::{ConfidenceConfig, MAX_RAG_SEARCH_LIMIT};
 use crate::followup::Rewrite;
 use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan, hint_plan, step_ref};
@@ -50,6 +54,9 @@ pub enum Decision {
     Escalate,
     /// Nothing to answer with, or nobody to ask.
     Decline,
+    /// The agent asked the asker a question the run cannot go on without
+    /// (`clarification`); the reply continues it.
+    NeedsInput,
 }
 
 /// One executed step.
@@ -114,6 +121,16 @@ pub struct RunReport {
     pub decided_by: Option<String>,
     /// The executed steps, in order (the recovery run's, when it was used).
     pub steps: Vec<StepRecord>,
+    /// The agent loop's turns and why it stopped (`planner.strategy: agent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentTrace>,
+    /// The question the agent put to the asker, when the run needs input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarification: Option<UserRequest>,
+    /// What a `needs_input` run goes on from (kept by the service, never
+    /// sent).
+    #[serde(skip)]
+    pub parked: Option<Box<AgentState>>,
 }
 
 impl RunReport {
@@ -191,6 +208,26 @@ pub enum Event<'a> {
         /// The question for the human.
         request: &'a UserRequest,
     },
+    /// The agent's thought before acting.
+    Think {
+        /// The thought.
+        text: &'a str,
+    },
+    /// The agent calls a tool.
+    ToolCall {
+        /// The call.
+        call: &'a crate::llm::ToolCall,
+    },
+    /// A tool call's result, as the agent observed it.
+    Observation {
+        /// What came of the call.
+        call: &'a AgentCall,
+    },
+    /// The agent's final answer, before it is scored.
+    AgentAnswer {
+        /// The answer text.
+        text: &'a str,
+    },
     /// The run is over, whatever its decision.
     Answered {
         /// The final report.
@@ -212,6 +249,11 @@ pub struct Executor<'a> {
     /// Set from anywhere to stop the run: the step in progress is abandoned
     /// within milliseconds and the run ends with [`PlanError::Cancelled`].
     pub cancel: Arc<AtomicBool>,
+    /// The agent loop's model and budgets, with `planner.strategy: agent`
+    /// and a generator that calls tools; `None`: plans.
+    pub agent: Option<(Arc<dyn crate::llm::LlmClient>, AgentConfig)>,
+    /// Who answers the agent's questions to the asker now (a terminal).
+    pub clarifier: Option<Clarifier<'a>>,
 }
 
 struct Attempt {
@@ -228,13 +270,36 @@ impl<'a> Executor<'a> {
         let llm = (config.planner.strategy == crate::config::Strategy::Plan)
             .then(|| registry.generator())
             .flatten();
+        let agent = (config.planner.strategy == crate::config::Strategy::Agent)
+            .then(|| registry.generator())
+            .flatten();
+        let agent = match agent {
+            Some(llm) if llm.supports_tools() => Some((llm, config.agent.clone())),
+            Some(llm) => {
+                tracing::warn!(
+                    generator = llm.name(),
+                    "planner.strategy agent needs a language model that calls tools; running the default plan"
+                );
+                None
+            }
+            None => None,
+        };
         Self {
             registry,
             confidence: &config.confidence,
             limit,
             planner: Planner::new(llm),
             cancel: Arc::new(AtomicBool::new(false)),
+            agent,
+            clarifier: None,
         }
+    }
+
+    /// This executor, putting the agent's questions to the asker through
+    /// `clarifier` (the CLI's terminal prompt).
+    pub fn with_clarifier(mut self, clarifier: Clarifier<'a>) -> Self {
+        self.clarifier = Some(clarifier);
+        self
     }
 
     /// This executor, stopped when `cancel` is set (a service sets it when
@@ -258,36 +323,225 @@ impl<'a> Executor<'a> {
         question: &str,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
-        let planned = self
-            .planner
-            .plan(question, self.limit, &self.registry.plannable());
-        self.execute(question, planned.plan, planned.origin, None, on_event)
+        self.ask_turn(question, None, &[], on_event)
     }
 
     /// Answers a turn of a conversation: `rewrite`, when given, is the
     /// standalone question retrieval and the answer work from; the report
     /// keeps `question` as asked and says how it was rewritten.
+    /// `history` is the conversation so far (question, answer), which the
+    /// agent reads.
     pub fn ask_turn(
         &self,
         question: &str,
         rewrite: Option<Rewrite>,
+        history: &[(String, Option<String>)],
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
-        let Some(rewrite) = rewrite else {
-            return self.ask(question, on_event);
+        let run_as = rewrite.as_ref().map_or(question, |r| r.question.as_str());
+        let focus = rewrite.is_some().then_some(question);
+        let mut report = if let Some((llm, budget)) = &self.agent {
+            let agent = self.agent(llm, budget);
+            let outcome = agent.run(run_as, focus, history, &mut |e| forward(e, on_event));
+            self.agent_report(run_as, outcome, on_event)?
+        } else {
+            let planned = self
+                .planner
+                .plan(run_as, self.limit, &self.registry.plannable());
+            let plan = match focus {
+                Some(f) => with_focus(planned.plan, f),
+                None => planned.plan,
+            };
+            self.execute(run_as, plan, planned.origin, focus, on_event)?
         };
-        let planned = self
-            .planner
-            .plan(&rewrite.question, self.limit, &self.registry.plannable());
-        let mut report = self.execute(
-            &rewrite.question,
-            with_focus(planned.plan, question),
-            planned.origin,
-            Some(question),
-            on_event,
-        )?;
         report.question = question.to_string();
-        report.rewrite = Some(rewrite);
+        report.rewrite = rewrite;
+        Ok(report)
+    }
+
+    /// Goes on with a run that ended as `needs_input` ([`RunReport::parked`]),
+    /// with the asker's reply (`None`: none came; the agent proceeds on its
+    /// best assumption). The report's `question` is the question as run;
+    /// the caller restores the question as asked.
+    pub fn resume(
+        &self,
+        state: AgentState,
+        reply: Option<&str>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunReport, PlanError> {
+        let Some((llm, budget)) = &self.agent else {
+            return Err(PlanError::NotAnAgent);
+        };
+        let question = state.question.clone();
+        let outcome = self
+            .agent(llm, budget)
+            .resume(state, reply, &mut |e| forward(e, on_event));
+        self.agent_report(&question, outcome, on_event)
+    }
+
+    fn agent<'b>(
+        &'b self,
+        llm: &Arc<dyn crate::llm::LlmClient>,
+        budget: &'b AgentConfig,
+    ) -> Agent<'b> {
+        Agent {
+            registry: self.registry,
+            llm: llm.clone(),
+            budget,
+            confidence: self.confidence,
+            limit: self.limit,
+            cancel: &self.cancel,
+            clarifier: self.clarifier,
+        }
+    }
+
+    /// The report of an agent run: its answer scored and decided on as a
+    /// plan's is; a budget, safety or failure stop escalated with what was
+    /// found; a blocking question to the asker as `needs_input`.
+    fn agent_report(
+        &self,
+        question: &str,
+        outcome: AgentOutcome,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<RunReport, PlanError> {
+        let AgentOutcome {
+            mut state,
+            answer,
+            trace,
+        } = outcome;
+        if trace.stop == AgentStop::Cancelled {
+            return Err(PlanError::Cancelled);
+        }
+        let mut steps = std::mem::take(&mut state.steps);
+        let thresholds = &self.confidence.thresholds;
+        let mut report = RunReport {
+            question: question.to_string(),
+            rewrite: None,
+            answer: None,
+            confidence: 0.0,
+            level: level(0.0, thresholds),
+            decision: Decision::Escalate,
+            escalation: None,
+            plan: PlanOrigin::Agent {
+                generator: trace.model.clone(),
+            },
+            recovered: false,
+            decided_by: None,
+            steps: Vec::new(),
+            agent: None,
+            clarification: None,
+            parked: None,
+        };
+        let searches = steps.iter().filter(|s| s.action == "rag_search").count();
+        let best = steps
+            .iter()
+            .filter(|s| s.action == "rag_search" && s.result.success)
+            .map(|s| s.confidence.score)
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        let found = format!(
+            "{searches} search(es), best search confidence {}",
+            best.map_or("-".into(), |b| format!("{b:.2}"))
+        );
+        let reason = match &trace.stop {
+            AgentStop::NeedsInput => {
+                report.decision = Decision::NeedsInput;
+                report.clarification = state.clarification.clone();
+                report.steps = steps;
+                report.agent = Some(trace);
+                report.parked = Some(Box::new(state));
+                on_event(Event::Answered { report: &report });
+                return Ok(report);
+            }
+            AgentStop::Final => match answer {
+                Some(scored) => {
+                    report.confidence = scored.score.score;
+                    report.level = level(scored.score.score, thresholds);
+                    let abstained = scored.answer.abstained;
+                    let sources = scored
+                        .answer
+                        .citations
+                        .iter()
+                        .filter_map(|c| c.source.clone())
+                        .collect();
+                    steps.push(StepRecord {
+                        id: "answer".into(),
+                        action: "agent".into(),
+                        input: json!({"question": question}),
+                        result: ToolResult::ok(
+                            ToolOutput::Answer(scored.answer.clone()),
+                            sources,
+                            scored.factors.clone(),
+                        ),
+                        factors: scored.factors,
+                        confidence: scored.score,
+                    });
+                    report.answer = Some(scored.answer);
+                    report.decision = match report.level {
+                        Level::Silent => Decision::Answer,
+                        Level::Notify => Decision::Caveat,
+                        Level::Escalate if abstained => Decision::Decline,
+                        Level::Confirm | Level::Escalate => Decision::Escalate,
+                    };
+                    format!(
+                        "confidence {:.2} is below {:.2} (notify); the agent answered after {found}",
+                        report.confidence, thresholds.notify
+                    )
+                }
+                None => format!("the agent's answer could not be scored; {found}"),
+            },
+            stop => {
+                let why = match stop {
+                    AgentStop::MaxSteps => format!(
+                        "the agent's budget ran out (agent.max_steps: {} turns)",
+                        self.agent.as_ref().map_or(0, |(_, b)| b.max_steps)
+                    ),
+                    AgentStop::MaxTokens => format!(
+                        "the agent's budget ran out (agent.max_tokens: {} tokens used)",
+                        trace.usage.input_tokens + trace.usage.output_tokens
+                    ),
+                    AgentStop::MaxSeconds => format!(
+                        "the agent's budget ran out (agent.max_seconds: {:.0} s)",
+                        trace.seconds
+                    ),
+                    AgentStop::Length => "the model's reply was cut off by its token limit twice \
+                        (raise llm.<provider>.max_output_tokens)"
+                        .to_string(),
+                    AgentStop::Safety => "the model stopped its reply for safety".to_string(),
+                    AgentStop::ModelFailed(e) => format!("the model failed: {e}"),
+                    _ => "the agent stopped".to_string(),
+                };
+                if !stop.is_budget() {
+                    // Not the knowledge base's fault: a failed step, so a
+                    // human is asked rather than the question declined.
+                    let error = crate::tools::ToolError::new(
+                        "agent",
+                        crate::tools::ToolErrorKind::Failed,
+                        why.clone(),
+                    );
+                    steps.push(StepRecord {
+                        id: "answer".into(),
+                        action: "agent".into(),
+                        input: json!({"question": question}),
+                        result: ToolResult::failed(&error, Vec::new()),
+                        factors: Factors::default(),
+                        confidence: failed_score(),
+                    });
+                }
+                format!("{why}; it found {found}")
+            }
+        };
+        if report.decision == Decision::Escalate {
+            match self.escalation(question, reason, report.answer.as_ref()) {
+                Some(request) => {
+                    on_event(Event::Escalated { request: &request });
+                    report.escalation = Some(request);
+                }
+                None => report.decision = Decision::Decline,
+            }
+        }
+        report.steps = steps;
+        report.agent = Some(trace);
+        on_event(Event::Answered { report: &report });
         Ok(report)
     }
 
@@ -407,6 +661,9 @@ impl<'a> Executor<'a> {
             recovered,
             decided_by: None,
             steps: best.steps,
+            agent: None,
+            clarification: None,
+            parked: None,
         };
         on_event(Event::Answered { report: &report });
         Ok(report)
@@ -499,11 +756,25 @@ impl<'a> Executor<'a> {
         attempt: &Attempt,
         answer: Option<&Answer>,
     ) -> Option<UserRequest> {
+        self.escalation(
+            question,
+            reason(attempt, &self.confidence.thresholds),
+            answer,
+        )
+    }
+
+    /// The question for a reviewer, with `reason`, through `ask_user`.
+    fn escalation(
+        &self,
+        question: &str,
+        reason: String,
+        answer: Option<&Answer>,
+    ) -> Option<UserRequest> {
         self.registry.get("ask_user")?;
         let options = review_options(answer);
         let input = json!({
             "question": question,
-            "reason": reason(attempt, &self.confidence.thresholds),
+            "reason": reason,
             "options": options,
             "urgency": "blocking",
         });
@@ -536,8 +807,18 @@ pub fn review_options(draft: Option<&Answer>) -> Vec<String> {
     options
 }
 
+/// An agent event as a run event.
+fn forward(e: AgentEvent<'_>, on_event: &mut dyn FnMut(Event<'_>)) {
+    on_event(match e {
+        AgentEvent::Think { text } => Event::Think { text },
+        AgentEvent::ToolCall { call } => Event::ToolCall { call },
+        AgentEvent::Observation { call } => Event::Observation { call },
+        AgentEvent::Answer { text } => Event::AgentAnswer { text },
+    })
+}
+
 /// The score of a failed step: zero, explained by its absence of factors.
-fn failed_score() -> Score {
+pub(crate) fn failed_score() -> Score {
     Score {
         score: 0.0,
         logit: f64::NEG_INFINITY,
@@ -683,6 +964,9 @@ mod tests {
             recovered: false,
             decided_by: None,
             steps: Vec::new(),
+            agent: None,
+            clarification: None,
+            parked: None,
         }
     }
 

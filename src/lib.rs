@@ -32,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod confidence;
 pub mod config;
 pub mod display;
@@ -58,7 +59,10 @@ pub mod text;
 pub mod tools;
 
 pub use config::Config;
-pub use error::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_ANSWERED, EXIT_NOT_FOUND, Error, Result};
+pub use error::{
+    EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NEEDS_INPUT, EXIT_NOT_ANSWERED, EXIT_NOT_FOUND, Error,
+    Result,
+};
 pub use kb::{KnowledgeBase, OpenMode, Status, status};
 pub use search::Passage;
 pub use service::{AskOptions, AskOutcome, Grace, GraceBuilder, RunCounts, RunEvent, RunStream};

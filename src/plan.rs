@@ -109,6 +109,13 @@ pub enum PlanError {
     /// client went away, or the request ran out of time).
     #[error("the run was cancelled")]
     Cancelled,
+    /// A run that asked the asker a question was continued by an executor
+    /// that does not run the agent loop (`planner.strategy` is not `agent`,
+    /// or the generator calls no tools).
+    #[error(
+        "this run can only be continued by the agent loop (planner.strategy: agent with a language model that calls tools)"
+    )]
+    NotAnAgent,
 }
 
 /// Steps a plan may have at most.
@@ -318,6 +325,12 @@ pub enum PlanOrigin {
     Hint {
         /// The reviewer's hint, searched for beside the question.
         hint: String,
+    },
+    /// No plan: the agent loop chose each step after reading the last
+    /// (`planner.strategy: agent`; its turns are in the report's `agent`).
+    Agent {
+        /// The model that ran the loop.
+        generator: String,
     },
 }
 

@@ -129,6 +129,30 @@ pub struct AskOutcome {
     /// The session the turn was added to, when the ask named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// When the run needs input (`decision: needs_input`): the id that
+    /// continues it with the asker's reply (`POST /v1/runs/{id}/reply`,
+    /// [`Grace::reply`]), within `agent.reply_timeout_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+/// What [`Grace::run`] runs: the executor, and where its events go.
+type RunWith<'a> = dyn FnMut(
+        &Executor<'_>,
+        &mut dyn FnMut(crate::exec::Event<'_>),
+    ) -> std::result::Result<RunReport, PlanError>
+    + 'a;
+
+/// Longest reply to a question the agent put to the asker (characters).
+pub const MAX_REPLY_CHARS: usize = 4_000;
+
+/// A run waiting for the asker's reply, as kept in the session database.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ParkedRun {
+    state: crate::agent::AgentState,
+    options: AskOptions,
+    question: String,
+    rewrite: Option<Rewrite>,
 }
 
 /// Checks an ask before it runs: a question that is not blank, a limit in
@@ -199,6 +223,38 @@ pub enum RunEvent {
         /// The first run's confidence.
         confidence: f64,
     },
+    /// The agent's thought before acting.
+    Think {
+        /// The thought.
+        text: String,
+    },
+    /// The agent calls a tool.
+    ToolCall {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        arguments: serde_json::Value,
+    },
+    /// What the agent observed of a tool call.
+    Observation {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Whether it succeeded.
+        success: bool,
+        /// A short account of the result.
+        summary: String,
+        /// The search's confidence, for a search.
+        confidence: Option<f64>,
+    },
+    /// The agent's final answer, before it is scored.
+    Answer {
+        /// The answer text.
+        text: String,
+    },
     /// The run needs a human: the question put to them.
     Escalated {
         /// The question for the human.
@@ -223,6 +279,10 @@ impl RunEvent {
             RunEvent::StepStarted { .. } => "step_started",
             RunEvent::StepFinished { .. } => "step_finished",
             RunEvent::Recovering { .. } => "recovering",
+            RunEvent::Think { .. } => "think",
+            RunEvent::ToolCall { .. } => "tool_call",
+            RunEvent::Observation { .. } => "observation",
+            RunEvent::Answer { .. } => "answer",
             RunEvent::Escalated { .. } => "escalated",
             RunEvent::Done { .. } => "done",
             RunEvent::Failed { .. } => "failed",
@@ -248,6 +308,24 @@ impl RunEvent {
             },
             Event::Escalated { request } => RunEvent::Escalated {
                 request: (*request).clone(),
+            },
+            Event::Think { text } => RunEvent::Think {
+                text: (*text).to_string(),
+            },
+            Event::ToolCall { call } => RunEvent::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+            Event::Observation { call } => RunEvent::Observation {
+                id: call.call.id.clone(),
+                name: call.call.name.clone(),
+                success: call.success,
+                summary: call.summary.clone(),
+                confidence: call.confidence,
+            },
+            Event::AgentAnswer { text } => RunEvent::Answer {
+                text: (*text).to_string(),
             },
             // The outcome (with its review id) is sent as `Done` at the end.
             Event::Answered { .. } => return None,
@@ -429,21 +507,80 @@ impl Grace {
         on_event: &mut dyn FnMut(RunEvent),
     ) -> Result<AskOutcome> {
         check_ask(question, options)?;
+        let (rewrite, history) = match &options.session_id {
+            Some(id) => {
+                let turns = self.inner.sessions.history(id)?;
+                let prior: Vec<_> = turns.iter().map(Turn::prior).collect();
+                let model = self.inner.registry.generator().filter(|g| g.can_plan());
+                let rewrite = crate::followup::resolve(question, &prior, model.as_deref());
+                let history = turns.into_iter().map(|t| (t.question, t.answer)).collect();
+                (rewrite, history)
+            }
+            None => (None, Vec::new()),
+        };
+        self.run(options, cancel, on_event, &mut |executor, on| {
+            executor.ask_turn(question, rewrite.clone(), &history, on)
+        })
+    }
+
+    /// Continues run `run_id`, which ended as `needs_input`, with the
+    /// asker's `reply` (`None` or blank: the agent proceeds on its best
+    /// assumption). A run not continued within
+    /// `agent.reply_timeout_seconds` is gone ([`SessionError::RunNotFound`]).
+    ///
+    /// [`SessionError::RunNotFound`]: crate::session::SessionError::RunNotFound
+    pub fn reply_blocking(
+        &self,
+        run_id: &str,
+        reply: Option<&str>,
+        cancel: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(RunEvent),
+    ) -> Result<AskOutcome> {
+        if let Some(r) = reply
+            && r.chars().count() > MAX_REPLY_CHARS
+        {
+            return Err(Error::InvalidInput(format!(
+                "the reply is longer than {MAX_REPLY_CHARS} characters"
+            )));
+        }
+        let parked: ParkedRun = self.inner.sessions.take_run(run_id)?;
+        let ParkedRun {
+            state,
+            options,
+            question,
+            rewrite,
+        } = parked;
+        let mut state = Some(state);
+        self.run(&options, cancel, on_event, &mut |executor, on| {
+            let state = state.take().ok_or(PlanError::Cancelled)?;
+            let mut report = executor.resume(state, reply, on)?;
+            report.question = question.clone();
+            report.rewrite = rewrite.clone();
+            Ok(report)
+        })
+    }
+
+    /// Runs `go` with an executor for `options`, then parks a run that
+    /// needs input, queues an escalation, and adds the turn to the session.
+    fn run(
+        &self,
+        options: &AskOptions,
+        cancel: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(RunEvent),
+        go: &mut RunWith<'_>,
+    ) -> Result<AskOutcome> {
         let runs = &self.inner.runs;
         runs.in_flight.fetch_add(1, Ordering::Relaxed);
         let _in_flight = Decrement(&runs.in_flight);
         let config = self.config();
         let limit = options.limit.unwrap_or(config.tools.rag_search.limit);
         let executor = Executor::new(&self.inner.registry, config, limit).with_cancel(cancel);
-        let rewrite = match &options.session_id {
-            Some(id) => self.resolve_follow_up(question, id)?,
-            None => None,
-        };
-        let report = match executor.ask_turn(question, rewrite, &mut |e| {
+        let mut forward = |e: crate::exec::Event<'_>| {
             if let Some(event) = RunEvent::from_exec(&e) {
                 on_event(event);
             }
-        }) {
+        };
+        let mut report = match go(&executor, &mut forward) {
             Ok(report) => report,
             Err(PlanError::Cancelled) => {
                 runs.cancelled.fetch_add(1, Ordering::Relaxed);
@@ -463,7 +600,20 @@ impl Grace {
         } else {
             None
         };
-        if let Some(id) = &options.session_id {
+        let run_id = match report.parked.take() {
+            Some(state) => Some(self.inner.sessions.park_run(
+                &ParkedRun {
+                    state: *state,
+                    options: options.clone(),
+                    question: report.question.clone(),
+                    rewrite: report.rewrite.clone(),
+                },
+                config.agent.reply_timeout_seconds,
+            )?),
+            None => None,
+        };
+        // A turn waiting for the asker is added once it is answered.
+        if let (Some(id), None) = (&options.session_id, &run_id) {
             self.inner
                 .sessions
                 .append(id, &Turn::from_report(&report))?;
@@ -475,6 +625,7 @@ impl Grace {
             review_id,
             review_handle,
             session_id: options.session_id.clone(),
+            run_id,
         })
     }
 
@@ -606,9 +757,42 @@ impl Grace {
     /// with [`RunEvent::Done`] or [`RunEvent::Failed`]. Dropping the stream
     /// cancels the run. Must be called within a tokio runtime.
     pub fn ask_stream(&self, question: impl Into<String>, options: AskOptions) -> RunStream {
+        let question = question.into();
+        self.stream(move |this, cancel, send| this.ask_blocking(&question, &options, cancel, send))
+    }
+
+    /// [`reply_blocking`](Self::reply_blocking) on tokio's blocking pool;
+    /// dropping the future cancels the run.
+    pub async fn reply(
+        &self,
+        run_id: impl Into<String>,
+        reply: Option<String>,
+    ) -> Result<AskOutcome> {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let _guard = CancelOnDrop(cancel.clone());
+        let (this, run_id) = (self.clone(), run_id.into());
+        blocking(move || this.reply_blocking(&run_id, reply.as_deref(), cancel, &mut |_| {})).await
+    }
+
+    /// [`reply_blocking`](Self::reply_blocking) as a stream of run events
+    /// (see [`ask_stream`](Self::ask_stream)).
+    pub fn reply_stream(&self, run_id: impl Into<String>, reply: Option<String>) -> RunStream {
+        let run_id = run_id.into();
+        self.stream(move |this, cancel, send| {
+            this.reply_blocking(&run_id, reply.as_deref(), cancel, send)
+        })
+    }
+
+    /// Runs `work` on the blocking pool, its events and outcome on a stream.
+    fn stream(
+        &self,
+        work: impl FnOnce(&Grace, Arc<AtomicBool>, &mut dyn FnMut(RunEvent)) -> Result<AskOutcome>
+        + Send
+        + 'static,
+    ) -> RunStream {
         let (tx, rx) = mpsc::channel(64);
         let cancel = Arc::new(AtomicBool::new(false));
-        let (this, question, flag) = (self.clone(), question.into(), cancel.clone());
+        let (this, flag) = (self.clone(), cancel.clone());
         tokio::task::spawn_blocking(move || {
             let mut send = |event: RunEvent| {
                 // Nobody listening any more: stop the run.
@@ -616,7 +800,7 @@ impl Grace {
                     flag.store(true, Ordering::Relaxed);
                 }
             };
-            let last = match this.ask_blocking(&question, &options, flag.clone(), &mut send) {
+            let last = match work(&this, flag.clone(), &mut send) {
                 Ok(outcome) => RunEvent::Done {
                     outcome: Box::new(outcome),
                 },

@@ -32,7 +32,7 @@ pub const SESSION_ID_PATTERN: &str = r"^ses_[0-9a-f]{32}$";
 /// Turns of history follow-up resolution reads.
 pub const HISTORY_TURNS: usize = 4;
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     id         TEXT PRIMARY KEY,
@@ -48,7 +48,21 @@ CREATE TABLE IF NOT EXISTS turns (
     turn       TEXT NOT NULL,              -- JSON Turn
     PRIMARY KEY (session_id, n)
 );
+-- Runs waiting for the asker's reply (version 2): the agent's state.
+CREATE TABLE IF NOT EXISTS runs (
+    id         TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    state      TEXT NOT NULL               -- JSON
+);
+CREATE INDEX IF NOT EXISTS runs_expiry ON runs(expires_at);
 ";
+/// Prefix of the ids of runs waiting for the asker.
+pub const RUN_PREFIX: &str = "run_";
+/// The pattern of a waiting run's id, as the OpenAPI document publishes it.
+pub const RUN_ID_PATTERN: &str = r"^run_[0-9a-f]{32}$";
+/// Largest state a waiting run may keep (bytes of JSON).
+const MAX_RUN_BYTES: usize = 8 << 20;
 
 /// Result of session operations.
 pub type Result<T> = std::result::Result<T, SessionError>;
@@ -61,6 +75,22 @@ pub enum SessionError {
     NotFound {
         /// The id asked for.
         id: String,
+    },
+    /// No run waits under this id, or its time for a reply ran out.
+    #[error(
+        "run {id} is not waiting for a reply (it never did, was already continued, or expired after agent.reply_timeout_seconds)"
+    )]
+    RunNotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// A waiting run's state is over the size a run may keep.
+    #[error("the run's state is {bytes} bytes, over the {max} a waiting run may keep")]
+    RunTooLarge {
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        max: usize,
     },
     /// `sessions.max_sessions` are open.
     #[error("{max} sessions are open (sessions.max_sessions); end one or wait for one to expire")]
@@ -353,6 +383,78 @@ impl SessionStore {
         })
     }
 
+    /// Keeps `state` for `ttl_seconds` under a new run id, for
+    /// [`take_run`](Self::take_run). Runs count against
+    /// `sessions.max_sessions` with the sessions.
+    pub fn park_run<T: Serialize>(&self, state: &T, ttl_seconds: f64) -> Result<String> {
+        let text = serde_json::to_string(state).map_err(|e| SessionError::Corrupt {
+            path: self.path.clone(),
+            message: format!("cannot store a run: {e}"),
+        })?;
+        if text.len() > MAX_RUN_BYTES {
+            return Err(SessionError::RunTooLarge {
+                bytes: text.len(),
+                max: MAX_RUN_BYTES,
+            });
+        }
+        let bytes = crate::durable::random_bytes().map_err(|source| SessionError::Io {
+            action: "read the random source",
+            source,
+        })?;
+        let id = format!("{RUN_PREFIX}{}", crate::durable::hex(&bytes[..16]));
+        let now = now_ms();
+        let ttl: i64 = Duration::from_secs_f64(ttl_seconds)
+            .as_millis()
+            .try_into()
+            .unwrap_or(i64::MAX);
+        self.write(|tx, err| {
+            let open: i64 = tx
+                .query_row(
+                    "SELECT (SELECT COUNT(*) FROM sessions) + (SELECT COUNT(*) FROM runs)",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(err)?;
+            if usize::try_from(open).unwrap_or(usize::MAX) >= self.limits.max_sessions {
+                return Err(SessionError::TooMany {
+                    max: self.limits.max_sessions,
+                });
+            }
+            tx.execute(
+                "INSERT INTO runs (id, created_at, expires_at, state) VALUES (?1, ?2, ?3, ?4)",
+                params![id, now, now.saturating_add(ttl), text],
+            )
+            .map_err(err)?;
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    /// Takes back the state kept under run `id` (once: it is removed);
+    /// [`SessionError::RunNotFound`] when there is none or it expired.
+    pub fn take_run<T: serde::de::DeserializeOwned>(&self, id: &str) -> Result<T> {
+        let not_found = || SessionError::RunNotFound { id: shown(id) };
+        let plausible = id.strip_prefix(RUN_PREFIX).is_some_and(|hex| {
+            hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        });
+        if !plausible {
+            return Err(not_found());
+        }
+        let text: String = self.write(|tx, err| {
+            let text: Option<String> = tx
+                .query_row("SELECT state FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()
+                .map_err(err)?;
+            tx.execute("DELETE FROM runs WHERE id = ?1", [id])
+                .map_err(err)?;
+            text.ok_or_else(not_found)
+        })?;
+        serde_json::from_str(&text).map_err(|e| SessionError::Corrupt {
+            path: self.path.clone(),
+            message: format!("run {id}: {e}"),
+        })
+    }
+
     /// The last [`HISTORY_TURNS`] turns of session `id`.
     pub fn history(&self, id: &str) -> Result<Vec<Turn>> {
         let mut turns = self.get(id)?.turns;
@@ -389,7 +491,10 @@ impl SessionStore {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(&err)?;
-        tx.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now_ms()])
+        let now = now_ms();
+        tx.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now])
+            .map_err(&err)?;
+        tx.execute("DELETE FROM runs WHERE expires_at <= ?1", [now])
             .map_err(&err)?;
         let out = f(&tx, &err)?;
         tx.commit().map_err(&err)?;
@@ -569,6 +674,35 @@ mod tests {
         ));
         // Expired sessions no longer count.
         s.create().unwrap();
+    }
+
+    #[test]
+    fn a_parked_run_is_taken_back_once_and_expires() {
+        let (_dir, s) = store(SessionsConfig::default());
+        let id = s.park_run(&json_state(), 60.0).unwrap();
+        assert!(id.starts_with(RUN_PREFIX), "{id}");
+        let back: serde_json::Value = s.take_run(&id).unwrap();
+        assert_eq!(back, json_state());
+        assert!(matches!(
+            s.take_run::<serde_json::Value>(&id),
+            Err(SessionError::RunNotFound { .. })
+        ));
+        let id = s.park_run(&json_state(), 0.1).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(matches!(
+            s.take_run::<serde_json::Value>(&id),
+            Err(SessionError::RunNotFound { .. })
+        ));
+        for bad in ["", "run_", "run_XYZ", "../../etc/passwd"] {
+            assert!(matches!(
+                s.take_run::<serde_json::Value>(bad),
+                Err(SessionError::RunNotFound { .. })
+            ));
+        }
+    }
+
+    fn json_state() -> serde_json::Value {
+        serde_json::json!({"messages": ["a", "b"], "n": 1})
     }
 
     #[test]

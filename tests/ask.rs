@@ -26,6 +26,8 @@ fn ask(
                 Event::Recovering { .. } => "recovering".into(),
                 Event::Escalated { .. } => "escalated".into(),
                 Event::Answered { .. } => "answered".into(),
+                // Only the agent loop reports these.
+                other => format!("{other:?}"),
             })
         })
         .unwrap();
@@ -191,6 +193,8 @@ fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
         limit: 5,
         planner: grace::plan::Planner::new(Some(Arc::new(common::FixedPlanner(plan.to_string())))),
         cancel: Default::default(),
+        agent: None,
+        clarifier: None,
     };
     let started = std::time::Instant::now();
     let r = executor
@@ -263,6 +267,8 @@ fn a_failed_generator_escalates_with_the_reason_instead_of_declining() {
         limit: 5,
         planner: grace::plan::Planner::default(),
         cancel: Default::default(),
+        agent: None,
+        clarifier: None,
     };
     let r = executor
         .ask("How do I rotate an API key?", &mut |_| {})

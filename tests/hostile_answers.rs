@@ -165,6 +165,8 @@ fn a_plan_cannot_hand_the_answerer_evidence_of_its_own_making() {
         limit: 5,
         planner: grace::plan::Planner::new(Some(Arc::new(common::FixedPlanner(plan.to_string())))),
         cancel: Default::default(),
+        agent: None,
+        clarifier: None,
     };
     let r = executor
         .ask("How do I rotate an API key?", &mut |_| {})

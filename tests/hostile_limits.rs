@@ -150,6 +150,8 @@ fn a_plan_timeout_of_1e20_seconds_is_clamped_to_the_tools_own_not_a_panic() {
                 plan.to_string(),
             )))),
             cancel: Default::default(),
+            agent: None,
+            clarifier: None,
         };
         let r = executor
             .ask("How do I rotate an API key?", &mut |_| {})

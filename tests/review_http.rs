@@ -43,6 +43,9 @@ fn escalated_run(question: &str) -> RunReport {
         recovered: false,
         decided_by: None,
         steps: Vec::new(),
+        agent: None,
+        clarification: None,
+        parked: None,
     }
 }
 

@@ -102,11 +102,16 @@ pub async fn ask(
         return Ok(Json(outcome).into_response());
     }
     let run = s.grace.ask_stream(body.question, options);
-    // The stream ends after `done`/`failed`, or, past the request timeout,
-    // with a `failed` event; dropping `run` (client gone) cancels the run.
+    Ok(event_stream(&s, permit, run))
+}
+
+/// A run's events as server-sent events, ending after `done` or `failed`,
+/// or, past the request timeout or at shutdown, with a `failed` event;
+/// dropping the stream (client gone) cancels the run. The stream holds the
+/// concurrency permit until it ends.
+fn event_stream(s: &AppState, permit: Permit, run: crate::RunStream) -> Response {
     let deadline = tokio::time::Instant::now() + s.gate.timeout;
     let gate = s.gate.clone();
-    // The stream holds the concurrency permit until it ends.
     let events = futures_util::stream::unfold(Some((run, permit)), move |state| {
         let gate = gate.clone();
         async move {
@@ -137,9 +142,76 @@ pub async fn ask(
             Some((Ok::<_, Infallible>(sse), (!last).then_some((run, permit))))
         }
     });
-    Ok(Sse::new(events)
+    Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
-        .into_response())
+        .into_response()
+}
+
+/// `POST /v1/runs/{id}/reply`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplyBody {
+    /// The asker's reply to the run's `clarification` (an option's text or
+    /// free text); null or absent: no reply, and the agent proceeds on its
+    /// best assumption, which its answer states.
+    #[schema(max_length = 4000)]
+    pub reply: Option<String>,
+    /// Answer with a `text/event-stream` of run events instead of JSON.
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// Continues a run that ended with `decision: needs_input`, with the
+/// asker's reply: the outcome as `/v1/ask` gives it (which may need input
+/// again, with a new `run_id`). A run not continued within
+/// `agent.reply_timeout_seconds`, or continued already, is 404.
+#[utoipa::path(post, path = "/v1/runs/{id}/reply", request_body = ReplyBody,
+    params(("id" = String, Path, pattern = r"^run_[0-9a-f]{32}$")),
+    responses(
+        (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
+            content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
+        (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
+        (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody),
+        (status = 429, body = super::openapi::ErrorBody), (status = 503, body = super::openapi::ErrorBody),
+        (status = 504, body = super::openapi::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn reply(
+    State(s): State<AppState>,
+    axum::Extension(permit): axum::Extension<Permit>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    headers: HeaderMap,
+    body: JsonObject<ReplyBody>,
+) -> Result<Response, ApiError> {
+    let JsonObject(body) = body;
+    if body
+        .reply
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > crate::service::MAX_REPLY_CHARS)
+    {
+        return Err(crate::Error::InvalidInput(format!(
+            "the reply is longer than {} characters",
+            crate::service::MAX_REPLY_CHARS
+        ))
+        .into());
+    }
+    let wants_stream = body.stream
+        || headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/event-stream"));
+    if !wants_stream {
+        let grace = s.grace.clone();
+        let outcome: AskOutcome = held(permit, move |cancel| {
+            grace.reply_blocking(&id, body.reply.as_deref(), cancel, &mut |_| {})
+        })
+        .await?;
+        return Ok(Json(outcome).into_response());
+    }
+    Ok(event_stream(
+        &s,
+        permit,
+        s.grace.reply_stream(id, body.reply),
+    ))
 }
 
 /// One event of `/v1/ask`'s stream (`Accept: text/event-stream` or

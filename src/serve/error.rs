@@ -104,7 +104,10 @@ impl From<Error> for ApiError {
             }
             Error::Store(e) if e.is_transient() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             Error::Plan(PlanError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
-            Error::Session(SessionError::NotFound { .. }) => (StatusCode::NOT_FOUND, "not_found"),
+            Error::Session(SessionError::NotFound { .. } | SessionError::RunNotFound { .. }) => {
+                (StatusCode::NOT_FOUND, "not_found")
+            }
+            Error::Plan(PlanError::NotAnAgent) => (StatusCode::CONFLICT, "conflict"),
             Error::Session(SessionError::TooMany { .. }) => {
                 (StatusCode::TOO_MANY_REQUESTS, "too_many_requests")
             }

@@ -121,6 +121,7 @@ pub fn router(state: AppState) -> Router {
     // Work that costs CPU: bounded by `server.max_concurrency`.
     let work = Router::new()
         .route("/v1/ask", post(api::ask))
+        .route("/v1/runs/{id}/reply", post(api::reply))
         .route("/v1/search", post(api::search))
         .route("/v1/ingest", post(api::ingest))
         .route_layer(from_fn_with_state(state.clone(), gate::limit));

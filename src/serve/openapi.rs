@@ -38,7 +38,7 @@ pub struct ErrorDetail {
                        token (`grace review register`), which names the reviewer, or \
                        `server.admin_api_key`."
     ),
-    paths(health, api::ask, api::search, api::ingest, api::status, super::review_api::list,
+    paths(health, api::ask, api::reply, api::search, api::ingest, api::status, super::review_api::list,
           super::review_api::show, super::review_api::claim, super::review_api::release,
           super::review_api::answer, super::review_api::reject, super::review_api::retract,
           super::review_api::log, super::review_api::asker_view, super::review_api::reviewers, super::review_api::me, super::review_api::rotate,
@@ -210,7 +210,8 @@ mod tests {
             assert!(
                 pattern == crate::text::NOT_BLANK
                     || pattern == crate::text::PLAIN_ID
-                    || pattern == crate::session::SESSION_ID_PATTERN,
+                    || pattern == crate::session::SESSION_ID_PATTERN
+                    || pattern == crate::session::RUN_ID_PATTERN,
                 "an unchecked pattern in the document: {pattern}"
             );
         }

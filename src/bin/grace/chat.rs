@@ -17,7 +17,8 @@ use crate::output;
 const MAX_LINE_BYTES: usize = 16 * 1024;
 
 const HELP: &str = "Ask a question, or: /sources (of the last answer), /trace (its steps and \
-                    factors), /new (start a new conversation), /quit";
+                    factors), /new (start a new conversation), /skip (leave GRACE's question \
+                    unanswered), /quit";
 
 /// Options of `grace chat`.
 pub struct ChatArgs<'a> {
@@ -48,6 +49,8 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
         println!("GRACE chat (session {session}). {HELP}");
     }
     let mut last: Option<RunReport> = None;
+    // A run waiting for the answer to GRACE's question: the next line.
+    let mut waiting: Option<String> = None;
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     loop {
@@ -66,6 +69,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
             "/new" => {
                 session = grace.create_session()?.id;
                 last = None;
+                waiting = None;
                 if !args.json {
                     println!("New conversation (session {session}).");
                 }
@@ -78,18 +82,34 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                 Some(r) => output::run_report(r, true, args.json),
                 None => println!("No answer yet."),
             },
-            command if command.starts_with('/') => {
+            "/skip" if waiting.is_none() => println!("GRACE asked nothing."),
+            command if command.starts_with('/') && command != "/skip" => {
                 println!("Unknown command {command:?}. {HELP}");
             }
-            question => {
-                let options = AskOptions {
-                    limit: args.limit,
-                    asker: args.asker.to_string(),
-                    session_id: Some(session.clone()),
-                    ..AskOptions::default()
-                };
+            line => {
                 let cancel = Arc::new(AtomicBool::new(false));
-                let outcome = match grace.ask_blocking(question, &options, cancel, &mut |_| {}) {
+                let result = match waiting.take() {
+                    // The answer to GRACE's question continues its run.
+                    Some(run_id) => {
+                        let options = last
+                            .as_ref()
+                            .and_then(|r| r.clarification.as_ref())
+                            .map(|c| c.options.as_slice())
+                            .unwrap_or_default();
+                        let reply = (line != "/skip").then(|| output::chosen(options, line));
+                        grace.reply_blocking(&run_id, reply.as_deref(), cancel, &mut |_| {})
+                    }
+                    None => {
+                        let options = AskOptions {
+                            limit: args.limit,
+                            asker: args.asker.to_string(),
+                            session_id: Some(session.clone()),
+                            ..AskOptions::default()
+                        };
+                        grace.ask_blocking(line, &options, cancel, &mut |_| {})
+                    }
+                };
+                let outcome = match result {
                     Ok(o) => o,
                     // One bad question does not end the conversation.
                     Err(e) if e.exit_code() == grace::EXIT_BAD_INPUT => {
@@ -103,18 +123,24 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                 } else {
                     if !terminal {
                         // From a pipe: a transcript, each answer under its question.
-                        println!("\n> {question}");
+                        println!("\n> {line}");
                     }
                     if let Some(rw) = &outcome.report.rewrite {
                         println!("(read as: {})", rw.question);
                     }
                     output::run_report(&outcome.report, false, false);
+                    if outcome.run_id.is_some() {
+                        println!(
+                            "(answer on the next line: a number picks an option; /skip lets GRACE assume)"
+                        );
+                    }
                     if let Some(id) = outcome.review_id {
                         println!(
                             "Queued for review as escalation #{id}: `grace answer {id}` shows the answer once a reviewer gives it."
                         );
                     }
                 }
+                waiting = outcome.run_id.clone();
                 last = Some(outcome.report);
             }
         }

@@ -294,12 +294,24 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             let limit = limit.unwrap_or(config.tools.rag_search.limit);
             let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
             let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
-            let executor = grace::exec::Executor::new(&registry, kb.config(), limit);
-            let mut report = executor.ask(question, &mut |_| {})?;
             let interactive = !*no_input
                 && !cli.json
                 && std::io::stdin().is_terminal()
                 && std::io::stdout().is_terminal();
+            let mut executor = grace::exec::Executor::new(&registry, kb.config(), limit);
+            if interactive {
+                executor = executor.with_clarifier(&clarify);
+            }
+            let mut report = executor.ask(question, &mut |_| {})?;
+            if report.decision == grace::exec::Decision::NeedsInput {
+                output::run_report(&report, *trace, cli.json);
+                if !cli.json {
+                    println!(
+                        "\n(no terminal to answer at: ask again with the answer in the question, or use `grace chat`)"
+                    );
+                }
+                return Ok(grace::EXIT_NEEDS_INPUT);
+            }
             if !cli.json {
                 output::run_report(&report, *trace, false);
             }
@@ -468,6 +480,31 @@ fn progress_bar(cli: &Cli) -> ProgressBar {
 /// Asks the person at the terminal to settle an escalated run: a number
 /// picks an offered option, other text is their own answer, an empty line
 /// leaves the run escalated.
+/// The agent's question to the asker, at the terminal: a number picks an
+/// option, other text is the reply, Enter gives none (the agent proceeds on
+/// its best assumption).
+fn clarify(request: &grace::tools::UserRequest) -> Option<String> {
+    use std::io::{BufRead, Write};
+    println!("\nGRACE asks: {}", request.question);
+    if !request.reason.trim().is_empty() {
+        println!("({})", request.reason);
+    }
+    for (i, o) in request.options.iter().enumerate() {
+        println!("  {}. {o}", i + 1);
+    }
+    print!("Your answer (a number, your own words, or Enter to let GRACE assume): ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let line = line.trim();
+    if line.is_empty() {
+        return None;
+    }
+    Some(output::chosen(&request.options, line))
+}
+
 fn prompt_for_reply(report: &mut grace::exec::RunReport) {
     use std::io::{BufRead, Write};
     let options = report

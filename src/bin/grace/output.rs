@@ -24,6 +24,15 @@ pub fn display_path(path: &str) -> String {
     }
 }
 
+/// A reply to GRACE's question: the option a number names, else the text.
+pub fn chosen(options: &[String], line: &str) -> String {
+    line.parse::<usize>()
+        .ok()
+        .and_then(|n| options.get(n.wrapping_sub(1)))
+        .cloned()
+        .unwrap_or_else(|| line.to_string())
+}
+
 /// One value as one line of JSON (`grace chat --json`: a line per turn).
 pub fn print_json_line<T: Serialize>(value: &T) {
     match serde_json::to_string(value) {
@@ -449,6 +458,15 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
                 print_citations(a);
             }
         }
+        Decision::NeedsInput => {
+            if let Some(req) = &r.clarification {
+                println!("GRACE needs to know more: {}", req.question);
+                println!("Why: {}", req.reason);
+                for (i, o) in req.options.iter().enumerate() {
+                    println!("  {}. {o}", i + 1);
+                }
+            }
+        }
         Decision::Escalate => {
             println!(
                 "GRACE is not confident enough to answer (confidence {:.2}).",
@@ -507,6 +525,14 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
             PlanOrigin::Hint { hint } => {
                 println!("  plan: search, a second search for the reviewer's hint {hint:?}, answer")
             }
+            PlanOrigin::Agent { generator } => {
+                println!(
+                    "  plan: none; the agent ({generator}) chose each step after reading the last"
+                )
+            }
+        }
+        if let Some(a) = &r.agent {
+            agent_trace(a);
         }
         if r.recovered {
             println!("  (the steps below are the recovery run: the same question, more passages)");
@@ -589,6 +615,38 @@ fn print_citations(a: &grace::tools::Answer) {
             None => println!("  [{}] {source}", c.number),
         }
     }
+}
+
+/// The agent's turns: thought, calls and what came of them, the answer,
+/// and why it stopped.
+fn agent_trace(a: &grace::agent::AgentTrace) {
+    for t in &a.turns {
+        println!(
+            "  turn {} ({} + {} tokens, stop {:?}):",
+            t.turn, t.usage.input_tokens, t.usage.output_tokens, t.stop_reason
+        );
+        if let Some(thought) = &t.thought {
+            println!("    think: {thought}");
+        }
+        for c in &t.calls {
+            println!("    act:   {} {}", c.call.name, c.call.arguments);
+            println!("    observe: {}", c.summary);
+        }
+        if let Some(answer) = &t.answer {
+            println!("    answer: {answer}");
+        }
+    }
+    let stop = match &a.stop {
+        grace::agent::AgentStop::ModelFailed(e) => format!("model failed: {e}"),
+        other => format!("{other:?}").to_lowercase(),
+    };
+    println!(
+        "  agent stopped: {stop} after {} turn(s), {} + {} tokens, {:.1} s",
+        a.turns.len(),
+        a.usage.input_tokens,
+        a.usage.output_tokens,
+        a.seconds
+    );
 }
 
 /// What a human's reply made of an escalated run.
