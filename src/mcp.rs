@@ -4,7 +4,11 @@
 //! - the registry's tools (`rag_search`, `reasoning`, `ask_user`) with the
 //!   registry's own JSON schemas, called through the registry so each
 //!   keeps its `tools.<name>` timeout and retries;
-//! - `ask` (a whole run: plan, search, answer, confidence, escalation),
+//! - `ask` (a whole run: plan, search, answer, confidence, escalation; a
+//!   `session_id` for follow-ups; with `planner.strategy: agent`, a
+//!   question back to the asker goes through MCP elicitation when the
+//!   client supports it, else comes back with a `run_id` that `ask`
+//!   continues with `reply`),
 //!   `ingest`, `list_escalations` and `answer_escalation`, bounded by
 //!   `mcp.timeout_seconds`.
 //!
@@ -21,17 +25,64 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{ElicitationMode, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::exec::HumanReply;
 use crate::review::{ReviewAnswer, Status, Viewer};
 use crate::{AskOptions, Config, Error, Grace, Result};
+
+/// Questions to the asker one `ask` call puts through MCP elicitation.
+pub const MAX_ELICITATIONS: usize = 3;
+
+/// Puts `request` to the client's user as a form with one `reply` field:
+/// `Ok(None)` when the user declines, cancels or gives nothing; `Err` when
+/// the request fails (the client does not answer within `wait`, or its
+/// protocol forbids server requests).
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    request: &crate::tools::UserRequest,
+    wait: Duration,
+) -> std::result::Result<Option<String>, ()> {
+    let mut message = format!("{}\n({})", request.question, request.reason);
+    for (i, o) in request.options.iter().enumerate() {
+        message.push_str(&format!("\n{}. {o}", i + 1));
+    }
+    let schema = ElicitationSchema::builder()
+        .required_string_with("reply", |s| {
+            s.description("your answer: an option's text or your own words")
+        })
+        .build()
+        .map_err(|e| tracing::warn!(error = e, "cannot build the elicitation form"))?;
+    let result = peer
+        .create_elicitation_with_timeout(
+            ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema: schema,
+            },
+            Some(wait),
+        )
+        .await;
+    match result {
+        Ok(r) if r.action == ElicitationAction::Accept => Ok(r
+            .content
+            .as_ref()
+            .and_then(|c| c.get("reply"))
+            .and_then(Value::as_str)
+            .map(|s| crate::text::truncate_chars(s, crate::service::MAX_REPLY_CHARS).to_string())),
+        Ok(_) => Ok(None),
+        Err(e) => {
+            tracing::warn!(error = %e, "MCP elicitation failed; the run_id goes back instead");
+            Err(())
+        }
+    }
+}
 
 /// Names `mcp.tools` may list.
 pub const MCP_TOOL_NAMES: &[&str] = &[
@@ -152,11 +203,70 @@ impl McpServer {
         &self.tools
     }
 
-    async fn call(&self, name: &str, args: Value) -> std::result::Result<Value, Failure> {
+    /// A run that needs the asker's input: when the client supports MCP
+    /// elicitation (form mode), the question is put to its user and the
+    /// run continued with the reply (a declined or cancelled request
+    /// continues it without one: the agent proceeds on its best
+    /// assumption; a request that fails leaves the run waiting); at most
+    /// [`MAX_ELICITATIONS`] times a call. Otherwise the outcome goes back
+    /// as it is: `decision: needs_input`, the `clarification` and a
+    /// `run_id` that `ask` with `run_id` and `reply` continues.
+    async fn clarify(
+        &self,
+        mut outcome: crate::AskOutcome,
+        peer: &Peer<RoleServer>,
+    ) -> std::result::Result<crate::AskOutcome, Failure> {
+        if !peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return Ok(outcome);
+        }
+        let wait = Duration::from_secs_f64(self.grace.config().agent.reply_timeout_seconds);
+        for _ in 0..MAX_ELICITATIONS {
+            let (Some(run_id), Some(request)) =
+                (outcome.run_id.clone(), outcome.report.clarification.clone())
+            else {
+                break;
+            };
+            // A client that cannot be asked after all (a protocol without
+            // server requests): the run_id goes back instead.
+            let Ok(reply) = elicit(peer, &request, wait).await else {
+                break;
+            };
+            outcome = tokio::time::timeout(self.timeout, self.grace.reply(run_id, reply))
+                .await
+                .map_err(|_| self.timed_out())??;
+        }
+        Ok(outcome)
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        peer: &Peer<RoleServer>,
+    ) -> std::result::Result<Value, Failure> {
         let grace = self.grace.clone();
         match name {
+            "ask" if args.get("run_id").is_some() => {
+                let run_id = args["run_id"].as_str().unwrap_or_default().to_string();
+                let reply = args["reply"].as_str().map(str::to_string);
+                let outcome = tokio::time::timeout(self.timeout, grace.reply(run_id, reply))
+                    .await
+                    .map_err(|_| self.timed_out())??;
+                let outcome = self.clarify(outcome, peer).await?;
+                Ok(serde_json::to_value(outcome).unwrap_or(Value::Null))
+            }
             "ask" => {
-                let question = args["question"].as_str().unwrap_or_default().to_string();
+                let question = args["question"].as_str().ok_or_else(|| {
+                    Failure::new(
+                        "`question` is required (or `run_id` with `reply` to continue a run that needs input)"
+                            .into(),
+                        vec![],
+                    )
+                })?;
+                let question = question.to_string();
                 let session_id = match args["session_id"].as_str() {
                     Some("new") => {
                         let g = grace.clone();
@@ -173,6 +283,7 @@ impl McpServer {
                 let outcome = tokio::time::timeout(self.timeout, grace.ask(question, options))
                     .await
                     .map_err(|_| self.timed_out())??;
+                let outcome = self.clarify(outcome, peer).await?;
                 Ok(serde_json::to_value(outcome).unwrap_or(Value::Null))
             }
             "ingest" => {
@@ -324,7 +435,7 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, McpError> {
         let Some(tool) = self.tools.iter().find(|t| t.name == request.name) else {
             let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
@@ -345,7 +456,7 @@ impl ServerHandler for McpServer {
             ));
         }
         let name = request.name.to_string();
-        let result = match self.call(&name, args).await {
+        let result = match self.call(&name, args, &context.peer).await {
             Ok(mut data) => {
                 self.display.rewrite(&mut data);
                 CallToolResult::structured(json!({
@@ -441,10 +552,14 @@ fn ask_schema() -> Value {
             "question": {"type": "string", "minLength": 1, "description": "the question"},
             "limit": {"type": "integer", "minimum": 1, "maximum": crate::config::MAX_RAG_SEARCH_LIMIT, "description": "passages retrieved"},
             "asker": {"type": "string", "description": "who asks, shown to reviewers"},
+            "run_id": {"type": "string", "pattern": "^run_[0-9a-f]{32}$",
+                       "description": "continue a run that needs input (decision needs_input) with `reply`; `question` is then ignored"},
+            "reply": {"type": "string", "maxLength": crate::service::MAX_REPLY_CHARS,
+                      "description": "with run_id: the answer to the run's clarification question (absent: none, GRACE proceeds on its best assumption)"},
             "session_id": {"type": "string", "pattern": "^(new|ses_[0-9a-f]{32})$",
                            "description": "continue a conversation: the session_id an earlier ask returned, or \"new\" to start one; follow-ups are read against its earlier turns"}
         },
-        "required": ["question"],
+        "required": [],
         "additionalProperties": false
     })
 }

@@ -435,3 +435,352 @@ fn the_trace_and_json_show_every_turn() {
     assert_eq!(json["agent"]["stop"]["reason"], "final");
     assert!(json.get("parked").is_none());
 }
+
+/// The script of a run that asks which error the asker sees, then answers.
+fn clarifying_script() -> Vec<Turn> {
+    vec![
+        Turn::call(
+            "ask_user",
+            json!({
+                "question": "Which error code do you see?",
+                "reason": "Several errors can stop a deployment.",
+                "options": ["ORB-1042", "ORB-2001"],
+                "urgency": "blocking"
+            }),
+        ),
+        Turn::call("rag_search", json!({"query": "ORB-2001"})),
+        Turn::answer(GROUNDED),
+    ]
+}
+
+#[test]
+fn http_needs_input_then_reply_then_answer_and_expiry() {
+    let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
+    let run = start(&model, |c| c.agent.reply_timeout_seconds = 2.0);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let server = common::serve(run.grace.clone()).await;
+        let http = reqwest::Client::new();
+        let post = |path: String, body: Value| {
+            let http = http.clone();
+            let url = format!("{}{path}", server.base);
+            async move {
+                let r = http.post(url).json(&body).send().await.unwrap();
+                let status = r.status();
+                (status, r.json::<Value>().await.unwrap_or(Value::Null))
+            }
+        };
+        let (status, first) = post(
+            "/v1/ask".into(),
+            json!({"question": "Why did my deployment fail?", "queue": false}),
+        )
+        .await;
+        assert_eq!(status, 200, "{first}");
+        assert_eq!(first["decision"], "needs_input");
+        assert_eq!(
+            first["clarification"]["question"],
+            "Which error code do you see?"
+        );
+        assert_eq!(first["clarification"]["options"][1], "ORB-2001");
+        let run_id = first["run_id"].as_str().unwrap().to_string();
+        // Hostile replies: too long, wrong type, unknown field; and a bad id.
+        let (status, _) = post(
+            format!("/v1/runs/{run_id}/reply"),
+            json!({"reply": "x".repeat(5_000)}),
+        )
+        .await;
+        assert_eq!(status, 400);
+        let (status, _) = post(format!("/v1/runs/{run_id}/reply"), json!({"reply": 7})).await;
+        assert!(status.is_client_error());
+        let (status, _) = post(
+            format!("/v1/runs/{run_id}/reply"),
+            json!({"reply": "a", "as": "admin"}),
+        )
+        .await;
+        assert!(status.is_client_error());
+        let (status, _) = post("/v1/runs/run_nope/reply".into(), json!({"reply": "a"})).await;
+        assert_eq!(status, 404);
+
+        let (status, done) = post(
+            format!("/v1/runs/{run_id}/reply"),
+            json!({"reply": "ORB-2001"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{done}");
+        assert!(
+            done["decision"] == "answer" || done["decision"] == "caveat",
+            "{done}"
+        );
+        assert_eq!(done["question"], "Why did my deployment fail?");
+        // Sources are shown relative, as on /v1/ask.
+        let source = done["answer"]["citations"][0]["source"].as_str().unwrap();
+        assert!(!source.starts_with('/'), "{source}");
+        // Continued once: a second reply is 404.
+        let (status, _) = post(format!("/v1/runs/{run_id}/reply"), json!({"reply": "x"})).await;
+        assert_eq!(status, 404);
+        server.stop().await;
+    });
+    drop(rt);
+
+    // A run nobody continues within agent.reply_timeout_seconds expires.
+    let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
+    let run = start(&model, |c| c.agent.reply_timeout_seconds = 0.5);
+    let outcome = ask(&run, "Why did my deployment fail?");
+    let run_id = outcome.run_id.unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let late = run.grace.reply_blocking(
+        &run_id,
+        Some("ORB-2001"),
+        Arc::new(AtomicBool::new(false)),
+        &mut |_| {},
+    );
+    let e = late.unwrap_err();
+    assert_eq!(e.exit_code(), grace::EXIT_NOT_FOUND);
+    assert!(e.to_string().contains("agent.reply_timeout_seconds"), "{e}");
+}
+
+/// `grace` with the scripted Gemini as its model and the agent loop on.
+fn agent_cmd(model: &ScriptedModel, dir: &std::path::Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = common::grace_cmd(dir, args);
+    cmd.env("GRACE_LLM__PROVIDER", "gemini")
+        .env(
+            "GRACE_LLM__GEMINI__BASE_URL",
+            format!("{}/v1beta/", model.uri()),
+        )
+        .env("GRACE_LLM__GEMINI__MODEL", "gemini-test")
+        .env("GRACE_LLM__TOOL_MODE", "native")
+        .env("GRACE_PLANNER__STRATEGY", "agent")
+        .env("GEMINI_API_KEY", "test-key");
+    cmd
+}
+
+fn ingested() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    let out = common::grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{}", common::output_text(&out));
+    dir
+}
+
+#[test]
+fn cli_ask_without_a_terminal_ends_as_needs_input_with_exit_5() {
+    let dir = ingested();
+    let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
+    let out = agent_cmd(
+        &model,
+        dir.path(),
+        &["ask", "Why did my deployment fail?", "--json"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", common::output_text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["decision"], "needs_input");
+    assert_eq!(report["clarification"]["urgency"], "blocking");
+
+    // An optional question without a terminal: the run goes on, on the
+    // model's assumption, which the observation asks it to state.
+    let mut script = clarifying_script();
+    script[0] = Turn::call(
+        "ask_user",
+        json!({"question": "Staging or production?", "reason": "r", "urgency": "optional"}),
+    );
+    let model = ScriptedModel::start(Provider::Gemini, Mode::Native, script);
+    let out = agent_cmd(
+        &model,
+        dir.path(),
+        &["ask", "Why did my deployment fail?", "--json"],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(4)),
+        "{}",
+        common::output_text(&out)
+    );
+    assert!(
+        sent(&model, 1).contains("best assumption"),
+        "{}",
+        sent(&model, 1)
+    );
+}
+
+#[test]
+fn cli_ask_at_a_terminal_puts_the_question_and_goes_on() {
+    let dir = ingested();
+    let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
+    let bin = env!("CARGO_BIN_EXE_grace");
+    let cmd = agent_cmd(&model, dir.path(), &[]);
+    let mut script = std::process::Command::new("script");
+    script
+        .args([
+            "-qefc",
+            &format!("{bin} ask 'Why did my deployment fail?'"),
+            "/dev/null",
+        ])
+        .current_dir(dir.path())
+        .env("TERM", "dumb");
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let mut child = script
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    // Option 2 is "ORB-2001".
+    child.stdin.take().unwrap().write_all(b"2\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = common::output_text(&out);
+    assert!(
+        text.contains("GRACE asks: Which error code do you see?"),
+        "{text}"
+    );
+    assert!(text.contains("rolls back automatically"), "{text}");
+    assert!(sent(&model, 1).contains("ORB-2001"), "{}", sent(&model, 1));
+}
+
+#[test]
+fn chat_takes_the_next_line_as_the_reply() {
+    let dir = ingested();
+    let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
+    let mut child = agent_cmd(&model, dir.path(), &["chat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Why did my deployment fail?\n2\n/quit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = common::output_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("GRACE needs to know more: Which error code do you see?"),
+        "{text}"
+    );
+    assert!(text.contains("rolls back automatically"), "{text}");
+    assert!(
+        sent(&model, 1).contains("ORB-2001"),
+        "the number picked the option"
+    );
+}
+
+mod mcp {
+    use super::*;
+    use rmcp::ServiceExt;
+    use rmcp::model::{
+        CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+        ElicitationAction, Implementation,
+    };
+    use rmcp::service::{RequestContext, RoleClient};
+    use rmcp::transport::TokioChildProcess;
+
+    /// An MCP client whose user answers every elicitation with `reply`.
+    struct Answering {
+        reply: &'static str,
+        asked: Arc<std::sync::Mutex<Vec<String>>>,
+    }
+
+    impl rmcp::ClientHandler for Answering {
+        fn get_info(&self) -> ClientConfig {
+            ClientConfig::new(
+                ClientCapabilities::builder().enable_elicitation().build(),
+                Implementation::new("answering-test-client", "0.0.0"),
+            )
+        }
+
+        async fn create_elicitation(
+            &self,
+            request: ElicitRequestParams,
+            _context: RequestContext<RoleClient>,
+        ) -> Result<ElicitResult, rmcp::ErrorData> {
+            if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
+                self.asked.lock().unwrap().push(message);
+            }
+            Ok(ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"reply": self.reply})))
+        }
+    }
+
+    fn args(v: Value) -> serde_json::Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_clarifying_question_goes_through_elicitation_or_comes_back_with_a_run_id() {
+        let dir = tokio::task::spawn_blocking(ingested).await.unwrap();
+        let (model, plain) = tokio::task::spawn_blocking(|| {
+            (
+                ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script()),
+                ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script()),
+            )
+        })
+        .await
+        .unwrap();
+
+        // A client that supports elicitation: its user is asked, the run goes on.
+        let mut cmd = tokio::process::Command::from(agent_cmd(&model, dir.path(), &["mcp"]));
+        cmd.stderr(std::process::Stdio::null());
+        let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let client = Answering {
+            reply: "ORB-2001",
+            asked: asked.clone(),
+        }
+        .serve(TokioChildProcess::new(cmd).unwrap())
+        .await
+        .unwrap();
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("ask")
+                    .with_arguments(args(json!({"question": "Why did my deployment fail?"}))),
+            )
+            .await
+            .unwrap();
+        let body = result.structured_content.unwrap();
+        let decision = body["data"]["decision"].as_str().unwrap().to_string();
+        assert!(decision == "answer" || decision == "caveat", "{body}");
+        assert!(asked.lock().unwrap()[0].contains("Which error code do you see?"));
+        client.cancel().await.unwrap();
+
+        // A client without elicitation: the question and a run_id come
+        // back, and `ask` with run_id and reply continues the run.
+        let mut cmd = tokio::process::Command::from(agent_cmd(&plain, dir.path(), &["mcp"]));
+        cmd.stderr(std::process::Stdio::null());
+        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("ask")
+                    .with_arguments(args(json!({"question": "Why did my deployment fail?"}))),
+            )
+            .await
+            .unwrap();
+        let body = result.structured_content.unwrap();
+        assert_eq!(body["data"]["decision"], "needs_input", "{body}");
+        let run_id = body["data"]["run_id"].as_str().unwrap().to_string();
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("ask")
+                    .with_arguments(args(json!({"run_id": run_id, "reply": "ORB-2001"}))),
+            )
+            .await
+            .unwrap();
+        let body = result.structured_content.unwrap();
+        let decision = body["data"]["decision"].as_str().unwrap().to_string();
+        assert!(decision == "answer" || decision == "caveat", "{body}");
+        client.cancel().await.unwrap();
+        tokio::task::spawn_blocking(move || drop((model, plain)))
+            .await
+            .unwrap();
+    }
+}

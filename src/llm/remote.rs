@@ -62,7 +62,8 @@ pub struct RemoteLlm {
     client: genai::Client,
     options: ChatOptions,
     timeout: Duration,
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` until dropped (see the `Drop` impl).
+    runtime: Option<tokio::runtime::Runtime>,
     tool_mode: ToolMode,
     /// Set (once, in `auto` mode) when the provider said the model does
     /// not support tools: JSON mode from then on.
@@ -195,7 +196,7 @@ impl RemoteLlm {
             client,
             options,
             timeout: Duration::from_secs_f64(config.timeout_seconds),
-            runtime,
+            runtime: Some(runtime),
             tool_mode: ToolMode::default(),
             json_fallback: AtomicBool::new(false),
         })
@@ -288,7 +289,11 @@ impl RemoteLlm {
         let call = self
             .client
             .exec_chat(self.model.as_str(), chat, Some(options));
-        self.runtime
+        let Some(runtime) = &self.runtime else {
+            // Only `drop` takes it; no call can come after.
+            return Err(Failure::Timeout);
+        };
+        runtime
             .block_on(async { tokio::time::timeout(self.timeout, call).await })
             .map_err(|_| Failure::Timeout)?
             .map_err(Failure::Provider)
@@ -628,6 +633,18 @@ fn next_call_number(messages: &[Message]) -> usize {
 /// `n` when `id` is a generated `call_<n>`.
 fn generated_number(id: &str) -> Option<usize> {
     id.strip_prefix("call_")?.parse().ok()
+}
+
+impl Drop for RemoteLlm {
+    /// The client may be dropped inside another runtime's async context
+    /// (`grace mcp` and `grace serve` drop their handle there at exit),
+    /// where dropping a runtime that blocks would panic: it is shut down in
+    /// the background instead.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 fn with_slash(url: &str) -> String {
