@@ -456,6 +456,13 @@ impl ServerHandler for McpServer {
             ));
         }
         let name = request.name.to_string();
+        // `ask` takes a question, or a run_id to continue: one of the two.
+        if name == "ask" && args.get("question").is_none() && args.get("run_id").is_none() {
+            return Err(McpError::invalid_params(
+                "ask: `question` is required (or `run_id` with `reply` to continue a run that needs input)",
+                Some(json!({"schema": *tool.input_schema})),
+            ));
+        }
         let result = match self.call(&name, args, &context.peer).await {
             Ok(mut data) => {
                 self.display.rewrite(&mut data);
@@ -612,9 +619,11 @@ mod tests {
         let s = ask_schema();
         assert!(check_arguments(&s, &json!({"question": "why?"})).is_ok());
         assert!(check_arguments(&s, &json!({"question": "why?", "limit": 3})).is_ok());
+        // `ask` takes a question or a run_id: the call checks which.
+        assert!(check_arguments(&s, &json!({})).is_ok());
         assert_eq!(
-            check_arguments(&s, &json!({})).unwrap_err(),
-            "`question` is required"
+            check_arguments(&answer_schema(), &json!({"reviewer": "alice"})).unwrap_err(),
+            "`id` is required"
         );
         assert!(
             check_arguments(&s, &json!({"question": 3}))

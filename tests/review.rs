@@ -259,13 +259,56 @@ fn expired_escalations_follow_auto_proceed_on_timeout() {
         ("true", 0, "not reviewed"),
     ] {
         let out = grace_cmd(d, &["ask", UNANSWERED, "--wait", "--timeout", "30"])
-            .env("GRACE_REVIEW__DEFAULT_TIMEOUT", "0.5")
+            .env("GRACE_REVIEW__ESCALATION_TTL_SECONDS", "0.5")
             .env("GRACE_REVIEW__AUTO_PROCEED_ON_TIMEOUT", auto)
             .output()
             .unwrap();
         let shown = text(&out);
         assert_eq!(out.status.code(), Some(code), "auto={auto}: {shown}");
         assert!(shown.contains(expect), "auto={auto}: {shown}");
+    }
+}
+
+#[test]
+fn the_askers_wait_ends_but_the_escalation_stays_in_the_queue() {
+    // Waiting on the asker is not waiting on a reviewer: the asker's wait
+    // (review.asker_wait_seconds) ends in seconds, the escalation stays
+    // open for reviewers for its life (review.escalation_ttl_seconds).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    for (auto, code, expect) in [
+        ("false", 4, "pending"),
+        ("true", 0, "Not reviewed: no reviewer answered within 1 s"),
+    ] {
+        let out = grace_cmd(d, &["ask", UNANSWERED, "--wait"])
+            .env("GRACE_REVIEW__ASKER_WAIT_SECONDS", "0.6")
+            .env("GRACE_REVIEW__AUTO_PROCEED_ON_TIMEOUT", auto)
+            .output()
+            .unwrap();
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(code), "auto={auto}: {shown}");
+        assert!(shown.contains(expect), "auto={auto}: {shown}");
+    }
+    // Both escalations are still pending, a day from expiring, and each
+    // says until when its asker waited.
+    let list = json(&grace(d, &["review", "list", "--json"]));
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    for e in list {
+        assert_eq!(e["status"], "pending", "{e}");
+        let created =
+            chrono::DateTime::parse_from_rfc3339(e["created_at"].as_str().unwrap()).unwrap();
+        let expires =
+            chrono::DateTime::parse_from_rfc3339(e["expires_at"].as_str().unwrap()).unwrap();
+        let waits =
+            chrono::DateTime::parse_from_rfc3339(e["asker_waits_until"].as_str().unwrap()).unwrap();
+        assert_eq!((expires - created).num_seconds(), 86_400, "{e}");
+        assert_eq!(
+            (waits - created).num_seconds(),
+            300,
+            "the configured wait: {e}"
+        );
     }
 }
 

@@ -59,12 +59,36 @@ fn file_prefix(file: Option<&Path>, line: Option<usize>) -> String {
     }
 }
 
+/// Keys an earlier GRACE read, and what replaced them.
+const RENAMED: &[(&str, &str)] = &[
+    (
+        "default_timeout",
+        "review.escalation_ttl_seconds is how long an escalation stays in the queue, \
+         review.asker_wait_seconds how long an asker waits for it",
+    ),
+    (
+        "reviewer_api_key",
+        "reviewers have their own tokens (grace review register); server.admin_api_key administers them",
+    ),
+    (
+        "planner",
+        "in the llm section it was a switch; the planner section's strategy (default, plan, agent) replaces it",
+    ),
+];
+
 impl ConfigError {
     pub(crate) fn from_yaml(e: serde_yaml::Error) -> Self {
+        let mut message = e.to_string();
+        // Keys that were renamed: say what replaced them.
+        for (old, hint) in RENAMED {
+            if message.contains(&format!("unknown field `{old}`")) {
+                message.push_str(&format!(" ({old} was replaced: {hint})"));
+            }
+        }
         ConfigError::Parse {
             file: None,
             line: e.location().map(|l| l.line()),
-            message: e.to_string(),
+            message,
         }
     }
 

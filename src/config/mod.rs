@@ -620,10 +620,16 @@ impl Default for ExtractiveConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReviewConfig {
-    /// Seconds an escalation waits for a reviewer before it expires.
-    pub default_timeout: f64,
-    /// On expiry: `true` gives the asker the best low-confidence answer,
-    /// marked as not reviewed; `false` gives no answer.
+    /// Seconds an escalation stays in the queue for a reviewer before it
+    /// expires (a queue that people work through: hours, not minutes).
+    pub escalation_ttl_seconds: f64,
+    /// Seconds an asker waits for a reviewer by default (`grace ask
+    /// --wait`, `grace answer --wait`): the interactive wait, separate
+    /// from the escalation's life in the queue.
+    pub asker_wait_seconds: f64,
+    /// When the asker's wait ends, or the escalation expires, unanswered:
+    /// `true` gives the asker the best low-confidence answer, marked as
+    /// not reviewed; `false` gives no answer.
     pub auto_proceed_on_timeout: bool,
     /// Confidence recorded for a reviewer's answer when the reviewer gives
     /// none.
@@ -636,7 +642,8 @@ pub struct ReviewConfig {
 impl Default for ReviewConfig {
     fn default() -> Self {
         Self {
-            default_timeout: 300.0,
+            escalation_ttl_seconds: 86_400.0,
+            asker_wait_seconds: 300.0,
             auto_proceed_on_timeout: false,
             reviewer_confidence: 1.0,
             replan_words: ["modify", "redo", "replan", "retry"]

@@ -445,3 +445,15 @@ fn config_is_data_at_the_bottom_and_imports_nothing_above_it() {
         }
     }
 }
+
+#[test]
+fn a_renamed_key_says_what_replaced_it() {
+    let e = Config::from_yaml("review:\n  default_timeout: 30\n").unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("escalation_ttl_seconds") && text.contains("asker_wait_seconds"),
+        "{text}"
+    );
+    let e = Config::from_yaml("llm:\n  planner: false\n").unwrap_err();
+    assert!(e.to_string().contains("strategy"), "{e}");
+}

@@ -340,11 +340,16 @@ fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
 }
 
 fn validate_review(r: &super::ReviewConfig) -> Result<()> {
-    if !(r.default_timeout.is_finite() && r.default_timeout > 0.0) {
-        return Err(invalid(
-            "review.default_timeout",
-            format!("{} must be a number of seconds above 0", r.default_timeout),
-        ));
+    for (key, value) in [
+        ("review.escalation_ttl_seconds", r.escalation_ttl_seconds),
+        ("review.asker_wait_seconds", r.asker_wait_seconds),
+    ] {
+        if !(value.is_finite() && value > 0.0 && value <= 31_536_000.0) {
+            return Err(invalid(
+                key,
+                format!("{value} must be a number of seconds above 0 and at most a year"),
+            ));
+        }
     }
     if !(0.0..=1.0).contains(&r.reviewer_confidence) {
         return Err(invalid(

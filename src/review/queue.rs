@@ -138,8 +138,14 @@ pub struct Escalation {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
-    /// When it expires if still open.
+    /// When it expires if still open (`review.escalation_ttl_seconds`
+    /// after it was asked).
     pub expires_at: DateTime<Utc>,
+    /// Until when its asker waits by default (`review.asker_wait_seconds`
+    /// after it was asked); after that the asker has moved on (with
+    /// GRACE's draft, under `review.auto_proceed_on_timeout`) while the
+    /// escalation stays open for reviewers until `expires_at`.
+    pub asker_waits_until: DateTime<Utc>,
     /// How it was settled; `None` while open.
     pub resolution: Option<Resolution>,
 }
@@ -174,7 +180,7 @@ pub struct NewEscalation<'a> {
     pub asker: &'a str,
     /// Restrict to these reviewers; `None`: any reviewer.
     pub allowed: Option<Vec<String>>,
-    /// Overrides `review.default_timeout`.
+    /// Overrides `review.escalation_ttl_seconds`.
     pub timeout: Option<Duration>,
 }
 
@@ -340,7 +346,7 @@ impl ReviewQueue {
         }
         let timeout = new
             .timeout
-            .unwrap_or_else(|| Duration::from_secs_f64(self.config.default_timeout));
+            .unwrap_or_else(|| Duration::from_secs_f64(self.config.escalation_ttl_seconds));
         let id = self.write(|tx| {
             let now = now_ms();
             let expires = now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
@@ -957,6 +963,10 @@ impl ReviewQueue {
             created_at: to_time(r.created_at),
             updated_at: to_time(r.updated_at),
             expires_at: to_time(r.expires_at),
+            asker_waits_until: to_time(r.created_at)
+                + chrono::Duration::milliseconds(
+                    (self.config.asker_wait_seconds * 1000.0).min(i64::MAX as f64) as i64,
+                ),
             resolution: r
                 .resolution
                 .map(|t| from_json(p, &what("resolution"), &t))

@@ -80,7 +80,7 @@ enum Command {
         /// When escalated, wait for a reviewer's answer (see `grace review`)
         #[arg(long)]
         wait: bool,
-        /// Seconds to wait with --wait [default: review.default_timeout]
+        /// Seconds to wait with --wait [default: review.asker_wait_seconds]
         #[arg(long, value_name = "SECONDS", requires = "wait")]
         timeout: Option<f64>,
         /// Only these reviewers may see the escalation (comma-separated ids)
@@ -113,7 +113,7 @@ enum Command {
         /// Wait until it is settled
         #[arg(long)]
         wait: bool,
-        /// Seconds to wait with --wait [default: review.default_timeout]
+        /// Seconds to wait with --wait [default: review.asker_wait_seconds]
         #[arg(long, value_name = "SECONDS", requires = "wait")]
         timeout: Option<f64>,
         /// Withdraw the question
@@ -332,7 +332,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 );
             }
             if let (Some(id), true) = (review_id, *wait) {
-                let seconds = timeout.unwrap_or(kb.config().review.default_timeout);
+                let seconds = timeout.unwrap_or(kb.config().review.asker_wait_seconds);
                 let config = kb.config().clone();
                 drop(executor);
                 drop(registry);
@@ -369,7 +369,9 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             cancel,
         } => {
             let wait = match wait {
-                true => Some(wait_for(timeout.unwrap_or(config.review.default_timeout))?),
+                true => Some(wait_for(
+                    timeout.unwrap_or(config.review.asker_wait_seconds),
+                )?),
                 false => None,
             };
             return review::answer(&config, *id, wait, *cancel, cli.json);

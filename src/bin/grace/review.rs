@@ -343,7 +343,32 @@ pub fn answer(
     let e = match wait {
         Some(timeout) => match queue.wait_blocking(id, timeout) {
             Ok(e) => e,
-            Err(grace::review::ReviewError::WaitTimedOut { .. }) => queue.get(id, Viewer::Asker)?,
+            Err(grace::review::ReviewError::WaitTimedOut { .. }) => {
+                let e = queue.get(id, Viewer::Asker)?;
+                // The asker's wait is over, not the escalation: it stays
+                // in the queue for reviewers until it expires.
+                let draft = e.run.answer.as_ref().filter(|a| !a.abstained);
+                if let (true, Some(draft), true) =
+                    (config.review.auto_proceed_on_timeout, draft, json)
+                {
+                    output::print_json_line(&serde_json::json!({
+                        "not_reviewed": true,
+                        "answer": draft,
+                        "escalation": e,
+                    }));
+                    return Ok(0);
+                }
+                if let (true, Some(draft)) = (config.review.auto_proceed_on_timeout, draft) {
+                    println!(
+                        "Not reviewed: no reviewer answered within {:.0} s. GRACE's own low-confidence answer (the question stays open for reviewers until {}):\n\n{}",
+                        timeout.as_secs_f64(),
+                        e.expires_at.format("%Y-%m-%d %H:%M UTC"),
+                        draft.text
+                    );
+                    return Ok(0);
+                }
+                e
+            }
             Err(other) => return Err(other.into()),
         },
         None => queue.get(id, Viewer::Asker)?,
