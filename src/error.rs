@@ -4,7 +4,7 @@
 
 use crate::config::ConfigError;
 use crate::embed::EmbedError;
-use crate::eval::EvalError;
+use crate::eval::set::EvalError;
 use crate::ingest::IngestError;
 use crate::lexical::LexicalError;
 use crate::review::ReviewError;
@@ -58,6 +58,16 @@ pub enum Error {
     /// A request the caller can fix (an empty query, a zero limit).
     #[error("{0}")]
     InvalidInput(String),
+}
+
+impl From<crate::search::SearchError> for Error {
+    fn from(e: crate::search::SearchError) -> Self {
+        match e {
+            crate::search::SearchError::InvalidInput(m) => Error::InvalidInput(m),
+            crate::search::SearchError::Embed(e) => Error::Embed(e),
+            crate::search::SearchError::Store(e) => Error::Store(e),
+        }
+    }
 }
 
 /// Exit code: bad input or configuration.

@@ -19,12 +19,16 @@ use serde_json::{Value, json};
 use crate::agent::{
     Agent, AgentCall, AgentEvent, AgentOutcome, AgentState, AgentStop, AgentTrace, Clarifier,
 };
-use crate::confidence::{Contribution, Factors, Level, Score, aggregate, level, score_with};
+use crate::confidence::{Contribution, Factors, Level, aggregate, failed_score, level, score_with};
 use crate::config::AgentConfig;
 use crate::config::{ConfidenceConfig, MAX_RAG_SEARCH_LIMIT};
 use crate::followup::Rewrite;
 use crate::plan::{Plan, PlanError, PlanOrigin, Planner, Step, default_plan, hint_plan, step_ref};
 use crate::tools::{Answer, ToolOutput, ToolRegistry, ToolResult, UserRequest};
+
+/// One executed step (defined with the tools it records, which the agent
+/// loop records too).
+pub use crate::tools::StepRecord;
 
 /// The option that confirms the drafted answer starts with this.
 pub const CONFIRM_OPTION_PREFIX: &str = "Confirm this answer: ";
@@ -57,27 +61,6 @@ pub enum Decision {
     /// The agent asked the asker a question the run cannot go on without
     /// (`clarification`); the reply continues it.
     NeedsInput,
-}
-
-/// One executed step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRecord {
-    /// The step's id in the plan.
-    pub id: String,
-    /// The tool the plan named for the step (also when its fallback produced
-    /// the result).
-    pub action: String,
-    /// The input as run (references resolved).
-    pub input: Value,
-    /// The tool's result (the fallback's, when the step's tool failed and the
-    /// step has one).
-    pub result: ToolResult,
-    /// The factors the step was scored on: its own, together with those of
-    /// the steps it depends on (an answer with its retrieval's).
-    #[serde(default)]
-    pub factors: Factors,
-    /// The step's confidence and why.
-    pub confidence: Score,
 }
 
 impl RunReport {
@@ -815,17 +798,6 @@ fn forward(e: AgentEvent<'_>, on_event: &mut dyn FnMut(Event<'_>)) {
         AgentEvent::Observation { call } => Event::Observation { call },
         AgentEvent::Answer { text } => Event::AgentAnswer { text },
     })
-}
-
-/// The score of a failed step: zero, explained by its absence of factors.
-pub(crate) fn failed_score() -> Score {
-    Score {
-        score: 0.0,
-        logit: f64::NEG_INFINITY,
-        bias: 0.0,
-        contributions: Vec::new(),
-        model: Default::default(),
-    }
 }
 
 /// Why a run is escalated: its confidence against the threshold and the

@@ -242,6 +242,17 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Share of `terms` (a query-side sparse vector) present in `found`;
+/// `None` when there are no terms. The one measure behind query coverage,
+/// sentence ranking and groundedness.
+pub fn term_coverage(terms: &SparseVector, found: &std::collections::HashSet<u32>) -> Option<f64> {
+    if terms.is_empty() {
+        return None;
+    }
+    let hits = terms.indices.iter().filter(|t| found.contains(t)).count();
+    Some(hits as f64 / terms.indices.len() as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,7 @@ mod kb;
 pub mod lexical;
 pub mod llm;
 pub mod mcp;
+pub mod migrate;
 pub mod plan;
 pub mod reader;
 pub mod review;

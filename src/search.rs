@@ -21,7 +21,24 @@ use crate::embed::{Embedder, cosine};
 use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
 use crate::store::fusion::rrf;
 use crate::store::{ChunkPoint, PayloadFilter, QueryVector, StoreQuery, StoredHit, VectorStore};
-use crate::{Error, Result};
+
+/// Result of a search.
+pub type Result<T> = std::result::Result<T, SearchError>;
+
+/// What went wrong searching (the library's [`crate::Error`] takes each
+/// as its own kind: bad input, the embedder, the store).
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// The query or the limit is not one a search can run.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The query could not be embedded.
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
 
 /// A passage found by a search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,10 +111,10 @@ pub fn search(
 ) -> Result<Vec<Passage>> {
     let query = request.query.trim();
     if query.is_empty() {
-        return Err(Error::InvalidInput("the query is empty".into()));
+        return Err(SearchError::InvalidInput("the query is empty".into()));
     }
     if !(1..=MAX_LIMIT).contains(&request.limit) {
-        return Err(Error::InvalidInput(format!(
+        return Err(SearchError::InvalidInput(format!(
             "the number of results must be in 1..={MAX_LIMIT}, got {}",
             request.limit
         )));

@@ -1,7 +1,8 @@
 //! Small helpers for text from outside: two checks kept in step with the
 //! patterns the OpenAPI document publishes for them (`NOT_BLANK`,
 //! `PLAIN_ID`), so that what a client's schema check accepts the server
-//! accepts too, and cutting text on a character boundary.
+//! accepts too; cutting text on a character boundary; and splitting a
+//! paragraph into sentences (chunking, answering and grading share it).
 
 /// The published pattern of a text that must not be blank: at least one
 /// character that is neither white space nor a control character.
@@ -32,6 +33,56 @@ pub fn truncate_chars(text: &str, max: usize) -> &str {
         Some((i, _)) => &text[..i],
         None => text,
     }
+}
+
+/// Splits a paragraph after `.`, `!` or `?` (optionally followed by a
+/// closing quote or bracket) when whitespace and an upper-case letter, digit
+/// or opening quote follow; a line break inside a paragraph also ends a
+/// sentence when the next line starts like a list item.
+pub fn sentences(paragraph: &str) -> Vec<String> {
+    let chars: Vec<char> = paragraph.chars().collect();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let mut end = None;
+        if matches!(c, '.' | '!' | '?') {
+            let mut j = i + 1;
+            while j < chars.len() && matches!(chars[j], '"' | '\'' | ')' | ']' | '”' | '’') {
+                j += 1;
+            }
+            if j < chars.len() && chars[j].is_whitespace() {
+                let mut k = j;
+                while k < chars.len() && chars[k].is_whitespace() {
+                    k += 1;
+                }
+                if k == chars.len()
+                    || chars[k].is_uppercase()
+                    || chars[k].is_ascii_digit()
+                    || matches!(chars[k], '"' | '“' | '(' | '*' | '-')
+                {
+                    end = Some(j);
+                }
+            }
+        } else if c == '\n' {
+            end = Some(i);
+        }
+        if let Some(e) = end {
+            let s: String = chars[start..e].iter().collect();
+            if !s.trim().is_empty() {
+                out.push(s.trim().to_string());
+            }
+            start = e;
+            i = e;
+        }
+        i += 1;
+    }
+    let s: String = chars[start.min(chars.len())..].iter().collect();
+    if !s.trim().is_empty() {
+        out.push(s.trim().to_string());
+    }
+    out
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 use std::collections::HashSet;
 
 use super::{Factor, Factors, term_coverage};
-use crate::ingest::chunk::sentences;
 use crate::lexical::LexicalEncoder;
 use crate::llm::{AnswerDraft, SourceText};
+use crate::text::sentences;
 
 /// A sentence counts as supported when at least this share of its content
 /// terms (stemmed words, identifiers) occur in a source it cites.

@@ -9,9 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::metrics;
 use super::{Factor, Factors, sigmoid};
 use crate::config::Weights;
-use crate::eval::metrics;
 
 /// Number of features (one per [`Factor`]).
 pub const FEATURES: usize = Factor::ALL.len();

@@ -15,11 +15,13 @@
 mod answer;
 pub mod calibration;
 pub mod fit;
+pub mod metrics;
 mod retrieval;
 pub mod v1;
 
 pub use self::answer::{SUPPORT_THRESHOLD, answer_factors, citation_markers};
-pub use self::retrieval::{query_coverage, retrieval_factors, term_coverage};
+pub use self::retrieval::{query_coverage, retrieval_factors};
+pub use crate::lexical::term_coverage;
 
 use std::collections::BTreeMap;
 
@@ -169,6 +171,17 @@ impl Factors {
     /// Adds the factors of `other`, replacing equal ones.
     pub fn merge(&mut self, other: &Factors) {
         self.0.extend(other.0.iter().map(|(k, v)| (*k, *v)));
+    }
+}
+
+/// The score of a failed step: zero, explained by its absence of factors.
+pub fn failed_score() -> Score {
+    Score {
+        score: 0.0,
+        logit: f64::NEG_INFINITY,
+        bias: 0.0,
+        contributions: Vec::new(),
+        model: Default::default(),
     }
 }
 

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use statrs::statistics::Statistics;
 
 use super::{Factor, Factors};
-use crate::lexical::{LexicalEncoder, SparseVector, distinct_identifiers, identifiers_found};
+use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found, term_coverage};
 use crate::search::Passage;
 
 /// Share of the query's terms found in any of `passages`; `None` when the
@@ -24,17 +24,6 @@ pub fn query_coverage(lexical: &LexicalEncoder, query: &str, passages: &[&str]) 
         .flat_map(|p| lexical.encode_document(p).indices)
         .collect();
     term_coverage(&lexical.encode_query(query), &found)
-}
-
-/// Share of `terms` (a query-side sparse vector) present in `found`;
-/// `None` when there are no terms. The one measure behind query coverage,
-/// sentence ranking and groundedness.
-pub fn term_coverage(terms: &SparseVector, found: &HashSet<u32>) -> Option<f64> {
-    if terms.is_empty() {
-        return None;
-    }
-    let hits = terms.indices.iter().filter(|t| found.contains(t)).count();
-    Some(hits as f64 / terms.indices.len() as f64)
 }
 
 /// The factors of a search for `query` that returned `passages`. `focus`

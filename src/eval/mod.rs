@@ -14,132 +14,27 @@
 
 pub mod calibrate;
 pub mod conversations;
-pub mod metrics;
 pub mod plot;
+pub mod set;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use sha2::{Digest, Sha256};
 
+pub use self::set::{EvalError, Question, load_questions};
+use self::set::{parse_questions, read};
 use crate::confidence::calibration::Calibration;
 use crate::confidence::fit::{self, Fare, Model, Sample, features};
+pub use crate::confidence::metrics;
 use crate::confidence::{Factor, Factors, score, v1};
 use crate::embed::Embedder;
 use crate::exec::{Decision, Executor};
 use crate::ingest::IngestOptions;
 use crate::tools::{ToolOutput, ToolRegistry};
 use crate::{Config, KnowledgeBase, OpenMode, Result};
-
-/// One line of `questions.jsonl`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Question {
-    /// Identifier of the question, unique in the set.
-    pub id: String,
-    /// The question as asked.
-    pub question: String,
-    /// Whether the corpus answers it.
-    pub answerable: bool,
-    /// File names (in `corpus/`) that answer the question.
-    #[serde(default)]
-    pub gold_sources: Vec<String>,
-    /// The reference answer, if the set gives one (not used by the evaluation).
-    #[serde(default)]
-    pub gold_answer: Option<String>,
-    /// `in-corpus`, `held-out-section` or `out-of-domain`.
-    #[serde(default)]
-    pub kind: String,
-    /// Where the question comes from (e.g. a section of the source document);
-    /// not used by the evaluation.
-    #[serde(default)]
-    pub origin: Option<String>,
-}
-
-impl Question {
-    /// Unanswerable but about the corpus's subject.
-    pub fn in_domain(&self) -> bool {
-        self.kind != "out-of-domain"
-    }
-}
-
-/// What went wrong reading an evaluation set.
-#[derive(Debug, thiserror::Error)]
-pub enum EvalError {
-    /// The folder lacks `corpus/` or `questions.jsonl`.
-    #[error("{path}: not an evaluation set folder ({what} is missing)")]
-    NotASet {
-        /// The folder given as the set.
-        path: PathBuf,
-        /// What is missing (`corpus/` or `questions.jsonl`).
-        what: &'static str,
-    },
-    /// A line of `questions.jsonl` is not a valid question.
-    #[error("{path}:{line}: {message}")]
-    BadQuestion {
-        /// The questions file.
-        path: PathBuf,
-        /// 1-based line of the bad question.
-        line: usize,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// Reading the set or creating the temporary store folder failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done (`read`, `create`).
-        action: &'static str,
-        /// The file or folder it was done to.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// Reads `questions.jsonl`; a malformed line is an error naming file and line.
-pub fn load_questions(path: &Path) -> std::result::Result<Vec<Question>, EvalError> {
-    parse_questions(path, &read(path)?)
-}
-
-fn read(path: &Path) -> std::result::Result<Vec<u8>, EvalError> {
-    std::fs::read(path).map_err(|source| EvalError::Io {
-        action: "read",
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Parses the bytes of `questions.jsonl` read from `path` (named in errors).
-fn parse_questions(path: &Path, bytes: &[u8]) -> std::result::Result<Vec<Question>, EvalError> {
-    // The error reading it as text would have given.
-    let text = std::str::from_utf8(bytes).map_err(|e| EvalError::Io {
-        action: "read",
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-    })?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let q: Question = serde_json::from_str(line).map_err(|e| EvalError::BadQuestion {
-            path: path.to_path_buf(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        if q.question.trim().is_empty() {
-            return Err(EvalError::BadQuestion {
-                path: path.to_path_buf(),
-                line: i + 1,
-                message: "empty `question`".into(),
-            });
-        }
-        out.push(q);
-    }
-    Ok(out)
-}
 
 /// How well one score separates answerable from unanswerable questions.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -146,55 +146,7 @@ fn units(text: &str, max_words: usize) -> Vec<Unit> {
     out
 }
 
-/// Splits a paragraph after `.`, `!` or `?` (optionally followed by a
-/// closing quote or bracket) when whitespace and an upper-case letter, digit
-/// or opening quote follow; a line break inside a paragraph also ends a
-/// sentence when the next line starts like a list item.
-pub fn sentences(paragraph: &str) -> Vec<String> {
-    let chars: Vec<char> = paragraph.chars().collect();
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let mut end = None;
-        if matches!(c, '.' | '!' | '?') {
-            let mut j = i + 1;
-            while j < chars.len() && matches!(chars[j], '"' | '\'' | ')' | ']' | '”' | '’') {
-                j += 1;
-            }
-            if j < chars.len() && chars[j].is_whitespace() {
-                let mut k = j;
-                while k < chars.len() && chars[k].is_whitespace() {
-                    k += 1;
-                }
-                if k == chars.len()
-                    || chars[k].is_uppercase()
-                    || chars[k].is_ascii_digit()
-                    || matches!(chars[k], '"' | '“' | '(' | '*' | '-')
-                {
-                    end = Some(j);
-                }
-            }
-        } else if c == '\n' {
-            end = Some(i);
-        }
-        if let Some(e) = end {
-            let s: String = chars[start..e].iter().collect();
-            if !s.trim().is_empty() {
-                out.push(s.trim().to_string());
-            }
-            start = e;
-            i = e;
-        }
-        i += 1;
-    }
-    let s: String = chars[start.min(chars.len())..].iter().collect();
-    if !s.trim().is_empty() {
-        out.push(s.trim().to_string());
-    }
-    out
-}
+pub use crate::text::sentences;
 
 /// The trailing units of `chunk` totalling at most `overlap` words (never
 /// the whole chunk, so every chunk adds new text).

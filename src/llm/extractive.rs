@@ -16,10 +16,10 @@ use super::{
     AnswerDraft, GenerateRequest, Generation, LlmClient, LlmError, Result, SourceText, StopReason,
     Usage,
 };
-use crate::confidence::term_coverage;
 use crate::embed::{Embedder, cosine};
-use crate::ingest::chunk::sentences;
+use crate::lexical::term_coverage;
 use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
+use crate::text::sentences;
 
 /// What an extractive answer says when the sources do not answer.
 pub const NOT_IN_SOURCES: &str = "The sources do not answer this question.";

@@ -173,3 +173,22 @@ pub(crate) fn reviewer_exists(conn: &Connection, path: &Path, id: &str) -> Resul
         .map_err(db_error(path))?
         .is_some())
 }
+
+/// Inserts a message (inside the caller's transaction).
+pub(crate) fn insert_message(
+    tx: &rusqlite::Transaction<'_>,
+    path: &std::path::Path,
+    sender: &str,
+    recipient: Option<&str>,
+    subject: &str,
+    body: &str,
+    escalation_id: Option<i64>,
+) -> Result<i64> {
+    tx.execute(
+        "INSERT INTO messages (sender, recipient, subject, body, escalation_id, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        rusqlite::params![sender, recipient, subject, body, escalation_id, now_ms()],
+    )
+    .map_err(db_error(path))?;
+    Ok(tx.last_insert_rowid())
+}

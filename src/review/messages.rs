@@ -12,7 +12,9 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::db::{allowed_list, db_error, from_json, now_ms, reviewer_exists, to_json, to_time};
+use super::db::{
+    allowed_list, db_error, from_json, insert_message, now_ms, reviewer_exists, to_json, to_time,
+};
 use super::queue::ReviewQueue;
 use super::{Result, ReviewError, non_empty, plain_id};
 
@@ -106,25 +108,6 @@ pub struct ContextValue {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Inserts a message (inside the caller's transaction).
-pub(crate) fn insert(
-    tx: &Transaction<'_>,
-    path: &std::path::Path,
-    sender: &str,
-    recipient: Option<&str>,
-    subject: &str,
-    body: &str,
-    escalation_id: Option<i64>,
-) -> Result<i64> {
-    tx.execute(
-        "INSERT INTO messages (sender, recipient, subject, body, escalation_id, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![sender, recipient, subject, body, escalation_id, now_ms()],
-    )
-    .map_err(db_error(path))?;
-    Ok(tx.last_insert_rowid())
-}
-
 impl ReviewQueue {
     /// Registers a reviewer, or updates the name and description of one.
     pub fn register_reviewer(&self, reviewer: &Reviewer) -> Result<()> {
@@ -210,7 +193,7 @@ impl ReviewQueue {
                     });
                 }
             }
-            insert(tx, &self.path, sender, recipient, subject, body, None)
+            insert_message(tx, &self.path, sender, recipient, subject, body, None)
         })
     }
 

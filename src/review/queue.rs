@@ -222,7 +222,7 @@ pub enum Viewer<'a> {
     Asker,
 }
 
-/// The durable escalation queue (and, in [`super::messages`], reviewers,
+/// The durable escalation queue (and, in `review::messages`, reviewers,
 /// messages and shared context). Cheap to share: one connection behind a
 /// mutex; other processes use their own.
 pub struct ReviewQueue {
@@ -373,11 +373,11 @@ impl ReviewQueue {
             let subject = format!("Escalation #{id} needs a reviewer");
             match &new.allowed {
                 None => {
-                    super::messages::insert(tx, &self.path, "grace", None, &subject, &body, Some(id))?;
+                    super::db::insert_message(tx, &self.path, "grace", None, &subject, &body, Some(id))?;
                 }
                 Some(list) => {
                     for r in list {
-                        super::messages::insert(tx, &self.path, "grace", Some(r), &subject, &body, Some(id))?;
+                        super::db::insert_message(tx, &self.path, "grace", Some(r), &subject, &body, Some(id))?;
                     }
                 }
             }

@@ -73,9 +73,9 @@ impl AskBody {
     responses(
         (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
             content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
-        (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
-        (status = 413, body = super::openapi::ErrorBody), (status = 429, body = super::openapi::ErrorBody),
-        (status = 503, body = super::openapi::ErrorBody), (status = 504, body = super::openapi::ErrorBody)),
+        (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
+        (status = 413, body = super::error::ErrorBody), (status = 429, body = super::error::ErrorBody),
+        (status = 503, body = super::error::ErrorBody), (status = 504, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn ask(
     State(s): State<AppState>,
@@ -170,10 +170,10 @@ pub struct ReplyBody {
     responses(
         (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
             content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
-        (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
-        (status = 404, body = super::openapi::ErrorBody), (status = 409, body = super::openapi::ErrorBody),
-        (status = 429, body = super::openapi::ErrorBody), (status = 503, body = super::openapi::ErrorBody),
-        (status = 504, body = super::openapi::ErrorBody)),
+        (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
+        (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody),
+        (status = 429, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody),
+        (status = 504, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn reply(
     State(s): State<AppState>,
@@ -252,8 +252,8 @@ pub struct SearchResponse {
 /// Finds the passages that best match a query.
 #[utoipa::path(post, path = "/v1/search", request_body = SearchBody,
     responses((status = 200, body = SearchResponse),
-        (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
-        (status = 429, body = super::openapi::ErrorBody), (status = 503, body = super::openapi::ErrorBody)),
+        (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
+        (status = 429, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn search(
     State(s): State<AppState>,
@@ -291,10 +291,10 @@ pub struct IngestBody {
 /// saved under `<data_dir>/uploads/<collection>/` and ingested).
 #[utoipa::path(post, path = "/v1/ingest", request_body(content = IngestBody, description = "JSON, or multipart/form-data with file parts"),
     responses((status = 200, description = "The ingest report", body = Object),
-        (status = 400, body = super::openapi::ErrorBody), (status = 401, body = super::openapi::ErrorBody),
-        (status = 403, description = "A path outside ingest.allowed_roots or none configured; a foreign Origin or Host", body = super::openapi::ErrorBody),
-        (status = 404, body = super::openapi::ErrorBody), (status = 413, body = super::openapi::ErrorBody),
-        (status = 429, body = super::openapi::ErrorBody), (status = 503, body = super::openapi::ErrorBody)),
+        (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
+        (status = 403, description = "A path outside ingest.allowed_roots or none configured; a foreign Origin or Host", body = super::error::ErrorBody),
+        (status = 404, body = super::error::ErrorBody), (status = 413, body = super::error::ErrorBody),
+        (status = 429, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn ingest(
     State(s): State<AppState>,
@@ -448,7 +448,7 @@ pub struct StatusResponse {
 
 /// The collection, the model and the server's load.
 #[utoipa::path(get, path = "/v1/status",
-    responses((status = 200, body = StatusResponse), (status = 401, body = super::openapi::ErrorBody)),
+    responses((status = 200, body = StatusResponse), (status = 401, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn status(State(s): State<AppState>) -> Result<Json<StatusResponse>, ApiError> {
     let grace = s.grace.clone();

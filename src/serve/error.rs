@@ -4,7 +4,9 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::json;
+use utoipa::ToSchema;
 
 use crate::Error;
 use crate::ingest::IngestError;
@@ -147,4 +149,23 @@ fn review_status(e: &ReviewError) -> (StatusCode, &'static str) {
         ReviewError::WaitTimedOut { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }
+}
+
+/// Every error: `{"error": {"type", "message"}}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// The error's kind and message.
+    pub error: ErrorDetail,
+}
+
+/// The error's kind and a message for people.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `invalid_request`, `unauthorized`, `not_found`, `conflict`,
+    /// `payload_too_large`, `too_many_requests`, `shutting_down`,
+    /// `timeout`, `busy` or `internal`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// What went wrong, for people.
+    pub message: String,
 }

@@ -2,30 +2,11 @@
 //! (utoipa) and served at `/openapi.json`.
 
 use axum::Json;
-use serde::Serialize;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
 use super::api;
-
-/// Every error: `{"error": {"type", "message"}}`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorBody {
-    /// The error's kind and message.
-    pub error: ErrorDetail,
-}
-
-/// The error's kind and a message for people.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// `invalid_request`, `unauthorized`, `not_found`, `conflict`,
-    /// `payload_too_large`, `too_many_requests`, `shutting_down`,
-    /// `timeout`, `busy` or `internal`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// What went wrong, for people.
-    pub message: String,
-}
+use super::error::{ErrorBody, ErrorDetail};
 
 /// The API description.
 #[derive(OpenApi)]

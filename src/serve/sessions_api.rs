@@ -16,7 +16,7 @@ use crate::session::Session;
 /// turn by `sessions.ttl_seconds`).
 #[utoipa::path(post, path = "/v1/sessions",
     responses((status = 201, description = "The new session (id, created_at, expires_at, turns: [])", body = Object),
-        (status = 401, body = super::openapi::ErrorBody), (status = 429, body = super::openapi::ErrorBody)),
+        (status = 401, body = super::error::ErrorBody), (status = 429, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create(State(s): State<AppState>) -> Result<(StatusCode, Json<Session>), ApiError> {
     let grace = s.grace.clone();
@@ -30,7 +30,7 @@ pub async fn create(State(s): State<AppState>) -> Result<(StatusCode, Json<Sessi
 /// decision and confidence.
 #[utoipa::path(get, path = "/v1/sessions/{id}", params(("id" = String, Path, pattern = r"^ses_[0-9a-f]{32}$")),
     responses((status = 200, description = "The session and its turns", body = Object),
-        (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)),
+        (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn show(
     State(s): State<AppState>,
@@ -46,7 +46,7 @@ pub async fn show(
 /// Ends a conversation; its turns are deleted.
 #[utoipa::path(delete, path = "/v1/sessions/{id}", params(("id" = String, Path, pattern = r"^ses_[0-9a-f]{32}$")),
     responses((status = 204, description = "Deleted"),
-        (status = 401, body = super::openapi::ErrorBody), (status = 404, body = super::openapi::ErrorBody)),
+        (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn delete(
     State(s): State<AppState>,

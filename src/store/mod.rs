@@ -10,7 +10,6 @@
 
 pub mod edge;
 pub mod fusion;
-pub mod migrate;
 pub mod qdrant;
 
 use std::path::PathBuf;

@@ -202,3 +202,25 @@ mod duration_secs {
         std::time::Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
     }
 }
+
+/// One executed step: a tool call (a plan's step or the agent's call),
+/// its result, and how it was scored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// The step's id in the plan.
+    pub id: String,
+    /// The tool the plan named for the step (also when its fallback produced
+    /// the result).
+    pub action: String,
+    /// The input as run (references resolved).
+    pub input: Value,
+    /// The tool's result (the fallback's, when the step's tool failed and the
+    /// step has one).
+    pub result: ToolResult,
+    /// The factors the step was scored on: its own, together with those of
+    /// the steps it depends on (an answer with its retrieval's).
+    #[serde(default)]
+    pub factors: Factors,
+    /// The step's confidence and why.
+    pub confidence: crate::confidence::Score,
+}

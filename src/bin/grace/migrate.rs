@@ -1,12 +1,12 @@
 //! `grace migrate --to qdrant`: copies the embedded collection to a Qdrant
-//! server (the work is [`grace::store::migrate::to_qdrant`]); this file only
+//! server (the work is [`grace::migrate::to_qdrant`]); this file only
 //! parses the arguments, draws the progress bar and prints the report.
 
 use std::io::IsTerminal;
 
 use clap::{Args, ValueEnum};
 use grace::Config;
-use grace::store::migrate::{MigrateEvent, MigrateOptions, MigrateReport, to_qdrant};
+use grace::migrate::{MigrateEvent, MigrateOptions, MigrateReport, to_qdrant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Where `grace migrate` copies to.

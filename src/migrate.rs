@@ -11,11 +11,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::edge::EdgeStore;
-use super::qdrant::QdrantStore;
-use super::{StoreError, VectorStore};
 use crate::config::{Backend, Config};
 use crate::ingest::manifest::Manifest;
+use crate::store::edge::EdgeStore;
+use crate::store::qdrant::QdrantStore;
+use crate::store::{StoreError, VectorStore};
 use crate::{Error, Result};
 
 /// How to copy.
