@@ -71,7 +71,7 @@ pub type Result<T> = std::result::Result<T, SessionError>;
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// No such session, or it expired.
-    #[error("session {id} does not exist or has expired (start a new one)")]
+    #[error("session `{id}` does not exist or has expired (start a new one)")]
     NotFound {
         /// The id asked for.
         id: String,

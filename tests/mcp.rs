@@ -130,6 +130,43 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     assert_eq!(b["data"]["decision"], "escalate", "{b}");
     let id = b["data"]["review_id"].as_i64().unwrap();
 
+    // A conversation: "new" starts a session, a follow-up in it is read
+    // against the question before, and a malformed session id is refused.
+    let r = call(
+        &client,
+        "ask",
+        json!({"question": "How do I roll back a deployment?", "session_id": "new"}),
+    )
+    .await
+    .unwrap();
+    let session = body(&r)["data"]["session_id"].as_str().unwrap().to_string();
+    assert!(session.starts_with("ses_"), "{session}");
+    let r = call(
+        &client,
+        "ask",
+        json!({"question": "and on staging?", "session_id": session}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert_eq!(
+        b["data"]["rewrite"]["question"], "and on staging? (roll back deployment)",
+        "{b}"
+    );
+    let r = call(
+        &client,
+        "ask",
+        json!({"question": "q?", "session_id": "../../etc/passwd"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let b = body(&r);
+    assert!(
+        b["error"].as_str().unwrap().contains("does not exist"),
+        "{b}"
+    );
+
     // list_escalations, then answer it as a reviewer.
     let r = call(&client, "list_escalations", json!({"status": "pending"}))
         .await

@@ -74,6 +74,7 @@ impl AskBody {
         (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
             content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
+        (status = 404, description = "`session_id` names no live session", body = super::error::ErrorBody),
         (status = 413, body = super::error::ErrorBody), (status = 429, body = super::error::ErrorBody),
         (status = 503, body = super::error::ErrorBody), (status = 504, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
