@@ -55,6 +55,7 @@ pub mod search;
 pub mod serve;
 pub mod service;
 pub mod session;
+mod sqlite;
 pub mod store;
 pub mod text;
 pub mod tools;

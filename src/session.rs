@@ -523,33 +523,16 @@ fn shown(id: &str) -> String {
 }
 
 fn open_db(path: &Path) -> Result<Connection> {
-    let err = db_error(path);
-    let conn = Connection::open(path).map_err(&err)?;
-    conn.busy_timeout(Duration::from_secs(10)).map_err(&err)?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(&err)?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(&err)?;
-    conn.pragma_update(None, "foreign_keys", "ON")
-        .map_err(&err)?;
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(&err)?;
-    if version > SCHEMA_VERSION {
-        return Err(SessionError::Corrupt {
+    crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
+        crate::sqlite::OpenError::Db(source) => SessionError::Db {
             path: path.to_path_buf(),
-            message: format!(
-                "schema version {version} is newer than this GRACE understands ({SCHEMA_VERSION}); upgrade grace"
-            ),
-        });
-    }
-    if version < SCHEMA_VERSION {
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-        ))
-        .map_err(&err)?;
-    }
-    Ok(conn)
+            source,
+        },
+        crate::sqlite::OpenError::TooNew { found, supported } => SessionError::Corrupt {
+            path: path.to_path_buf(),
+            message: crate::sqlite::OpenError::too_new(found, supported),
+        },
+    })
 }
 
 fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> SessionError + '_ {

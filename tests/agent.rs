@@ -183,23 +183,7 @@ fn a_tool_error_is_observed_and_recovered_from(provider: Provider, mode: Mode) {
 }
 
 fn a_clarifying_question_is_answered_then_the_run_goes_on(provider: Provider, mode: Mode) {
-    let model = ScriptedModel::start(
-        provider,
-        mode,
-        vec![
-            Turn::call(
-                "ask_user",
-                json!({
-                    "question": "Which error code do you see?",
-                    "reason": "Several errors can stop a deployment.",
-                    "options": ["ORB-1042", "ORB-2001"],
-                    "urgency": "blocking"
-                }),
-            ),
-            Turn::call("rag_search", json!({"query": "ORB-2001"})),
-            Turn::answer(GROUNDED),
-        ],
-    );
+    let model = ScriptedModel::start(provider, mode, clarifying_script());
     let run = start(&model, |_| {});
     let outcome = ask(&run, "Why did my deployment fail?");
     assert_eq!(outcome.report.decision, Decision::NeedsInput);
@@ -609,33 +593,9 @@ fn cli_ask_without_a_terminal_ends_as_needs_input_with_exit_5() {
 fn cli_ask_at_a_terminal_puts_the_question_and_goes_on() {
     let dir = ingested();
     let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
-    let bin = env!("CARGO_BIN_EXE_grace");
-    let cmd = agent_cmd(&model, dir.path(), &[]);
-    let mut script = std::process::Command::new("script");
-    script
-        .args([
-            "-qefc",
-            &format!("{bin} ask 'Why did my deployment fail?'"),
-            "/dev/null",
-        ])
-        .current_dir(dir.path())
-        .env("TERM", "dumb");
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => script.env(k, v),
-            None => script.env_remove(k),
-        };
-    }
-    let mut child = script
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
+    let cmd = agent_cmd(&model, dir.path(), &["ask", "Why did my deployment fail?"]);
     // Option 2 is "ORB-2001".
-    child.stdin.take().unwrap().write_all(b"2\n").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::at_a_terminal(&cmd, "2\n");
     let text = common::output_text(&out);
     assert!(
         text.contains("GRACE asks: Which error code do you see?"),
@@ -649,20 +609,10 @@ fn cli_ask_at_a_terminal_puts_the_question_and_goes_on() {
 fn chat_takes_the_next_line_as_the_reply() {
     let dir = ingested();
     let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
-    let mut child = agent_cmd(&model, dir.path(), &["chat"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"Why did my deployment fail?\n2\n/quit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::with_input(
+        agent_cmd(&model, dir.path(), &["chat"]),
+        "Why did my deployment fail?\n2\n/quit\n",
+    );
     let text = common::output_text(&out);
     assert!(out.status.success(), "{text}");
     assert!(

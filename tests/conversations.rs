@@ -5,9 +5,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::Stdio;
-
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -34,19 +31,7 @@ fn chat(dir: &std::path::Path, extra: &[&str], input: &str) -> std::process::Out
     let mut args = vec!["--data-dir", data.to_str().unwrap()];
     args.extend_from_slice(extra);
     args.push("chat");
-    let mut child = common::grace_cmd(dir, &args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    common::with_input(common::grace_cmd(dir, &args), input)
 }
 
 #[test]
@@ -124,35 +109,11 @@ fn chat_refuses_an_unknown_session_and_a_missing_knowledge_base() {
 fn chat_holds_a_conversation_under_a_pseudo_terminal() {
     let dir = sample_data();
     let data = dir.path().join("data");
-    let bin = env!("CARGO_BIN_EXE_grace");
-    // `script` gives the child a terminal on stdin and stdout; the input
-    // is typed into it.
-    let command = format!("{bin} --data-dir {} chat", data.to_str().unwrap());
-    let mut child = std::process::Command::new("script")
-        .args(["-qefc", &command, "/dev/null"])
-        .current_dir(dir.path())
-        .env_remove("GRACE_CONFIG")
-        .env(
-            "GRACE_EMBEDDING__MODEL_DIR",
-            common::repo().join("models/minilm"),
-        )
-        .env(
-            "GRACE_EMBEDDING__RUNTIME_PATH",
-            common::repo().join("models/libonnxruntime.so"),
-        )
-        .env("TERM", "dumb")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"How do I roll back a deployment?\nand on staging?\n/quit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let cmd = common::grace_cmd(dir.path(), &["--data-dir", data.to_str().unwrap(), "chat"]);
+    let out = common::at_a_terminal(
+        &cmd,
+        "How do I roll back a deployment?\nand on staging?\n/quit\n",
+    );
     let text = common::output_text(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("GRACE chat (session ses_"), "{text}");

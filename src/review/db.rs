@@ -2,7 +2,6 @@
 //! take turns instead of failing), its schema, and timestamps.
 
 use std::path::Path;
-use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OptionalExtension};
@@ -89,36 +88,16 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
             source,
         })?;
     }
-    let err = db_error(path);
-    let conn = Connection::open(path).map_err(&err)?;
-    // Wait for another process's write instead of failing at once.
-    conn.busy_timeout(Duration::from_secs(10)).map_err(&err)?;
-    // WAL: readers never block the writer; FULL: a committed escalation
-    // survives a power cut, not only a killed process.
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(&err)?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(&err)?;
-    conn.pragma_update(None, "foreign_keys", "ON")
-        .map_err(&err)?;
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(&err)?;
-    if version > SCHEMA_VERSION {
-        return Err(ReviewError::Corrupt {
+    crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
+        crate::sqlite::OpenError::Db(source) => ReviewError::Db {
             path: path.to_path_buf(),
-            message: format!(
-                "schema version {version} is newer than this GRACE understands ({SCHEMA_VERSION}); upgrade grace"
-            ),
-        });
-    }
-    if version < SCHEMA_VERSION {
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-        ))
-        .map_err(&err)?;
-    }
-    Ok(conn)
+            source,
+        },
+        crate::sqlite::OpenError::TooNew { found, supported } => ReviewError::Corrupt {
+            path: path.to_path_buf(),
+            message: crate::sqlite::OpenError::too_new(found, supported),
+        },
+    })
 }
 
 /// Wraps a SQLite error with the database path.

@@ -175,3 +175,47 @@ impl TestServer {
         self.task.await.unwrap().unwrap();
     }
 }
+
+/// Runs `cmd` with `input` on its stdin and waits for it.
+pub fn with_input(mut cmd: std::process::Command, input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `cmd` (its program, arguments, folder and environment) run under a
+/// pseudo-terminal by `script`, so that stdin and stdout are terminals;
+/// `input` is typed into it.
+pub fn at_a_terminal(cmd: &std::process::Command, input: &str) -> std::process::Output {
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+    let line: Vec<String> = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(quote)
+        .collect();
+    let mut script = std::process::Command::new("script");
+    script
+        .args(["-qefc", &line.join(" "), "/dev/null"])
+        .env("TERM", "dumb");
+    if let Some(dir) = cmd.get_current_dir() {
+        script.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    with_input(script, input)
+}

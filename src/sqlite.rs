@@ -1,0 +1,67 @@
+//! Opening GRACE's SQLite files (the review queue, the sessions) the one
+//! way they are opened: a busy timeout (processes take turns instead of
+//! failing), WAL (readers never block the writer), `synchronous=FULL` (a
+//! committed row survives a power cut, not only a killed process), foreign
+//! keys, and the schema brought to its version. A file from a newer GRACE
+//! is refused, never rewritten.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+/// Why a database could not be opened.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// SQLite failed.
+    Db(rusqlite::Error),
+    /// The file's schema is newer than this GRACE's.
+    TooNew {
+        /// The file's version.
+        found: i64,
+        /// This GRACE's version.
+        supported: i64,
+    },
+}
+
+impl OpenError {
+    /// The message for a file from a newer GRACE.
+    pub(crate) fn too_new(found: i64, supported: i64) -> String {
+        format!(
+            "schema version {found} is newer than this GRACE understands ({supported}); upgrade grace"
+        )
+    }
+}
+
+/// Opens (creating if needed) the database at `path` with `schema` at
+/// `version` (`PRAGMA user_version`; a schema's statements must be
+/// `IF NOT EXISTS`, so an older file is brought up to date by running it).
+pub(crate) fn open(path: &Path, schema: &str, version: i64) -> Result<Connection, OpenError> {
+    let conn = Connection::open(path).map_err(OpenError::Db)?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(OpenError::Db)?;
+    for (pragma, value) in [
+        ("journal_mode", "WAL"),
+        ("synchronous", "FULL"),
+        ("foreign_keys", "ON"),
+    ] {
+        conn.pragma_update(None, pragma, value)
+            .map_err(OpenError::Db)?;
+    }
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(OpenError::Db)?;
+    if found > version {
+        return Err(OpenError::TooNew {
+            found,
+            supported: version,
+        });
+    }
+    if found < version {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {schema} PRAGMA user_version = {version}; COMMIT;"
+        ))
+        .map_err(OpenError::Db)?;
+    }
+    Ok(conn)
+}
