@@ -284,7 +284,10 @@ impl Agent<'_> {
             continued: false,
             pending: None,
             clarification: None,
-            focus: asked.filter(|a| *a != question).map(str::to_string),
+            focus: asked
+                .filter(|a| *a != question)
+                .map(crate::followup::own_terms)
+                .filter(|t| !t.is_empty()),
         };
         let stop = self.drive(&mut state, on_event);
         self.finish(state, stop)

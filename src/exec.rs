@@ -322,10 +322,16 @@ impl<'a> Executor<'a> {
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
         let run_as = rewrite.as_ref().map_or(question, |r| r.question.as_str());
-        let focus = rewrite.is_some().then_some(question);
+        // What the follow-up adds of its own must be found by the searches.
+        let own = rewrite
+            .is_some()
+            .then(|| crate::followup::own_terms(question))
+            .filter(|t| !t.is_empty());
+        let focus = own.as_deref();
         let mut report = if let Some((llm, budget)) = &self.agent {
             let agent = self.agent(llm, budget);
-            let outcome = agent.run(run_as, focus, history, &mut |e| forward(e, on_event));
+            let asked = rewrite.is_some().then_some(question);
+            let outcome = agent.run(run_as, asked, history, &mut |e| forward(e, on_event));
             self.agent_report(run_as, outcome, on_event)?
         } else {
             let planned = self
@@ -335,7 +341,13 @@ impl<'a> Executor<'a> {
                 Some(f) => with_focus(planned.plan, f),
                 None => planned.plan,
             };
-            self.execute(run_as, plan, planned.origin, focus, on_event)?
+            self.execute(
+                run_as,
+                plan,
+                planned.origin,
+                Recovery::Wider { focus },
+                on_event,
+            )?
         };
         report.question = question.to_string();
         report.rewrite = rewrite;
@@ -541,41 +553,17 @@ impl<'a> Executor<'a> {
         let origin = PlanOrigin::Hint {
             hint: hint.to_string(),
         };
-        self.execute_once(question, plan, origin, on_event)
+        self.execute(question, plan, origin, Recovery::None, on_event)
     }
 
-    /// Runs `plan`, with one wider-search recovery when its confidence is
-    /// below `notify`. `focus`: the follow-up as typed, when `question` is
-    /// its rewrite (the recovery's searches carry it too).
+    /// Runs `plan`, then, as `recovery` says, one wider search when its
+    /// confidence is below `notify`, keeping the better run.
     fn execute(
         &self,
         question: &str,
         plan: Plan,
         origin: PlanOrigin,
-        focus: Option<&str>,
-        on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunReport, PlanError> {
-        self.execute_with(question, plan, origin, Some(focus), on_event)
-    }
-
-    /// Runs `plan` without the recovery run.
-    fn execute_once(
-        &self,
-        question: &str,
-        plan: Plan,
-        origin: PlanOrigin,
-        on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunReport, PlanError> {
-        self.execute_with(question, plan, origin, None, on_event)
-    }
-
-    /// `recover`: `Some(focus)` to try the wider-search recovery.
-    fn execute_with(
-        &self,
-        question: &str,
-        plan: Plan,
-        origin: PlanOrigin,
-        recover: Option<Option<&str>>,
+        recovery: Recovery<'_>,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
         let enabled = self.registry.names();
@@ -583,7 +571,7 @@ impl<'a> Executor<'a> {
         let mut best = self.run(&plan, on_event);
         self.cancelled()?;
         let mut recovered = false;
-        if let (Some(focus), true) = (recover, best.level < Level::Notify) {
+        if let (Recovery::Wider { focus }, true) = (recovery, best.level < Level::Notify) {
             on_event(Event::Recovering {
                 confidence: best.confidence,
             });
@@ -766,6 +754,16 @@ impl<'a> Executor<'a> {
             _ => None,
         }
     }
+}
+
+/// Whether a weak run gets a second, wider search.
+#[derive(Debug, Clone, Copy)]
+enum Recovery<'a> {
+    /// No (a reviewer's hint: a wider search would drop it).
+    None,
+    /// Twice the passages; `focus` is the follow-up as typed when the
+    /// question is its rewrite (the wider search carries it too).
+    Wider { focus: Option<&'a str> },
 }
 
 /// `plan` with `focus` (a follow-up as typed) on each of its searches, so

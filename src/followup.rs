@@ -165,6 +165,66 @@ pub fn is_follow_up(question: &str) -> bool {
     pronoun || elliptical || own_terms <= 1
 }
 
+/// What a rewritten follow-up adds of its own, for the check that the
+/// passages say it too (`follow_up_coverage`): its key terms without the
+/// words that only say what the asker wants done ("how do I fix it?" adds
+/// nothing a passage must repeat; "and Skype?" adds Skype). Empty when it
+/// adds nothing.
+pub fn own_terms(question: &str) -> String {
+    words(question)
+        .filter(|w| is_key_term(w) && !INTENT_WORDS.contains(&w.to_lowercase().as_str()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Words that say what the asker wants done or how they ask, not what about.
+const INTENT_WORDS: &[&str] = &[
+    "fix",
+    "fixed",
+    "solve",
+    "resolve",
+    "work",
+    "works",
+    "working",
+    "happen",
+    "happens",
+    "happened",
+    "help",
+    "try",
+    "see",
+    "check",
+    "find",
+    "show",
+    "handle",
+    "deal",
+    "way",
+    "ways",
+    "possible",
+    "able",
+    "actually",
+    "really",
+    "exactly",
+    "usually",
+    "here",
+    "again",
+    "now",
+    "instead",
+    "example",
+    "case",
+    "cases",
+    "kind",
+    "sort",
+    "better",
+    "best",
+    "good",
+    "bad",
+    "right",
+    "wrong",
+    "same",
+    "different",
+    "difference",
+];
+
 /// Words of `text`: runs of letters, digits and `-_.'/+` (trailing dots
 /// and quotes trimmed).
 fn words(text: &str) -> impl Iterator<Item = &str> {
@@ -476,6 +536,17 @@ mod tests {
         let r = resolve("and how do I hold one?", &history, None).unwrap();
         assert_eq!(r.question, "and how do I hold one? (Debian package)");
         assert_eq!(r.by, RewriteBy::Rule);
+    }
+
+    #[test]
+    fn a_follow_ups_own_terms_leave_out_what_it_asks_to_be_done() {
+        assert_eq!(own_terms("how do I fix it?"), "");
+        assert_eq!(own_terms("and Skype?"), "Skype");
+        assert_eq!(own_terms("Are there logs of them?"), "logs");
+        assert_eq!(
+            own_terms("does it get security updates?"),
+            "security updates"
+        );
     }
 
     #[test]

@@ -143,6 +143,9 @@ type RunWith<'a> = dyn FnMut(
     ) -> std::result::Result<RunReport, PlanError>
     + 'a;
 
+/// A conversation's last turns: (question, answer).
+type History = Vec<(String, Option<String>)>;
+
 /// Longest reply to a question the agent put to the asker (characters).
 pub const MAX_REPLY_CHARS: usize = 4_000;
 
@@ -508,14 +511,7 @@ impl Grace {
     ) -> Result<AskOutcome> {
         check_ask(question, options)?;
         let (rewrite, history) = match &options.session_id {
-            Some(id) => {
-                let turns = self.inner.sessions.history(id)?;
-                let prior: Vec<_> = turns.iter().map(Turn::prior).collect();
-                let model = self.inner.registry.generator().filter(|g| g.can_plan());
-                let rewrite = crate::followup::resolve(question, &prior, model.as_deref());
-                let history = turns.into_iter().map(|t| (t.question, t.answer)).collect();
-                (rewrite, history)
-            }
+            Some(id) => self.follow_up(question, id)?,
             None => (None, Vec::new()),
         };
         self.run(options, cancel, on_event, &mut |executor, on| {
@@ -630,13 +626,16 @@ impl Grace {
     }
 
     /// `question` made standalone from session `id`'s last turns (by the
-    /// language model when there is one, else by the rule); `None` when it
-    /// stands alone. A missing or expired session is an error.
-    pub fn resolve_follow_up(&self, question: &str, id: &str) -> Result<Option<Rewrite>> {
-        let history = self.inner.sessions.history(id)?;
-        let prior: Vec<_> = history.iter().map(Turn::prior).collect();
+    /// language model when there is one, else by the rule; `None` when it
+    /// stands alone), and those turns as (question, answer) for the agent.
+    /// A missing or expired session is an error.
+    fn follow_up(&self, question: &str, id: &str) -> Result<(Option<Rewrite>, History)> {
+        let turns = self.inner.sessions.history(id)?;
+        let prior: Vec<_> = turns.iter().map(Turn::prior).collect();
         let model = self.inner.registry.generator().filter(|g| g.can_plan());
-        Ok(crate::followup::resolve(question, &prior, model.as_deref()))
+        let rewrite = crate::followup::resolve(question, &prior, model.as_deref());
+        let history = turns.into_iter().map(|t| (t.question, t.answer)).collect();
+        Ok((rewrite, history))
     }
 
     /// Starts a conversation.
