@@ -29,6 +29,10 @@ pub const SESSIONS_FILE: &str = "sessions.sqlite3";
 pub const SESSION_PREFIX: &str = "ses_";
 /// The pattern of a session id, as the OpenAPI document publishes it.
 pub const SESSION_ID_PATTERN: &str = r"^ses_[0-9a-f]{32}$";
+/// Characters of a question or answer a turn keeps.
+const MAX_TURN_TEXT_CHARS: usize = 8_000;
+/// Sources a turn keeps.
+const MAX_TURN_SOURCES: usize = 20;
 /// Turns of history follow-up resolution reads.
 pub const HISTORY_TURNS: usize = 4;
 
@@ -155,10 +159,14 @@ impl Turn {
                 sources.push(source.clone());
             }
         }
+        sources.truncate(MAX_TURN_SOURCES);
+        // Bounded whatever the ask was: a turn is kept even alone over
+        // `sessions.max_bytes`, so its texts are cut here.
+        let cut = |t: &str| crate::text::truncate_chars(t, MAX_TURN_TEXT_CHARS).to_string();
         Self {
-            question: report.question.clone(),
-            standalone: report.rewrite.as_ref().map(|r| r.question.clone()),
-            answer: answer.map(|a| a.text.clone()),
+            question: cut(&report.question),
+            standalone: report.rewrite.as_ref().map(|r| cut(&r.question)),
+            answer: answer.map(|a| cut(&a.text)),
             sources,
             decision: report.decision,
             confidence: report.confidence,
@@ -636,6 +644,26 @@ mod tests {
             .map(|t| t.question)
             .collect();
         assert_eq!(q, ["huge"]);
+    }
+
+    #[test]
+    fn a_huge_ask_leaves_a_bounded_turn() {
+        let mut report: RunReport = serde_json::from_value(serde_json::json!({
+            "question": "q".repeat(1_000_000), "answer": null, "confidence": 0.0,
+            "level": "escalate", "decision": "decline", "escalation": null,
+            "plan": {"by": "default"}, "recovered": false, "decided_by": null, "steps": []
+        }))
+        .unwrap();
+        report.rewrite = Some(crate::followup::Rewrite {
+            question: "ñ".repeat(1_000_000),
+            by: crate::followup::RewriteBy::Rule,
+        });
+        let turn = Turn::from_report(&report);
+        assert_eq!(turn.question.chars().count(), MAX_TURN_TEXT_CHARS);
+        assert_eq!(
+            turn.standalone.unwrap().chars().count(),
+            MAX_TURN_TEXT_CHARS
+        );
     }
 
     #[test]
