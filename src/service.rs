@@ -116,6 +116,9 @@ impl Default for AskOptions {
 /// and queued, the escalation's id (`grace answer ID`, [`Grace::escalation`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AskOutcome {
+    /// How the run ended, in one word.
+    #[serde(default)]
+    pub status: RunStatus,
     /// The run's report (flattened into this object in JSON).
     #[serde(flatten)]
     pub report: RunReport,
@@ -145,6 +148,34 @@ type RunWith<'a> = dyn FnMut(
 
 /// A conversation's last turns: (question, answer).
 type History = Vec<(String, Option<String>)>;
+
+/// How a run ended, in one word (`status` in an outcome's JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Answered (decision `answer` or `caveat`).
+    #[default]
+    Answered,
+    /// Put to a reviewer (decision `escalate`).
+    Escalated,
+    /// Not answered (decision `decline`).
+    Declined,
+    /// Waiting for the asker's reply to the run's `clarification`
+    /// (`run_id` continues it).
+    NeedsInput,
+}
+
+impl RunStatus {
+    /// The status of a run that decided `decision`.
+    pub fn of(decision: Decision) -> Self {
+        match decision {
+            Decision::Answer | Decision::Caveat => RunStatus::Answered,
+            Decision::Escalate => RunStatus::Escalated,
+            Decision::Decline => RunStatus::Declined,
+            Decision::NeedsInput => RunStatus::NeedsInput,
+        }
+    }
+}
 
 /// Longest reply to a question the agent put to the asker (characters).
 pub const MAX_REPLY_CHARS: usize = 4_000;
@@ -617,6 +648,7 @@ impl Grace {
         runs.finished.fetch_add(1, Ordering::Relaxed);
         let review_handle = review_id.map(|id| self.inner.queue.asker_handle(id));
         Ok(AskOutcome {
+            status: RunStatus::of(report.decision),
             report,
             review_id,
             review_handle,

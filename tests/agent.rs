@@ -461,6 +461,7 @@ fn http_needs_input_then_reply_then_answer_and_expiry() {
         .await;
         assert_eq!(status, 200, "{first}");
         assert_eq!(first["decision"], "needs_input");
+        assert_eq!(first["status"], "needs_input");
         assert_eq!(
             first["clarification"]["question"],
             "Which error code do you see?"
