@@ -130,7 +130,7 @@ impl Error {
                 _ => EXIT_FAILURE,
             },
             Error::Eval(e) => match e {
-                EvalError::NotASet { .. } => EXIT_NOT_FOUND,
+                EvalError::NotASet { .. } | EvalError::Missing { .. } => EXIT_NOT_FOUND,
                 EvalError::BadQuestion { .. } => EXIT_BAD_INPUT,
                 EvalError::Io { .. } => EXIT_FAILURE,
             },

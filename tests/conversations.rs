@@ -280,3 +280,29 @@ async fn an_unanswerable_follow_up_is_not_answered_from_the_subject_it_inherited
         Some(0.0)
     );
 }
+
+#[test]
+fn eval_conversations_names_a_missing_or_bad_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = common::shared_eval().join("debian-faq");
+    let set = set.to_str().unwrap();
+    let out = common::grace(dir.path(), &["eval", set, "--conversations", "nope.jsonl"]);
+    assert_eq!(out.status.code(), Some(3), "{}", common::output_text(&out));
+    assert!(common::output_text(&out).contains("nope.jsonl: no such file"));
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"id\": \"a\", \"turns\": [{\"question\": \"q?\"}]}\n",
+    )
+    .unwrap();
+    let out = common::grace(
+        dir.path(),
+        &["eval", set, "--conversations", bad.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", common::output_text(&out));
+    assert!(
+        common::output_text(&out).contains("bad.jsonl:1:"),
+        "{}",
+        common::output_text(&out)
+    );
+}

@@ -169,6 +169,12 @@ pub fn run(
         }
         .into());
     }
+    if !file.is_file() {
+        return Err(EvalError::Missing {
+            path: file.to_path_buf(),
+        }
+        .into());
+    }
     let conversations = load_conversations(file)?;
     let temp = TempDir::new()?;
     let mut config = config.clone();

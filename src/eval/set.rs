@@ -48,6 +48,12 @@ pub enum EvalError {
         /// What is missing (`corpus/` or `questions.jsonl`).
         what: &'static str,
     },
+    /// A file the evaluation was pointed at does not exist.
+    #[error("{path}: no such file")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
     /// A line of `questions.jsonl` is not a valid question.
     #[error("{path}:{line}: {message}")]
     BadQuestion {
