@@ -549,6 +549,82 @@ mod tests {
         );
     }
 
+    /// A model that answers every request with `reply`, and remembers
+    /// what it was sent.
+    struct Fixed {
+        reply: crate::llm::Result<String>,
+        sent: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl LlmClient for Fixed {
+        fn name(&self) -> &str {
+            "fixed"
+        }
+        fn generate(
+            &self,
+            request: &GenerateRequest,
+        ) -> crate::llm::Result<crate::llm::Generation> {
+            self.sent
+                .lock()
+                .unwrap()
+                .push(format!("{:?}", request.messages));
+            self.reply.clone().map(|text| {
+                crate::llm::Generation::plain(
+                    text,
+                    crate::llm::StopReason::Complete,
+                    Default::default(),
+                )
+            })
+        }
+    }
+
+    fn history() -> Vec<PriorTurn<'static>> {
+        vec![PriorTurn {
+            question: "How do I roll back a deployment?",
+            standalone: "How do I roll back a deployment?",
+            answer: Some("Run orbit rollback api --env production."),
+        }]
+    }
+
+    #[test]
+    fn a_model_rewrites_from_the_conversation_and_a_failing_one_falls_back_to_the_rule() {
+        let model = Fixed {
+            reply: Ok(r#"{"question": "How do I roll back a deployment on staging?"}"#.into()),
+            sent: Default::default(),
+        };
+        let r = resolve("and on staging?", &history(), Some(&model)).unwrap();
+        assert_eq!(r.question, "How do I roll back a deployment on staging?");
+        assert_eq!(r.by, RewriteBy::Model);
+        let sent = model.sent.lock().unwrap().join("");
+        assert!(
+            sent.contains("Q1: How do I roll back") && sent.contains("A1: Run orbit"),
+            "{sent}"
+        );
+        // The model says it stands alone: no rewrite.
+        let same = Fixed {
+            reply: Ok(r#"{"question": "and on staging?"}"#.into()),
+            sent: Default::default(),
+        };
+        assert_eq!(resolve("and on staging?", &history(), Some(&same)), None);
+        // Down, or not JSON, or blank: the rule.
+        for reply in [
+            Err(crate::llm::LlmError::Transient {
+                generator: "fixed".into(),
+                message: "503".into(),
+            }),
+            Ok("not json".into()),
+            Ok(r#"{"question": "  "}"#.into()),
+        ] {
+            let model = Fixed {
+                reply,
+                sent: Default::default(),
+            };
+            let r = resolve("and on staging?", &history(), Some(&model)).unwrap();
+            assert_eq!(r.by, RewriteBy::Rule);
+            assert_eq!(r.question, "and on staging? (roll back deployment)");
+        }
+    }
+
     #[test]
     fn nothing_to_inherit_leaves_the_question_as_it_is() {
         assert_eq!(rewrite_by_rule("and that?", "what is it?"), None);
