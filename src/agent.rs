@@ -539,10 +539,12 @@ impl Agent<'_> {
             (ToolOutput::Passages(found), true) => {
                 let mut listed = Vec::new();
                 for p in found {
+                    // Kept as the model reads it, and matched the same way.
+                    let text = bounded(&p.text, MAX_PASSAGE_CHARS);
                     let number = match state
                         .passages
                         .iter()
-                        .find(|s| s.source == p.source && s.text == p.text)
+                        .find(|s| s.source == p.source && s.text == text)
                     {
                         Some(seen) => seen.number,
                         None => {
@@ -551,7 +553,7 @@ impl Agent<'_> {
                                 number,
                                 source: p.source.clone(),
                                 section: p.section.clone(),
-                                text: bounded(&p.text, MAX_PASSAGE_CHARS),
+                                text: text.clone(),
                                 step: id.clone(),
                             });
                             number
@@ -561,7 +563,7 @@ impl Agent<'_> {
                         "n": number,
                         "source": file_name(&p.source),
                         "section": p.section,
-                        "text": bounded(&p.text, MAX_PASSAGE_CHARS),
+                        "text": text,
                     }));
                 }
                 let score = reachable(&result.factors, self.confidence);

@@ -441,6 +441,9 @@ impl<'a> Executor<'a> {
             AgentStop::NeedsInput => {
                 report.decision = Decision::NeedsInput;
                 report.clarification = state.clarification.clone();
+                // The parked state keeps its steps: the resumed run goes on
+                // from them (numbering, the evidence fallback, the report).
+                state.steps = steps.clone();
                 report.steps = steps;
                 report.agent = Some(trace);
                 report.parked = Some(Box::new(state));

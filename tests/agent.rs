@@ -202,6 +202,12 @@ fn a_clarifying_question_is_answered_then_the_run_goes_on(provider: Provider, mo
         .unwrap();
     assert!(answered(&resumed), "{:?}", resumed.report);
     assert_eq!(resumed.report.question, "Why did my deployment fail?");
+    // The resumed run goes on from the steps before the question: they are
+    // in its report, and no step id is used twice.
+    let ids: Vec<&str> = resumed.report.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(resumed.report.steps[0].action, "ask_user", "{ids:?}");
+    let unique: std::collections::BTreeSet<&&str> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
     // The reply went back to the model as ask_user's response.
     assert!(sent(&model, 1).contains("ORB-2001"), "{}", sent(&model, 1));
     // Once only: the run is gone after its reply.
