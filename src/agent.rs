@@ -43,6 +43,7 @@ use crate::llm::{
     AnswerDraft, GenerateRequest, LlmClient, LlmError, Message, SourceText, StopReason, ToolCall,
     ToolSpec, Usage,
 };
+use crate::text::ellipsized as bounded;
 use crate::tools::{
     Answer, Citation, StepRecord, ToolOutput, ToolRegistry, ToolResult, Urgency, UserRequest,
 };
@@ -286,8 +287,7 @@ impl Agent<'_> {
             clarification: None,
             focus: asked
                 .filter(|a| *a != question)
-                .map(crate::followup::own_terms)
-                .filter(|t| !t.is_empty()),
+                .and_then(crate::followup::focus),
         };
         let stop = self.drive(&mut state, on_event);
         self.finish(state, stop)
@@ -449,7 +449,7 @@ impl Agent<'_> {
                         format!("at most {MAX_CALLS_PER_TURN} tool calls a turn"),
                     )
                 } else {
-                    match self.act(state, call) {
+                    match self.act(state, call, &tools) {
                         Acted::Observed(observation, record) => (observation, record),
                         Acted::NeedsInput(request) => {
                             let record = AgentCall {
@@ -504,11 +504,11 @@ impl Agent<'_> {
         })
     }
 
-    /// Runs one call through the registry and makes its observation.
-    fn act(&self, state: &mut AgentState, call: &ToolCall) -> Acted {
-        let known = self.catalogue().iter().any(|t| t.name == call.name);
-        if !known {
-            let offered: Vec<String> = self.catalogue().into_iter().map(|t| t.name).collect();
+    /// Runs one call through the registry and makes its observation;
+    /// `tools` is the catalogue offered.
+    fn act(&self, state: &mut AgentState, call: &ToolCall, tools: &[ToolSpec]) -> Acted {
+        if !tools.iter().any(|t| t.name == call.name) {
+            let offered: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
             let (o, r) = refused(
                 call,
                 format!(
@@ -535,7 +535,9 @@ impl Agent<'_> {
         let confidence = result
             .success
             .then(|| score_with(&result.factors, self.confidence));
-        let observed = match (&result.output, result.success) {
+        // (observation, summary, for a search the confidence an answer
+        // from it could reach)
+        let observed: (Value, String, Option<f64>) = match (&result.output, result.success) {
             (ToolOutput::Passages(found), true) => {
                 let mut listed = Vec::new();
                 for p in found {
@@ -582,17 +584,18 @@ impl Agent<'_> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
-                (observation, summary)
+                (observation, summary, Some(score))
             }
             (ToolOutput::UserRequest(request), true) => match (self.clarifier, request.urgency) {
                 (Some(ask), _) => {
                     let reply = ask(request);
                     let summary = reply_summary(reply.as_deref());
-                    (reply_observation(reply.as_deref()), summary)
+                    (reply_observation(reply.as_deref()), summary, None)
                 }
                 (None, Urgency::Optional) => (
                     reply_observation(None),
                     "no asker to reply: proceeds on its assumption".into(),
+                    None,
                 ),
                 (None, Urgency::Blocking) => {
                     let request = request.clone();
@@ -603,6 +606,7 @@ impl Agent<'_> {
             (_, true) => (
                 serde_json::to_value(&result.output).unwrap_or(Value::Null),
                 "ok".into(),
+                None,
             ),
             (_, false) => {
                 let error = bounded(
@@ -612,25 +616,21 @@ impl Agent<'_> {
                 (
                     json!({"error": error, "suggestions": result.suggestions}),
                     format!("failed: {error}"),
+                    None,
                 )
             }
         };
-        let success = result.success;
+        let (observation, summary, reach) = observed;
         let agent_call = AgentCall {
             call: call.clone(),
-            success,
-            summary: observed.1,
-            confidence: match &result.output {
-                ToolOutput::Passages(_) if result.success => {
-                    Some(reachable(&result.factors, self.confidence))
-                }
-                _ => None,
-            },
+            success: result.success,
+            summary,
+            confidence: reach,
         };
         state
             .steps
             .push(record(id, call, input, result, confidence));
-        Acted::Observed(observed.0, agent_call)
+        Acted::Observed(observation, agent_call)
     }
 
     /// Scores the final answer, if any, and builds the trace.
@@ -875,15 +875,6 @@ fn round3(x: f64) -> f64 {
 
 fn total(u: Usage) -> u64 {
     u.input_tokens.saturating_add(u.output_tokens)
-}
-
-fn bounded(text: &str, max: usize) -> String {
-    let cut = crate::text::truncate_chars(text, max);
-    if cut.len() < text.len() {
-        format!("{cut}…")
-    } else {
-        cut.to_string()
-    }
 }
 
 fn file_name(path: &str) -> String {

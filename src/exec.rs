@@ -322,18 +322,16 @@ impl<'a> Executor<'a> {
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
         let run_as = rewrite.as_ref().map_or(question, |r| r.question.as_str());
-        // What the follow-up adds of its own must be found by the searches.
-        let own = rewrite
-            .is_some()
-            .then(|| crate::followup::own_terms(question))
-            .filter(|t| !t.is_empty());
-        let focus = own.as_deref();
+        let asked = rewrite.is_some().then_some(question);
         let mut report = if let Some((llm, budget)) = &self.agent {
             let agent = self.agent(llm, budget);
-            let asked = rewrite.is_some().then_some(question);
             let outcome = agent.run(run_as, asked, history, &mut |e| forward(e, on_event));
             self.agent_report(run_as, outcome, on_event)?
         } else {
+            // What the follow-up adds of its own must be found by the
+            // searches (the agent works this out itself).
+            let own = asked.and_then(crate::followup::focus);
+            let focus = own.as_deref();
             let planned = self
                 .planner
                 .plan(run_as, self.limit, &self.registry.plannable());
@@ -461,25 +459,14 @@ impl<'a> Executor<'a> {
                         .iter()
                         .filter_map(|c| c.source.clone())
                         .collect();
-                    steps.push(StepRecord {
-                        id: "answer".into(),
-                        action: "agent".into(),
-                        input: json!({"question": question}),
-                        result: ToolResult::ok(
-                            ToolOutput::Answer(scored.answer.clone()),
-                            sources,
-                            scored.factors.clone(),
-                        ),
-                        factors: scored.factors,
-                        confidence: scored.score,
-                    });
+                    let result = ToolResult::ok(
+                        ToolOutput::Answer(scored.answer.clone()),
+                        sources,
+                        scored.factors.clone(),
+                    );
+                    steps.push(answer_step(question, result, scored.factors, scored.score));
                     report.answer = Some(scored.answer);
-                    report.decision = match report.level {
-                        Level::Silent => Decision::Answer,
-                        Level::Notify => Decision::Caveat,
-                        Level::Escalate if abstained => Decision::Decline,
-                        Level::Confirm | Level::Escalate => Decision::Escalate,
-                    };
+                    report.decision = decide(report.level, abstained, false);
                     format!(
                         "confidence {:.2} is below {:.2} (notify); the agent answered after {found}",
                         report.confidence, thresholds.notify
@@ -516,14 +503,13 @@ impl<'a> Executor<'a> {
                         crate::tools::ToolErrorKind::Failed,
                         why.clone(),
                     );
-                    steps.push(StepRecord {
-                        id: "answer".into(),
-                        action: "agent".into(),
-                        input: json!({"question": question}),
-                        result: ToolResult::failed(&error, Vec::new()),
-                        factors: Factors::default(),
-                        confidence: failed_score(),
-                    });
+                    let result = ToolResult::failed(&error, Vec::new());
+                    steps.push(answer_step(
+                        question,
+                        result,
+                        Factors::default(),
+                        failed_score(),
+                    ));
                 }
                 format!("{why}; it found {found}")
             }
@@ -604,15 +590,8 @@ impl<'a> Executor<'a> {
                 _ => None,
             });
         let abstained = answer.as_ref().is_none_or(|a| a.abstained);
-        // A failed step (a generator that is down) says nothing about the
-        // knowledge base: a human may still answer, so escalate, not decline.
         let failed = best.steps.iter().any(|s| !s.result.success);
-        let mut decision = match best.level {
-            Level::Silent => Decision::Answer,
-            Level::Notify => Decision::Caveat,
-            Level::Escalate if abstained && !failed => Decision::Decline,
-            Level::Confirm | Level::Escalate => Decision::Escalate,
-        };
+        let mut decision = decide(best.level, abstained, failed);
         let mut escalation = None;
         if decision == Decision::Escalate {
             match self.escalate(question, &best, answer.as_ref()) {
@@ -789,6 +768,36 @@ pub fn review_options(draft: Option<&Answer>) -> Vec<String> {
     }
     options.push(NOT_ANSWERED_OPTION.to_string());
     options
+}
+
+/// The agent's answer (or its failure to give one) as the run's last step.
+fn answer_step(
+    question: &str,
+    result: ToolResult,
+    factors: Factors,
+    confidence: crate::confidence::Score,
+) -> StepRecord {
+    StepRecord {
+        id: "answer".into(),
+        action: "agent".into(),
+        input: json!({"question": question}),
+        result,
+        factors,
+        confidence,
+    }
+}
+
+/// What a run does with an answer at `level`: answer, with a caveat,
+/// escalate, or decline when the generator found nothing to answer with.
+/// A failed step (a generator that is down) says nothing about the
+/// knowledge base: a human may still answer, so that escalates.
+fn decide(level: Level, abstained: bool, failed: bool) -> Decision {
+    match level {
+        Level::Silent => Decision::Answer,
+        Level::Notify => Decision::Caveat,
+        Level::Escalate if abstained && !failed => Decision::Decline,
+        Level::Confirm | Level::Escalate => Decision::Escalate,
+    }
 }
 
 /// An agent event as a run event.

@@ -177,6 +177,12 @@ pub fn own_terms(question: &str) -> String {
         .join(" ")
 }
 
+/// A rewritten follow-up's own terms as the `focus` of its searches;
+/// `None` when it adds nothing of its own.
+pub fn focus(asked: &str) -> Option<String> {
+    Some(own_terms(asked)).filter(|t| !t.is_empty())
+}
+
 /// Words that say what the asker wants done or how they ask, not what about.
 const INTENT_WORDS: &[&str] = &[
     "fix",

@@ -396,6 +396,7 @@ pub struct GraceBuilder {
     config: Config,
     embedder: Option<Arc<dyn Embedder>>,
     generator: Option<Arc<dyn LlmClient>>,
+    mode: OpenMode,
 }
 
 impl GraceBuilder {
@@ -405,27 +406,37 @@ impl GraceBuilder {
         self
     }
 
+    /// Refuses to start on a collection that does not exist yet (a
+    /// client that only asks), instead of creating it.
+    pub fn existing(mut self) -> Self {
+        self.mode = OpenMode::Existing;
+        self
+    }
+
     /// Answers with `generator` instead of the configured `llm.provider`.
     pub fn generator(mut self, generator: Arc<dyn LlmClient>) -> Self {
         self.generator = Some(generator);
         self
     }
 
-    /// Opens the collection (creating it when it does not exist yet: a
-    /// service may start before anything is ingested), the tools and the
-    /// review queue.
+    /// Opens the collection (creating it when it does not exist yet, unless
+    /// [`existing`](Self::existing): a service may start before anything is
+    /// ingested), the tools, the review queue and the sessions.
     pub fn build(self) -> Result<Grace> {
         let embedder: Arc<dyn Embedder> = match self.embedder {
             Some(e) => e,
             None => Arc::new(FastEmbedder::new(&self.config.embedding)?),
         };
-        let queue = Arc::new(ReviewQueue::open(&self.config)?);
-        let sessions = SessionStore::open(&self.config.storage.data_dir, &self.config.sessions)?;
+        // The collection first: with `existing`, a missing one is refused
+        // before anything is created in the data folder.
         let kb = Arc::new(KnowledgeBase::with_embedder(
             self.config,
             embedder,
-            OpenMode::Create,
+            self.mode,
         )?);
+        let config = kb.config();
+        let queue = Arc::new(ReviewQueue::open(config)?);
+        let sessions = SessionStore::open(&config.storage.data_dir, &config.sessions)?;
         let registry = match self.generator {
             Some(g) => ToolRegistry::from_config_with(kb.config(), kb.clone(), Some(g))?,
             None => ToolRegistry::from_config(kb.config(), kb.clone())?,
@@ -455,6 +466,7 @@ impl Grace {
             config,
             embedder: None,
             generator: None,
+            mode: OpenMode::Create,
         }
     }
 

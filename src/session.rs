@@ -16,12 +16,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::config::SessionsConfig;
 use crate::exec::{Decision, RunReport};
+use crate::sqlite::{now_ms, to_time};
 
 /// The file name of the session database in the data folder.
 pub const SESSIONS_FILE: &str = "sessions.sqlite3";
@@ -239,13 +240,9 @@ impl SessionStore {
 
     /// Starts a new session.
     pub fn create(&self) -> Result<Session> {
-        let bytes = crate::durable::random_bytes().map_err(|source| SessionError::Io {
-            action: "read the random source",
-            source,
-        })?;
-        let id = format!("{SESSION_PREFIX}{}", crate::durable::hex(&bytes[..16]));
+        let id = new_id(SESSION_PREFIX)?;
         let now = now_ms();
-        let expires = now.saturating_add(self.ttl_ms());
+        let expires = now.saturating_add(millis(self.limits.ttl_seconds));
         self.write(|tx, err| {
             let open: i64 = tx
                 .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))
@@ -274,7 +271,7 @@ impl SessionStore {
     /// does not exist or has expired.
     pub fn get(&self, id: &str) -> Result<Session> {
         let not_found = || SessionError::NotFound { id: shown(id) };
-        if !plausible_id(id) {
+        if !plausible_id(id, SESSION_PREFIX) {
             return Err(not_found());
         }
         let conn = self.lock();
@@ -316,7 +313,7 @@ impl SessionStore {
     /// Adds `turn` to session `id`, drops the oldest turns past the
     /// limits, and extends its life by `sessions.ttl_seconds`.
     pub fn append(&self, id: &str, turn: &Turn) -> Result<()> {
-        if !plausible_id(id) {
+        if !plausible_id(id, SESSION_PREFIX) {
             return Err(SessionError::NotFound { id: shown(id) });
         }
         let text = serde_json::to_string(turn).map_err(|e| SessionError::Corrupt {
@@ -328,7 +325,7 @@ impl SessionStore {
             let live = tx
                 .execute(
                     "UPDATE sessions SET updated_at = ?2, expires_at = ?3 WHERE id = ?1",
-                    params![id, now, now.saturating_add(self.ttl_ms())],
+                    params![id, now, now.saturating_add(millis(self.limits.ttl_seconds))],
                 )
                 .map_err(err)?;
             if live == 0 {
@@ -377,7 +374,7 @@ impl SessionStore {
 
     /// Ends session `id` (its turns are deleted).
     pub fn delete(&self, id: &str) -> Result<()> {
-        if !plausible_id(id) {
+        if !plausible_id(id, SESSION_PREFIX) {
             return Err(SessionError::NotFound { id: shown(id) });
         }
         self.write(|tx, err| {
@@ -405,16 +402,9 @@ impl SessionStore {
                 max: MAX_RUN_BYTES,
             });
         }
-        let bytes = crate::durable::random_bytes().map_err(|source| SessionError::Io {
-            action: "read the random source",
-            source,
-        })?;
-        let id = format!("{RUN_PREFIX}{}", crate::durable::hex(&bytes[..16]));
+        let id = new_id(RUN_PREFIX)?;
         let now = now_ms();
-        let ttl: i64 = Duration::from_secs_f64(ttl_seconds)
-            .as_millis()
-            .try_into()
-            .unwrap_or(i64::MAX);
+        let ttl = millis(ttl_seconds);
         self.write(|tx, err| {
             let open: i64 = tx
                 .query_row(
@@ -442,10 +432,7 @@ impl SessionStore {
     /// [`SessionError::RunNotFound`] when there is none or it expired.
     pub fn take_run<T: serde::de::DeserializeOwned>(&self, id: &str) -> Result<T> {
         let not_found = || SessionError::RunNotFound { id: shown(id) };
-        let plausible = id.strip_prefix(RUN_PREFIX).is_some_and(|hex| {
-            hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        });
-        if !plausible {
+        if !plausible_id(id, RUN_PREFIX) {
             return Err(not_found());
         }
         let text: String = self.write(|tx, err| {
@@ -468,13 +455,6 @@ impl SessionStore {
         let mut turns = self.get(id)?.turns;
         let start = turns.len().saturating_sub(HISTORY_TURNS);
         Ok(turns.split_off(start))
-    }
-
-    fn ttl_ms(&self) -> i64 {
-        Duration::from_secs_f64(self.limits.ttl_seconds)
-            .as_millis()
-            .try_into()
-            .unwrap_or(i64::MAX)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -510,24 +490,36 @@ impl SessionStore {
     }
 }
 
-/// A session id this store could have issued (checked before any query).
-fn plausible_id(id: &str) -> bool {
-    id.strip_prefix(SESSION_PREFIX).is_some_and(|hex| {
+/// `prefix` and 32 random hex digits: an id nobody can guess.
+fn new_id(prefix: &str) -> Result<String> {
+    let bytes = crate::durable::random_bytes().map_err(|source| SessionError::Io {
+        action: "read the random source",
+        source,
+    })?;
+    Ok(format!("{prefix}{}", crate::durable::hex(&bytes[..16])))
+}
+
+/// Seconds (a validated, finite duration) as the database's milliseconds.
+fn millis(seconds: f64) -> i64 {
+    Duration::from_secs_f64(seconds)
+        .as_millis()
+        .try_into()
+        .unwrap_or(i64::MAX)
+}
+
+/// An id (of a session or a run, by `prefix`) this store could have issued (checked before any query).
+fn plausible_id(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix).is_some_and(|hex| {
         hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     })
 }
 
 /// An id as it may appear in an error message: bounded and printable.
 fn shown(id: &str) -> String {
-    let cut: String = crate::text::truncate_chars(id, 40)
+    crate::text::ellipsized(id, 40)
         .chars()
         .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if cut.len() < id.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
+        .collect()
 }
 
 fn open_db(path: &Path) -> Result<Connection> {
@@ -548,16 +540,6 @@ fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> SessionError + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
-}
-
-fn to_time(ms: i64) -> DateTime<Utc> {
-    Utc.timestamp_millis_opt(ms)
-        .single()
-        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
 }
 
 #[cfg(test)]
@@ -585,7 +567,7 @@ mod tests {
     fn turns_are_kept_in_order_and_survive_reopening() {
         let (dir, s) = store(SessionsConfig::default());
         let session = s.create().unwrap();
-        assert!(plausible_id(&session.id), "{}", session.id);
+        assert!(plausible_id(&session.id, SESSION_PREFIX), "{}", session.id);
         s.append(&session.id, &turn("first?", 1)).unwrap();
         s.append(&session.id, &turn("second?", 1)).unwrap();
         drop(s);

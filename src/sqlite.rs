@@ -8,7 +8,20 @@
 use std::path::Path;
 use std::time::Duration;
 
+use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::Connection;
+
+/// Now, as the databases store time (Unix milliseconds).
+pub(crate) fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+/// A stored timestamp as a date.
+pub(crate) fn to_time(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
+}
 
 /// Why a database could not be opened.
 #[derive(Debug)]

@@ -26,6 +26,17 @@ pub fn is_plain_id(id: &str) -> bool {
     !id.is_empty() && !id.chars().any(invisible)
 }
 
+/// `text` cut to at most `max` characters on a character boundary, with
+/// `…` when it was cut (for quoting outside text in messages and traces).
+pub fn ellipsized(text: &str, max: usize) -> String {
+    let cut = truncate_chars(text, max);
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
+}
+
 /// The first `max` characters of `text` (all of it when shorter), cut on a
 /// character boundary.
 pub fn truncate_chars(text: &str, max: usize) -> &str {

@@ -377,14 +377,7 @@ pub(super) fn retry_message(error: &str) -> String {
     format!("Your reply was not valid: {error}. Reply with one JSON object as described.")
 }
 
-/// `text` cut to at most `max` characters (on a character boundary), with
-/// `…` when cut.
-pub(super) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
+pub(super) use crate::text::ellipsized as truncate;
 
 /// Models asked for JSON sometimes wrap it in a Markdown code fence.
 pub(super) fn strip_code_fence(text: &str) -> &str {

@@ -656,11 +656,7 @@ fn with_slash(url: &str) -> String {
 }
 
 fn first_line(text: &str, max: usize) -> String {
-    let line = text.replace('\n', " ");
-    match line.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line,
-    }
+    crate::text::ellipsized(&text.replace('\n', " "), max)
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::{Result, ReviewError};
@@ -109,16 +108,7 @@ pub(crate) fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> ReviewError +
 }
 
 /// Now, in the database's unit (Unix milliseconds).
-pub(crate) fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
-}
-
-/// A stored timestamp as a date.
-pub(crate) fn to_time(ms: i64) -> DateTime<Utc> {
-    Utc.timestamp_millis_opt(ms)
-        .single()
-        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
-}
+pub(crate) use crate::sqlite::{now_ms, to_time};
 
 /// Parses a JSON column, naming the row when it is damaged.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use grace::exec::RunReport;
-use grace::{AskOptions, Config, Grace, KnowledgeBase, OpenMode};
+use grace::{AskOptions, Config, Grace};
 
 use crate::output;
 
@@ -38,8 +38,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
         grace::service::check_ask_limit(k)?;
     }
     // A missing knowledge base is an error now, not an empty answer later.
-    drop(KnowledgeBase::open(config.clone(), OpenMode::Existing)?);
-    let grace = Grace::open(config)?;
+    let grace = Grace::builder(config).existing().build()?;
     let mut session = match args.session {
         Some(id) => grace.session(id)?.id,
         None => grace.create_session()?.id,
