@@ -555,7 +555,14 @@ impl<'a> Executor<'a> {
         recovery: Recovery<'_>,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, PlanError> {
-        let enabled = self.registry.names();
+        // A plan may name what the planner and agent are offered.
+        let offered: Vec<String> = self
+            .registry
+            .catalogue(crate::config::Caller::Agent)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        let enabled: Vec<&str> = offered.iter().map(String::as_str).collect();
         plan.validate(&enabled)?;
         let mut best = self.run(&plan, on_event);
         self.cancelled()?;

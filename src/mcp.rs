@@ -180,8 +180,8 @@ impl McpServer {
                 ),
                 other => match registry.get(other) {
                     Some(t) => tool(
-                        t.name(),
-                        t.description(),
+                        t.name().to_string(),
+                        t.description().to_string(),
                         t.input_schema(),
                         t.name() == "rag_search",
                     ),
@@ -478,7 +478,12 @@ impl ServerHandler for McpServer {
     }
 }
 
-fn tool(name: &'static str, description: &'static str, schema: Value, read_only: bool) -> Tool {
+fn tool(
+    name: impl Into<std::borrow::Cow<'static, str>>,
+    description: impl Into<std::borrow::Cow<'static, str>>,
+    schema: Value,
+    read_only: bool,
+) -> Tool {
     let schema: JsonObject = match schema {
         Value::Object(map) => map,
         _ => JsonObject::new(),

@@ -140,10 +140,10 @@ const ONE_TRY: grace::config::ToolPolicy = grace::config::ToolPolicy {
 struct SlowSearch;
 
 impl grace::tools::Tool for SlowSearch {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "slow_search"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "a search that hangs"
     }
     fn input_schema(&self) -> serde_json::Value {

@@ -11,6 +11,7 @@
 
 mod env;
 mod error;
+mod tools;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use self::error::{ConfigError, Result};
+pub use self::tools::*;
 
 /// The file looked for in the current directory when no `--config` is given.
 pub const DEFAULT_CONFIG_FILE: &str = "grace_config.yml";
@@ -378,118 +380,6 @@ pub enum ReaderMode {
     Off,
 }
 
-/// The tools a run may use (see [`crate::tools`]). Only the tools named in
-/// `enabled` are constructed; a name GRACE does not know is an error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ToolsConfig {
-    /// Tools a run may use (`tools.enabled`); known: `rag_search`, `reasoning`,
-    /// `ask_user`.
-    pub enabled: Vec<String>,
-    /// Timeout, retries and default limit of `rag_search` (`tools.rag_search`).
-    pub rag_search: RagSearchConfig,
-    /// Timeout and retries of `reasoning` (`tools.reasoning`).
-    pub reasoning: ReasoningConfig,
-    /// Timeout and retries of `ask_user` (`tools.ask_user`).
-    pub ask_user: AskUserConfig,
-}
-
-impl Default for ToolsConfig {
-    fn default() -> Self {
-        Self {
-            enabled: ["rag_search", "reasoning", "ask_user"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            rag_search: RagSearchConfig::default(),
-            reasoning: ReasoningConfig::default(),
-            ask_user: AskUserConfig::default(),
-        }
-    }
-}
-
-/// How a tool call is bounded and retried.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ToolPolicy {
-    /// A call running longer fails with a timeout.
-    pub timeout_seconds: f64,
-    /// Extra attempts after a transient failure or a timeout.
-    pub retry_count: u32,
-    /// Wait before the first retry; doubled before each further one.
-    pub retry_delay_seconds: f64,
-}
-
-/// The most passages one `rag_search` call (and so one ask) may retrieve:
-/// `tools.rag_search.limit`, an ask's `limit` and a plan's `limit` are
-/// checked against it.
-pub const MAX_RAG_SEARCH_LIMIT: usize = 100;
-
-/// `rag_search`: vector search over the knowledge base.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RagSearchConfig {
-    /// Seconds one call may take before it fails as a timeout.
-    pub timeout_seconds: f64,
-    /// Retries after a timeout or a transient failure.
-    pub retry_count: u32,
-    /// Seconds to wait before the first retry; doubled before each further one.
-    pub retry_delay_seconds: f64,
-    /// Passages returned when the call gives no `limit`.
-    pub limit: usize,
-}
-
-impl Default for RagSearchConfig {
-    fn default() -> Self {
-        Self {
-            timeout_seconds: 10.0,
-            retry_count: 1,
-            retry_delay_seconds: 0.5,
-            limit: 5,
-        }
-    }
-}
-
-/// `reasoning`: an answer from sources by the configured generator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReasoningConfig {
-    /// Seconds one call may take before it fails as a timeout.
-    pub timeout_seconds: f64,
-    /// Retries after a timeout or a transient failure.
-    pub retry_count: u32,
-    /// Seconds to wait before the first retry; doubled before each further one.
-    pub retry_delay_seconds: f64,
-}
-
-impl Default for ReasoningConfig {
-    fn default() -> Self {
-        Self {
-            timeout_seconds: 30.0,
-            retry_count: 1,
-            retry_delay_seconds: 1.0,
-        }
-    }
-}
-
-/// Each tool's config has the three policy keys at its top level (serde's
-/// `flatten` does not combine with `deny_unknown_fields`); this reads them.
-macro_rules! tool_policy {
-    ($($config:ty),*) => {$(
-        impl $config {
-            /// Timeout and retries of the tool.
-            pub fn policy(&self) -> ToolPolicy {
-                ToolPolicy {
-                    timeout_seconds: self.timeout_seconds,
-                    retry_count: self.retry_count,
-                    retry_delay_seconds: self.retry_delay_seconds,
-                }
-            }
-        }
-    )*};
-}
-
-tool_policy!(RagSearchConfig, ReasoningConfig, AskUserConfig);
-
 /// The generator that writes answers (see [`crate::llm`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -749,28 +639,6 @@ impl Default for McpConfig {
             // reviewer. Offer them only to a client trusted with that.
             tools: ["ask", "rag_search", "ingest"].map(String::from).to_vec(),
             timeout_seconds: 120.0,
-        }
-    }
-}
-
-/// `ask_user`: a structured question for a human.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AskUserConfig {
-    /// Seconds one call may take before it fails as a timeout.
-    pub timeout_seconds: f64,
-    /// Retries after a timeout or a transient failure.
-    pub retry_count: u32,
-    /// Seconds to wait before the first retry; doubled before each further one.
-    pub retry_delay_seconds: f64,
-}
-
-impl Default for AskUserConfig {
-    fn default() -> Self {
-        Self {
-            timeout_seconds: 5.0,
-            retry_count: 0,
-            retry_delay_seconds: 0.0,
         }
     }
 }
@@ -1040,6 +908,17 @@ impl Config {
     /// messages, shared context, audit), shared by every collection.
     pub fn review_db_path(&self) -> PathBuf {
         self.storage.data_dir.join("review.sqlite3")
+    }
+
+    /// Usage statistics and health of every tool, shared by every collection.
+    pub fn tool_stats_path(&self) -> PathBuf {
+        self.storage.data_dir.join("tool_stats.sqlite3")
+    }
+
+    /// Tools created at run time (scripts, their versions and audit log),
+    /// shared by every collection.
+    pub fn runtime_tools_path(&self) -> PathBuf {
+        self.storage.data_dir.join("runtime_tools.sqlite3")
     }
 
     /// Folder of reviewed answers promoted to knowledge (one Markdown file

@@ -325,6 +325,26 @@ fn out_of_range_values_name_key_and_line() {
             3,
         ),
         (
+            "tools:\n  web:\n    fetch:\n      max_redirects: 50\n",
+            "tools.web.fetch.max_redirects",
+            4,
+        ),
+        (
+            "tools:\n  web:\n    search:\n      enabled: true\n      endpoint: ftp://x\n",
+            "tools.web.search.endpoint",
+            5,
+        ),
+        (
+            "tools:\n  runtime:\n    memory_bytes: 10\n",
+            "tools.runtime.memory_bytes",
+            3,
+        ),
+        (
+            "tools:\n  reflection:\n    disable_after: 2\n",
+            "tools.reflection.disable_after",
+            3,
+        ),
+        (
             "tools:\n  rag_search:\n    limit: 0\n",
             "tools.rag_search.limit",
             3,
@@ -456,4 +476,52 @@ fn a_renamed_key_says_what_replaced_it() {
     );
     let e = Config::from_yaml("llm:\n  planner: false\n").unwrap_err();
     assert!(e.to_string().contains("strategy"), "{e}");
+}
+
+#[test]
+fn mcp_servers_are_checked_by_index() {
+    let cases = [
+        (
+            "tools:\n  mcp_servers:\n    - name: Bad-Name\n      command: x\n",
+            "tools.mcp_servers[0].name",
+        ),
+        (
+            "tools:\n  mcp_servers:\n    - name: a\n",
+            "tools.mcp_servers[0].command",
+        ),
+        (
+            "tools:\n  mcp_servers:\n    - name: a\n      command: x\n      url: http://h/mcp\n",
+            "tools.mcp_servers[0].command",
+        ),
+        (
+            "tools:\n  mcp_servers:\n    - name: a\n      url: ftp://h\n",
+            "tools.mcp_servers[0].url",
+        ),
+        (
+            "tools:\n  mcp_servers:\n    - name: a\n      command: x\n    - name: a\n      command: y\n",
+            "tools.mcp_servers[1].name",
+        ),
+        (
+            "tools:\n  mcp_servers:\n    - name: a\n      command: x\n      include: [\"[\"]\n",
+            "tools.mcp_servers[0].include",
+        ),
+        (
+            "tools:\n  mcp_servers:\n    - name: a\n      command: x\n      tools:\n        t: {timeout_seconds: 0}\n",
+            "tools.mcp_servers[0].tools.t.timeout_seconds",
+        ),
+    ];
+    for (yaml, key) in cases {
+        let message = Config::from_yaml(yaml)
+            .and_then(|c| validate::validate(&c))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(key), "{yaml}: {message}");
+    }
+    let ok = Config::from_yaml(
+        "tools:\n  mcp_servers:\n    - name: kb_two\n      command: grace\n      args: [mcp]\n      callers: [agent, http]\n",
+    )
+    .unwrap();
+    let s = &ok.tools.mcp_servers[0];
+    assert!(s.callers.allows(crate::config::Caller::Http));
+    assert!(!s.callers.allows(crate::config::Caller::Mcp));
 }

@@ -41,11 +41,11 @@ pub struct UserRequest {
 pub struct AskUser;
 
 impl Tool for AskUser {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         NAME
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Ask a human a structured question (with the reason and optional choices) when the sources do not settle it."
     }
 

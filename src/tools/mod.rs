@@ -1,6 +1,9 @@
 //! Tools: the [`Tool`] trait, what a call returns ([`ToolResult`]), and the
-//! [`ToolRegistry`] built from `tools.enabled`, which runs calls with each
-//! tool's timeout and retries.
+//! [`ToolRegistry`]: the built-in tools named in `tools.enabled`, tools
+//! taken from other MCP servers (`mcp.<server>.<tool>`), the web tools
+//! (`web_fetch`, `web_search`) and tools created at run time (`rt.<name>`),
+//! each called under its own timeout and retries, seen only by the callers
+//! its policy names, and counted in [`stats`] (usage and reflection).
 //!
 //! Tools are synchronous; the registry runs each call on its own thread so
 //! that a timeout can be enforced whatever the tool does (a timed-out call's
@@ -10,6 +13,18 @@ mod ask_user;
 mod rag_search;
 mod reasoning;
 mod registry;
+pub mod stats;
+
+/// Registers the tools beyond the built-in ones that config enables: the
+/// web tools, stored run-time tools, and other MCP servers' tools.
+pub(crate) fn extend(
+    registry: &ToolRegistry,
+    config: &crate::Config,
+    kb: &std::sync::Arc<crate::KnowledgeBase>,
+) -> crate::Result<()> {
+    let _ = (registry, config, kb);
+    Ok(())
+}
 
 use std::time::Duration;
 
@@ -19,22 +34,26 @@ use serde_json::Value;
 pub use self::ask_user::{AskUser, Urgency, UserRequest};
 pub use self::rag_search::RagSearch;
 pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION};
-pub use self::registry::ToolRegistry;
+pub use self::registry::{CatalogueEntry, ToolInfo, ToolRegistry, valid_tool_name};
 
 use crate::confidence::Factors;
 use crate::search::Passage;
 
-/// Names of the tools GRACE has; `tools.enabled` may list these only.
+/// Names of the built-in tools; `tools.enabled` may list these only.
 pub const TOOL_NAMES: &[&str] = &["rag_search", "reasoning", "ask_user"];
 
 /// A capability a plan step can call.
 pub trait Tool: Send + Sync {
-    /// The name plans and `tools.enabled` use.
-    fn name(&self) -> &'static str;
+    /// The name plans and callers use (see [`valid_tool_name`]).
+    fn name(&self) -> &str;
     /// One sentence on what the tool does (for planners and MCP clients).
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON schema of the input.
     fn input_schema(&self) -> Value;
+    /// Where the tool comes from.
+    fn origin(&self) -> Origin {
+        Origin::BuiltIn
+    }
     /// Runs the tool. `Ok` carries what it produced (which may still be a
     /// `success: false` result); `Err` is a failure the registry may retry
     /// (see [`ToolErrorKind`]).
@@ -51,6 +70,9 @@ pub enum ToolOutput {
     Answer(Answer),
     /// A question for a human (`ask_user`).
     UserRequest(UserRequest),
+    /// Data from a tool outside GRACE's own (another MCP server, a script):
+    /// quoted material for the caller, never instructions.
+    Data(Value),
     /// Nothing (a failed call).
     None,
 }
@@ -69,6 +91,9 @@ pub struct ToolResult {
     pub factors: Factors,
     /// The failure's message; `None` on success.
     pub error: Option<String>,
+    /// How it failed; `None` on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ToolErrorKind>,
     /// What the caller could do instead (after a failure or a weak result).
     pub suggestions: Vec<String>,
     /// Wall time of the call, retries included.
@@ -87,6 +112,7 @@ impl ToolResult {
             sources,
             factors,
             error: None,
+            error_kind: None,
             suggestions: Vec::new(),
             duration: Duration::ZERO,
             attempts: 1,
@@ -101,11 +127,36 @@ impl ToolResult {
             sources: Vec::new(),
             factors: Factors::default(),
             error: Some(error.to_string()),
+            error_kind: Some(error.kind),
             suggestions,
             duration: Duration::ZERO,
             attempts: 1,
         }
     }
+}
+
+/// Where a tool comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Origin {
+    /// One of GRACE's own tools.
+    BuiltIn,
+    /// A tool of another MCP server (`tools.mcp_servers`).
+    Mcp {
+        /// The server's name in config.
+        server: String,
+        /// The tool's name on that server.
+        tool: String,
+    },
+    /// A web tool (`tools.web`).
+    Web,
+    /// A script created at run time.
+    Runtime {
+        /// The stored version that is registered.
+        version: u32,
+        /// `verified` or `failed` (its verification run).
+        status: String,
+    },
 }
 
 /// How a call failed, which decides whether it is retried.
@@ -120,8 +171,10 @@ pub enum ToolErrorKind {
     Timeout,
     /// Will fail again: not retried.
     Failed,
-    /// The tool is not enabled or does not exist.
+    /// The tool is not enabled, does not exist or is disabled.
     Unknown,
+    /// The caller gave up (the run was cancelled): not the tool's failure.
+    Cancelled,
 }
 
 /// A failed tool call.

@@ -33,11 +33,11 @@ impl RagSearch {
 }
 
 impl Tool for RagSearch {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         NAME
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Search the knowledge base; returns ranked passages with their source, section and similarity."
     }
 

@@ -94,11 +94,11 @@ pub fn user_message(question: &str, context: Option<&str>, sources: &[SourceText
 }
 
 impl Tool for Reasoning {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         NAME
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Answer a question from the given sources only, citing them as [n]; says so when they do not answer it."
     }
 

@@ -1,23 +1,93 @@
-//! The tools a run may call, built from `tools.enabled`, and the call
-//! policy: a timeout per call, retries with exponential backoff for
-//! transient failures and timeouts only.
+//! The tools a run may call and the call policy: a timeout per call,
+//! retries with exponential backoff for transient failures and timeouts
+//! only, who may see each tool, and usage statistics for each call.
+//!
+//! The registry is built from config (the built-in tools in
+//! `tools.enabled`, then the web tools, run-time tools and other MCP
+//! servers' tools), and tools may be added and removed while it serves
+//! (a run-time tool created, a reconnected server's tools).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::Value;
 
-use super::{AskUser, RagSearch, Reasoning, Tool, ToolError, ToolErrorKind, ToolResult};
-use crate::config::{Config, ToolPolicy};
+use super::stats::{CallOutcome, Health, ToolStats, ToolUsage};
+use super::{AskUser, Origin, RagSearch, Reasoning, Tool, ToolError, ToolErrorKind, ToolResult};
+use crate::config::{Caller, Callers, Config, ToolPolicy};
 use crate::{KnowledgeBase, llm};
 
-/// The enabled tools, each with its call policy.
+/// Characters of a tool name at most.
+const MAX_NAME_CHARS: usize = 64;
+
+/// Whether `name` may name a tool: 1-64 characters, dot-separated parts of
+/// ASCII letters, digits, `_` and `-`, the first starting with a letter
+/// (`rag_search`, `mcp.tickets.find-issue`, `rt.word_count`). Models'
+/// function-calling APIs accept these names as they are.
+pub fn valid_tool_name(name: &str) -> bool {
+    name.len() <= MAX_NAME_CHARS
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        })
+}
+
+/// One registered tool with its policy and who may see it.
+#[derive(Clone)]
+struct Entry {
+    tool: Arc<dyn Tool>,
+    policy: ToolPolicy,
+    callers: Callers,
+}
+
+/// A tool as a caller's catalogue shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CatalogueEntry {
+    /// The tool's name.
+    pub name: String,
+    /// What it does; an unreliable tool's says so first.
+    pub description: String,
+    /// JSON schema of its input.
+    pub input_schema: Value,
+}
+
+/// Everything about a registered tool (`grace tools list`, `GET /v1/tools`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON schema of its input.
+    pub input_schema: Value,
+    /// Where it comes from.
+    pub origin: Origin,
+    /// Seconds one call may take.
+    pub timeout_seconds: f64,
+    /// Retries after a timeout or a transient failure.
+    pub retry_count: u32,
+    /// Who may see it.
+    pub callers: Vec<Caller>,
+    /// Its usage (zeros without a statistics store).
+    pub stats: Option<ToolUsage>,
+    /// Whether it is offered.
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// The registered tools, each with its call policy.
 pub struct ToolRegistry {
-    tools: Vec<(Arc<dyn Tool>, ToolPolicy)>,
+    tools: RwLock<Vec<Entry>>,
     /// The generator `reasoning` answers with (the planner uses it too).
     generator: Option<Arc<dyn llm::LlmClient>>,
+    /// Usage statistics and health, when kept.
+    stats: Option<Arc<ToolStats>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -29,9 +99,11 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// Constructs the tools named in `tools.enabled`, and no others (the
-    /// generator only when `reasoning` is enabled). A generator that is not
-    /// set up (Gemini without `GEMINI_API_KEY`) fails here, before any
+    /// The tools config names: the built-in tools in `tools.enabled` (the
+    /// generator only when `reasoning` is enabled), then the enabled web
+    /// tools, run-time tools and other MCP servers' tools, with usage
+    /// statistics in `<data_dir>/tool_stats.sqlite3`. A generator that is
+    /// not set up (Gemini without `GEMINI_API_KEY`) fails here, before any
     /// question is asked.
     pub fn from_config(config: &Config, kb: Arc<KnowledgeBase>) -> crate::Result<Self> {
         let generator = if config.tools.enabled.iter().any(|n| n == "reasoning") {
@@ -39,7 +111,7 @@ impl ToolRegistry {
         } else {
             None
         };
-        Ok(Self::from_config_with(config, kb, generator)?)
+        Self::from_config_with(config, kb, generator)
     }
 
     /// [`from_config`](Self::from_config) with a given generator for
@@ -48,15 +120,29 @@ impl ToolRegistry {
         config: &Config,
         kb: Arc<KnowledgeBase>,
         generator: Option<Arc<dyn llm::LlmClient>>,
+    ) -> crate::Result<Self> {
+        let stats = ToolStats::open(&config.tool_stats_path(), config.tools.reflection.clone())
+            .map_err(|e| crate::Error::Server(e.to_string()))?;
+        let registry = Self::builtins(config, kb.clone(), generator)?.with_stats(Arc::new(stats));
+        super::extend(&registry, config, &kb)?;
+        Ok(registry)
+    }
+
+    /// The built-in tools named in `tools.enabled`, and no others.
+    pub fn builtins(
+        config: &Config,
+        kb: Arc<KnowledgeBase>,
+        generator: Option<Arc<dyn llm::LlmClient>>,
     ) -> Result<Self, ToolError> {
         let tc = &config.tools;
-        let mut tools: Vec<(Arc<dyn Tool>, ToolPolicy)> = Vec::new();
+        let mut tools = Vec::new();
         for name in &tc.enabled {
-            let entry: (Arc<dyn Tool>, ToolPolicy) = match name.as_str() {
-                "rag_search" => (
-                    Arc::new(RagSearch::new(kb.clone(), tc.rag_search.limit)),
-                    tc.rag_search.policy(),
-                ),
+            let entry = match name.as_str() {
+                "rag_search" => Entry {
+                    tool: Arc::new(RagSearch::new(kb.clone(), tc.rag_search.limit)),
+                    policy: tc.rag_search.policy(),
+                    callers: tc.rag_search.callers,
+                },
                 "reasoning" => {
                     let generator = generator.clone().ok_or_else(|| {
                         ToolError::new(
@@ -65,9 +151,17 @@ impl ToolRegistry {
                             "enabled without a generator",
                         )
                     })?;
-                    (Arc::new(Reasoning::new(generator)?), tc.reasoning.policy())
+                    Entry {
+                        tool: Arc::new(Reasoning::new(generator)?),
+                        policy: tc.reasoning.policy(),
+                        callers: tc.reasoning.callers,
+                    }
                 }
-                "ask_user" => (Arc::new(AskUser), tc.ask_user.policy()),
+                "ask_user" => Entry {
+                    tool: Arc::new(AskUser),
+                    policy: tc.ask_user.policy(),
+                    callers: tc.ask_user.callers,
+                },
                 other => {
                     return Err(ToolError::new(
                         other,
@@ -82,16 +176,98 @@ impl ToolRegistry {
             tools.push(entry);
         }
         // Kept only when `reasoning` uses it (the planner asks the same model).
-        let generator = generator.filter(|_| tools.iter().any(|(t, _)| t.name() == "reasoning"));
-        Ok(Self { tools, generator })
+        let generator = generator.filter(|_| tools.iter().any(|e| e.tool.name() == "reasoning"));
+        Ok(Self {
+            tools: RwLock::new(tools),
+            generator,
+            stats: None,
+        })
     }
 
-    /// A registry of the given tools (for tests and embedding applications).
+    /// A registry of the given tools, seen by every caller (for tests and
+    /// embedding applications).
     pub fn with_tools(tools: Vec<(Arc<dyn Tool>, ToolPolicy)>) -> Self {
         Self {
-            tools,
+            tools: RwLock::new(
+                tools
+                    .into_iter()
+                    .map(|(tool, policy)| Entry {
+                        tool,
+                        policy,
+                        callers: Callers::ALL,
+                    })
+                    .collect(),
+            ),
             generator: None,
+            stats: None,
         }
+    }
+
+    /// Keeps usage statistics (and health marks) in `stats`.
+    pub fn with_stats(mut self, stats: Arc<ToolStats>) -> Self {
+        self.stats = Some(stats);
+        self
+    }
+
+    /// The statistics store, when kept.
+    pub fn stats(&self) -> Option<&Arc<ToolStats>> {
+        self.stats.as_ref()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Entry>> {
+        self.tools.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds a tool; a name that is not [valid](valid_tool_name) or already
+    /// registered is refused.
+    pub fn register(
+        &self,
+        tool: Arc<dyn Tool>,
+        policy: ToolPolicy,
+        callers: Callers,
+    ) -> Result<(), ToolError> {
+        let name = tool.name().to_string();
+        if !valid_tool_name(&name) {
+            return Err(ToolError::new(
+                crate::text::truncate_chars(&name, 80),
+                ToolErrorKind::InvalidInput,
+                "not a valid tool name (1-64 letters, digits, `_`, `-`, dot-separated)",
+            ));
+        }
+        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        if tools.iter().any(|e| e.tool.name() == name) {
+            return Err(ToolError::new(
+                &name,
+                ToolErrorKind::InvalidInput,
+                "a tool of that name is already registered",
+            ));
+        }
+        tools.push(Entry {
+            tool,
+            policy,
+            callers,
+        });
+        Ok(())
+    }
+
+    /// Adds a tool, or replaces the one of the same name (a run-time
+    /// tool's new version).
+    pub fn replace(
+        &self,
+        tool: Arc<dyn Tool>,
+        policy: ToolPolicy,
+        callers: Callers,
+    ) -> Result<(), ToolError> {
+        self.unregister(tool.name());
+        self.register(tool, policy, callers)
+    }
+
+    /// Removes the tool called `name`; whether there was one.
+    pub fn unregister(&self, name: &str) -> bool {
+        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        let before = tools.len();
+        tools.retain(|e| e.tool.name() != name);
+        tools.len() != before
     }
 
     /// The generator `reasoning` answers with, when it is enabled.
@@ -99,31 +275,99 @@ impl ToolRegistry {
         self.generator.clone()
     }
 
-    /// What a planner may use: every enabled tool but `ask_user` (whether
-    /// to ask a human is the executor's decision, not the plan's).
-    pub fn plannable(&self) -> Vec<crate::plan::ToolSpec> {
-        self.tools
+    fn health(&self, name: &str) -> Health {
+        self.stats.as_ref().map_or(Health::Ok, |s| s.health(name))
+    }
+
+    /// What `caller` is offered: the tools its policy lets it see, not
+    /// disabled; an unreliable tool's description starts with the mark.
+    pub fn catalogue(&self, caller: Caller) -> Vec<CatalogueEntry> {
+        self.read()
             .iter()
-            .filter(|(t, _)| t.name() != "ask_user")
-            .map(|(t, _)| crate::plan::ToolSpec {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                input_schema: t.input_schema(),
+            .filter(|e| e.callers.allows(caller))
+            .filter_map(|e| {
+                let name = e.tool.name().to_string();
+                let description = match self.health(&name) {
+                    Health::Ok => e.tool.description().to_string(),
+                    Health::Unreliable(why) => {
+                        format!("[unreliable: {why}] {}", e.tool.description())
+                    }
+                    Health::Disabled(_) => return None,
+                };
+                Some(CatalogueEntry {
+                    name,
+                    description,
+                    input_schema: e.tool.input_schema(),
+                })
             })
             .collect()
     }
 
-    /// Names of the enabled tools, in configuration order.
-    pub fn names(&self) -> Vec<&'static str> {
-        self.tools.iter().map(|(t, _)| t.name()).collect()
+    /// What a planner may use: the agent's catalogue but `ask_user`
+    /// (whether to ask a human is the executor's decision, not the plan's).
+    pub fn plannable(&self) -> Vec<crate::plan::ToolSpec> {
+        self.catalogue(Caller::Agent)
+            .into_iter()
+            .filter(|t| t.name != "ask_user")
+            .map(|t| crate::plan::ToolSpec {
+                name: t.name,
+                description: t.description,
+                input_schema: t.input_schema,
+            })
+            .collect()
     }
 
-    /// The tool called `name`, if enabled.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools
+    /// Every registered tool with its policy, origin, statistics and health.
+    pub fn describe(&self) -> Vec<ToolInfo> {
+        self.read()
             .iter()
-            .find(|(t, _)| t.name() == name)
-            .map(|(t, _)| t)
+            .map(|e| {
+                let name = e.tool.name().to_string();
+                let stats = self.stats.as_ref().and_then(|s| match s.usage(&name) {
+                    Ok(u) => Some(u),
+                    Err(err) => {
+                        tracing::warn!(tool = %name, error = %err, "cannot read tool statistics");
+                        None
+                    }
+                });
+                ToolInfo {
+                    description: e.tool.description().to_string(),
+                    input_schema: e.tool.input_schema(),
+                    origin: e.tool.origin(),
+                    timeout_seconds: e.policy.timeout_seconds,
+                    retry_count: e.policy.retry_count,
+                    callers: e.callers.list(),
+                    stats,
+                    health: self.health(&name),
+                    name,
+                }
+            })
+            .collect()
+    }
+
+    /// Names of the registered tools, in registration order.
+    pub fn names(&self) -> Vec<String> {
+        self.read()
+            .iter()
+            .map(|e| e.tool.name().to_string())
+            .collect()
+    }
+
+    /// The tool called `name`, if registered.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.read()
+            .iter()
+            .find(|e| e.tool.name() == name)
+            .map(|e| e.tool.clone())
+    }
+
+    /// Whether `caller` may call the tool `name` (registered, its policy
+    /// lets the caller see it, not disabled).
+    pub fn visible_to(&self, name: &str, caller: Caller) -> bool {
+        self.read()
+            .iter()
+            .any(|e| e.tool.name() == name && e.callers.allows(caller))
+            && !matches!(self.health(name), Health::Disabled(_))
     }
 
     /// Calls a tool under its policy. Never fails: a failure is a result
@@ -141,7 +385,8 @@ impl ToolRegistry {
     /// [`call_within`](Self::call_within) that also gives up, with a failed
     /// result, as soon as `cancel` is set (checked every 20 ms while the
     /// tool runs, and before each retry). The tool's thread is left to
-    /// finish and its result discarded, as after a timeout.
+    /// finish and its result discarded, as after a timeout. Every call of
+    /// a registered tool is counted in the statistics.
     pub fn call_until(
         &self,
         name: &str,
@@ -150,46 +395,93 @@ impl ToolRegistry {
         cancel: &AtomicBool,
     ) -> ToolResult {
         let started = Instant::now();
-        let Some((tool, policy)) = self.tools.iter().find(|(t, _)| t.name() == name) else {
+        let found = self.read().iter().find(|e| e.tool.name() == name).cloned();
+        let Some(Entry { tool, policy, .. }) = found else {
+            let names = self.names().join(", ");
             let e = ToolError::new(
                 name,
                 ToolErrorKind::Unknown,
-                format!("not an enabled tool (enabled: {})", self.names().join(", ")),
+                format!("not an enabled tool (enabled: {names})"),
+            );
+            return ToolResult::failed(&e, vec![format!("use one of: {names}")]);
+        };
+        if let Health::Disabled(why) = self.health(name) {
+            let e = ToolError::new(
+                name,
+                ToolErrorKind::Unknown,
+                format!("disabled after {why} (tools.reflection.disable_after)"),
             );
             return ToolResult::failed(
                 &e,
-                vec![format!("use one of: {}", self.names().join(", "))],
+                vec![format!(
+                    "an administrator can run `grace tools enable {name}`"
+                )],
             );
+        }
+        let result = call_with_policy(&tool, &policy, input, timeout, cancel, started);
+        self.count(name, &result);
+        result
+    }
+
+    /// Records a finished call in the statistics (a failure to record is
+    /// logged, never the call's failure). A cancelled call is not the
+    /// tool's failure and is not counted.
+    fn count(&self, name: &str, result: &ToolResult) {
+        let Some(stats) = &self.stats else { return };
+        if result.error_kind == Some(ToolErrorKind::Cancelled) {
+            return;
+        }
+        let outcome = CallOutcome {
+            failure: (!result.success)
+                .then_some(result.error_kind.unwrap_or(ToolErrorKind::Failed)),
+            error: result.error.as_deref(),
+            latency: result.duration,
         };
-        // A step may ask for less time than the tool's policy, never more.
-        let own = Duration::from_secs_f64(policy.timeout_seconds);
-        let timeout = timeout.map_or(own, |t| t.min(own));
-        let mut delay = Duration::from_secs_f64(policy.retry_delay_seconds);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let outcome = call_with_timeout(tool.clone(), input.clone(), timeout, cancel);
-            match outcome {
-                Ok(mut result) => {
-                    result.duration = started.elapsed();
-                    result.attempts = attempt;
-                    return result;
-                }
-                Err(e)
-                    if e.is_retryable()
-                        && attempt <= policy.retry_count
-                        && !cancel.load(Ordering::Relaxed) =>
-                {
-                    tracing::info!(tool = name, attempt, error = %e, ?delay, "retrying");
-                    std::thread::sleep(delay);
-                    delay *= 2;
-                }
-                Err(e) => {
-                    let mut result = ToolResult::failed(&e, suggestions(&e, tool.as_ref()));
-                    result.duration = started.elapsed();
-                    result.attempts = attempt;
-                    return result;
-                }
+        if let Err(e) = stats.record(name, &outcome) {
+            tracing::warn!(tool = name, error = %e, "cannot record tool statistics");
+        }
+    }
+}
+
+/// One call under `policy`: attempts with a timeout each, retried after
+/// transient failures and timeouts with exponential backoff.
+fn call_with_policy(
+    tool: &Arc<dyn Tool>,
+    policy: &ToolPolicy,
+    input: &Value,
+    timeout: Option<Duration>,
+    cancel: &AtomicBool,
+    started: Instant,
+) -> ToolResult {
+    let name = tool.name();
+    // A step may ask for less time than the tool's policy, never more.
+    let own = Duration::from_secs_f64(policy.timeout_seconds);
+    let timeout = timeout.map_or(own, |t| t.min(own));
+    let mut delay = Duration::from_secs_f64(policy.retry_delay_seconds);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let outcome = call_with_timeout(tool.clone(), input.clone(), timeout, cancel);
+        match outcome {
+            Ok(mut result) => {
+                result.duration = started.elapsed();
+                result.attempts = attempt;
+                return result;
+            }
+            Err(e)
+                if e.is_retryable()
+                    && attempt <= policy.retry_count
+                    && !cancel.load(Ordering::Relaxed) =>
+            {
+                tracing::info!(tool = name, attempt, error = %e, ?delay, "retrying");
+                std::thread::sleep(delay);
+                delay *= 2;
+            }
+            Err(e) => {
+                let mut result = ToolResult::failed(&e, suggestions(&e, tool.as_ref()));
+                result.duration = started.elapsed();
+                result.attempts = attempt;
+                return result;
             }
         }
     }
@@ -206,10 +498,11 @@ fn call_with_timeout(
     timeout: Duration,
     cancel: &AtomicBool,
 ) -> Result<ToolResult, ToolError> {
-    let name = tool.name();
+    let name = tool.name().to_string();
+    let name = name.as_str();
     let (tx, rx) = mpsc::channel();
     let spawned = std::thread::Builder::new()
-        .name(format!("tool-{name}"))
+        .name(format!("tool-{}", crate::text::truncate_chars(name, 40)))
         .spawn(move || {
             // The receiver may be gone after a timeout; nothing to do then.
             let _ = tx.send(tool.execute(&input));
@@ -224,7 +517,7 @@ fn call_with_timeout(
     let deadline = Instant::now() + timeout;
     loop {
         if cancel.load(Ordering::Relaxed) {
-            return Err(ToolError::new(name, ToolErrorKind::Failed, "cancelled"));
+            return Err(ToolError::new(name, ToolErrorKind::Cancelled, "cancelled"));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left.min(CANCEL_POLL)) {
@@ -259,7 +552,7 @@ fn suggestions(e: &ToolError, tool: &dyn Tool) -> Vec<String> {
             tool.name()
         )],
         ToolErrorKind::Transient => vec!["try again in a moment".to_string()],
-        ToolErrorKind::Failed | ToolErrorKind::Unknown => Vec::new(),
+        ToolErrorKind::Failed | ToolErrorKind::Unknown | ToolErrorKind::Cancelled => Vec::new(),
     }
 }
 

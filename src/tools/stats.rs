@@ -1,0 +1,600 @@
+//! Usage statistics and reflection for every tool, kept in
+//! `<data_dir>/tool_stats.sqlite3` so they survive restarts.
+//!
+//! Each call is recorded: totals per tool (calls, successes, failures by
+//! kind, last use), and the last `tools.reflection.history` calls with
+//! their latency and error, from which p50/p95 and failure patterns are
+//! read. A tool failing `tools.reflection.failures` times in a row with the
+//! same kind of error is marked [`Health::Unreliable`] (the catalogue the
+//! agent and planner read says so); after `tools.reflection.disable_after`
+//! failures in a row it is [`Health::Disabled`] until `grace tools enable`.
+//! A success clears an unreliable mark.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use super::ToolErrorKind;
+use crate::config::ReflectionConfig;
+
+const SCHEMA_VERSION: i64 = 1;
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tool_state (
+    tool TEXT PRIMARY KEY,
+    calls INTEGER NOT NULL DEFAULT 0,
+    successes INTEGER NOT NULL DEFAULT 0,
+    last_used INTEGER,
+    streak_kind TEXT,
+    streak INTEGER NOT NULL DEFAULT 0,
+    health TEXT NOT NULL DEFAULT 'ok',
+    health_reason TEXT
+);
+CREATE TABLE IF NOT EXISTS tool_failures (
+    tool TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (tool, kind)
+);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    id INTEGER PRIMARY KEY,
+    tool TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    ok INTEGER NOT NULL,
+    kind TEXT,
+    latency_ms REAL NOT NULL,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS tool_calls_by_tool ON tool_calls(tool, id);
+";
+
+/// Characters of an error message kept per call.
+const MAX_ERROR_CHARS: usize = 300;
+
+/// Why the statistics database failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    /// SQLite failed.
+    #[error("tool statistics {path}: {source}")]
+    Db {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The file is from a newer GRACE.
+    #[error("tool statistics {path}: {message}")]
+    TooNew {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Whether a tool may be offered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "health", content = "reason")]
+pub enum Health {
+    /// Working, as far as GRACE knows.
+    Ok,
+    /// Failed `tools.reflection.failures` times in a row the same way;
+    /// still offered, marked so.
+    Unreliable(String),
+    /// Failed `tools.reflection.disable_after` times in a row; not offered
+    /// until `grace tools enable`.
+    Disabled(String),
+}
+
+/// One call's outcome, as recorded.
+#[derive(Debug, Clone)]
+pub struct CallOutcome<'a> {
+    /// `None` on success, else how it failed.
+    pub failure: Option<ToolErrorKind>,
+    /// The error message on failure.
+    pub error: Option<&'a str>,
+    /// Wall time, retries included.
+    pub latency: Duration,
+}
+
+/// A tool's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolUsage {
+    /// Calls recorded.
+    pub calls: u64,
+    /// Calls that succeeded.
+    pub successes: u64,
+    /// Failed calls by kind (`timeout`, `transient`, ...).
+    pub failures: BTreeMap<String, u64>,
+    /// Median latency of the kept calls, milliseconds.
+    pub p50_ms: Option<f64>,
+    /// 95th-percentile latency of the kept calls, milliseconds.
+    pub p95_ms: Option<f64>,
+    /// When it was last called (RFC 3339).
+    pub last_used: Option<String>,
+    /// Failures in a row now.
+    pub failures_in_a_row: u64,
+    /// Whether it may be offered.
+    #[serde(flatten)]
+    pub health: Health,
+}
+
+/// A recurring failure: calls of one tool failing the same way.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailurePattern {
+    /// The tool.
+    pub tool: String,
+    /// The error kind.
+    pub kind: String,
+    /// The message with numbers blanked, so that like failures group.
+    pub pattern: String,
+    /// Kept calls that failed this way.
+    pub count: u64,
+}
+
+/// `grace tools reflect`: what needs attention.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reflection {
+    /// Tools marked unreliable or disabled, with why.
+    pub unreliable: Vec<(String, Health)>,
+    /// Tools whose p95 latency is above `tools.reflection.slow_seconds`,
+    /// with it (milliseconds).
+    pub slow: Vec<(String, f64)>,
+    /// Registered tools never called.
+    pub never_used: Vec<String>,
+    /// Recurring failures among the kept calls, most frequent first.
+    pub patterns: Vec<FailurePattern>,
+}
+
+/// The statistics store.
+pub struct ToolStats {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+    reflection: ReflectionConfig,
+    /// Health per tool, mirrored from `tool_state` (read on every call).
+    health: Mutex<HashMap<String, Health>>,
+}
+
+impl std::fmt::Debug for ToolStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolStats")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+fn kind_name(kind: ToolErrorKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{kind:?}"))
+}
+
+fn health_of(name: &str, reason: Option<String>) -> Health {
+    let reason = reason.unwrap_or_default();
+    match name {
+        "unreliable" => Health::Unreliable(reason),
+        "disabled" => Health::Disabled(reason),
+        _ => Health::Ok,
+    }
+}
+
+fn health_name(h: &Health) -> (&'static str, Option<&str>) {
+    match h {
+        Health::Ok => ("ok", None),
+        Health::Unreliable(r) => ("unreliable", Some(r)),
+        Health::Disabled(r) => ("disabled", Some(r)),
+    }
+}
+
+/// A message with digits blanked and cut, so that like failures group.
+fn pattern_of(message: &str) -> String {
+    let blanked: String = message
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .collect();
+    crate::text::truncate_chars(&blanked, 120).to_string()
+}
+
+/// The `q`-quantile (0..=1) of sorted values, nearest rank.
+fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
+impl ToolStats {
+    /// Opens (creating) the statistics at `path`.
+    pub fn open(path: &Path, reflection: ReflectionConfig) -> Result<Self, StatsError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StatsError::Db {
+                path: path.to_path_buf(),
+                source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+            })?;
+        }
+        let conn = crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
+            crate::sqlite::OpenError::Db(source) => StatsError::Db {
+                path: path.to_path_buf(),
+                source,
+            },
+            crate::sqlite::OpenError::TooNew { found, supported } => StatsError::TooNew {
+                path: path.to_path_buf(),
+                message: crate::sqlite::OpenError::too_new(found, supported),
+            },
+        })?;
+        let stats = Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            reflection,
+            health: Mutex::new(HashMap::new()),
+        };
+        let loaded = stats.with(|c| {
+            let mut stmt = c.prepare("SELECT tool, health, health_reason FROM tool_state")?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    health_of(&r.get::<_, String>(1)?, r.get(2)?),
+                ))
+            })?;
+            rows.collect::<rusqlite::Result<HashMap<_, _>>>()
+        })?;
+        *stats.health.lock().unwrap_or_else(|p| p.into_inner()) = loaded;
+        Ok(stats)
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StatsError> {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut conn).map_err(|source| StatsError::Db {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// The tool's health (from memory; no query).
+    pub fn health(&self, tool: &str) -> Health {
+        self.health
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tool)
+            .cloned()
+            .unwrap_or(Health::Ok)
+    }
+
+    /// Records one call and returns the tool's health after it.
+    pub fn record(&self, tool: &str, outcome: &CallOutcome<'_>) -> Result<Health, StatsError> {
+        let now = crate::sqlite::now_ms();
+        let kind = outcome.failure.map(kind_name);
+        let error = outcome
+            .error
+            .map(|e| crate::text::truncate_chars(e, MAX_ERROR_CHARS).to_string());
+        let latency_ms = outcome.latency.as_secs_f64() * 1000.0;
+        let reflection = self.reflection.clone();
+        let health = self.with(|c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT OR IGNORE INTO tool_state (tool) VALUES (?1)",
+                params![tool],
+            )?;
+            let (streak_kind, streak, health, reason): (Option<String>, u64, String, Option<String>) =
+                tx.query_row(
+                    "SELECT streak_kind, streak, health, health_reason FROM tool_state WHERE tool = ?1",
+                    params![tool],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )?;
+            let mut health = health_of(&health, reason);
+            let (streak_kind, streak) = match &kind {
+                None => (None, 0),
+                Some(k) if streak_kind.as_deref() == Some(k.as_str()) => (Some(k.clone()), streak + 1),
+                Some(k) => (Some(k.clone()), 1),
+            };
+            match &kind {
+                None => {
+                    if matches!(health, Health::Unreliable(_)) {
+                        health = Health::Ok;
+                    }
+                }
+                Some(k) => {
+                    let why = format!("{streak} {k} failures in a row");
+                    if reflection.disable_after > 0 && streak >= u64::from(reflection.disable_after) {
+                        health = Health::Disabled(why);
+                    } else if streak >= u64::from(reflection.failures)
+                        && !matches!(health, Health::Disabled(_))
+                    {
+                        health = Health::Unreliable(why);
+                    }
+                    tx.execute(
+                        "INSERT INTO tool_failures (tool, kind, count) VALUES (?1, ?2, 1) \
+                         ON CONFLICT(tool, kind) DO UPDATE SET count = count + 1",
+                        params![tool, k],
+                    )?;
+                }
+            }
+            let (h, r) = health_name(&health);
+            tx.execute(
+                "UPDATE tool_state SET calls = calls + 1, successes = successes + ?2, last_used = ?3, \
+                 streak_kind = ?4, streak = ?5, health = ?6, health_reason = ?7 WHERE tool = ?1",
+                params![tool, i64::from(kind.is_none()), now, streak_kind, streak, h, r],
+            )?;
+            tx.execute(
+                "INSERT INTO tool_calls (tool, at, ok, kind, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![tool, now, kind.is_none(), kind, latency_ms, error],
+            )?;
+            // Keep the last `history` calls of the tool.
+            tx.execute(
+                "DELETE FROM tool_calls WHERE tool = ?1 AND id <= \
+                 (SELECT id FROM tool_calls WHERE tool = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+                params![tool, reflection.history as i64],
+            )?;
+            tx.commit()?;
+            Ok(health)
+        })?;
+        let before = self
+            .health
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(tool.to_string(), health.clone());
+        if before.as_ref() != Some(&health) && health != Health::Ok {
+            tracing::warn!(tool, health = ?health, "tool health changed");
+        }
+        Ok(health)
+    }
+
+    /// Clears a tool's unreliable or disabled mark (`grace tools enable`).
+    pub fn enable(&self, tool: &str) -> Result<(), StatsError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE tool_state SET health = 'ok', health_reason = NULL, streak = 0, \
+                 streak_kind = NULL WHERE tool = ?1",
+                params![tool],
+            )
+        })?;
+        self.health
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(tool);
+        Ok(())
+    }
+
+    /// A tool's statistics (zeros when it was never called).
+    pub fn usage(&self, tool: &str) -> Result<ToolUsage, StatsError> {
+        self.with(|c| {
+            type Row = (u64, u64, Option<i64>, u64, String, Option<String>);
+            let state: Option<Row> = c
+                .query_row(
+                    "SELECT calls, successes, last_used, streak, health, health_reason \
+                     FROM tool_state WHERE tool = ?1",
+                    params![tool],
+                    |r| {
+                        Ok((
+                            r.get(0)?,
+                            r.get(1)?,
+                            r.get(2)?,
+                            r.get(3)?,
+                            r.get(4)?,
+                            r.get(5)?,
+                        ))
+                    },
+                )
+                .optional()?;
+            let (calls, successes, last_used, streak, health, reason) =
+                state.unwrap_or((0, 0, None, 0, "ok".into(), None));
+            let mut stmt = c.prepare("SELECT kind, count FROM tool_failures WHERE tool = ?1")?;
+            let failures = stmt
+                .query_map(params![tool], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))
+                })?
+                .collect::<rusqlite::Result<BTreeMap<_, _>>>()?;
+            let mut stmt = c.prepare("SELECT latency_ms FROM tool_calls WHERE tool = ?1")?;
+            let mut latencies = stmt
+                .query_map(params![tool], |r| r.get::<_, f64>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            latencies.sort_by(f64::total_cmp);
+            Ok(ToolUsage {
+                calls,
+                successes,
+                failures,
+                p50_ms: quantile(&latencies, 0.5),
+                p95_ms: quantile(&latencies, 0.95),
+                last_used: last_used.map(|ms| crate::sqlite::to_time(ms).to_rfc3339()),
+                failures_in_a_row: streak,
+                health: health_of(&health, reason),
+            })
+        })
+    }
+
+    /// What needs attention among `registered` (the tools there are now)
+    /// and every tool with statistics.
+    pub fn reflect(&self, registered: &[String]) -> Result<Reflection, StatsError> {
+        let mut known: Vec<String> = self.with(|c| {
+            let mut stmt = c.prepare("SELECT tool FROM tool_state ORDER BY tool")?;
+            stmt.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        for r in registered {
+            if !known.contains(r) {
+                known.push(r.clone());
+            }
+        }
+        known.sort();
+        let mut report = Reflection {
+            unreliable: Vec::new(),
+            slow: Vec::new(),
+            never_used: Vec::new(),
+            patterns: Vec::new(),
+        };
+        for tool in &known {
+            let usage = self.usage(tool)?;
+            if usage.health != Health::Ok {
+                report.unreliable.push((tool.clone(), usage.health.clone()));
+            }
+            if let Some(p95) = usage.p95_ms
+                && p95 > self.reflection.slow_seconds * 1000.0
+            {
+                report.slow.push((tool.clone(), p95));
+            }
+            if usage.calls == 0 && registered.contains(tool) {
+                report.never_used.push(tool.clone());
+            }
+        }
+        let failures: Vec<(String, String, String)> = self.with(|c| {
+            let mut stmt = c.prepare(
+                "SELECT tool, kind, COALESCE(error, '') FROM tool_calls WHERE ok = 0 ORDER BY id",
+            )?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        let mut grouped: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+        for (tool, kind, error) in failures {
+            *grouped.entry((tool, kind, pattern_of(&error))).or_default() += 1;
+        }
+        report.patterns = grouped
+            .into_iter()
+            .map(|((tool, kind, pattern), count)| FailurePattern {
+                tool,
+                kind,
+                pattern,
+                count,
+            })
+            .collect();
+        report.patterns.sort_by_key(|p| std::cmp::Reverse(p.count));
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fail(kind: ToolErrorKind) -> CallOutcome<'static> {
+        CallOutcome {
+            failure: Some(kind),
+            error: Some("no result within 1.5 s"),
+            latency: Duration::from_millis(1500),
+        }
+    }
+
+    fn ok(ms: u64) -> CallOutcome<'static> {
+        CallOutcome {
+            failure: None,
+            error: None,
+            latency: Duration::from_millis(ms),
+        }
+    }
+
+    fn open(dir: &Path, reflection: ReflectionConfig) -> ToolStats {
+        ToolStats::open(&dir.join("tool_stats.sqlite3"), reflection).unwrap()
+    }
+
+    #[test]
+    fn counts_and_percentiles_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = open(dir.path(), ReflectionConfig::default());
+        for ms in 1..=100 {
+            stats.record("rag_search", &ok(ms)).unwrap();
+        }
+        stats
+            .record("rag_search", &fail(ToolErrorKind::Timeout))
+            .unwrap();
+        drop(stats);
+        let stats = open(dir.path(), ReflectionConfig::default());
+        let u = stats.usage("rag_search").unwrap();
+        assert_eq!((u.calls, u.successes), (101, 100));
+        assert_eq!(u.failures.get("timeout"), Some(&1));
+        assert_eq!(u.p50_ms, Some(51.0));
+        assert_eq!(u.p95_ms, Some(96.0));
+        assert!(u.last_used.is_some());
+        assert_eq!(stats.usage("never").unwrap().calls, 0);
+    }
+
+    #[test]
+    fn the_same_failure_in_a_row_marks_unreliable_and_a_success_clears_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let stats = open(dir.path(), ReflectionConfig::default());
+        // Two timeouts and a transient failure: not the same kind 3 times.
+        stats.record("t", &fail(ToolErrorKind::Timeout)).unwrap();
+        stats.record("t", &fail(ToolErrorKind::Timeout)).unwrap();
+        assert_eq!(
+            stats.record("t", &fail(ToolErrorKind::Transient)).unwrap(),
+            Health::Ok
+        );
+        for _ in 0..2 {
+            stats.record("t", &fail(ToolErrorKind::Transient)).unwrap();
+        }
+        assert!(matches!(stats.health("t"), Health::Unreliable(r) if r.contains("3 transient")));
+        drop(stats);
+        let stats = open(dir.path(), ReflectionConfig::default());
+        assert!(
+            matches!(stats.health("t"), Health::Unreliable(_)),
+            "kept across a reopen"
+        );
+        assert_eq!(stats.record("t", &ok(5)).unwrap(), Health::Ok);
+    }
+
+    #[test]
+    fn disable_after_disables_until_enabled() {
+        let dir = tempfile::tempdir().unwrap();
+        let reflection = ReflectionConfig {
+            failures: 2,
+            disable_after: 4,
+            ..ReflectionConfig::default()
+        };
+        let stats = open(dir.path(), reflection);
+        for _ in 0..4 {
+            stats.record("t", &fail(ToolErrorKind::Failed)).unwrap();
+        }
+        assert!(matches!(stats.health("t"), Health::Disabled(_)));
+        stats.enable("t").unwrap();
+        assert_eq!(stats.health("t"), Health::Ok);
+        assert_eq!(stats.usage("t").unwrap().failures_in_a_row, 0);
+    }
+
+    #[test]
+    fn reflection_reports_unreliable_slow_unused_and_patterns() {
+        let dir = tempfile::tempdir().unwrap();
+        let reflection = ReflectionConfig {
+            slow_seconds: 1.0,
+            ..ReflectionConfig::default()
+        };
+        let stats = open(dir.path(), reflection);
+        for _ in 0..3 {
+            stats
+                .record("slowpoke", &fail(ToolErrorKind::Timeout))
+                .unwrap();
+        }
+        stats.record("quick", &ok(3)).unwrap();
+        let r = stats
+            .reflect(&["quick".into(), "slowpoke".into(), "idle".into()])
+            .unwrap();
+        assert_eq!(r.unreliable.len(), 1);
+        assert_eq!(r.unreliable[0].0, "slowpoke");
+        assert_eq!(r.slow, vec![("slowpoke".to_string(), 1500.0)]);
+        assert_eq!(r.never_used, vec!["idle".to_string()]);
+        assert_eq!(r.patterns[0].count, 3);
+        assert_eq!(r.patterns[0].pattern, "no result within #.# s");
+    }
+
+    #[test]
+    fn only_the_last_history_calls_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let reflection = ReflectionConfig {
+            history: 10,
+            ..ReflectionConfig::default()
+        };
+        let stats = open(dir.path(), reflection);
+        for ms in 1..=30 {
+            stats.record("t", &ok(ms)).unwrap();
+        }
+        let u = stats.usage("t").unwrap();
+        assert_eq!(u.calls, 30);
+        // Percentiles over calls 21..=30 only.
+        assert_eq!(u.p50_ms, Some(25.0));
+    }
+}
