@@ -40,6 +40,9 @@ pub enum Error {
     /// A tool call failed.
     #[error(transparent)]
     Tool(#[from] crate::tools::ToolError),
+    /// The tool statistics could not be read or written.
+    #[error(transparent)]
+    ToolStats(#[from] crate::tools::stats::StatsError),
     /// The generator (language model) failed.
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
@@ -101,7 +104,7 @@ impl Error {
                 | IngestError::Io { .. }
                 | IngestError::Cancelled { .. } => EXIT_FAILURE,
             },
-            Error::Lexical(_) | Error::Server(_) => EXIT_FAILURE,
+            Error::Lexical(_) | Error::Server(_) | Error::ToolStats(_) => EXIT_FAILURE,
             Error::Reader(crate::reader::ReaderError::ModelMissing { .. }) => EXIT_NOT_FOUND,
             Error::Reader(_) => EXIT_FAILURE,
             Error::Plan(crate::plan::PlanError::Cancelled) => EXIT_FAILURE,

@@ -445,6 +445,18 @@ pub struct StatusResponse {
     pub max_concurrency: usize,
     /// GRACE's version (the crate's).
     pub version: String,
+    /// Usage of the tools HTTP clients may call (as `GET /v1/tools`, without schemas).
+    #[schema(value_type = Vec<Object>)]
+    pub tools: Vec<ToolLine>,
+}
+
+/// One tool's usage in `/v1/status`.
+#[derive(Debug, Serialize)]
+pub struct ToolLine {
+    /// The tool's name.
+    pub name: String,
+    /// Its usage statistics, when kept.
+    pub stats: Option<crate::tools::stats::ToolUsage>,
 }
 
 /// The collection, the model and the server's load.
@@ -457,12 +469,23 @@ pub async fn status(State(s): State<AppState>) -> Result<Json<StatusResponse>, A
         tokio::task::spawn_blocking(move || grace.status().map(crate::Status::for_clients))
             .await
             .map_err(ApiError::internal)??;
+    let state = s.clone();
+    let tools = tokio::task::spawn_blocking(move || super::tools_api::visible(&state))
+        .await
+        .map_err(ApiError::internal)?
+        .into_iter()
+        .map(|t| ToolLine {
+            name: t.name,
+            stats: t.stats,
+        })
+        .collect();
     Ok(Json(StatusResponse {
         knowledge_base,
         runs: s.grace.runs(),
         busy: s.gate.max_concurrency - s.gate.permits.available_permits(),
         max_concurrency: s.gate.max_concurrency,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        tools,
     }))
 }
 

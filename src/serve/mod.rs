@@ -2,6 +2,8 @@
 //!
 //! - [`api`]: `POST /v1/ask` (JSON, or server-sent events), `/v1/search`,
 //!   `/v1/ingest`, `GET /v1/status`;
+//! - [`sessions_api`]: conversations (`/v1/sessions`);
+//! - [`tools_api`]: `GET /v1/tools` and `POST /v1/tools/{name}/call`;
 //! - [`review_api`]: the review endpoints, also used by the reviewer page
 //!   at `/review`;
 //! - [`gate`]: what every request passes first: 503 while shutting down,
@@ -20,6 +22,7 @@ pub mod gate;
 pub mod openapi;
 pub mod review_api;
 pub mod sessions_api;
+pub mod tools_api;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -124,11 +127,13 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{id}/reply", post(api::reply))
         .route("/v1/search", post(api::search))
         .route("/v1/ingest", post(api::ingest))
+        .route("/v1/tools/{name}/call", post(tools_api::call))
         .route_layer(from_fn_with_state(state.clone(), gate::limit));
     // The API's answers are what carry sources: only they are rewritten
     // (not the OpenAPI document or the page).
     let v1 = Router::new()
         .route("/v1/status", get(api::status))
+        .route("/v1/tools", get(tools_api::list))
         .route("/v1/sessions", post(sessions_api::create))
         .route(
             "/v1/sessions/{id}",

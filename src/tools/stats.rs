@@ -10,7 +10,7 @@
 //! failures in a row it is [`Health::Disabled`] until `grace tools enable`.
 //! A success clears an unreliable mark.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -154,8 +154,6 @@ pub struct ToolStats {
     path: PathBuf,
     conn: Mutex<Connection>,
     reflection: ReflectionConfig,
-    /// Health per tool, mirrored from `tool_state` (read on every call).
-    health: Mutex<HashMap<String, Health>>,
 }
 
 impl std::fmt::Debug for ToolStats {
@@ -227,24 +225,11 @@ impl ToolStats {
                 message: crate::sqlite::OpenError::too_new(found, supported),
             },
         })?;
-        let stats = Self {
+        Ok(Self {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             reflection,
-            health: Mutex::new(HashMap::new()),
-        };
-        let loaded = stats.with(|c| {
-            let mut stmt = c.prepare("SELECT tool, health, health_reason FROM tool_state")?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    health_of(&r.get::<_, String>(1)?, r.get(2)?),
-                ))
-            })?;
-            rows.collect::<rusqlite::Result<HashMap<_, _>>>()
-        })?;
-        *stats.health.lock().unwrap_or_else(|p| p.into_inner()) = loaded;
-        Ok(stats)
+        })
     }
 
     fn with<T>(
@@ -258,17 +243,29 @@ impl ToolStats {
         })
     }
 
-    /// The tool's health (from memory; no query).
+    /// The tool's health, read from the file on every call, so that
+    /// `grace tools enable` in another process counts at once. A database
+    /// that cannot be read leaves the tool offered (and says so in the log).
     pub fn health(&self, tool: &str) -> Health {
-        self.health
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(tool)
-            .cloned()
-            .unwrap_or(Health::Ok)
+        let read = self.with(|c| {
+            c.query_row(
+                "SELECT health, health_reason FROM tool_state WHERE tool = ?1",
+                params![tool],
+                |r| Ok(health_of(&r.get::<_, String>(0)?, r.get(1)?)),
+            )
+            .optional()
+        });
+        match read {
+            Ok(h) => h.unwrap_or(Health::Ok),
+            Err(e) => {
+                tracing::warn!(tool, error = %e, "cannot read the tool's health");
+                Health::Ok
+            }
+        }
     }
 
-    /// Records one call and returns the tool's health after it.
+    /// Records one call and returns the tool's health after it (a change
+    /// to unreliable or disabled is logged as a warning).
     pub fn record(&self, tool: &str, outcome: &CallOutcome<'_>) -> Result<Health, StatsError> {
         let now = crate::sqlite::now_ms();
         let kind = outcome.failure.map(kind_name);
@@ -289,7 +286,8 @@ impl ToolStats {
                     params![tool],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
                 )?;
-            let mut health = health_of(&health, reason);
+            let before = health_of(&health, reason);
+            let mut health = before.clone();
             let (streak_kind, streak) = match &kind {
                 None => (None, 0),
                 Some(k) if streak_kind.as_deref() == Some(k.as_str()) => (Some(k.clone()), streak + 1),
@@ -334,14 +332,10 @@ impl ToolStats {
                 params![tool, reflection.history as i64],
             )?;
             tx.commit()?;
-            Ok(health)
+            Ok((before, health))
         })?;
-        let before = self
-            .health
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(tool.to_string(), health.clone());
-        if before.as_ref() != Some(&health) && health != Health::Ok {
+        let (before, health) = health;
+        if before != health && health != Health::Ok {
             tracing::warn!(tool, health = ?health, "tool health changed");
         }
         Ok(health)
@@ -356,10 +350,6 @@ impl ToolStats {
                 params![tool],
             )
         })?;
-        self.health
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(tool);
         Ok(())
     }
 
@@ -410,28 +400,40 @@ impl ToolStats {
         })
     }
 
-    /// What needs attention among `registered` (the tools there are now)
-    /// and every tool with statistics.
-    pub fn reflect(&self, registered: &[String]) -> Result<Reflection, StatsError> {
-        let mut known: Vec<String> = self.with(|c| {
+    /// Every tool with statistics, by name.
+    pub fn all(&self) -> Result<Vec<(String, ToolUsage)>, StatsError> {
+        let names: Vec<String> = self.with(|c| {
             let mut stmt = c.prepare("SELECT tool FROM tool_state ORDER BY tool")?;
             stmt.query_map([], |r| r.get::<_, String>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })?;
-        for r in registered {
-            if !known.contains(r) {
-                known.push(r.clone());
-            }
-        }
-        known.sort();
+        names
+            .into_iter()
+            .map(|n| self.usage(&n).map(|u| (n, u)))
+            .collect()
+    }
+
+    /// Notes that `tool` is registered, so that a tool never called is
+    /// known to `grace tools reflect` in any process.
+    pub fn seen(&self, tool: &str) -> Result<(), StatsError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT OR IGNORE INTO tool_state (tool) VALUES (?1)",
+                params![tool],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// What needs attention among the tools ever registered or called.
+    pub fn reflect(&self) -> Result<Reflection, StatsError> {
         let mut report = Reflection {
             unreliable: Vec::new(),
             slow: Vec::new(),
             never_used: Vec::new(),
             patterns: Vec::new(),
         };
-        for tool in &known {
-            let usage = self.usage(tool)?;
+        for (tool, usage) in self.all()? {
             if usage.health != Health::Ok {
                 report.unreliable.push((tool.clone(), usage.health.clone()));
             }
@@ -440,8 +442,8 @@ impl ToolStats {
             {
                 report.slow.push((tool.clone(), p95));
             }
-            if usage.calls == 0 && registered.contains(tool) {
-                report.never_used.push(tool.clone());
+            if usage.calls == 0 {
+                report.never_used.push(tool);
             }
         }
         let failures: Vec<(String, String, String)> = self.with(|c| {
@@ -570,9 +572,9 @@ mod tests {
                 .unwrap();
         }
         stats.record("quick", &ok(3)).unwrap();
-        let r = stats
-            .reflect(&["quick".into(), "slowpoke".into(), "idle".into()])
-            .unwrap();
+        stats.seen("idle").unwrap();
+        stats.seen("quick").unwrap();
+        let r = stats.reflect().unwrap();
         assert_eq!(r.unreliable.len(), 1);
         assert_eq!(r.unreliable[0].0, "slowpoke");
         assert_eq!(r.slow, vec![("slowpoke".to_string(), 1500.0)]);

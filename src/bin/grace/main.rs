@@ -5,6 +5,7 @@ mod chat;
 mod migrate;
 mod output;
 mod review;
+mod tools;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -138,8 +139,14 @@ enum Command {
     },
     /// Serve GRACE's tools to an MCP client over stdin/stdout
     Mcp,
-    /// Show the collection, its size and the model
+    /// Show the collection, its size, the model and tool usage
     Status,
+    /// The tools: list (schema, policy, origin, statistics), stats,
+    /// reflect (unreliable, slow, unused), enable
+    Tools {
+        #[command(subcommand)]
+        command: tools::ToolsCommand,
+    },
     /// Copy the embedded collection to a Qdrant server without embedding again
     Migrate(migrate::MigrateArgs),
     /// Evaluate retrieval and confidence on a question set (DIR holds
@@ -392,7 +399,14 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             grace::serve::serve(config, bind)?
         }
         Command::Mcp => grace::mcp::serve_stdio(config)?,
-        Command::Status => output::status(&grace::status(&config)?, cli.json),
+        Command::Status => {
+            let usage = match config.tool_stats_path().exists() {
+                true => tools::open_stats(&config)?.all()?,
+                false => Vec::new(),
+            };
+            output::status(&grace::status(&config)?, &usage, cli.json)
+        }
+        Command::Tools { command } => return tools::run(config, command, cli.json),
         Command::Migrate(args) => migrate::run(config, args, cli.quiet, cli.json)?,
         Command::Eval {
             dir,

@@ -8,6 +8,7 @@ use grace::exec::{Decision, RunReport};
 use grace::ingest::IngestReport;
 use grace::plan::PlanOrigin;
 use grace::review::{AuditEntry, Escalation, Message, Outcome};
+use grace::tools::stats::ToolUsage;
 use grace::{Config, Passage, Status};
 use serde::Serialize;
 
@@ -156,9 +157,18 @@ fn snippet(text: &str, max_chars: usize) -> String {
     }
 }
 
-pub fn status(s: &Status, json: bool) {
+pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
     if json {
-        print_json(s);
+        #[derive(Serialize)]
+        struct View<'a> {
+            #[serde(flatten)]
+            status: &'a Status,
+            tools: Vec<crate::tools::UsageLine<'a>>,
+        }
+        print_json(&View {
+            status: s,
+            tools: crate::tools::usage_lines(tools),
+        });
         return;
     }
     println!("collection   {} ({} backend)", s.collection, s.backend);
@@ -193,6 +203,9 @@ pub fn status(s: &Status, json: bool) {
             "dense"
         }
     );
+    for (name, usage) in tools {
+        println!("tool         {name}: {}", crate::tools::figures(usage));
+    }
 }
 
 pub fn config(c: &Config, json: bool) -> grace::Result<()> {
