@@ -60,7 +60,7 @@ pub struct CallBody {
 /// (`success`, `error`, `error_kind`, `suggestions`); a tool that is not
 /// offered to HTTP clients is 404.
 #[utoipa::path(post, path = "/v1/tools/{name}/call", request_body = CallBody,
-    params(("name" = String, Path, pattern = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")),
+    params(("name" = String, Path, pattern = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$", example = "rag_search")),
     responses((status = 200, description = "The call's result", body = Object),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody), (status = 429, body = super::error::ErrorBody)),
