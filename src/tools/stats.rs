@@ -225,6 +225,14 @@ impl ToolStats {
                 message: crate::sqlite::OpenError::too_new(found, supported),
             },
         })?;
+        // A call's figures are not worth a disk flush on the question's
+        // path: with WAL, NORMAL keeps them through a crash of the process
+        // (not of the machine) without syncing on every commit.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|source| StatsError::Db {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Ok(Self {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
