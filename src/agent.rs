@@ -533,14 +533,17 @@ impl Agent<'_> {
                 map.insert("focus".into(), json!(focus));
             }
         }
-        // A tool that scores what it finds against the question (web_fetch)
-        // gets the asker's question when the model gives none.
-        if let (Value::Object(map), Some(spec)) =
-            (&mut input, tools.iter().find(|t| t.name == call.name))
-            && spec.parameters["properties"].get("question").is_some()
+        // A tool that scores what it finds against the question (web_fetch,
+        // another GRACE's search) scores it against the asker's question,
+        // whatever the model wrote there: the confidence of an answer from
+        // those passages rests on that score.
+        if let Value::Object(map) = &mut input
+            && self
+                .registry
+                .get(&call.name)
+                .is_some_and(|t| t.ranks_by_question())
         {
-            map.entry("question")
-                .or_insert_with(|| json!(state.question));
+            map.insert("question".into(), json!(state.question));
         }
         let result = self
             .registry
@@ -745,10 +748,19 @@ impl Agent<'_> {
         })
     }
 
-    /// The retrieval factors the answer is scored with: a search for the
+    /// The retrieval factors the answer is scored with. When most cited
+    /// passages come from outside the knowledge base (a web page, another
+    /// server's search), those of the step that found them: its passages
+    /// were scored against the asker's question by GRACE's own embedder
+    /// (`tools::outside`). Otherwise a search of the knowledge base for the
     /// question (recorded as step `evidence`); if that fails, those of the
     /// agent's search that found most of the cited passages.
     fn evidence_factors(&self, state: &mut AgentState, cited: &[usize]) -> Factors {
+        if let Some(step) = self.cited_step(state, cited)
+            && step.action != "rag_search"
+        {
+            return step.result.factors.clone();
+        }
         let mut input = json!({"query": state.question, "limit": self.limit});
         if let Some(focus) = &state.focus {
             input["focus"] = json!(focus);
@@ -769,28 +781,28 @@ impl Agent<'_> {
                 .push(record("evidence".into(), &call, input, check, Some(score)));
             return factors;
         }
-        let mut by_step: BTreeMap<&str, usize> = BTreeMap::new();
-        for n in cited {
-            if let Some(p) = state.passages.iter().find(|p| p.number == *n) {
-                *by_step.entry(p.step.as_str()).or_default() += 1;
-            }
-        }
-        let basis = by_step
-            .iter()
-            .max_by_key(|(_, count)| **count)
-            .map(|(step, _)| (*step).to_string())
+        self.cited_step(state, cited)
             .or_else(|| {
                 state
                     .steps
                     .iter()
                     .rev()
                     .find(|s| s.action == "rag_search" && s.result.success)
-                    .map(|s| s.id.clone())
-            });
-        basis
-            .and_then(|id| state.steps.iter().find(|s| s.id == id))
+            })
             .map(|s| s.result.factors.clone())
             .unwrap_or_default()
+    }
+
+    /// The step that found most of the cited passages.
+    fn cited_step<'s>(&self, state: &'s AgentState, cited: &[usize]) -> Option<&'s StepRecord> {
+        let mut by_step: BTreeMap<&str, usize> = BTreeMap::new();
+        for n in cited {
+            if let Some(p) = state.passages.iter().find(|p| p.number == *n) {
+                *by_step.entry(p.step.as_str()).or_default() += 1;
+            }
+        }
+        let id = by_step.iter().max_by_key(|(_, count)| **count)?.0;
+        state.steps.iter().find(|s| s.id == *id)
     }
 }
 
@@ -903,7 +915,14 @@ fn total(u: Usage) -> u64 {
     u.input_tokens.saturating_add(u.output_tokens)
 }
 
+/// How the model sees a passage's source: a knowledge-base file by its
+/// name (the server's folders are not the model's business); a source
+/// from outside (a URL, `mcp.<server>:…`) whole, bounded, since its name
+/// alone would not say where it came from.
 fn file_name(path: &str) -> String {
+    if path.contains("://") || path.starts_with("mcp.") {
+        return crate::text::ellipsized(path, 200);
+    }
     std::path::Path::new(path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -46,6 +46,14 @@ pub trait Tool: Send + Sync {
     fn origin(&self) -> Origin {
         Origin::BuiltIn
     }
+    /// Whether the tool ranks what it finds against its input's `question`
+    /// (`web_fetch`, another GRACE's search through MCP): the agent then
+    /// always puts the asker's question there, so that the confidence of an
+    /// answer from those passages rests on the question asked, not on one
+    /// a model wrote.
+    fn ranks_by_question(&self) -> bool {
+        false
+    }
     /// Runs the tool. `Ok` carries what it produced (which may still be a
     /// `success: false` result); `Err` is a failure the registry may retry
     /// (see [`ToolErrorKind`]).
