@@ -15,6 +15,7 @@ mod rag_search;
 mod reasoning;
 mod registry;
 pub mod stats;
+pub mod web;
 
 /// Registers the tools beyond the built-in ones that config enables: the
 /// web tools, stored run-time tools, and other MCP servers' tools.
@@ -23,6 +24,7 @@ pub(crate) fn extend(
     config: &crate::Config,
     kb: &std::sync::Arc<crate::KnowledgeBase>,
 ) -> crate::Result<()> {
+    web::register(registry, config, kb)?;
     let _ = (registry, config, kb);
     Ok(())
 }
