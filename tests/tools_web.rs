@@ -4,6 +4,9 @@
 //! places the address policy must refuse.
 
 mod common;
+mod support {
+    pub mod mock_llm;
+}
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -764,4 +767,60 @@ fn registry_with_both(data: &std::path::Path) -> ToolRegistry {
         c.tools.web.search.enabled = true;
         c.tools.web.search.endpoint = "http://127.0.0.1:9/search".into();
     })
+}
+
+/// The agent calls `web_fetch` (its question filled in by the agent), reads
+/// the page's passages and answers citing the URL.
+#[test]
+fn the_agent_reads_a_page_and_cites_its_url() {
+    use grace::config::Strategy;
+    use support::mock_llm::{Mode, Provider, ScriptedModel, Turn};
+
+    let server = Server::start(site);
+    let url = server.url("/page.html");
+    let model = ScriptedModel::start(
+        Provider::Ollama,
+        Mode::Native,
+        vec![
+            Turn::call("web_fetch", json!({ "url": url })),
+            Turn::answer("The Zephyr valve opens at 42 bar and closes again at 38 bar [1]."),
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.planner.strategy = Strategy::Agent;
+    config.tools.web.fetch.enabled = true;
+    config.tools.web.allow_hosts = vec![server.allow()];
+    let grace = grace::Grace::builder(config)
+        .embedder(common::embedder())
+        .generator(model.client())
+        .build()
+        .unwrap();
+    let question = "At what pressure does the Zephyr valve open?";
+    let outcome = grace
+        .ask_blocking(
+            question,
+            &grace::AskOptions {
+                queue: false,
+                ..Default::default()
+            },
+            Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            &mut |_| {},
+        )
+        .unwrap();
+    // The web tool was offered, and called with the asker's question.
+    assert!(model.offered_tools(0).contains(&"web_fetch".to_string()));
+    let step = outcome
+        .report
+        .steps
+        .iter()
+        .find(|s| s.action == "web_fetch")
+        .expect("a web_fetch step");
+    assert!(step.result.success, "{:?}", step.result);
+    assert_eq!(step.input["question"], question);
+    // The model read the page's passage as the tool's response.
+    assert!(model.request(1).to_string().contains("42 bar"));
+    let answer = outcome.report.answer.as_ref().expect("an answer");
+    assert_eq!(answer.citations[0].number, 1);
+    assert_eq!(answer.citations[0].source.as_deref(), Some(url.as_str()));
 }
