@@ -824,3 +824,18 @@ fn the_agent_reads_a_page_and_cites_its_url() {
     assert_eq!(answer.citations[0].number, 1);
     assert_eq!(answer.citations[0].source.as_deref(), Some(url.as_str()));
 }
+
+/// An application calling the tool itself from async code (inside a tokio
+/// runtime) gets the page too: the tool's own runtime runs on a thread of
+/// its own there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_direct_call_from_inside_a_runtime_works() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(site);
+    let registry = registry(data.path(), &[server.allow()], |_| {});
+    let tool = registry.get("web_fetch").unwrap();
+    let r = tool
+        .execute(&json!({"url": server.url("/page.html"), "question": "valve grease"}))
+        .unwrap();
+    assert!(passages(&r)[0].text.contains("silicone"), "{r:?}");
+}

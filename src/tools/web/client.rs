@@ -9,7 +9,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
 use reqwest::{Response, StatusCode, Url};
 
 use super::WebError;
-use super::guard::{AddressPolicy, check_shape};
+use super::guard::{AddressPolicy, Target, check_shape};
 use super::robots::Robots;
 
 /// The request side every web tool shares.
@@ -48,19 +48,7 @@ impl Client {
             if let Some(r) = robots.as_deref_mut() {
                 r.check(self, &target.url, deadline).await?;
             }
-            let client = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .referer(false)
-                .user_agent(&self.user_agent)
-                .resolve(&target.host, target.addr)
-                .build()
-                .map_err(|e| WebError::Network(format!("cannot build a client: {}", chain(&e))))?;
-            let send = client.get(target.url.clone()).header(ACCEPT, accept).send();
-            let response = tokio::time::timeout_at(deadline.into(), send)
-                .await
-                .map_err(|_| WebError::Timeout(format!("waiting for {}", shown(&target.url))))?
-                .map_err(|e| WebError::Network(format!("{}: {}", shown(&target.url), chain(&e))))?;
+            let response = self.send(&target, accept, deadline).await?;
             let status = response.status();
             let location = response
                 .headers()
@@ -101,6 +89,30 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// One GET of `target.url`, connected to `target.addr` whatever its host
+    /// name resolves to now (the address the policy checked), no redirect
+    /// followed, no proxy.
+    async fn send(
+        &self,
+        target: &Target,
+        accept: &str,
+        deadline: Instant,
+    ) -> Result<Response, WebError> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .referer(false)
+            .user_agent(&self.user_agent)
+            .resolve(&target.host, target.addr)
+            .build()
+            .map_err(|e| WebError::Network(format!("cannot build a client: {}", chain(&e))))?;
+        let send = client.get(target.url.clone()).header(ACCEPT, accept).send();
+        tokio::time::timeout_at(deadline.into(), send)
+            .await
+            .map_err(|_| WebError::Timeout(format!("waiting for {}", shown(&target.url))))?
+            .map_err(|e| WebError::Network(format!("{}: {}", shown(&target.url), chain(&e))))
     }
 }
 
@@ -179,4 +191,53 @@ fn chain(e: &dyn std::error::Error) -> String {
         depth += 1;
     }
     crate::text::ellipsized(&out, 500)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The request goes to the pinned address even though the name does
+    /// not resolve at all (`.invalid` never does): no second DNS lookup
+    /// can move it (DNS rebinding).
+    #[test]
+    fn requests_connect_to_the_checked_address() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let n = s.read(&mut buf).unwrap();
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                .unwrap();
+            head
+        });
+        let client = Client {
+            policy: AddressPolicy::default(),
+            user_agent: "grace-test/1".into(),
+            max_redirects: 0,
+        };
+        let url = Url::parse(&format!("http://rebind.invalid:{}/x", addr.port())).unwrap();
+        let target = Target {
+            url,
+            host: "rebind.invalid".into(),
+            addr,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let response = rt
+            .block_on(client.send(&target, "text/plain", deadline))
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let head = server.join().unwrap().to_ascii_lowercase();
+        assert!(head.contains("host: rebind.invalid"), "{head}");
+        assert!(head.contains("user-agent: grace-test/1"), "{head}");
+    }
 }

@@ -5,6 +5,7 @@
 //! URL is what is cited.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -66,10 +67,8 @@ impl WebFetch {
         }
     }
 
-    /// Fetches and decodes the page: (final URL, title, sections' format,
-    /// text, whether it was cut).
-    async fn get(&self, url: &reqwest::Url) -> Result<Page, WebError> {
-        let deadline = deadline_in(self.timeout_seconds);
+    /// Fetches and decodes the page by `deadline`.
+    async fn get(&self, url: &reqwest::Url, deadline: Instant) -> Result<Page, WebError> {
         let mut robots = self
             .respect_robots
             .then(|| Robots::new(&self.client.user_agent));
@@ -166,7 +165,8 @@ impl Tool for WebFetch {
             ));
         }
         let url = parse_url(url_text, "the URL").map_err(|e| e.into_tool_error(NAME))?;
-        let page = run(NAME, deadline_in(self.timeout_seconds), self.get(&url))?;
+        let deadline = deadline_in(self.timeout_seconds);
+        let page = run(NAME, deadline, self.get(&url, deadline))?;
         let source = page.url.to_string();
         let doc = load::load(page.text.as_bytes(), page.format).map_err(|e| {
             ToolError::new(

@@ -89,8 +89,32 @@ impl WebError {
 
 /// Runs `work` to completion on a fresh current-thread runtime, giving up
 /// at `deadline`. The runtime is shut down in the background, so a stuck
-/// DNS lookup on its blocking pool cannot hold the caller.
-fn run<T>(
+/// DNS lookup on its blocking pool cannot hold the caller. Called from
+/// inside a runtime (an embedding application calling the tool directly),
+/// it runs on a thread of its own, since a runtime cannot block inside
+/// another.
+fn run<T: Send>(
+    tool: &str,
+    deadline: Instant,
+    work: impl std::future::Future<Output = Result<T, WebError>> + Send,
+) -> Result<T, ToolError> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return std::thread::scope(|s| {
+            s.spawn(|| block_on(tool, deadline, work))
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(ToolError::new(
+                        tool,
+                        ToolErrorKind::Failed,
+                        "the fetch panicked",
+                    ))
+                })
+        });
+    }
+    block_on(tool, deadline, work)
+}
+
+fn block_on<T>(
     tool: &str,
     deadline: Instant,
     work: impl std::future::Future<Output = Result<T, WebError>>,

@@ -3,6 +3,8 @@
 //! back as bounded data (title, URL, snippet), http(s) URLs only, for
 //! `web_fetch` to read.
 
+use std::time::Instant;
+
 use serde_json::{Value, json};
 
 use super::client::{Client, read_body, shown};
@@ -59,8 +61,8 @@ impl WebSearch {
         })
     }
 
-    async fn search(&self, query: &str) -> Result<Value, WebError> {
-        let deadline = deadline_in(self.timeout_seconds);
+    /// The endpoint's JSON answer for `query`, by `deadline`.
+    async fn search(&self, query: &str, deadline: Instant) -> Result<Value, WebError> {
         let mut url = self.endpoint.clone();
         {
             let mut q = url.query_pairs_mut();
@@ -158,7 +160,8 @@ impl Tool for WebSearch {
                 }
             },
         };
-        let response = run(NAME, deadline_in(self.timeout_seconds), self.search(query))?;
+        let deadline = deadline_in(self.timeout_seconds);
+        let response = run(NAME, deadline, self.search(query, deadline))?;
         let results = results(&response, limit).map_err(|e| e.into_tool_error(NAME))?;
         let sources = results
             .iter()
