@@ -15,6 +15,7 @@ mod rag_search;
 mod reasoning;
 mod registry;
 pub mod stats;
+pub mod web;
 
 use std::time::Duration;
 

@@ -23,7 +23,7 @@ use crate::{KnowledgeBase, llm};
 /// Registers the tools beyond the built-in ones that config enables: the
 /// web tools, stored run-time tools, and other MCP servers' tools.
 fn extend(registry: &ToolRegistry, config: &Config, kb: &Arc<KnowledgeBase>) -> crate::Result<()> {
-    let _ = (registry, config, kb);
+    super::web::register(registry, config, kb)?;
     Ok(())
 }
 
