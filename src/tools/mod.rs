@@ -10,6 +10,7 @@
 //! thread is left to finish and its result discarded).
 
 mod ask_user;
+pub mod mcp_client;
 pub mod outside;
 mod rag_search;
 mod reasoning;
@@ -23,7 +24,7 @@ pub(crate) fn extend(
     config: &crate::Config,
     kb: &std::sync::Arc<crate::KnowledgeBase>,
 ) -> crate::Result<()> {
-    let _ = (registry, config, kb);
+    mcp_client::register(registry, config, kb);
     Ok(())
 }
 
