@@ -254,10 +254,20 @@ fn an_agent_answers_from_a_second_grace_citing_its_source() {
     let mut config: Config = common::config(a.path());
     config.planner.strategy = Strategy::Agent;
     let repo = common::repo();
+    // Started through sh, which notes the pid it becomes, so that the test
+    // can stop that server later.
+    let pidfile = b.path().join("pid");
     config.tools.mcp_servers = vec![McpServerConfig {
         name: "kb_two".into(),
-        command: Some(env!("CARGO_BIN_EXE_grace").into()),
-        args: vec!["mcp".into()],
+        command: Some("sh".into()),
+        args: vec![
+            "-c".into(),
+            format!(
+                "echo $$ > '{}'; exec '{}' mcp",
+                pidfile.display(),
+                env!("CARGO_BIN_EXE_grace")
+            ),
+        ],
         env: [
             ("GRACE_STORAGE__DATA_DIR", store.clone()),
             ("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm")),
@@ -325,4 +335,27 @@ fn an_agent_answers_from_a_second_grace_citing_its_source() {
         "{}",
         outcome.report.confidence
     );
+
+    // The second GRACE goes away: its search fails as transient, then
+    // works again once GRACE has started it anew (reconnected).
+    let first = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let search = json!({"query": "parking for visitors"});
+    assert!(eventually(|| {
+        let r = grace.registry().call("mcp.kb_two.rag_search", &search);
+        r.error_kind == Some(ToolErrorKind::Transient)
+    }));
+    assert!(eventually(|| {
+        let r = grace.registry().call("mcp.kb_two.rag_search", &search);
+        matches!(&r.output, ToolOutput::Passages(p) if p[0].text.contains("level -2"))
+    }));
+    let second = std::fs::read_to_string(&pidfile).unwrap();
+    assert_ne!(second.trim(), first);
 }
