@@ -47,7 +47,8 @@ fn a_misbehaving_server_s_tools_fail_cleanly_and_come_back_after_it_does() {
     let names = mcp_client::register_server(&registry, &fixture_server(&fx.url), &kb).unwrap();
 
     // Taken: every tool but the excluded one, the one whose name is not a
-    // tool name, and the one whose schema nests too deep.
+    // tool name, the one whose schema nests too deep and the one whose
+    // schema is too large.
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(

@@ -86,6 +86,10 @@ fn tools() -> Value {
         list.push(json!({"name": name, "description": name, "inputSchema": {"type": "object"}}));
     }
     list.push(json!({"name": "bad name!", "description": "x", "inputSchema": {"type": "object"}}));
+    let wide: serde_json::Map<String, Value> = (0..2_000)
+        .map(|i| (format!("field_{i}"), json!({"type": "string"})))
+        .collect();
+    list.push(json!({"name": "wide", "description": "x", "inputSchema": {"type": "object", "properties": wide}}));
     list.push(json!({"name": "deep", "description": "x", "inputSchema": {"type": "object", "properties": {"d": deep}}}));
     Value::Array(list)
 }
