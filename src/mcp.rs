@@ -3,7 +3,9 @@
 //!
 //! - the registry's tools (`rag_search`, `reasoning`, `ask_user`) with the
 //!   registry's own JSON schemas, called through the registry so each
-//!   keeps its `tools.<name>` timeout and retries;
+//!   keeps its `tools.<name>` timeout and retries; and every other registry
+//!   tool (`mcp.<server>.<tool>`, `web_*`, `rt.<name>`) whose `callers`
+//!   include `mcp`, looked up at each list and call (tools join and leave);
 //! - `ask` (a whole run: plan, search, answer, confidence, escalation; a
 //!   `session_id` for follow-ups; with `planner.strategy: agent`, a
 //!   question back to the asker goes through MCP elicitation when the
@@ -15,8 +17,12 @@
 //! `mcp.tools` lists what is offered (a registry tool must also be in
 //! `tools.enabled`); by default `ask`, `rag_search` and `ingest`: the
 //! escalation tools take any reviewer's name, so they are only for a client
-//! trusted to act as every reviewer. Every result is a JSON object `{success, data, error,
-//! suggestions}` (structured content, `isError` when `success` is false);
+//! trusted to act as every reviewer. Every result's structured content is
+//! a JSON object `{success, data, error, suggestions}` (`isError` when
+//! `success` is false); its text content is the gist for a model to read
+//! ([`brief`]): `ask`'s answer, citations, confidence and decision, or
+//! `rag_search`'s passages with source and score. `data` is that gist too,
+//! unless the call asks for `detail: full` (the whole run or tool result);
 //! arguments that do not match a tool's schema are a protocol error
 //! (`invalid_params`), as is an unknown tool. Stdout carries the protocol
 //! only; logs go to stderr.
@@ -24,8 +30,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+mod brief;
+
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
@@ -33,6 +41,7 @@ use rmcp::service::{ElicitationMode, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+use crate::config::Caller;
 use crate::exec::HumanReply;
 use crate::review::{ReviewAnswer, Status, Viewer};
 use crate::{AskOptions, Config, Error, Grace, Result};
@@ -121,6 +130,8 @@ pub fn serve_stdio(config: Config) -> Result<()> {
 #[derive(Clone)]
 pub struct McpServer {
     grace: Grace,
+    /// The tools `mcp.tools` names (a built-in registry tool among them is
+    /// offered only while its `callers` include `mcp`).
     tools: Arc<Vec<Tool>>,
     timeout: Duration,
     /// Sources are shown relative, never as the server's full paths.
@@ -155,7 +166,7 @@ impl McpServer {
                     "Answer a question from the knowledge base with citations and a confidence \
                      in [0,1] that decides: answer, answer with a caveat, escalate to a human \
                      reviewer (the result carries review_id), or decline.",
-                    ask_schema(),
+                    brief::with_detail(&ask_schema()).0,
                     false,
                 ),
                 "ingest" => tool(
@@ -179,12 +190,7 @@ impl McpServer {
                     false,
                 ),
                 other => match registry.get(other) {
-                    Some(t) => tool(
-                        t.name().to_string(),
-                        t.description().to_string(),
-                        t.input_schema(),
-                        t.name() == "rag_search",
-                    ),
+                    Some(t) => registry_tool(t.as_ref(), t.description().to_string()),
                     None => continue,
                 },
             };
@@ -198,9 +204,43 @@ impl McpServer {
         })
     }
 
-    /// The tools offered.
-    pub fn tools(&self) -> &[Tool] {
-        &self.tools
+    /// The tools offered now: those `mcp.tools` names (a registry tool
+    /// while its `callers` include `mcp`), then every other registry tool
+    /// whose `callers` do.
+    pub fn tools(&self) -> Vec<Tool> {
+        let registry = self.grace.registry();
+        let mut offered: Vec<Tool> = self
+            .tools
+            .iter()
+            .filter(|t| !is_registry_builtin(&t.name) || registry.visible_to(&t.name, Caller::Mcp))
+            .cloned()
+            .collect();
+        for entry in registry.catalogue(Caller::Mcp) {
+            if crate::tools::TOOL_NAMES.contains(&entry.name.as_str())
+                || offered.iter().any(|t| t.name == entry.name)
+            {
+                continue;
+            }
+            if let Some(t) = registry.get(&entry.name) {
+                offered.push(registry_tool(t.as_ref(), entry.description));
+            }
+        }
+        offered
+    }
+
+    /// The offered tool called `name`.
+    fn find(&self, name: &str) -> Option<Tool> {
+        let registry = self.grace.registry();
+        if let Some(t) = self.tools.iter().find(|t| t.name == name) {
+            return (!is_registry_builtin(name) || registry.visible_to(name, Caller::Mcp))
+                .then(|| t.clone());
+        }
+        if crate::tools::TOOL_NAMES.contains(&name) || !registry.visible_to(name, Caller::Mcp) {
+            return None;
+        }
+        registry
+            .get(name)
+            .map(|t| registry_tool(t.as_ref(), t.description().to_string()))
     }
 
     /// A run that needs the asker's input: when the client supports MCP
@@ -429,7 +469,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
     async fn call_tool(
@@ -437,8 +477,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, McpError> {
-        let Some(tool) = self.tools.iter().find(|t| t.name == request.name) else {
-            let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
+        let Some(tool) = self.find(&request.name) else {
+            let offered = self.tools();
+            let names: Vec<&str> = offered.iter().map(|t| t.name.as_ref()).collect();
             return Err(McpError::invalid_params(
                 format!(
                     "unknown or disabled tool `{}` (offered: {})",
@@ -448,7 +489,7 @@ impl ServerHandler for McpServer {
                 None,
             ));
         };
-        let args = Value::Object(request.arguments.unwrap_or_default());
+        let mut args = Value::Object(request.arguments.unwrap_or_default());
         if let Err(problem) = check_arguments(&Value::Object((*tool.input_schema).clone()), &args) {
             return Err(McpError::invalid_params(
                 format!("{}: {problem}", request.name),
@@ -463,19 +504,73 @@ impl ServerHandler for McpServer {
                 Some(json!({"schema": *tool.input_schema})),
             ));
         }
+        // `detail` is GRACE's, not the tool's (unless the tool has its own).
+        let own_detail = self
+            .grace
+            .registry()
+            .get(&name)
+            .is_some_and(|t| !brief::with_detail(&t.input_schema()).1);
+        let full = if own_detail {
+            false
+        } else {
+            brief::take_detail(&mut args)
+        };
         let result = match self.call(&name, args, &context.peer).await {
             Ok(mut data) => {
                 self.display.rewrite(&mut data);
-                CallToolResult::structured(json!({
-                    "success": true, "data": data, "error": null, "suggestions": []
-                }))
+                let (gist, text) = match name.as_str() {
+                    "ask" => {
+                        let b = brief::ask(&data);
+                        let t = brief::ask_text(&b);
+                        (b, t)
+                    }
+                    "ingest" | "list_escalations" | "answer_escalation" => {
+                        let t = data.to_string();
+                        (data.clone(), t)
+                    }
+                    _ => {
+                        let b = brief::tool(&data);
+                        let t = brief::tool_text(&b);
+                        (b, t)
+                    }
+                };
+                let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+                r.structured_content = Some(json!({
+                    "success": true, "data": if full { data } else { gist },
+                    "error": null, "suggestions": []
+                }));
+                r
             }
-            Err(f) => CallToolResult::structured_error(json!({
-                "success": false, "data": null, "error": f.error, "suggestions": f.suggestions
-            })),
+            Err(f) => {
+                let mut r = CallToolResult::error(vec![ContentBlock::text(brief::failure_text(
+                    &f.error,
+                    &f.suggestions,
+                ))]);
+                r.structured_content = Some(json!({
+                    "success": false, "data": null, "error": f.error, "suggestions": f.suggestions
+                }));
+                r
+            }
         };
         Ok(result.into())
     }
+}
+
+/// Whether `name` is a built-in registry tool (offered when `mcp.tools`
+/// names it and its `callers` include `mcp`).
+fn is_registry_builtin(name: &str) -> bool {
+    crate::tools::TOOL_NAMES.contains(&name)
+}
+
+/// A registry tool as MCP offers it: its schema with GRACE's `detail`
+/// argument (unless it has its own), read-only when it is `rag_search`.
+fn registry_tool(t: &dyn crate::tools::Tool, description: String) -> Tool {
+    tool(
+        t.name().to_string(),
+        description,
+        brief::with_detail(&t.input_schema()).0,
+        t.name() == "rag_search",
+    )
 }
 
 fn tool(

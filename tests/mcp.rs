@@ -1,6 +1,8 @@
 //! `grace mcp` with a real MCP client (rmcp's, over the child's stdio):
 //! list the tools, call each one, and the errors for an unknown tool and
-//! for arguments that do not match a tool's schema.
+//! for arguments that do not match a tool's schema; results a model can
+//! read (the gist as text, the whole run only with `detail: full`); and
+//! registry tools offered by their `callers`.
 
 mod common;
 
@@ -27,6 +29,16 @@ async fn call(
     client
         .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args(arguments)))
         .await
+}
+
+/// The text content of a result.
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The `{success, data, error, suggestions}` object of a result.
@@ -92,8 +104,29 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     let b = body(&r);
     assert_eq!(r.is_error, Some(false), "{b}");
     assert_eq!(b["success"], true);
-    let passages = b["data"]["output"]["data"].as_array().unwrap();
+    let passages = b["data"]["passages"].as_array().unwrap();
     assert_eq!(passages.len(), 2);
+    // Source, section, text and score: not the ranks, vectors or factors.
+    assert!(passages[0]["score"].as_f64().unwrap() > 0.0, "{b}");
+    assert!(b["data"].get("factors").is_none() && passages[0].get("dense_rank").is_none());
+    let t = text_of(&r);
+    assert!(t.starts_with("1. secrets.html"), "{t}");
+    assert!(t.contains("(score 0."), "{t}");
+    // The whole result when asked.
+    let r = call(
+        &client,
+        "rag_search",
+        json!({"query": "rotate an API key", "limit": 2, "detail": "full"}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert_eq!(
+        b["data"]["output"]["data"].as_array().unwrap().len(),
+        2,
+        "{b}"
+    );
+    assert!(b["data"]["factors"].is_object(), "{b}");
     // Shown without the server's path (issue 15, finding 10): the sample
     // was ingested from outside any allowed root, so by its file name.
     assert_eq!(passages[0]["source"], "secrets.html", "{b}");
@@ -114,11 +147,34 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     assert_eq!(b["success"], true, "{b}");
     assert!(b["data"]["confidence"].as_f64().unwrap() > 0.0);
     assert!(
-        !b["data"]["answer"]["citations"]
-            .as_array()
-            .unwrap()
-            .is_empty()
+        !b["data"]["citations"].as_array().unwrap().is_empty(),
+        "{b}"
     );
+    // What the calling model reads: the answer, its citations, the
+    // confidence and the decision, in well under 2 KB (the whole run is
+    // about 12 KB); no steps.
+    let t = text_of(&r);
+    assert!(t.len() < 2_048, "{} bytes: {t}", t.len());
+    assert!(t.contains("Sources:\n[1] secrets.html"), "{t}");
+    assert!(
+        t.contains("Confidence: 0.") && t.contains("decision: answer"),
+        "{t}"
+    );
+    assert!(b["data"].get("steps").is_none(), "{b}");
+    assert!(b.to_string().len() < 2_048, "{b}");
+    // detail: full keeps the whole run in the structured content only.
+    let r = call(
+        &client,
+        "ask",
+        json!({"question": "How do I rotate an API key?", "detail": "full"}),
+    )
+    .await
+    .unwrap();
+    let b = body(&r);
+    assert!(!b["data"]["steps"].as_array().unwrap().is_empty(), "{b}");
+    assert!(b["data"]["answer"]["citations"].is_array(), "{b}");
+    assert!(b.to_string().len() > 4 * text_of(&r).len(), "{b}");
+    assert!(text_of(&r).len() < 2_048);
     let r = call(
         &client,
         "ask",
@@ -129,6 +185,11 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     let b = body(&r);
     assert_eq!(b["data"]["decision"], "escalate", "{b}");
     let id = b["data"]["review_id"].as_i64().unwrap();
+    assert!(
+        text_of(&r).contains(&format!("review_id {id}")),
+        "{}",
+        text_of(&r)
+    );
 
     // A conversation: "new" starts a session, a follow-up in it is read
     // against the question before, and a malformed session id is refused.
@@ -150,7 +211,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     .unwrap();
     let b = body(&r);
     assert_eq!(
-        b["data"]["rewrite"]["question"], "and on staging? (roll back deployment)",
+        b["data"]["rewritten_question"], "and on staging? (roll back deployment)",
         "{b}"
     );
     let r = call(
@@ -166,6 +227,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
         b["error"].as_str().unwrap().contains("does not exist"),
         "{b}"
     );
+    assert!(text_of(&r).starts_with("Error: "), "{}", text_of(&r));
 
     // list_escalations, then answer it as a reviewer.
     let r = call(&client, "list_escalations", json!({"status": "pending"}))
@@ -225,7 +287,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     .unwrap();
     let b = body(&r);
     assert!(
-        b["data"]["output"]["data"][0]["source"]
+        b["data"]["passages"][0]["source"]
             .as_str()
             .unwrap()
             .ends_with("pets.md"),
@@ -278,4 +340,97 @@ fn an_unknown_name_in_mcp_tools_is_refused_by_the_server_naming_the_key() {
         err.contains("mcp.tools") && err.contains("shell") && err.contains("known: ask"),
         "{err}"
     );
+}
+
+/// A tool beyond the built-in ones, seen by the callers given.
+struct Extra(&'static str);
+
+impl grace::tools::Tool for Extra {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        "an extra tool"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": false})
+    }
+    fn execute(&self, input: &Value) -> Result<grace::tools::ToolResult, grace::tools::ToolError> {
+        Ok(grace::tools::ToolResult::ok(
+            grace::tools::ToolOutput::Data(json!({"got": input})),
+            vec![],
+            Default::default(),
+        ))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_tools_are_offered_to_mcp_clients_by_their_callers() {
+    use grace::config::{Caller, Callers};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    // rag_search is in mcp.tools, but its policy keeps it from MCP clients.
+    config.tools.rag_search.callers = Callers::AGENT;
+    let grace = common::service(config);
+    let policy = grace.config().tools.runtime.policy();
+    let registry = grace.registry();
+    registry
+        .register(
+            Arc::new(Extra("rt.for_mcp")),
+            policy,
+            Callers::from(vec![Caller::Mcp]),
+        )
+        .unwrap();
+    registry
+        .register(Arc::new(Extra("rt.agent_only")), policy, Callers::AGENT)
+        .unwrap();
+    let server = grace::mcp::McpServer::new(grace.clone()).unwrap();
+    let names: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, ["ask", "ingest", "rt.for_mcp"]);
+
+    // Called by a real client (in-process, over a pipe): `detail` is
+    // GRACE's, taken out before the tool sees its input.
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let served = server.clone();
+    tokio::spawn(async move {
+        let running = served.serve(theirs).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let client = ().serve(ours).await.unwrap();
+    let listed = client.list_all_tools().await.unwrap();
+    assert!(listed.iter().any(|t| t.name == "rt.for_mcp"));
+    let r = call(&client, "rt.for_mcp", json!({"q": "x", "detail": "full"}))
+        .await
+        .unwrap();
+    let b = body(&r);
+    assert_eq!(
+        b["data"]["output"]["data"],
+        json!({"got": {"q": "x"}}),
+        "{b}"
+    );
+    let r = call(&client, "rt.for_mcp", json!({"q": "y"}))
+        .await
+        .unwrap();
+    assert_eq!(body(&r)["data"], json!({"data": {"got": {"q": "y"}}}));
+    assert_eq!(text_of(&r), r#"{"got":{"q":"y"}}"#);
+    // Neither the agent's tool nor a built-in kept from MCP can be called.
+    for hidden in ["rt.agent_only", "rag_search"] {
+        let e = call(&client, hidden, json!({})).await.unwrap_err();
+        assert!(e.to_string().contains("unknown or disabled tool"), "{e}");
+    }
+    client.cancel().await.unwrap();
+
+    let extra = server
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "rt.for_mcp")
+        .unwrap();
+    // Offered with GRACE's `detail` beside the tool's own arguments.
+    assert!(extra.input_schema["properties"]["detail"].is_object());
+    assert!(extra.input_schema["properties"]["q"].is_object());
+    // A tool that leaves the registry leaves the list.
+    assert!(registry.unregister("rt.for_mcp"));
+    let names: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, ["ask", "ingest"]);
 }

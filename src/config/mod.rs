@@ -624,7 +624,9 @@ impl Default for ServerConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct McpConfig {
     /// Tools offered to MCP clients; a registry tool (`rag_search`,
-    /// `reasoning`, `ask_user`) also needs to be in `tools.enabled`.
+    /// `reasoning`, `ask_user`) also needs to be in `tools.enabled` and
+    /// `mcp` in its `callers`. Other registry tools (`mcp.<server>.<tool>`,
+    /// `web_*`, `rt.<name>`) are offered by their `callers` alone.
     pub tools: Vec<String>,
     /// Seconds an `ask` or `ingest` call may take (registry tools keep
     /// their own `tools.<name>.timeout_seconds`).

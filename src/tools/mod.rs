@@ -10,6 +10,7 @@
 //! thread is left to finish and its result discarded).
 
 mod ask_user;
+pub mod mcp_client;
 pub mod outside;
 mod rag_search;
 mod reasoning;

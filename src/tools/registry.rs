@@ -24,6 +24,7 @@ use crate::{KnowledgeBase, llm};
 /// web tools, stored run-time tools, and other MCP servers' tools.
 fn extend(registry: &ToolRegistry, config: &Config, kb: &Arc<KnowledgeBase>) -> crate::Result<()> {
     super::web::register(registry, config, kb)?;
+    super::mcp_client::register(registry, config, kb);
     Ok(())
 }
 
