@@ -14,6 +14,7 @@ pub mod outside;
 mod rag_search;
 mod reasoning;
 mod registry;
+pub mod runtime;
 pub mod stats;
 
 /// Registers the tools beyond the built-in ones that config enables: the
@@ -23,7 +24,7 @@ pub(crate) fn extend(
     config: &crate::Config,
     kb: &std::sync::Arc<crate::KnowledgeBase>,
 ) -> crate::Result<()> {
-    let _ = (registry, config, kb);
+    runtime::extend(registry, config, kb)?;
     Ok(())
 }
 
