@@ -5,6 +5,7 @@ mod chat;
 mod migrate;
 mod output;
 mod review;
+mod tools_runtime;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -138,6 +139,11 @@ enum Command {
     },
     /// Serve GRACE's tools to an MCP client over stdin/stdout
     Mcp,
+    /// Run-time tools (rt.NAME): create, delete, history, run
+    Tools {
+        #[command(subcommand)]
+        command: tools_runtime::RuntimeCommand,
+    },
     /// Show the collection, its size and the model
     Status,
     /// Copy the embedded collection to a Qdrant server without embedding again
@@ -392,6 +398,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             grace::serve::serve(config, bind)?
         }
         Command::Mcp => grace::mcp::serve_stdio(config)?,
+        Command::Tools { command } => return tools_runtime::run(command, &config, cli.json),
         Command::Status => output::status(&grace::status(&config)?, cli.json),
         Command::Migrate(args) => migrate::run(config, args, cli.quiet, cli.json)?,
         Command::Eval {

@@ -16,6 +16,7 @@
 //! when `tools.runtime.allow_agent_create` ([`CreateTool`]).
 
 pub mod check;
+pub mod mcp;
 pub mod sandbox;
 pub mod store;
 
@@ -37,7 +38,7 @@ pub const PREFIX: &str = "rt.";
 const MAX_INPUT_BYTES: usize = 65_536;
 
 /// What an admin (or the agent) gives to create or change a tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     /// `word_count` (registered as `rt.word_count`; a leading `rt.` is
@@ -61,7 +62,7 @@ fn any_object() -> Value {
 }
 
 /// One example: an input and the output it must give.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Example {
     /// The input.
