@@ -352,7 +352,8 @@ impl McpServer {
             "create_tool" | "list_dynamic_tools" | "run_dynamic_tool" | "delete_dynamic_tool" => {
                 let name = name.to_string();
                 blocking(move || {
-                    crate::tools::runtime::mcp::call(&grace, &name, &args)
+                    let (config, kb) = (grace.config(), grace.knowledge_base());
+                    crate::tools::runtime::mcp::call(config, kb, grace.registry(), &name, &args)
                         .map_err(Error::InvalidInput)
                 })
                 .await

@@ -333,33 +333,29 @@ fn mcp_offers_the_admin_tools_only_when_allowed() {
     for n in grace::tools::runtime::mcp::NAMES {
         assert!(offered.contains(&n.to_string()), "{n}: {offered:?}");
     }
-    use grace::tools::runtime::mcp::call;
+    let call = |name: &str, args: &Value| {
+        grace::tools::runtime::mcp::call(g.config(), g.knowledge_base(), g.registry(), name, args)
+    };
     let spec = serde_json::to_value(word_count(1)).unwrap();
-    let created = call(&g, "create_tool", &spec).unwrap();
+    let created = call("create_tool", &spec).unwrap();
     assert_eq!(created["registered"], json!(true));
-    let listed = call(&g, "list_dynamic_tools", &json!({})).unwrap();
+    let listed = call("list_dynamic_tools", &json!({})).unwrap();
     assert_eq!(listed["tools"][0]["name"], json!("rt.word_count"));
     let ran = call(
-        &g,
         "run_dynamic_tool",
         &json!({"tool_name": "word_count", "parameters": {"text": "x y"}}),
     )
     .unwrap();
     assert_eq!(ran["output"]["data"], json!(2));
-    let refused = call(
-        &g,
-        "delete_dynamic_tool",
-        &json!({"tool_name": "word_count"}),
-    );
+    let refused = call("delete_dynamic_tool", &json!({"tool_name": "word_count"}));
     assert!(refused.unwrap_err().contains("confirm"));
     call(
-        &g,
         "delete_dynamic_tool",
         &json!({"tool_name": "rt.word_count", "confirm": true}),
     )
     .unwrap();
     assert!(g.registry().get("rt.word_count").is_none());
-    let audit = call(&g, "list_dynamic_tools", &json!({})).unwrap();
+    let audit = call("list_dynamic_tools", &json!({})).unwrap();
     assert_eq!(audit["tools"], json!([]));
 }
 

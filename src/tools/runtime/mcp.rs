@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use super::{Actor, PREFIX, RuntimeTools, ToolSpec, spec_schema};
-use crate::Grace;
-use crate::config::Caller;
+use crate::config::{Caller, Config};
+use crate::tools::ToolRegistry;
 
 /// The tools' names.
 pub const NAMES: &[&str] = &[
@@ -60,11 +60,17 @@ pub fn tools() -> Vec<(&'static str, &'static str, Value, bool)> {
     ]
 }
 
-/// Runs one of the tools (blocking: verification runs scripts).
-pub fn call(grace: &Grace, name: &str, args: &Value) -> Result<Value, String> {
-    let host = RuntimeTools::host_for(grace.config(), grace.knowledge_base(), grace.registry());
-    let tools = RuntimeTools::open(grace.config(), host).map_err(|e| e.to_string())?;
-    let registry = grace.registry();
+/// Runs one of the tools on the served GRACE's knowledge base and
+/// registry (blocking: verification runs scripts).
+pub fn call(
+    config: &Config,
+    kb: &std::sync::Arc<crate::KnowledgeBase>,
+    registry: &ToolRegistry,
+    name: &str,
+    args: &Value,
+) -> Result<Value, String> {
+    let host = RuntimeTools::host_for(config, kb, registry);
+    let tools = RuntimeTools::open(config, host).map_err(|e| e.to_string())?;
     let tool_name = |args: &Value| -> String {
         let n = args["tool_name"].as_str().unwrap_or_default().trim();
         n.strip_prefix(PREFIX).unwrap_or(n).to_string()
