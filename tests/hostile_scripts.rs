@@ -85,6 +85,11 @@ fn a_huge_output_is_refused_not_cut() {
         ToolErrorKind::Failed,
         "max_output_bytes",
     );
+    // Nested deeper than JSON can be read back: a failure, not a crash.
+    let e =
+        run("function run() { let a = []; for (let i = 0; i < 100000; i++) a = [a]; return a; }")
+            .unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::Failed, "{e:?}");
     // Cyclic values cannot be serialised: a failure, not a hang.
     let e = run("function run() { const a = {}; a.a = a; return a; }").unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::Failed, "{e:?}");

@@ -514,3 +514,64 @@ async fn http_creation_needs_the_admin_key() {
     let _ = tx.send(());
     server.await.unwrap().unwrap();
 }
+
+/// The MCP admin tools over the protocol, with rmcp's client and a real
+/// `grace mcp` (the result's shape is `grace mcp`'s; only what it says is
+/// checked here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_creates_runs_and_deletes_when_allowed() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::from(common::grace_cmd(dir.path(), &["mcp"]));
+    cmd.env("GRACE_TOOLS__RUNTIME__ALLOW_MCP_CREATE", "true");
+    cmd.stderr(std::process::Stdio::null());
+    let client = ().serve(rmcp::transport::TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let call = |name: &str, args: Value| {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        client.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args))
+    };
+    let created = call("create_tool", serde_json::to_value(word_count(1)).unwrap())
+        .await
+        .unwrap();
+    assert_ne!(created.is_error, Some(true), "{created:?}");
+    assert!(format!("{created:?}").contains("verified"), "{created:?}");
+    let ran = call(
+        "run_dynamic_tool",
+        json!({"tool_name": "word_count", "parameters": {"text": "x y z"}}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    let shown = serde_json::to_string(&ran).unwrap();
+    assert!(shown.contains("\"data\":3"), "{shown}");
+    let hostile = call(
+        "run_dynamic_tool",
+        json!({"tool_name": "nothing", "parameters": {}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(hostile.is_error, Some(true), "{hostile:?}");
+    let deleted = call(
+        "delete_dynamic_tool",
+        json!({"tool_name": "word_count", "confirm": true}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(deleted.is_error, Some(true), "{deleted:?}");
+    client.cancel().await.unwrap();
+    // The audit log names the MCP client (`grace mcp` kept its data in
+    // the default `.grace` of its folder).
+    let config = common::config(&dir.path().join(".grace"));
+    let tools = RuntimeTools::open(&config, Host::default()).unwrap();
+    let actors: Vec<String> = tools
+        .history("word_count")
+        .unwrap()
+        .audit
+        .into_iter()
+        .map(|a| a.actor)
+        .collect();
+    assert_eq!(actors, ["mcp", "mcp"]);
+}
