@@ -39,6 +39,9 @@ fn an_infinite_loop_ends_at_the_budget_as_a_timeout() {
         // Catching the interruption buys nothing: every later check interrupts.
         "function run() { for (;;) { try { for (;;) {} } catch (e) {} } }",
         "async function run() { for (;;) { await null; } }",
+        // Reading the error's message, or the result, runs the script again.
+        "class E extends Error { get message() { for (;;) {} } } function run() { throw new E(); }",
+        "function run() { return { get x() { for (;;) {} } }; }",
     ] {
         let started = Instant::now();
         let e = sandbox::run(code, &json!({}), limits(300), &Host::default()).unwrap_err();
@@ -317,4 +320,25 @@ fn grace_stays_responsive_while_a_script_burns_its_budget() {
     assert!(!burnt.success);
     assert_eq!(burnt.error_kind, Some(ToolErrorKind::Timeout), "{burnt:?}");
     assert!(started.elapsed() < Duration::from_millis(2_500));
+}
+
+#[test]
+fn an_oversized_or_non_object_input_is_refused_before_the_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = RuntimeTools::open(&config(dir.path()), Host::default()).unwrap();
+    let stored = tools
+        .create(
+            spec("echo", "function run(input) { return 1; }"),
+            Actor::Cli,
+        )
+        .unwrap();
+    let tool = tools.tool(&stored);
+    for input in [
+        json!({"x": "y".repeat(100_000)}),
+        json!([1, 2]),
+        json!("text"),
+    ] {
+        let e = tool.execute(&input).unwrap_err();
+        assert_eq!(e.kind, ToolErrorKind::InvalidInput, "{e:?}");
+    }
 }
