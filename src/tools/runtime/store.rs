@@ -328,8 +328,14 @@ impl Store {
         };
         let mut tools = Vec::with_capacity(names.len());
         for (name, version) in names {
-            if let Some(t) = self.version(&name, version)? {
-                tools.push(t);
+            // A row edited into nonsense costs its tool, not GRACE's start.
+            match self.version(&name, version) {
+                Ok(Some(t)) => tools.push(t),
+                Ok(None) => {}
+                Err(e @ StoreError::Corrupt { .. }) => {
+                    tracing::warn!(error = %e, "run-time tool skipped");
+                }
+                Err(e) => return Err(e),
             }
         }
         Ok(tools)
@@ -494,4 +500,46 @@ fn audit(
 /// A stored value as JSON (plain data: serialising cannot fail).
 fn json<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.to_string(),
+            description: "d".to_string(),
+            input_schema: json!({"type": "object"}),
+            code: "function run() { return 1; }".to_string(),
+            examples: vec![Example {
+                input: json!({}),
+                expect: json!(1),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_corrupt_row_costs_its_tool_not_the_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("rt.sqlite3")).unwrap();
+        store
+            .save(&spec("good"), "verified", 1.0, &[], "cli", 10)
+            .unwrap();
+        store
+            .save(&spec("bad"), "verified", 1.0, &[], "cli", 10)
+            .unwrap();
+        store
+            .conn()
+            .execute(
+                "UPDATE rt_versions SET input_schema = '{' WHERE name = 'bad'",
+                [],
+            )
+            .unwrap();
+        let live: Vec<String> = store.live().unwrap().into_iter().map(|t| t.name).collect();
+        assert_eq!(live, ["good"]);
+        assert!(matches!(store.get("bad"), Err(StoreError::Corrupt { .. })));
+    }
 }
