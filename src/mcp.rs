@@ -196,6 +196,12 @@ impl McpServer {
             };
             tools.push(tool);
         }
+        // Run-time tools' admin tools (seed 002), only when allowed.
+        if crate::tools::runtime::mcp::offered(config) {
+            for (name, description, schema, read_only) in crate::tools::runtime::mcp::tools() {
+                tools.push(tool(name, description, schema, read_only));
+            }
+        }
         Ok(Self {
             timeout: Duration::from_secs_f64(config.mcp.timeout_seconds),
             display: crate::display::SourceDisplay::new(config),
@@ -381,6 +387,16 @@ impl McpServer {
                 })
                 .await?;
                 Ok(serde_json::to_value(resolution).unwrap_or(Value::Null))
+            }
+            // Run-time tools' admin tools (offered only when allowed).
+            "create_tool" | "list_dynamic_tools" | "run_dynamic_tool" | "delete_dynamic_tool" => {
+                let name = name.to_string();
+                blocking(move || {
+                    let (config, kb) = (grace.config(), grace.knowledge_base());
+                    crate::tools::runtime::mcp::call(config, kb, grace.registry(), &name, &args)
+                        .map_err(Error::InvalidInput)
+                })
+                .await
             }
             // A registry tool, under its own policy.
             tool => {

@@ -44,7 +44,8 @@ fn a_misbehaving_server_s_tools_fail_cleanly_and_come_back_after_it_does() {
     let dir = tempfile::tempdir().unwrap();
     let kb = Arc::new(common::open(common::config(dir.path())));
     let registry = ToolRegistry::with_tools(vec![]);
-    let names = mcp_client::register_server(&registry, &fixture_server(&fx.url), &kb).unwrap();
+    let names =
+        mcp_client::register_server(&registry.registrar(), &fixture_server(&fx.url), &kb).unwrap();
 
     // Taken: every tool but the excluded one, the one whose name is not a
     // tool name, the one whose schema nests too deep and the one whose
@@ -214,6 +215,47 @@ fn a_server_that_cannot_be_reached_is_skipped_and_grace_starts() {
         "{:?}",
         grace.registry().names()
     );
+}
+
+/// A server that is down when GRACE starts: GRACE starts without its
+/// tools, tries again in the background, and registers them once the
+/// server answers.
+#[test]
+fn a_server_down_at_start_up_has_its_tools_registered_once_it_is_up() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // A free port, closed again: the server is down at start-up.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    let mut server = fixture_server(&format!("http://127.0.0.1:{port}/mcp"));
+    server.connect_timeout_seconds = 2.0;
+    config.tools.mcp_servers = vec![server];
+    let grace = common::service(config);
+    let mcp_tools = |g: &Grace| {
+        g.registry()
+            .names()
+            .into_iter()
+            .filter(|n| n.starts_with("mcp.fx."))
+            .count()
+    };
+    assert_eq!(mcp_tools(&grace), 0);
+
+    let fx = Fixture::start(&rt, port, Arc::new(AtomicUsize::new(0)));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while mcp_tools(&grace) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(mcp_tools(&grace) > 0, "{:?}", grace.registry().names());
+    let r = grace
+        .registry()
+        .call("mcp.fx.echo", &json!({"text": "back"}));
+    assert!(r.success, "{r:?}");
+    drop(grace);
+    fx.stop(&rt);
 }
 
 /// Knowledge base B, in `data`: one document only GRACE B knows.

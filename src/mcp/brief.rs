@@ -146,7 +146,8 @@ pub fn ask_text(b: &Value) -> String {
 
 /// The gist of a registry tool's result (its JSON): passages with
 /// source, section, text and score; an answer with citations; a question
-/// for a human; another tool's data as it came.
+/// for a human; another tool's data, or a reply that is not a tool
+/// result, as it came.
 pub fn tool(full: &Value) -> Value {
     let data = &full["output"]["data"];
     match full["output"]["type"].as_str() {
@@ -173,6 +174,8 @@ pub fn tool(full: &Value) -> Value {
             "question": data["question"], "reason": data["reason"], "options": data["options"],
         })),
         Some("data") => json!({"data": data}),
+        // Not a tool result (the run-time admin tools' own replies): as it is.
+        _ if full.get("output").is_none() && !full.is_null() => json!({"data": full}),
         _ => json!({}),
     }
 }
@@ -226,6 +229,14 @@ pub fn failure_text(error: &str, suggestions: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_that_is_not_a_tool_result_is_kept_as_data() {
+        let reply = json!({"tool": "rt.word_count", "version": 2, "status": "verified"});
+        let b = tool(&reply);
+        assert_eq!(b, json!({"data": reply}));
+        assert!(tool_text(&b).contains("\"status\":\"verified\""));
+    }
 
     #[test]
     fn detail_is_added_unless_the_tool_has_its_own() {

@@ -21,6 +21,7 @@ pub mod error;
 pub mod gate;
 pub mod openapi;
 pub mod review_api;
+pub mod runtime_tools_api;
 pub mod sessions_api;
 pub mod tools_api;
 
@@ -141,6 +142,7 @@ pub fn router(state: AppState) -> Router {
         )
         .merge(work)
         .merge(review_api::routes())
+        .merge(runtime_tools_api::routes())
         .route_layer(from_fn_with_state(state.clone(), gate::show_sources));
     Router::new()
         .route("/", get(|| async { Redirect::to("/review") }))

@@ -26,8 +26,10 @@ use super::error::{ErrorBody, ErrorDetail};
           super::review_api::register, super::review_api::messages, super::review_api::send,
           super::review_api::read, super::review_api::archive, super::review_api::get_context,
           super::review_api::put_context, super::sessions_api::create, super::sessions_api::show,
-          super::sessions_api::delete, super::tools_api::list, super::tools_api::call),
-    components(schemas(ErrorBody, ErrorDetail, crate::review::Status, crate::review::MessageStatus)),
+          super::sessions_api::delete, super::tools_api::list, super::tools_api::call,
+          super::runtime_tools_api::create, super::runtime_tools_api::list,
+          super::runtime_tools_api::remove, super::runtime_tools_api::history),
+    components(schemas(ErrorBody, ErrorDetail, crate::tools::runtime::ToolSpec, crate::tools::runtime::Example, crate::review::Status, crate::review::MessageStatus)),
     modifiers(&BearerAuth, &GateResponses)
 )]
 pub struct ApiDoc;

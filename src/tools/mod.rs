@@ -15,6 +15,7 @@ pub mod outside;
 mod rag_search;
 mod reasoning;
 mod registry;
+pub mod runtime;
 pub mod stats;
 pub mod web;
 
@@ -27,7 +28,7 @@ pub use self::ask_user::{AskUser, Urgency, UserRequest};
 pub use self::rag_search::RagSearch;
 pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION};
 pub use self::registry::{
-    CatalogueEntry, TOOL_NAME_PATTERN, ToolInfo, ToolRegistry, valid_tool_name,
+    CatalogueEntry, Registrar, TOOL_NAME_PATTERN, ToolInfo, ToolRegistry, valid_tool_name,
 };
 
 use crate::confidence::Factors;

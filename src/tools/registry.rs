@@ -23,7 +23,9 @@ use crate::{KnowledgeBase, llm};
 /// Registers the tools beyond the built-in ones that config enables: the
 /// web tools, stored run-time tools, and other MCP servers' tools.
 fn extend(registry: &ToolRegistry, config: &Config, kb: &Arc<KnowledgeBase>) -> crate::Result<()> {
+    // The web tools first: run-time tools are granted `web_fetch` if it is there.
     super::web::register(registry, config, kb)?;
+    super::runtime::extend(registry, config, kb)?;
     super::mcp_client::register(registry, config, kb);
     Ok(())
 }
@@ -93,9 +95,113 @@ pub struct ToolInfo {
     pub health: Health,
 }
 
+/// Adds and removes tools of a [`ToolRegistry`] from elsewhere (a
+/// background reconnection, a tool call that creates a tool); does
+/// nothing once the registry is gone.
+#[derive(Clone)]
+pub struct Registrar {
+    tools: std::sync::Weak<RwLock<Vec<Entry>>>,
+    stats: Option<Arc<ToolStats>>,
+}
+
+impl std::fmt::Debug for Registrar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registrar")
+            .field("live", &self.is_live())
+            .finish()
+    }
+}
+
+impl Registrar {
+    /// Whether the registry is still there.
+    pub fn is_live(&self) -> bool {
+        self.tools.strong_count() > 0
+    }
+
+    fn add(
+        &self,
+        tool: Arc<dyn Tool>,
+        policy: ToolPolicy,
+        callers: Callers,
+        replace: bool,
+    ) -> Result<(), ToolError> {
+        let name = tool.name().to_string();
+        if !valid_tool_name(&name) {
+            return Err(ToolError::new(
+                crate::text::truncate_chars(&name, 80),
+                ToolErrorKind::InvalidInput,
+                "not a valid tool name (1-64 letters, digits, `_`, `-`, dot-separated)",
+            ));
+        }
+        let Some(tools) = self.tools.upgrade() else {
+            return Err(ToolError::new(
+                &name,
+                ToolErrorKind::Failed,
+                "the registry is gone (GRACE is shutting down)",
+            ));
+        };
+        let mut tools = tools.write().unwrap_or_else(|p| p.into_inner());
+        match tools.iter().position(|e| e.tool.name() == name) {
+            Some(i) if replace => {
+                tools.remove(i);
+            }
+            Some(_) => {
+                return Err(ToolError::new(
+                    &name,
+                    ToolErrorKind::InvalidInput,
+                    "a tool of that name is already registered",
+                ));
+            }
+            None => {}
+        }
+        tools.push(Entry {
+            tool,
+            policy,
+            callers,
+        });
+        drop(tools);
+        if let Some(stats) = &self.stats {
+            note_seen(stats, &name);
+        }
+        Ok(())
+    }
+
+    /// Adds a tool; a name that is not [valid](valid_tool_name) or already
+    /// registered is refused.
+    pub fn register(
+        &self,
+        tool: Arc<dyn Tool>,
+        policy: ToolPolicy,
+        callers: Callers,
+    ) -> Result<(), ToolError> {
+        self.add(tool, policy, callers, false)
+    }
+
+    /// Adds a tool, or replaces the one of the same name.
+    pub fn replace(
+        &self,
+        tool: Arc<dyn Tool>,
+        policy: ToolPolicy,
+        callers: Callers,
+    ) -> Result<(), ToolError> {
+        self.add(tool, policy, callers, true)
+    }
+
+    /// Removes the tool called `name`; whether there was one.
+    pub fn unregister(&self, name: &str) -> bool {
+        let Some(tools) = self.tools.upgrade() else {
+            return false;
+        };
+        let mut tools = tools.write().unwrap_or_else(|p| p.into_inner());
+        let before = tools.len();
+        tools.retain(|e| e.tool.name() != name);
+        tools.len() != before
+    }
+}
+
 /// The registered tools, each with its call policy.
 pub struct ToolRegistry {
-    tools: RwLock<Vec<Entry>>,
+    tools: Arc<RwLock<Vec<Entry>>>,
     /// The generator `reasoning` answers with (the planner uses it too).
     generator: Option<Arc<dyn llm::LlmClient>>,
     /// Usage statistics and health, when kept.
@@ -189,7 +295,7 @@ impl ToolRegistry {
         // Kept only when `reasoning` uses it (the planner asks the same model).
         let generator = generator.filter(|_| tools.iter().any(|e| e.tool.name() == "reasoning"));
         Ok(Self {
-            tools: RwLock::new(tools),
+            tools: Arc::new(RwLock::new(tools)),
             generator,
             stats: None,
         })
@@ -199,7 +305,7 @@ impl ToolRegistry {
     /// embedding applications).
     pub fn with_tools(tools: Vec<(Arc<dyn Tool>, ToolPolicy)>) -> Self {
         Self {
-            tools: RwLock::new(
+            tools: Arc::new(RwLock::new(
                 tools
                     .into_iter()
                     .map(|(tool, policy)| Entry {
@@ -208,7 +314,7 @@ impl ToolRegistry {
                         callers: Callers::ALL,
                     })
                     .collect(),
-            ),
+            )),
             generator: None,
             stats: None,
         }
@@ -241,52 +347,33 @@ impl ToolRegistry {
         policy: ToolPolicy,
         callers: Callers,
     ) -> Result<(), ToolError> {
-        let name = tool.name().to_string();
-        if !valid_tool_name(&name) {
-            return Err(ToolError::new(
-                crate::text::truncate_chars(&name, 80),
-                ToolErrorKind::InvalidInput,
-                "not a valid tool name (1-64 letters, digits, `_`, `-`, dot-separated)",
-            ));
-        }
-        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
-        if tools.iter().any(|e| e.tool.name() == name) {
-            return Err(ToolError::new(
-                &name,
-                ToolErrorKind::InvalidInput,
-                "a tool of that name is already registered",
-            ));
-        }
-        tools.push(Entry {
-            tool,
-            policy,
-            callers,
-        });
-        drop(tools);
-        if let Some(stats) = &self.stats {
-            note_seen(stats, &name);
-        }
-        Ok(())
+        self.registrar().register(tool, policy, callers)
     }
 
     /// Adds a tool, or replaces the one of the same name (a run-time
-    /// tool's new version).
+    /// tool's new version) in one step: no call sees it missing.
     pub fn replace(
         &self,
         tool: Arc<dyn Tool>,
         policy: ToolPolicy,
         callers: Callers,
     ) -> Result<(), ToolError> {
-        self.unregister(tool.name());
-        self.register(tool, policy, callers)
+        self.registrar().replace(tool, policy, callers)
     }
 
     /// Removes the tool called `name`; whether there was one.
     pub fn unregister(&self, name: &str) -> bool {
-        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
-        let before = tools.len();
-        tools.retain(|e| e.tool.name() != name);
-        tools.len() != before
+        self.registrar().unregister(name)
+    }
+
+    /// A handle that adds and removes tools later (a server that comes
+    /// back, a tool the agent creates during a call) without keeping the
+    /// registry alive.
+    pub fn registrar(&self) -> Registrar {
+        Registrar {
+            tools: Arc::downgrade(&self.tools),
+            stats: self.stats.clone(),
+        }
     }
 
     /// The generator `reasoning` answers with, when it is enabled.

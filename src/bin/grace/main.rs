@@ -6,6 +6,7 @@ mod migrate;
 mod output;
 mod review;
 mod tools;
+mod tools_runtime;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -142,7 +143,8 @@ enum Command {
     /// Show the collection, its size, the model and tool usage
     Status,
     /// The tools: list (schema, policy, origin, statistics), stats,
-    /// reflect (unreliable, slow, unused), enable
+    /// reflect (unreliable, slow, unused), enable; run-time tools (rt.NAME):
+    /// create, delete, history, run
     Tools {
         #[command(subcommand)]
         command: tools::ToolsCommand,

@@ -27,6 +27,8 @@ pub enum ToolsCommand {
         /// The tool's name, as `grace tools list` shows it
         name: String,
     },
+    #[command(flatten)]
+    Runtime(crate::tools_runtime::RuntimeCommand),
 }
 
 /// Runs a `grace tools` command; the exit code.
@@ -43,6 +45,7 @@ pub fn run(config: Config, command: &ToolsCommand, json: bool) -> grace::Result<
         ToolsCommand::Reflect => {
             reflect(&open_stats(&config)?.reflect()?, json);
         }
+        ToolsCommand::Runtime(command) => return crate::tools_runtime::run(command, &config, json),
         ToolsCommand::Enable { name } => {
             open_stats(&config)?.enable(name)?;
             if json {

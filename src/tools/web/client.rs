@@ -3,6 +3,7 @@
 //! (at most `max_redirects`), `robots.txt` asked before each hop when
 //! given, and the body read up to a limit, then dropped.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
@@ -10,7 +11,7 @@ use reqwest::{Response, StatusCode, Url};
 
 use super::WebError;
 use super::guard::{AddressPolicy, Target, check_shape};
-use super::robots::Robots;
+use super::robots::{MAX_ROBOTS_BYTES, MAX_ROBOTS_REDIRECTS, Rules};
 
 /// The request side every web tool shares.
 #[derive(Debug, Clone)]
@@ -191,6 +192,101 @@ fn chain(e: &dyn std::error::Error) -> String {
         depth += 1;
     }
     crate::text::ellipsized(&out, 500)
+}
+
+/// `robots.txt` for one call: the site's file is fetched under the same
+/// address policy, once per site. A missing file (4xx) allows everything;
+/// an unreachable one or a server error refuses, as RFC 9309 asks.
+#[derive(Debug)]
+pub struct Robots {
+    agent: String,
+    sites: HashMap<String, Rules>,
+}
+
+impl Robots {
+    /// For the `User-Agent` `user_agent` (its product token is matched).
+    pub fn new(user_agent: &str) -> Self {
+        let agent = user_agent
+            .split(['/', ' '])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        Self {
+            agent,
+            sites: HashMap::new(),
+        }
+    }
+
+    /// Refuses `url` when its site's `robots.txt` disallows it or cannot be
+    /// read.
+    pub async fn check(
+        &mut self,
+        client: &Client,
+        url: &Url,
+        deadline: Instant,
+    ) -> Result<(), WebError> {
+        if url.path() == "/robots.txt" {
+            return Ok(());
+        }
+        let site = url.origin().ascii_serialization();
+        if !self.sites.contains_key(&site) {
+            let rules = Box::pin(self.fetch(client, url, deadline)).await?;
+            self.sites.insert(site.clone(), rules);
+        }
+        let path = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_string(),
+        };
+        match self.sites.get(&site) {
+            Some(rules) if !rules.allows(&path) => Err(WebError::Refused(format!(
+                "{} is disallowed by {site}/robots.txt for `{}`; set \
+                 tools.web.fetch.respect_robots: false only for sites you may read anyway",
+                shown(url),
+                self.agent
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    async fn fetch(
+        &self,
+        client: &Client,
+        url: &Url,
+        deadline: Instant,
+    ) -> Result<Rules, WebError> {
+        let mut robots_url = url.clone();
+        robots_url.set_path("/robots.txt");
+        robots_url.set_query(None);
+        let client = Client {
+            max_redirects: MAX_ROBOTS_REDIRECTS,
+            ..client.clone()
+        };
+        let unreadable = |why: String| {
+            WebError::Network(format!(
+                "{} cannot be read ({why}), so the page is not fetched (RFC 9309); \
+                 tools.web.fetch.respect_robots: false skips robots.txt",
+                shown(&robots_url)
+            ))
+        };
+        let opened = match client.open(&robots_url, "text/plain", None, deadline).await {
+            Ok(o) => o,
+            Err(WebError::Network(why)) => return Err(unreadable(why)),
+            Err(e) => return Err(e),
+        };
+        let status = opened.response.status();
+        if status.is_client_error() {
+            return Ok(Rules::default());
+        }
+        if !status.is_success() {
+            return Err(unreadable(format!("HTTP {}", status.as_u16())));
+        }
+        let body = read_body(opened.response, MAX_ROBOTS_BYTES, deadline).await?;
+        Ok(Rules::parse(
+            &String::from_utf8_lossy(&body.bytes),
+            &self.agent,
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use super::client::Robots;
 use super::client::{Client, content_type, read_body, shown};
 use super::guard::{AddressPolicy, parse_url};
-use super::robots::Robots;
 use super::{WebError, deadline_in, run};
 use crate::confidence::Factors;
 use crate::config::WebConfig;

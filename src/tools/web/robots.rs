@@ -1,24 +1,14 @@
-//! `robots.txt` (RFC 9309) for `web_fetch`: the site's file is fetched
-//! under the same address policy, the group for GRACE's product token
+//! `robots.txt` (RFC 9309) for `web_fetch`, the rules: the group for GRACE's product token
 //! (the `User-Agent` before its `/`) or else `*` applies, and the longest
-//! matching `Allow`/`Disallow` rule decides (`Allow` on a tie). A missing
-//! file (4xx) allows everything; an unreachable one or a server error
-//! refuses, as the RFC asks.
-
-use std::collections::HashMap;
-use std::time::Instant;
-
-use reqwest::Url;
-
-use super::WebError;
-use super::client::{Client, read_body, shown};
+//! matching `Allow`/`Disallow` rule decides (`Allow` on a tie). Fetching
+//! the file (under the same address policy) is [`super::client::Robots`]'s.
 
 /// Bytes of a `robots.txt` read at most (the RFC's minimum is 500 KiB).
-const MAX_ROBOTS_BYTES: usize = 512 * 1024;
+pub const MAX_ROBOTS_BYTES: usize = 512 * 1024;
 /// Rules kept at most from one file.
 const MAX_RULES: usize = 10_000;
 /// Redirects followed for a `robots.txt` (the RFC asks for five).
-const MAX_ROBOTS_REDIRECTS: usize = 5;
+pub const MAX_ROBOTS_REDIRECTS: usize = 5;
 
 /// The rules that apply to GRACE on one site.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -143,101 +133,10 @@ fn matches(pattern: &str, path: &str) -> bool {
     }
 }
 
-/// The rules of the sites one call visits, fetched once each.
-#[derive(Debug)]
-pub struct Robots {
-    agent: String,
-    sites: HashMap<String, Rules>,
-}
-
-impl Robots {
-    /// For the `User-Agent` `user_agent` (its product token is matched).
-    pub fn new(user_agent: &str) -> Self {
-        let agent = user_agent
-            .split(['/', ' '])
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        Self {
-            agent,
-            sites: HashMap::new(),
-        }
-    }
-
-    /// Refuses `url` when its site's `robots.txt` disallows it or cannot be
-    /// read.
-    pub async fn check(
-        &mut self,
-        client: &Client,
-        url: &Url,
-        deadline: Instant,
-    ) -> Result<(), WebError> {
-        if url.path() == "/robots.txt" {
-            return Ok(());
-        }
-        let site = url.origin().ascii_serialization();
-        if !self.sites.contains_key(&site) {
-            let rules = Box::pin(self.fetch(client, url, deadline)).await?;
-            self.sites.insert(site.clone(), rules);
-        }
-        let path = match url.query() {
-            Some(q) => format!("{}?{q}", url.path()),
-            None => url.path().to_string(),
-        };
-        match self.sites.get(&site) {
-            Some(rules) if !rules.allows(&path) => Err(WebError::Refused(format!(
-                "{} is disallowed by {site}/robots.txt for `{}`; set \
-                 tools.web.fetch.respect_robots: false only for sites you may read anyway",
-                shown(url),
-                self.agent
-            ))),
-            _ => Ok(()),
-        }
-    }
-
-    async fn fetch(
-        &self,
-        client: &Client,
-        url: &Url,
-        deadline: Instant,
-    ) -> Result<Rules, WebError> {
-        let mut robots_url = url.clone();
-        robots_url.set_path("/robots.txt");
-        robots_url.set_query(None);
-        let client = Client {
-            max_redirects: MAX_ROBOTS_REDIRECTS,
-            ..client.clone()
-        };
-        let unreadable = |why: String| {
-            WebError::Network(format!(
-                "{} cannot be read ({why}), so the page is not fetched (RFC 9309); \
-                 tools.web.fetch.respect_robots: false skips robots.txt",
-                shown(&robots_url)
-            ))
-        };
-        let opened = match client.open(&robots_url, "text/plain", None, deadline).await {
-            Ok(o) => o,
-            Err(WebError::Network(why)) => return Err(unreadable(why)),
-            Err(e) => return Err(e),
-        };
-        let status = opened.response.status();
-        if status.is_client_error() {
-            return Ok(Rules::default());
-        }
-        if !status.is_success() {
-            return Err(unreadable(format!("HTTP {}", status.as_u16())));
-        }
-        let body = read_body(opened.response, MAX_ROBOTS_BYTES, deadline).await?;
-        Ok(Rules::parse(
-            &String::from_utf8_lossy(&body.bytes),
-            &self.agent,
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
 
     #[test]
@@ -282,11 +181,5 @@ mod tests {
             "grace",
         );
         assert!(r.allows("/x"));
-    }
-
-    #[test]
-    fn the_product_token_is_matched() {
-        assert_eq!(Robots::new("grace/0.1.0").agent, "grace");
-        assert_eq!(Robots::new("MyBot/2 (+http://x)").agent, "mybot");
     }
 }

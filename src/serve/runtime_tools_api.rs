@@ -1,0 +1,148 @@
+//! Run-time tools over HTTP, for the administrator only
+//! (`server.admin_api_key`; the service key gets 403): `POST
+//! /v1/tools/runtime` creates a tool or a new version, `GET
+//! /v1/tools/runtime` lists them, `DELETE /v1/tools/runtime/{name}`
+//! deletes one, `GET /v1/tools/runtime/{name}/history` shows its versions
+//! and audit log. Creations are audited as `http`.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get, post};
+use axum::{Extension, Json, Router};
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::body::JsonObject;
+use super::error::ApiError;
+use super::gate::{Caller, held, try_permit};
+use crate::tools::runtime::{Actor, RuntimeError, RuntimeTools, ToolSpec};
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/tools/runtime", post(create).get(list))
+        .route("/v1/tools/runtime/{name}", delete(remove))
+        .route("/v1/tools/runtime/{name}/history", get(history))
+}
+
+fn admin_only(caller: &Caller) -> Result<(), ApiError> {
+    if *caller == Caller::Admin {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "only the administrator (server.admin_api_key) creates, lists and deletes run-time tools",
+        ))
+    }
+}
+
+fn api_error(e: RuntimeError) -> ApiError {
+    use crate::tools::runtime::StoreError;
+    match e {
+        RuntimeError::Refused(_) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            e.to_string(),
+        ),
+        RuntimeError::NotFound(_) => {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", e.to_string())
+        }
+        RuntimeError::Disabled => ApiError::new(StatusCode::FORBIDDEN, "forbidden", e.to_string()),
+        RuntimeError::Store(StoreError::Full { .. }) => {
+            ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string())
+        }
+        RuntimeError::Store(_) | RuntimeError::Registry(_) => ApiError::internal(e),
+    }
+}
+
+/// Runs `f` with the run-time tools of the served GRACE (its knowledge
+/// base for `grace.search`, its `web_fetch` when enabled), on a blocking
+/// thread holding a concurrency permit (verification runs scripts).
+async fn with_tools<T: Send + 'static>(
+    s: &AppState,
+    f: impl FnOnce(&RuntimeTools, &crate::Grace) -> Result<T, RuntimeError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let permit = try_permit(&s.gate)?;
+    let grace = s.grace.clone();
+    let out = held(permit, move |_| {
+        let host = RuntimeTools::host_for(grace.config(), grace.knowledge_base(), grace.registry());
+        let tools = RuntimeTools::open(grace.config(), host).map(|t| f(&t, &grace));
+        Ok(tools.and_then(|r| r))
+    })
+    .await?;
+    out.map_err(api_error)
+}
+
+/// Creates a run-time tool, or a new version of one: checked, run on its
+/// examples, stored; registered as `rt.<name>` when `verified`.
+#[utoipa::path(post, path = "/v1/tools/runtime", request_body = ToolSpec,
+    responses((status = 201, description = "Stored: the version, its status (`verified` or `failed`), quality, each example's outcome, and whether it is registered", body = Object),
+        (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
+        (status = 409, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
+        (status = 429, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub(crate) async fn create(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    JsonObject(spec): JsonObject<ToolSpec>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    admin_only(&caller)?;
+    let created = with_tools(&s, move |tools, grace| {
+        tools.create_in(&grace.registry().registrar(), spec, Actor::Http)
+    })
+    .await?;
+    let body = serde_json::to_value(&created).map_err(ApiError::internal)?;
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+/// The live run-time tools, each at its latest version.
+#[utoipa::path(get, path = "/v1/tools/runtime",
+    responses((status = 200, description = "`{tools: [...]}`: name, version, status, quality, description, schema, code, examples", body = Object),
+        (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub(crate) async fn list(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<Value>, ApiError> {
+    admin_only(&caller)?;
+    let tools = with_tools(&s, |tools, _| tools.list()).await?;
+    Ok(Json(json!({"tools": tools})))
+}
+
+/// Deletes a run-time tool: unregistered, marked deleted, history kept.
+#[utoipa::path(delete, path = "/v1/tools/runtime/{name}", params(("name" = String, Path)),
+    responses((status = 200, description = "`{deleted, version}`", body = Object),
+        (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
+        (status = 404, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub(crate) async fn remove(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    admin_only(&caller)?;
+    let shown = crate::text::ellipsized(&name, 60);
+    let version = with_tools(&s, move |tools, grace| {
+        tools.delete(Some(&grace.registry().registrar()), &name, Actor::Http)
+    })
+    .await?;
+    Ok(Json(json!({"deleted": shown, "version": version})))
+}
+
+/// A run-time tool's versions and audit log (also after deletion).
+#[utoipa::path(get, path = "/v1/tools/runtime/{name}/history", params(("name" = String, Path)),
+    responses((status = 200, description = "`{name, deleted, versions, audit}`", body = Object),
+        (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
+        (status = 404, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub(crate) async fn history(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    admin_only(&caller)?;
+    let history = with_tools(&s, move |tools, _| tools.history(&name)).await?;
+    Ok(Json(
+        serde_json::to_value(history).map_err(ApiError::internal)?,
+    ))
+}

@@ -1,0 +1,570 @@
+//! Tools created at run time (`rt.<name>`): a name, a description, an
+//! input schema and JavaScript defining `function run(input)`, run in a
+//! QuickJS [`sandbox`] per call.
+//!
+//! Creating one ([`RuntimeTools::create`]) checks it ([`check`]), runs it
+//! on its examples (status `verified` when every example gives its
+//! `expect`, `failed` otherwise; quality = share of examples passed),
+//! stores it as a new version ([`store`]) and audits who did it. A
+//! `verified` tool is registered (replacing its previous version); a
+//! `failed` one is stored, listed and audited, but not registered, so no
+//! caller is offered a tool that does not do what its examples say.
+//! Deleting unregisters it and keeps its history.
+//!
+//! Admins create through `grace tools create`, `POST /v1/tools/runtime`
+//! and, when `tools.runtime.allow_mcp_create`, `grace mcp`; the agent only
+//! when `tools.runtime.allow_agent_create` ([`CreateTool`]).
+
+pub mod check;
+pub mod mcp;
+pub mod sandbox;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use self::sandbox::{Host, Limits};
+pub use self::store::{AuditEntry, History, Store, StoreError, StoredTool};
+use super::{
+    Origin, Registrar, Tool, ToolError, ToolErrorKind, ToolOutput, ToolRegistry, ToolResult,
+};
+use crate::confidence::Factors;
+use crate::config::{Callers, Config, RuntimeToolsConfig, ToolPolicy};
+
+/// Prefix of run-time tools' registered names.
+pub const PREFIX: &str = "rt.";
+/// Bytes of a call's input (as JSON) at most.
+const MAX_INPUT_BYTES: usize = 65_536;
+
+/// What an admin (or the agent) gives to create or change a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// `word_count` (registered as `rt.word_count`; a leading `rt.` is
+    /// accepted and dropped).
+    pub name: String,
+    /// What it does, for the callers that choose it.
+    pub description: String,
+    /// JSON schema of its input (an object schema).
+    #[serde(default = "any_object")]
+    pub input_schema: Value,
+    /// JavaScript defining `function run(input)` (may be `async`) that
+    /// returns a JSON-serialisable value.
+    pub code: String,
+    /// Inputs with the output each must give: the verification run.
+    #[serde(default)]
+    pub examples: Vec<Example>,
+}
+
+fn any_object() -> Value {
+    json!({"type": "object"})
+}
+
+/// One example: an input and the output it must give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    /// The input.
+    pub input: Value,
+    /// The output `run` must return (compared as JSON).
+    pub expect: Value,
+}
+
+/// How one example went in the verification run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExampleOutcome {
+    /// Whether the output was the expected one.
+    pub passed: bool,
+    /// What `run` returned (absent on an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// The error, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Who created, changed or deleted a tool (the audit log's actor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// An admin at the command line.
+    Cli,
+    /// An admin over HTTP (the admin key).
+    Http,
+    /// A client of `grace mcp` (`tools.runtime.allow_mcp_create`).
+    Mcp,
+    /// The agent (`tools.runtime.allow_agent_create`).
+    Agent,
+}
+
+impl Actor {
+    /// The audit log's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Actor::Cli => "cli",
+            Actor::Http => "http",
+            Actor::Mcp => "mcp",
+            Actor::Agent => "agent",
+        }
+    }
+}
+
+/// Why a creation, deletion or look-up failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// Run-time tools are off (`tools.runtime.enabled: false`).
+    #[error("run-time tools are disabled (tools.runtime.enabled)")]
+    Disabled,
+    /// The definition failed the check; nothing was stored.
+    #[error("refused: {}", .0.join("; "))]
+    Refused(Vec<String>),
+    /// No live tool of that name.
+    #[error("no run-time tool `{0}`")]
+    NotFound(String),
+    /// The store failed (or is full).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The registry refused the tool.
+    #[error(transparent)]
+    Registry(#[from] ToolError),
+}
+
+/// What a creation did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Created {
+    /// The registered name (`rt.<name>`).
+    pub tool: String,
+    /// The stored version.
+    #[serde(flatten)]
+    pub stored: StoredTool,
+    /// Whether it is registered now (`verified` only).
+    pub registered: bool,
+}
+
+/// Run-time tools: their store, the sandbox's limits and host functions.
+pub struct RuntimeTools {
+    config: RuntimeToolsConfig,
+    store: Store,
+    host: Host,
+}
+
+impl std::fmt::Debug for RuntimeTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeTools")
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+impl RuntimeTools {
+    /// Opens the store in `<data_dir>/runtime_tools.sqlite3`, with the
+    /// host functions `host` grants.
+    pub fn open(config: &Config, host: Host) -> Result<Self, RuntimeError> {
+        Ok(Self {
+            config: config.tools.runtime.clone(),
+            store: Store::open(&config.runtime_tools_path())?,
+            host,
+        })
+    }
+
+    /// The host functions of the configured GRACE: `grace.search` over
+    /// `kb`, and `fetch` through `web_fetch` when `tools.web.fetch.enabled`
+    /// and it is registered in `registry`.
+    pub fn host_for(
+        config: &Config,
+        kb: &Arc<crate::KnowledgeBase>,
+        registry: &ToolRegistry,
+    ) -> Host {
+        let fetch = if config.tools.web.fetch.enabled {
+            registry.get("web_fetch").map(fetch_through)
+        } else {
+            None
+        };
+        Host {
+            search: Some(search_in(kb.clone())),
+            fetch,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            memory_bytes: self.config.memory_bytes,
+            stack_bytes: self.config.stack_bytes,
+            max_output_bytes: self.config.max_output_bytes,
+            time: Duration::from_secs_f64(self.config.timeout_seconds),
+        }
+    }
+
+    /// The registry entry of a stored version.
+    pub fn tool(&self, stored: &StoredTool) -> RuntimeTool {
+        RuntimeTool {
+            name: format!("{PREFIX}{}", stored.name),
+            description: stored.description.clone(),
+            input_schema: stored.input_schema.clone(),
+            code: stored.code.clone(),
+            version: stored.version,
+            status: stored.status.clone(),
+            limits: self.limits(),
+            host: self.host.clone(),
+        }
+    }
+
+    /// Registers every live `verified` tool (start-up).
+    pub fn register_all(&self, registry: &ToolRegistry) -> Result<usize, RuntimeError> {
+        let mut n = 0;
+        for stored in self.store.live()? {
+            if stored.status == "verified" {
+                registry.replace(
+                    Arc::new(self.tool(&stored)),
+                    self.config.policy(),
+                    self.config.callers,
+                )?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Checks, verifies and stores `spec` as a new tool or a new version,
+    /// audited as `actor`. Registers nothing (see [`create_in`](Self::create_in)).
+    pub fn create(&self, mut spec: ToolSpec, actor: Actor) -> Result<StoredTool, RuntimeError> {
+        if !self.config.enabled {
+            return Err(RuntimeError::Disabled);
+        }
+        if let Some(bare) = spec.name.strip_prefix(PREFIX) {
+            spec.name = bare.to_string();
+        }
+        let problems = check::check(&spec, self.config.max_code_bytes);
+        if !problems.is_empty() {
+            self.store
+                .refuse(&spec.name, actor.as_str(), &problems.join("; "))?;
+            return Err(RuntimeError::Refused(problems));
+        }
+        let outcomes: Vec<ExampleOutcome> = spec
+            .examples
+            .iter()
+            .map(
+                |ex| match sandbox::run(&spec.code, &ex.input, self.limits(), &self.host) {
+                    Ok(out) => ExampleOutcome {
+                        passed: out == ex.expect,
+                        output: Some(out),
+                        error: None,
+                    },
+                    Err(e) => ExampleOutcome {
+                        passed: false,
+                        output: None,
+                        error: Some(e.message),
+                    },
+                },
+            )
+            .collect();
+        let passed = outcomes.iter().filter(|o| o.passed).count();
+        let quality = passed as f64 / outcomes.len().max(1) as f64;
+        let status = if passed == outcomes.len() {
+            "verified"
+        } else {
+            "failed"
+        };
+        let stored = self.store.save(
+            &spec,
+            status,
+            quality,
+            &outcomes,
+            actor.as_str(),
+            self.config.max_tools,
+        )?;
+        tracing::info!(tool = %stored.name, version = stored.version, status, actor = actor.as_str(), "run-time tool stored");
+        Ok(stored)
+    }
+
+    /// [`create`](Self::create), then registers it in `registry` when
+    /// `verified` (replacing its previous version), or unregisters the
+    /// previous version when the new one `failed`.
+    pub fn create_in(
+        &self,
+        registry: &Registrar,
+        spec: ToolSpec,
+        actor: Actor,
+    ) -> Result<Created, RuntimeError> {
+        let stored = self.create(spec, actor)?;
+        let tool = format!("{PREFIX}{}", stored.name);
+        let registered = stored.status == "verified";
+        if registered {
+            registry.replace(
+                Arc::new(self.tool(&stored)),
+                self.config.policy(),
+                self.config.callers,
+            )?;
+        } else {
+            registry.unregister(&tool);
+        }
+        Ok(Created {
+            tool,
+            stored,
+            registered,
+        })
+    }
+
+    /// Deletes `name` (with or without `rt.`): marked deleted in the store
+    /// (history kept), audited, and unregistered from `registry` when given.
+    pub fn delete(
+        &self,
+        registry: Option<&Registrar>,
+        name: &str,
+        actor: Actor,
+    ) -> Result<u32, RuntimeError> {
+        let bare = name.strip_prefix(PREFIX).unwrap_or(name);
+        let version = self
+            .store
+            .delete(bare, actor.as_str())?
+            .ok_or_else(|| RuntimeError::NotFound(crate::text::ellipsized(bare, 60)))?;
+        if let Some(r) = registry {
+            r.unregister(&format!("{PREFIX}{bare}"));
+        }
+        Ok(version)
+    }
+
+    /// `name`'s versions and audit entries.
+    pub fn history(&self, name: &str) -> Result<History, RuntimeError> {
+        let bare = name.strip_prefix(PREFIX).unwrap_or(name);
+        self.store
+            .history(bare)?
+            .ok_or_else(|| RuntimeError::NotFound(crate::text::ellipsized(bare, 60)))
+    }
+
+    /// The live tools, latest versions.
+    pub fn list(&self) -> Result<Vec<StoredTool>, RuntimeError> {
+        Ok(self.store.live()?)
+    }
+}
+
+/// `grace.search` over a knowledge base.
+pub fn search_in(kb: Arc<crate::KnowledgeBase>) -> sandbox::SearchFn {
+    Arc::new(move |query: &str, k: usize| {
+        let passages = kb
+            .search(query, Some(k), None)
+            .map_err(|e| format!("search failed: {e}"))?;
+        Ok(Value::Array(
+            passages
+                .into_iter()
+                .map(|p| {
+                    json!({"source": p.source, "section": p.section, "text": p.text, "score": p.score})
+                })
+                .collect(),
+        ))
+    })
+}
+
+/// `fetch(url)` through the registered `web_fetch` tool (its limits and
+/// address rules apply): its passages as `[{source, section, text,
+/// score}]`, or its data as given.
+pub fn fetch_through(web_fetch: Arc<dyn Tool>) -> sandbox::FetchFn {
+    Arc::new(move |url: &str| {
+        let result = web_fetch
+            .execute(&json!({"url": url}))
+            .map_err(|e| e.to_string())?;
+        if !result.success {
+            return Err(result.error.unwrap_or_else(|| "fetch failed".to_string()));
+        }
+        Ok(match result.output {
+            ToolOutput::Passages(ps) => Value::Array(
+                ps.into_iter()
+                    .map(|p| {
+                        json!({"source": p.source, "section": p.section, "text": p.text, "score": p.score})
+                    })
+                    .collect(),
+            ),
+            ToolOutput::Data(v) => v,
+            _ => Value::Null,
+        })
+    })
+}
+
+/// A stored version as a registry tool.
+pub struct RuntimeTool {
+    name: String,
+    description: String,
+    input_schema: Value,
+    code: String,
+    version: u32,
+    status: String,
+    limits: Limits,
+    host: Host,
+}
+
+impl RuntimeTool {
+    /// Checks what a call's input can be checked for without a schema
+    /// validator: an object, bounded, with the schema's `required` keys.
+    fn check_input(&self, input: &Value) -> Result<(), ToolError> {
+        let invalid = |m: String| ToolError::new(&self.name, ToolErrorKind::InvalidInput, m);
+        let Some(obj) = input.as_object() else {
+            return Err(invalid("the input must be an object".to_string()));
+        };
+        let size = serde_json::to_string(input).map_or(usize::MAX, |s| s.len());
+        if size > MAX_INPUT_BYTES {
+            return Err(invalid(format!(
+                "the input is {size} bytes, over the {MAX_INPUT_BYTES} allowed"
+            )));
+        }
+        let required = self
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str);
+        for key in required {
+            if !obj.contains_key(key) {
+                return Err(invalid(format!("`{key}` is required")));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Tool for RuntimeTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.input_schema.clone()
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::Runtime {
+            version: self.version,
+            status: self.status.clone(),
+        }
+    }
+
+    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+        self.check_input(input)?;
+        let out = sandbox::run(&self.code, input, self.limits, &self.host)
+            .map_err(|e| ToolError::new(&self.name, e.kind, e.message))?;
+        Ok(ToolResult::ok(
+            ToolOutput::Data(out),
+            Vec::new(),
+            Factors::default(),
+        ))
+    }
+}
+
+/// `create_tool` for the agent (only when
+/// `tools.runtime.allow_agent_create`): creations are audited as `agent`,
+/// and a verified tool is registered at once (the agent's catalogue is
+/// built once a run, so it sees the tool from its next run on).
+pub struct CreateTool {
+    tools: Arc<RuntimeTools>,
+    registrar: Registrar,
+}
+
+impl Tool for CreateTool {
+    fn name(&self) -> &str {
+        "create_tool"
+    }
+
+    fn description(&self) -> &str {
+        "Create a JavaScript tool (`function run(input)`) verified on examples; once verified it is offered as rt.<name> from the next question on."
+    }
+
+    fn input_schema(&self) -> Value {
+        spec_schema()
+    }
+
+    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+        let spec: ToolSpec = serde_json::from_value(input.clone()).map_err(|e| {
+            ToolError::new("create_tool", ToolErrorKind::InvalidInput, e.to_string())
+        })?;
+        let created = self
+            .tools
+            .create_in(&self.registrar, spec, Actor::Agent)
+            .map_err(|e| ToolError::new("create_tool", ToolErrorKind::Failed, e.to_string()))?;
+        let stored = &created.stored;
+        Ok(ToolResult::ok(
+            ToolOutput::Data(json!({
+                "tool": created.tool,
+                "version": stored.version,
+                "status": stored.status,
+                "quality": stored.quality,
+                "registered": created.registered,
+                "verification": stored.verification,
+            })),
+            Vec::new(),
+            Factors::default(),
+        ))
+    }
+}
+
+/// JSON schema of a [`ToolSpec`] (`create_tool`'s input everywhere).
+pub fn spec_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,47}$",
+                     "description": "registered as rt.<name>"},
+            "description": {"type": "string", "maxLength": check::MAX_DESCRIPTION_CHARS},
+            "input_schema": {"type": "object", "description": "JSON schema of the input (type object)"},
+            "code": {"type": "string",
+                     "description": "JavaScript defining function run(input) that returns a JSON value; grace.search(query, k) searches the knowledge base"},
+            "examples": {"type": "array", "minItems": 1, "maxItems": check::MAX_EXAMPLES,
+                         "items": {"type": "object",
+                                   "properties": {"input": {"type": "object"}, "expect": {}},
+                                   "required": ["input", "expect"]}}
+        },
+        "required": ["name", "description", "code", "examples"],
+        "additionalProperties": false
+    })
+}
+
+/// Registers the stored tools and, when allowed, the agent's
+/// `create_tool` (called from [`super::extend`] when
+/// `tools.runtime.enabled`).
+pub fn extend(
+    registry: &ToolRegistry,
+    config: &Config,
+    kb: &Arc<crate::KnowledgeBase>,
+) -> crate::Result<()> {
+    if !config.tools.runtime.enabled {
+        return Ok(());
+    }
+    let host = RuntimeTools::host_for(config, kb, registry);
+    let tools =
+        RuntimeTools::open(config, host).map_err(|e| crate::Error::Server(e.to_string()))?;
+    let n = tools
+        .register_all(registry)
+        .map_err(|e| crate::Error::Server(e.to_string()))?;
+    tracing::debug!(registered = n, "run-time tools");
+    if config.tools.runtime.allow_agent_create {
+        let rt = &config.tools.runtime;
+        // One verification run per example, each within the budget.
+        let policy = ToolPolicy {
+            timeout_seconds: rt.timeout_seconds * (check::MAX_EXAMPLES as f64 + 1.0),
+            retry_count: 0,
+            retry_delay_seconds: 0.0,
+        };
+        registry
+            .register(
+                Arc::new(CreateTool {
+                    tools: Arc::new(tools),
+                    registrar: registry.registrar(),
+                }),
+                policy,
+                Callers::AGENT,
+            )
+            .map_err(|e| crate::Error::Server(e.to_string()))?;
+    }
+    Ok(())
+}
