@@ -90,7 +90,7 @@ impl AddressPolicy {
             Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
             Host::Domain(d) => {
                 if !allowed && METADATA_NAMES.contains(&normal_host(d).as_str()) {
-                    return Err(refused(&url, &host_str, "a cloud metadata service"));
+                    return Err(refused(&url, &host_str, "is a cloud metadata service"));
                 }
                 None
             }
@@ -98,7 +98,7 @@ impl AddressPolicy {
         // Before DNS: the literal address.
         if let Some(ip) = literal {
             if !allowed && let Some(why) = refused_ip(ip) {
-                return Err(refused(&url, &host_str, why));
+                return Err(refused(&url, &host_str, &format!("is {why}")));
             }
             let addr = SocketAddr::new(ip, port);
             return Ok(Target {
@@ -112,7 +112,7 @@ impl AddressPolicy {
         if !allowed {
             for a in &addrs {
                 if let Some(why) = refused_ip(a.ip()) {
-                    let why = format!("resolves to {} ({why})", a.ip());
+                    let why = format!("resolves to {}, {why}", a.ip());
                     return Err(refused(&url, &host_str, &why));
                 }
             }
@@ -147,7 +147,7 @@ async fn resolve(host: &str, port: u16, deadline: Instant) -> Result<Vec<SocketA
 
 fn refused(url: &Url, host: &str, why: &str) -> WebError {
     WebError::Refused(format!(
-        "{} refused: {host} is {why}; list the host in tools.web.allow_hosts to allow it",
+        "{} refused: {host} {why}; list the host in tools.web.allow_hosts to allow it",
         crate::text::ellipsized(url.as_str(), 200)
     ))
 }
