@@ -208,6 +208,22 @@ impl ToolError {
     }
 }
 
+/// How deep a JSON value nests (a scalar: 1), counted without recursion,
+/// so that a hostile document cannot exhaust the stack.
+pub(crate) fn json_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|i| (i, d + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Reads a required, non-empty string field (trimmed), or says what is wrong.
 pub(crate) fn required_str<'a>(
     tool: &str,

@@ -65,7 +65,7 @@ impl RemoteTool {
                 "its input schema has {size} bytes (at most {MAX_SCHEMA_BYTES})"
             ));
         }
-        if depth(&schema) > MAX_SCHEMA_DEPTH {
+        if crate::tools::json_depth(&schema) > MAX_SCHEMA_DEPTH {
             return Err(format!(
                 "its input schema nests deeper than {MAX_SCHEMA_DEPTH}"
             ));
@@ -92,21 +92,6 @@ impl RemoteTool {
             kb,
         })
     }
-}
-
-/// How deep `value` nests, counted without recursion.
-fn depth(value: &Value) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(value, 1usize)];
-    while let Some((v, d)) = stack.pop() {
-        deepest = deepest.max(d);
-        match v {
-            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
-            Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
-            _ => {}
-        }
-    }
-    deepest
 }
 
 impl Tool for RemoteTool {
@@ -161,12 +146,15 @@ mod tests {
         for _ in 0..10_000 {
             v = Value::Array(vec![v]);
         }
-        assert_eq!(depth(&v), 10_001);
+        assert_eq!(crate::tools::json_depth(&v), 10_001);
         // Leave the deep value without recursing in its drop either.
         let mut cur = v;
         while let Value::Array(mut a) = cur {
             cur = a.pop().unwrap_or(Value::Null);
         }
-        assert_eq!(depth(&serde_json::json!({"a": {"b": [1]}})), 4);
+        assert_eq!(
+            crate::tools::json_depth(&serde_json::json!({"a": {"b": [1]}})),
+            4
+        );
     }
 }

@@ -90,27 +90,12 @@ fn check_schema(schema: &Value) -> Vec<String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         problems.push("input_schema must be an object schema (`\"type\": \"object\"`)".to_string());
     }
-    if depth(schema) > MAX_SCHEMA_DEPTH {
+    if crate::tools::json_depth(schema) > MAX_SCHEMA_DEPTH {
         problems.push(format!(
             "input_schema nests deeper than {MAX_SCHEMA_DEPTH} levels"
         ));
     }
     problems
-}
-
-/// Nesting depth of a JSON value, without recursion.
-fn depth(value: &Value) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(value, 1usize)];
-    while let Some((v, d)) = stack.pop() {
-        deepest = deepest.max(d);
-        match v {
-            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|i| (i, d + 1))),
-            _ => {}
-        }
-    }
-    deepest
 }
 
 fn check_examples(examples: &[Example]) -> Vec<String> {
