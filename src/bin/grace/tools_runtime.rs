@@ -165,7 +165,7 @@ pub fn run(cmd: &RuntimeCommand, config: &Config, json: bool) -> grace::Result<u
             let stored = probe
                 .store()
                 .get(bare)
-                .map_err(|e| grace::Error::Server(e.to_string()))?
+                .map_err(|e| to_error(RuntimeError::Store(e)))?
                 .ok_or_else(|| to_error(RuntimeError::NotFound(bare.to_string())))?;
             let tools = open(config, &stored.code)?;
             let tool: Arc<dyn Tool> = Arc::new(tools.tool(&stored));
@@ -216,7 +216,9 @@ fn open(config: &Config, code: &str) -> grace::Result<RuntimeTools> {
 
 fn to_error(e: RuntimeError) -> grace::Error {
     match e {
-        RuntimeError::Store(_) | RuntimeError::Registry(_) => grace::Error::Server(e.to_string()),
+        RuntimeError::Store(_) | RuntimeError::Registry(_) => {
+            grace::Error::Tool(e.into_tool_error())
+        }
         RuntimeError::Disabled | RuntimeError::Refused(_) | RuntimeError::NotFound(_) => {
             grace::Error::InvalidInput(e.to_string())
         }

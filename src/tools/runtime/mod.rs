@@ -132,6 +132,18 @@ pub enum RuntimeError {
     Registry(#[from] ToolError),
 }
 
+impl RuntimeError {
+    /// As a tool error of the run-time tools (`rt`), for GRACE's own error.
+    pub fn into_tool_error(self) -> ToolError {
+        let kind = match self {
+            RuntimeError::Refused(_) => ToolErrorKind::InvalidInput,
+            RuntimeError::NotFound(_) | RuntimeError::Disabled => ToolErrorKind::Unknown,
+            RuntimeError::Store(_) | RuntimeError::Registry(_) => ToolErrorKind::Failed,
+        };
+        ToolError::new("rt", kind, self.to_string())
+    }
+}
+
 /// What a creation did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Created {
@@ -541,11 +553,10 @@ pub fn extend(
         return Ok(());
     }
     let host = RuntimeTools::host_for(config, kb, registry);
-    let tools =
-        RuntimeTools::open(config, host).map_err(|e| crate::Error::Server(e.to_string()))?;
+    let tools = RuntimeTools::open(config, host).map_err(RuntimeError::into_tool_error)?;
     let n = tools
         .register_all(registry)
-        .map_err(|e| crate::Error::Server(e.to_string()))?;
+        .map_err(RuntimeError::into_tool_error)?;
     tracing::debug!(registered = n, "run-time tools");
     if config.tools.runtime.allow_agent_create {
         let rt = &config.tools.runtime;
@@ -555,16 +566,14 @@ pub fn extend(
             retry_count: 0,
             retry_delay_seconds: 0.0,
         };
-        registry
-            .register(
-                Arc::new(CreateTool {
-                    tools: Arc::new(tools),
-                    registrar: registry.registrar(),
-                }),
-                policy,
-                Callers::AGENT,
-            )
-            .map_err(|e| crate::Error::Server(e.to_string()))?;
+        registry.register(
+            Arc::new(CreateTool {
+                tools: Arc::new(tools),
+                registrar: registry.registrar(),
+            }),
+            policy,
+            Callers::AGENT,
+        )?;
     }
     Ok(())
 }
