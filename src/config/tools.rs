@@ -511,7 +511,7 @@ impl Default for RuntimeToolsConfig {
             retry_count: 0,
             retry_delay_seconds: 0.0,
             callers: Callers::ALL,
-            max_code_bytes: 16_384,
+            max_code_bytes: 65_536,
             memory_bytes: 16 * 1024 * 1024,
             stack_bytes: 256 * 1024,
             max_output_bytes: 65_536,

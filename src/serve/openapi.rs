@@ -179,6 +179,17 @@ mod tests {
             schemas["AskBody"]["properties"]["reviewers"]["items"]["pattern"],
             crate::text::PLAIN_ID
         );
+        // A run-time tool's published limits are the check's.
+        let spec = &schemas["ToolSpec"]["properties"];
+        assert_eq!(
+            spec["code"]["maxLength"],
+            crate::tools::runtime::check::MAX_CODE_CHARS
+        );
+        assert_eq!(
+            spec["description"]["maxLength"],
+            crate::tools::runtime::check::MAX_DESCRIPTION_CHARS
+        );
+        assert_eq!(spec["name"]["pattern"], crate::tools::runtime::NAME_PATTERN);
         // Every reference resolves.
         let text = doc.to_string();
         let names = doc["components"]["schemas"].as_object().unwrap();
@@ -195,7 +206,8 @@ mod tests {
                     || pattern == crate::text::PLAIN_ID
                     || pattern == crate::session::SESSION_ID_PATTERN
                     || pattern == crate::session::RUN_ID_PATTERN
-                    || pattern == crate::tools::TOOL_NAME_PATTERN,
+                    || pattern == crate::tools::TOOL_NAME_PATTERN
+                    || pattern == crate::tools::runtime::NAME_PATTERN,
                 "an unchecked pattern in the document: {pattern}"
             );
         }

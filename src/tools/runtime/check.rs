@@ -15,6 +15,9 @@ use super::{Example, ToolSpec};
 
 /// Characters of a tool's name at most (without `rt.`).
 pub const MAX_NAME_CHARS: usize = 48;
+/// Characters of a script at most (also published in the OpenAPI
+/// document); `tools.runtime.max_code_bytes` bounds its bytes.
+pub const MAX_CODE_CHARS: usize = 16_384;
 /// Characters of a description at most.
 pub const MAX_DESCRIPTION_CHARS: usize = 1_000;
 /// Bytes of an input schema (as JSON) at most.
@@ -58,15 +61,17 @@ pub fn check(spec: &ToolSpec, max_code_bytes: usize) -> Vec<String> {
         ));
     }
     let description = spec.description.trim();
-    if description.is_empty() || description.chars().count() > MAX_DESCRIPTION_CHARS {
+    if crate::text::is_blank(description) || description.chars().count() > MAX_DESCRIPTION_CHARS {
         problems.push(format!(
             "description must be 1-{MAX_DESCRIPTION_CHARS} characters"
         ));
     }
     problems.extend(check_schema(&spec.input_schema));
     problems.extend(check_examples(&spec.examples));
-    if spec.code.trim().is_empty() {
+    if crate::text::is_blank(&spec.code) {
         problems.push("code is empty".to_string());
+    } else if spec.code.chars().count() > MAX_CODE_CHARS {
+        problems.push(format!("code is over {MAX_CODE_CHARS} characters"));
     } else if spec.code.len() > max_code_bytes {
         problems.push(format!(
             "code is {} bytes, over the {max_code_bytes} allowed (tools.runtime.max_code_bytes)",

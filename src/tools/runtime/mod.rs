@@ -45,18 +45,52 @@ const MAX_INPUT_BYTES: usize = 65_536;
 pub struct ToolSpec {
     /// `word_count` (registered as `rt.word_count`; a leading `rt.` is
     /// accepted and dropped).
+    #[schema(pattern = r"^(rt\.)?[a-z][a-z0-9_]{0,47}$")]
     pub name: String,
     /// What it does, for the callers that choose it.
+    #[schema(
+        min_length = 1,
+        max_length = 1000,
+        pattern = r"[^\s\x00-\x1f\x7f-\x9f]"
+    )]
     pub description: String,
-    /// JSON schema of its input (an object schema).
+    /// JSON schema of its input (an object schema: `"type": "object"`).
     #[serde(default = "any_object")]
+    #[schema(schema_with = object_schema_schema)]
     pub input_schema: Value,
     /// JavaScript defining `function run(input)` (may be `async`) that
-    /// returns a JSON-serialisable value.
+    /// returns a JSON-serialisable value: at most 16,384 characters and
+    /// `tools.runtime.max_code_bytes` bytes (65,536 by default, which any
+    /// 16,384 characters fit in).
+    #[schema(
+        min_length = 1,
+        max_length = 16384,
+        pattern = r"[^\s\x00-\x1f\x7f-\x9f]"
+    )]
     pub code: String,
     /// Inputs with the output each must give: the verification run.
-    #[serde(default)]
+    #[schema(min_items = 1, max_items = 10)]
     pub examples: Vec<Example>,
+}
+
+/// What a run-time tool's name looks like in published schemas (what
+/// [`check::valid_name`] accepts, with or without `rt.`).
+pub const NAME_PATTERN: &str = r"^(rt\.)?[a-z][a-z0-9_]{0,47}$";
+
+/// The published schema of `input_schema`: an object whose `type` is
+/// `object`.
+fn object_schema_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property(
+            "type",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["object"])),
+        )
+        .required("type")
+        .build()
 }
 
 fn any_object() -> Value {
@@ -67,7 +101,8 @@ fn any_object() -> Value {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Example {
-    /// The input.
+    /// The input (an object).
+    #[schema(value_type = Object)]
     pub input: Value,
     /// The output `run` must return (compared as JSON).
     pub expect: Value,
