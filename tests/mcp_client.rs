@@ -373,9 +373,21 @@ fn an_agent_answers_from_a_second_grace_citing_its_source() {
     assert_eq!(cited, ["mcp.kb_two:pets.md"], "{answer:?}");
     // The passage the model read came from B, shown as data to cite.
     assert!(model.request(1).to_string().contains("Wednesdays"));
-    assert!(
-        outcome.report.confidence > 0.0,
-        "{}",
+    // B's passages were ranked against the asker's question (the agent
+    // puts it in `question`; GRACE keeps it from B, whose schema has no such
+    // argument), and the grounded answer is scored on them: answered.
+    let step = outcome
+        .report
+        .steps
+        .iter()
+        .find(|s| s.action == "mcp.kb_two.rag_search")
+        .expect("the federated search step");
+    assert_eq!(step.input["question"], "Can I bring my dog to the office?");
+    assert!(step.result.success, "{:?}", step.result);
+    assert_eq!(
+        outcome.report.decision,
+        grace::exec::Decision::Answer,
+        "confidence {}",
         outcome.report.confidence
     );
 

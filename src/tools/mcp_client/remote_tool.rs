@@ -114,15 +114,27 @@ impl Tool for RemoteTool {
         }
     }
 
+    /// Passages a server returns are ranked against the asker's question,
+    /// which the agent puts in `question`.
+    fn ranks_by_question(&self) -> bool {
+        true
+    }
+
     fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
-        if let Err(problem) = crate::mcp::check_arguments(&self.schema, input) {
+        // `question` is GRACE's (the asker's question, to rank passages
+        // against) unless the server's tool takes one itself.
+        let mut args = input.as_object().cloned().unwrap_or_default();
+        if self.schema["properties"].get("question").is_none() {
+            args.remove("question");
+        }
+        let forwarded = Value::Object(args.clone());
+        if let Err(problem) = crate::mcp::check_arguments(&self.schema, &forwarded) {
             return Err(ToolError::new(
                 &self.name,
                 ToolErrorKind::InvalidInput,
                 problem,
             ));
         }
-        let args = input.as_object().cloned().unwrap_or_default();
         let result = self
             .conn
             .call(&self.remote, args, self.timeout)
