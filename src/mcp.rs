@@ -222,9 +222,7 @@ impl McpServer {
             .cloned()
             .collect();
         for entry in registry.catalogue(Caller::Mcp) {
-            if crate::tools::TOOL_NAMES.contains(&entry.name.as_str())
-                || offered.iter().any(|t| t.name == entry.name)
-            {
+            if is_registry_builtin(&entry.name) || offered.iter().any(|t| t.name == entry.name) {
                 continue;
             }
             if let Some(t) = registry.get(&entry.name) {
@@ -236,17 +234,7 @@ impl McpServer {
 
     /// The offered tool called `name`.
     fn find(&self, name: &str) -> Option<Tool> {
-        let registry = self.grace.registry();
-        if let Some(t) = self.tools.iter().find(|t| t.name == name) {
-            return (!is_registry_builtin(name) || registry.visible_to(name, Caller::Mcp))
-                .then(|| t.clone());
-        }
-        if crate::tools::TOOL_NAMES.contains(&name) || !registry.visible_to(name, Caller::Mcp) {
-            return None;
-        }
-        registry
-            .get(name)
-            .map(|t| registry_tool(t.as_ref(), t.description().to_string()))
+        self.tools().into_iter().find(|t| t.name == name)
     }
 
     /// A run that needs the asker's input: when the client supports MCP
@@ -305,14 +293,8 @@ impl McpServer {
                 Ok(serde_json::to_value(outcome).unwrap_or(Value::Null))
             }
             "ask" => {
-                let question = args["question"].as_str().ok_or_else(|| {
-                    Failure::new(
-                        "`question` is required (or `run_id` with `reply` to continue a run that needs input)"
-                            .into(),
-                        vec![],
-                    )
-                })?;
-                let question = question.to_string();
+                // Present and a string: `call_tool` checked both.
+                let question = args["question"].as_str().unwrap_or_default().to_string();
                 let session_id = match args["session_id"].as_str() {
                     Some("new") => {
                         let g = grace.clone();

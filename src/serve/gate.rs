@@ -212,6 +212,15 @@ fn access(path: &str) -> Access {
     }
 }
 
+/// Refuses (403, saying `message`) a caller who is not the administrator.
+pub fn admin_only(caller: &Caller, message: &'static str) -> Result<(), ApiError> {
+    if *caller == Caller::Admin {
+        Ok(())
+    } else {
+        Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", message))
+    }
+}
+
 /// Who sent a request, as its bearer token says; the handlers read it
 /// from the request's extensions. The token alone names a reviewer: no
 /// header or body field can.

@@ -120,15 +120,10 @@ fn acting_reviewer(caller: Caller) -> std::result::Result<String, ApiError> {
 
 /// Registration and token rotation: the administrator only.
 fn admin_only(caller: &Caller) -> std::result::Result<(), ApiError> {
-    if *caller == Caller::Admin {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "only the administrator (server.admin_api_key, or `grace review register` on the server's machine) registers reviewers and issues tokens",
-        ))
-    }
+    super::gate::admin_only(
+        caller,
+        "only the administrator (server.admin_api_key, or `grace review register` on the server's machine) registers reviewers and issues tokens",
+    )
 }
 
 /// Escalations listed per request at most (`limit`).

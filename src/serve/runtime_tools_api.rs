@@ -24,16 +24,12 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/tools/runtime/{name}/history", get(history))
 }
 
-fn admin_only(caller: &Caller) -> Result<(), ApiError> {
-    if *caller == Caller::Admin {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "only the administrator (server.admin_api_key) creates, lists and deletes run-time tools",
-        ))
-    }
+/// Run-time tools are the administrator's.
+fn admin_only(caller: &Caller) -> std::result::Result<(), ApiError> {
+    super::gate::admin_only(
+        caller,
+        "only the administrator (server.admin_api_key) creates, lists and deletes run-time tools",
+    )
 }
 
 fn api_error(e: RuntimeError) -> ApiError {

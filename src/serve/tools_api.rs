@@ -13,6 +13,7 @@ use super::body::JsonObject;
 use super::error::ApiError;
 use super::gate::{Permit, held};
 use crate::config::Caller;
+use crate::tools::stats::Health;
 use crate::tools::{ToolInfo, ToolResult};
 
 /// What `GET /v1/tools` returns.
@@ -25,11 +26,11 @@ pub struct ToolsResponse {
 
 /// The tools an HTTP client may call.
 pub(super) fn visible(s: &AppState) -> Vec<ToolInfo> {
-    let registry = s.grace.registry();
-    registry
+    s.grace
+        .registry()
         .describe()
         .into_iter()
-        .filter(|t| registry.visible_to(&t.name, Caller::Http))
+        .filter(|t| t.callers.contains(&Caller::Http) && !matches!(t.health, Health::Disabled(_)))
         .collect()
 }
 

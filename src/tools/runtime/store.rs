@@ -290,14 +290,7 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.db(e))?;
-        let version: Option<u32> = tx
-            .query_row(
-                "SELECT version FROM rt_tools WHERE name = ?1 AND deleted_at IS NULL",
-                [name],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.db(e))?;
+        let version = live_version(&tx, name).map_err(|e| self.db(e))?;
         let Some(version) = version else {
             return Ok(None);
         };
@@ -343,15 +336,7 @@ impl Store {
 
     /// The live tool `name` at its latest version.
     pub fn get(&self, name: &str) -> Result<Option<StoredTool>, StoreError> {
-        let version: Option<u32> = self
-            .conn()
-            .query_row(
-                "SELECT version FROM rt_tools WHERE name = ?1 AND deleted_at IS NULL",
-                [name],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.db(e))?;
+        let version = live_version(&self.conn(), name).map_err(|e| self.db(e))?;
         match version {
             Some(v) => self.version(name, v),
             None => Ok(None),
@@ -500,6 +485,16 @@ fn audit(
 /// A stored value as JSON (plain data: serialising cannot fail).
 fn json<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+/// The latest version of the live (not deleted) tool `name`.
+fn live_version(conn: &Connection, name: &str) -> rusqlite::Result<Option<u32>> {
+    conn.query_row(
+        "SELECT version FROM rt_tools WHERE name = ?1 AND deleted_at IS NULL",
+        [name],
+        |r| r.get(0),
+    )
+    .optional()
 }
 
 #[cfg(test)]
