@@ -1024,7 +1024,9 @@ fn qdrant_server_lost_mid_ingest_then_back_loses_and_duplicates_nothing() {
     // The server comes back with what it had applied; the re-run writes
     // the rest, and the pending files again.
     server.restart(0);
-    let report = kb.ingest(&[corpus], &options, &mut |_| {}).unwrap();
+    let report = kb
+        .ingest(std::slice::from_ref(&corpus), &options, &mut |_| {})
+        .unwrap();
     assert_eq!(report.points_total, want.points_total, "{report:?}");
     assert!(
         report.unchanged >= 3,
@@ -1037,6 +1039,36 @@ fn qdrant_server_lost_mid_ingest_then_back_loses_and_duplicates_nothing() {
     );
     assert_eq!(ids, manifest_ids(&config));
     assert_eq!(kb.store().count(None).unwrap(), want.points_total);
+
+    // A server that comes back while the ingest waits to retry: the
+    // ingest rides through, says so, and loses nothing.
+    let data = tempfile::tempdir().unwrap();
+    let mut config = qdrant_kb_config(data.path(), &server.url());
+    config.qdrant.collection = "ride_through".into();
+    config.ingest.commit_chunks = 16;
+    config.ingest.store_retries = 5;
+    config.ingest.store_retry_seconds = 0.5;
+    config.qdrant.timeout_seconds = 2.0;
+    let kb =
+        KnowledgeBase::with_embedder(config.clone(), common::embedder(), OpenMode::Create).unwrap();
+    let mut files = 0;
+    let report = kb
+        .ingest(std::slice::from_ref(&corpus), &options, &mut |e| match e {
+            IngestEvent::File { .. } => {
+                files += 1;
+                if files == 3 {
+                    server.kill(0);
+                }
+            }
+            IngestEvent::StoreRetry { attempt: 1, .. } => server.restart(0),
+            _ => {}
+        })
+        .unwrap();
+    assert!(report.store_retries >= 1, "{report:?}");
+    assert_eq!(report.added, want.added, "{report:?}");
+    assert_eq!(report.points_total, want.points_total, "{report:?}");
+    assert_eq!(stored_ids(kb.store()), want_ids);
+    assert_eq!(stored_ids(kb.store()), manifest_ids(&config));
 }
 
 const QUERIES: &[&str] = &[
