@@ -18,7 +18,9 @@
 //!    replica: ids scrolled with read consistency `all` (each replica,
 //!    the restarted node's included, must hold a point for it to be
 //!    returned) equal the manifest's, and both replicas of each shard hold
-//!    the same number of points.
+//!    the same number of points;
+//! 7. with two nodes of three lost, a search is a clear error, not a
+//!    partial answer.
 
 mod common;
 mod support {
@@ -349,8 +351,15 @@ fn a_three_node_cluster_keeps_answers_and_data_through_a_node_loss() {
     }
     assert_eq!(sum, total, "{replicas:?}");
 
-    // And the restarted cluster still answers as before the loss (the late
-    // files may add passages, so only the ids found before are compared).
-    let out = grace(&data, &url, &["search", "--json", "-k", "5", &questions[0]]);
-    assert!(out.status.success(), "{}", common::output_text(&out));
+    // Two nodes lost of three: some shards have no replica left. A search
+    // is then an error that says so, never a silently partial answer.
+    for node in 0..cluster.len() {
+        if node != via {
+            cluster.kill(node);
+        }
+    }
+    let out = grace(&data, &url, &["search", &questions[0]]);
+    let text = common::output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("no replica the cluster can reach"), "{text}");
 }

@@ -104,6 +104,20 @@ impl Target {
                             message: self.explain_tls(message),
                         }
                     }
+                    // A cluster whose shard has no live replica left.
+                    Code::Internal
+                        if status.message().contains("operations failed")
+                            && status.message().contains("Unavailable") =>
+                    {
+                        StoreError::Unavailable {
+                            url: self.url.clone(),
+                            message: format!(
+                                "a shard of `{}` has no replica the cluster can reach (more nodes lost than \
+                                 the collection's replication factor allows?); {message}",
+                                self.collection
+                            ),
+                        }
+                    }
                     Code::NotFound => StoreError::CollectionNotFound {
                         url: self.url.clone(),
                         collection: self.collection.clone(),
