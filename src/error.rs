@@ -153,7 +153,8 @@ fn store_code(e: &StoreError) -> u8 {
         StoreError::NotFound { .. } | StoreError::CollectionNotFound { .. } => EXIT_NOT_FOUND,
         StoreError::DimensionMismatch { .. }
         | StoreError::Unauthorized { .. }
-        | StoreError::Incompatible { .. } => EXIT_BAD_INPUT,
+        | StoreError::Incompatible { .. }
+        | StoreError::ParametersDiffer { .. } => EXIT_BAD_INPUT,
         _ => EXIT_FAILURE,
     }
 }

@@ -1,21 +1,23 @@
-//! Copying the embedded collection to a Qdrant server (`grace migrate --to
-//! qdrant`) without embedding anything again: every point is read from the
-//! qdrant-edge shard with its dense and lexical vectors and its payload
-//! ([`VectorStore::scroll`]), written to the server in batches, and counted
-//! there at the end. The ingest manifest is copied too, so a later `grace
-//! ingest` with `storage.backend: qdrant` knows what the server holds and
-//! only writes what changed.
+//! Copying a collection between the embedded store and a Qdrant server
+//! (`grace migrate --to qdrant`, and back with `--to edge`) without
+//! embedding anything again: every point is read with its dense and
+//! lexical vectors and its payload ([`VectorStore::scroll`]), written to
+//! the other store in batches (each retried under `ingest.store_retries`),
+//! and counted there at the end. The ingest manifest is copied too, so a
+//! later `grace ingest` on the other backend knows what it holds and only
+//! writes what changed.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::config::{Backend, Config};
 use crate::ingest::manifest::Manifest;
+use crate::kb::{OpenMode, open_store};
+use crate::store::StoreError;
 use crate::store::edge::EdgeStore;
 use crate::store::qdrant::QdrantStore;
-use crate::store::{StoreError, VectorStore};
+use crate::store::retry::{RetryPolicy, with_retries};
 use crate::{Error, Result};
 
 /// How to copy.
@@ -57,32 +59,39 @@ pub enum MigrateEvent {
 /// What a migration did.
 #[derive(Debug, Clone, Serialize)]
 pub struct MigrateReport {
-    /// The embedded collection's folder.
-    pub from: PathBuf,
-    /// The server's URL.
-    pub url: String,
+    /// The backend copied from (`edge`, `qdrant`).
+    pub from_backend: &'static str,
+    /// The collection copied from (its folder, or `<url>/collections/<name>`).
+    pub from: String,
+    /// The backend copied to.
+    pub to_backend: &'static str,
+    /// The collection copied to.
+    pub to: String,
     /// The collection name (the same on both sides).
     pub collection: String,
-    /// Points copied (and counted on the server).
+    /// Points copied (and counted in the target).
     pub points: usize,
     /// Size of the dense vectors.
     pub dimension: usize,
-    /// Sources in the copied manifest (0 when the embedded collection had
-    /// no manifest).
+    /// Sources in the copied manifest (0 when the source had none).
     pub sources: usize,
     /// Where the manifest was copied to, if there was one.
-    pub manifest: Option<PathBuf>,
-    /// The server's collection existed and was deleted first (`replace`).
+    pub manifest: Option<std::path::PathBuf>,
+    /// The target collection existed and was deleted first (`replace`).
     pub replaced: bool,
+    /// Writes that failed for a moment and were tried again.
+    pub retries: usize,
     /// Wall time in seconds.
     pub seconds: f64,
 }
 
-/// Copies the embedded collection `config.qdrant.collection` (in
-/// `config.storage.data_dir`) to the Qdrant server at `config.qdrant.url`,
-/// whatever `config.storage.backend` says.
-pub fn to_qdrant(
+/// Copies collection `config.qdrant.collection` from the other backend to
+/// `to` (`Backend::Qdrant`: from `config.storage.data_dir` to the server at
+/// `config.qdrant.url`; `Backend::Edge`: back), whatever
+/// `config.storage.backend` says.
+pub fn migrate(
     config: &Config,
+    to: Backend,
     options: &MigrateOptions,
     on_event: &mut dyn FnMut(MigrateEvent),
 ) -> Result<MigrateReport> {
@@ -92,74 +101,119 @@ pub fn to_qdrant(
         ));
     }
     let started = Instant::now();
-    let mut edge = config.clone();
-    edge.storage.backend = Backend::Edge;
-    let mut server = config.clone();
-    server.storage.backend = Backend::Qdrant;
+    let from = match to {
+        Backend::Qdrant => Backend::Edge,
+        Backend::Edge => Backend::Qdrant,
+    };
+    let (mut source_config, mut target_config) = (config.clone(), config.clone());
+    source_config.storage.backend = from;
+    target_config.storage.backend = to;
 
-    let source = EdgeStore::open_existing(&edge.collection_dir(), config.storage.search_threads)?;
+    let source = open_store(&source_config, OpenMode::Existing, 0)?;
     let total = source.count(None)?;
     on_event(MigrateEvent::Started { points: total });
+    let dimension = source.info()?.dimension;
 
-    let replaced = options.replace && QdrantStore::drop_collection(&server.qdrant)?;
-    let target = QdrantStore::open_or_create(&server.qdrant, source.dimension())?;
+    let replaced = options.replace && drop_collection(&target_config)?;
+    let target = open_store(&target_config, OpenMode::Create, dimension)?;
     let already = target.count(None)?;
+    let target_location = target_config.collection_location().display().to_string();
     if already > 0 {
         return Err(Error::InvalidInput(format!(
-            "the collection `{}` on the Qdrant server at {} already holds {already} points; \
+            "the collection {target_location} already holds {already} points; \
              pass --replace to delete it and copy again, or choose another qdrant.collection",
-            target.collection(),
-            target.url()
         )));
     }
 
-    let mut copied = 0;
+    let policy = RetryPolicy::new(
+        config.ingest.store_retries,
+        config.ingest.store_retry_seconds,
+    );
+    let (mut copied, mut retries) = (0, 0);
     let mut offset = None;
     loop {
         let page = source.scroll(offset, options.batch_size)?;
         copied += page.points.len();
-        target.upsert(page.points)?;
+        with_retries(policy, &mut |_| retries += 1, || {
+            target.upsert(page.points.clone())
+        })?;
         on_event(MigrateEvent::Copied { copied });
         match page.next {
             Some(next) => offset = Some(next),
             None => break,
         }
     }
+    target.flush()?;
+    target.optimize()?;
 
     on_event(MigrateEvent::Verifying);
-    let on_server = target.count(None)?;
-    if copied != total || on_server != total {
-        return Err(StoreError::Server {
-            url: target.url().to_string(),
-            collection: target.collection().to_string(),
+    let in_target = target.count(None)?;
+    if copied != total || in_target != total {
+        return Err(StoreError::Engine {
+            path: target_config.collection_location(),
             message: format!(
-                "the copy is incomplete: the embedded collection holds {total} points, \
-                 {copied} were read and the server holds {on_server}; run the migration again with --replace"
+                "the copy is incomplete: the source holds {total} points, \
+                 {copied} were read and the target holds {in_target}; run the migration again with --replace"
             ),
         }
         .into());
     }
 
-    // The manifest says what the store holds per source; the server now
-    // holds exactly what the embedded store held.
-    let (sources, manifest) = match Manifest::load(&edge.manifest_path())? {
+    // The manifest says what the store holds per source; the target now
+    // holds exactly what the source held.
+    let (sources, manifest) = match Manifest::load(&source_config.manifest_path())? {
         Some(m) => {
-            let to = server.manifest_path();
+            let to = target_config.manifest_path();
             m.save(&to)?;
             (m.sources.len(), Some(to))
         }
         None => (0, None),
     };
-    tracing::info!(points = total, url = %target.url(), collection = %target.collection(), "migrated");
+    tracing::info!(points = total, from = from.as_str(), to = to.as_str(), collection = %config.qdrant.collection, "migrated");
     Ok(MigrateReport {
-        from: edge.collection_dir(),
-        url: target.url().to_string(),
-        collection: target.collection().to_string(),
+        from_backend: from.as_str(),
+        from: source_config.collection_location().display().to_string(),
+        to_backend: to.as_str(),
+        to: target_location,
+        collection: config.qdrant.collection.clone(),
         points: total,
-        dimension: source.dimension(),
+        dimension,
         sources,
         manifest,
         replaced,
+        retries,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Deletes the target collection (and its manifest); whether it existed.
+fn drop_collection(config: &Config) -> Result<bool> {
+    let existed = match config.storage.backend {
+        Backend::Qdrant => QdrantStore::drop_collection(&config.qdrant)?,
+        Backend::Edge => {
+            let dir = config.collection_dir();
+            if !dir.exists() {
+                false
+            } else {
+                // Opening takes the store's lock: a collection another
+                // process uses is refused (Busy), not deleted under it.
+                drop(EdgeStore::open_existing(&dir, 1)?);
+                std::fs::remove_dir_all(&dir).map_err(|source| StoreError::Io {
+                    action: "delete",
+                    path: dir.clone(),
+                    source,
+                })?;
+                true
+            }
+        }
+    };
+    let manifest = config.manifest_path();
+    if existed && manifest.exists() {
+        std::fs::remove_file(&manifest).map_err(|source| StoreError::Io {
+            action: "delete",
+            path: manifest.clone(),
+            source,
+        })?;
+    }
+    Ok(existed)
 }

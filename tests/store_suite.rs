@@ -1,21 +1,25 @@
 //! The shared vector store test suite: the same tests run against the
 //! embedded store (`EdgeStore`) and the Qdrant server backend
-//! (`QdrantStore`), the latter through `support/qdrant_harness.rs` — a
-//! tonic gRPC test harness over qdrant-edge, NOT a Qdrant server (see that
-//! file for what it does not cover). Then the Qdrant backend's own
-//! concerns (version check, API key, unreachable server, async callers),
-//! a knowledge base on each backend giving the same answers, and
-//! `grace migrate --to qdrant`.
+//! (`QdrantStore`) on a real Qdrant server (1.16.3, installed by
+//! `scripts/setup --qdrant`; one node per test, `support/qdrant_server.rs`).
+//! Then what only a server shows: its version and the `source` index,
+//! collections that exist with other parameters, lexical (IDF) ranking
+//! equal to the embedded store's, a wrong API key, TLS and port mistakes,
+//! the version check, a server lost in the middle of an ingest, async
+//! callers; a knowledge base on each backend giving the same answers; and
+//! `grace migrate` to the server and back.
 
 mod common;
 mod support {
-    pub mod qdrant_harness;
+    pub mod fake_version;
+    pub mod qdrant_server;
 }
 
 use std::path::Path;
 use std::sync::Arc;
 
 use grace::config::{Backend, QdrantConfig};
+use grace::ingest::IngestEvent;
 use grace::lexical::LexicalEncoder;
 use grace::store::edge::EdgeStore;
 use grace::store::qdrant::QdrantStore;
@@ -24,7 +28,9 @@ use grace::store::{
     point_id,
 };
 use grace::{Config, KnowledgeBase, OpenMode};
-use support::qdrant_harness::{HARNESS_VERSION, HarnessOptions, QdrantHarness};
+use serde_json::json;
+use support::fake_version::FakeVersion;
+use support::qdrant_server::{Options, QdrantCluster};
 
 type StoreResult<T> = grace::store::Result<T>;
 
@@ -65,11 +71,12 @@ impl Fixture for Edge {
     }
 }
 
-/// The Qdrant backend: through the test harness, or through a real server
-/// when `GRACE_TEST_QDRANT_URL` is set (collections get a unique prefix
-/// there and are deleted afterwards).
+/// The Qdrant backend on a real server: a node of its own, or the server
+/// at `GRACE_TEST_QDRANT_URL` when set (another version, a remote
+/// cluster; collections then get a unique prefix and are deleted
+/// afterwards).
 struct Server {
-    harness: Option<QdrantHarness>,
+    node: Option<QdrantCluster>,
     url: String,
     api_key: String,
     prefix: String,
@@ -82,17 +89,17 @@ impl Server {
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         match std::env::var("GRACE_TEST_QDRANT_URL") {
             Ok(url) if !url.is_empty() => Self {
-                harness: None,
+                node: None,
                 url,
                 api_key: std::env::var("GRACE_TEST_QDRANT_API_KEY").unwrap_or_default(),
                 prefix: format!("grace_test_{}_{n}_", std::process::id()),
                 created: Default::default(),
             },
             _ => {
-                let harness = QdrantHarness::start();
+                let node = QdrantCluster::single();
                 Self {
-                    url: harness.url().to_string(),
-                    harness: Some(harness),
+                    url: node.url(),
+                    node: Some(node),
                     api_key: String::new(),
                     prefix: String::new(),
                     created: Default::default(),
@@ -114,7 +121,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if self.harness.is_none() {
+        if self.node.is_none() {
             for name in self.created.lock().unwrap().drain(..) {
                 let _ = QdrantStore::drop_collection(&self.config(&name));
             }
@@ -122,9 +129,9 @@ impl Drop for Server {
     }
 }
 
-fn server_config(harness: &QdrantHarness, collection: &str) -> QdrantConfig {
+fn server_config(url: &str, collection: &str) -> QdrantConfig {
     QdrantConfig {
-        url: harness.url().to_string(),
+        url: url.to_string(),
         collection: collection.to_string(),
         timeout_seconds: 10.0,
         ..QdrantConfig::default()
@@ -134,11 +141,10 @@ fn server_config(harness: &QdrantHarness, collection: &str) -> QdrantConfig {
 impl Fixture for Server {
     fn create(&self, collection: &str, dimension: usize) -> StoreResult<Box<dyn VectorStore>> {
         self.created.lock().unwrap().push(collection.to_string());
-        let store = QdrantStore::open_or_create(&self.config(collection), dimension)?;
-        if self.harness.is_some() {
-            assert_eq!(store.server_version(), HARNESS_VERSION);
-        }
-        Ok(Box::new(store))
+        Ok(Box::new(QdrantStore::open_or_create(
+            &self.config(collection),
+            dimension,
+        )?))
     }
     fn existing(&self, collection: &str) -> StoreResult<Box<dyn VectorStore>> {
         Ok(Box::new(QdrantStore::open_existing(
@@ -625,53 +631,199 @@ store_suite!(
 // ---------------------------------------------------------------- Qdrant only
 
 #[test]
-fn qdrant_health_check_reports_a_compatible_version_over_grpc() {
-    let h = QdrantHarness::start();
-    let store = QdrantStore::open_or_create(&server_config(&h, "health"), DIM).unwrap();
-    assert_eq!(store.server_version(), "1.20.0");
-    assert!(h.calls("health_check") >= 1);
-    assert_eq!(h.calls("create_collection"), 1);
-    assert_eq!(h.calls("create_field_index"), 1, "the `source` index");
+fn qdrant_reports_its_version_and_indexes_source_for_filters() {
+    let server = QdrantCluster::single();
+    let store = QdrantStore::open_or_create(&server_config(&server.url(), "health"), DIM).unwrap();
+    assert_eq!(store.server_version(), "1.16.3");
+    assert!(store.version_tested());
     store.upsert(points()).unwrap();
-    dense_search(
+    // The keyword index on `source` exists and covers every point, so the
+    // source filters below (and delete by source) are index lookups.
+    let (status, info) = server.rest(0, "GET", "/collections/health", None);
+    assert_eq!(status, 200, "{info}");
+    let index = &info["result"]["payload_schema"]["source"];
+    assert_eq!(index["data_type"], "keyword", "{info}");
+    assert_eq!(index["points"], 5, "{info}");
+    let params = &info["result"]["config"]["params"];
+    assert_eq!(params["vectors"]["dense"]["distance"], "Cosine", "{params}");
+    assert_eq!(
+        params["sparse_vectors"]["lexical"]["modifier"], "idf",
+        "{params}"
+    );
+    let hits = dense_search(
         &store,
         [1.0, 0.0, 0.0, 0.0],
-        2,
+        10,
         Some(&PayloadFilter::source(A)),
     );
-    assert!(h.calls("upsert") >= 1 && h.calls("query") >= 1);
-    // Opening it again creates nothing.
+    assert_eq!(hits.len(), 2);
+    assert!(hits.iter().all(|h| h.payload.as_ref().unwrap().source == A));
+    store.delete_by_source(A).unwrap();
+    assert_eq!(store.count(None).unwrap(), 3);
+    // Opening it again creates nothing and checks it.
     drop(store);
-    let again = QdrantStore::open_or_create(&server_config(&h, "health"), DIM).unwrap();
-    assert_eq!(h.calls("create_collection"), 1);
-    assert_eq!(again.count(None).unwrap(), 5);
+    let again = QdrantStore::open_or_create(&server_config(&server.url(), "health"), DIM).unwrap();
+    assert_eq!(again.count(None).unwrap(), 3);
 }
 
 #[test]
-fn qdrant_incompatible_server_version_is_refused() {
-    for (version, ok) in [
-        ("1.21.2", true),
-        ("1.19.0", true),
-        ("1.17.0", false),
-        ("2.20.0", false),
-        ("1.20", false),
+fn qdrant_collection_with_other_parameters_is_a_clear_error() {
+    let server = QdrantCluster::single();
+    // Made by another program: Euclidean distance, no IDF modifier.
+    let (status, body) = server.rest(
+        0,
+        "PUT",
+        "/collections/foreign",
+        Some(&json!({
+            "vectors": {"dense": {"size": DIM, "distance": "Euclid"}},
+            "sparse_vectors": {"lexical": {}},
+        })),
+    );
+    assert_eq!(status, 200, "{body}");
+    for open in [
+        QdrantStore::open_or_create(&server_config(&server.url(), "foreign"), DIM),
+        QdrantStore::open_existing(&server_config(&server.url(), "foreign")),
     ] {
-        let h = QdrantHarness::start_with(HarnessOptions {
-            version: Some(version.into()),
-            ..Default::default()
-        });
-        let opened = QdrantStore::open_or_create(&server_config(&h, "v"), DIM);
-        match (opened, ok) {
-            (Ok(s), true) => assert_eq!(s.server_version(), version),
-            (Err(StoreError::Incompatible { server, url, .. }), false) => {
-                assert_eq!(server, version);
-                assert_eq!(url, h.url());
-                assert_eq!(
-                    h.calls("create_collection"),
-                    0,
-                    "nothing is written to an incompatible server"
-                );
+        match open {
+            Err(e @ StoreError::ParametersDiffer { .. }) => {
+                let m = e.to_string();
+                assert!(m.contains("collections/foreign"), "{m}");
+                assert!(m.contains("Euclid") && m.contains("Cosine"), "{m}");
+                assert!(m.contains("IDF modifier"), "{m}");
+                assert_eq!(grace::Error::from(e).exit_code(), grace::EXIT_BAD_INPUT);
             }
+            other => panic!("{other:?}"),
+        }
+    }
+    // GRACE's own collection, opened with another layout than it has.
+    let mut config = server_config(&server.url(), "layout");
+    config.shard_number = 2;
+    config.replication_factor = 1;
+    drop(QdrantStore::open_or_create(&config, DIM).unwrap());
+    let (_, info) = server.rest(0, "GET", "/collections/layout", None);
+    assert_eq!(info["result"]["config"]["params"]["shard_number"], 2);
+    config.shard_number = 3;
+    match QdrantStore::open_or_create(&config, DIM) {
+        Err(e @ StoreError::ParametersDiffer { .. }) => {
+            let m = e.to_string();
+            assert!(
+                m.contains("qdrant.shard_number is 3 but the collection has 2"),
+                "{m}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // 0 accepts what the collection has.
+    config.shard_number = 0;
+    assert!(QdrantStore::open_or_create(&config, DIM).is_ok());
+}
+
+#[test]
+fn qdrant_lexical_ranking_equals_the_embedded_store_within_ties() {
+    // The IDF modifier is computed by the server over the collection: the
+    // same points must rank the same, with the same BM25 scores.
+    let server = QdrantCluster::single();
+    let remote = QdrantStore::open_or_create(&server_config(&server.url(), "idf"), DIM).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let local = EdgeStore::open_or_create(&dir.path().join("idf"), DIM, 1).unwrap();
+    let l = LexicalEncoder::new().unwrap();
+    let words = [
+        "deploy", "rollback", "kernel", "package", "mirror", "upgrade", "network", "printer",
+        "sound", "install", "release", "security", "archive", "keyring", "boot",
+    ];
+    // 300 chunks of varied term frequencies and document lengths.
+    let many: Vec<ChunkPoint> = (0..300usize)
+        .map(|i| {
+            let text: Vec<&str> = (0..(3 + i % 11))
+                .map(|j| words[(i * 7 + j * j * 3 + j) % words.len()])
+                .collect();
+            point(
+                &l,
+                &format!("/kb/doc{}.md", i % 13),
+                i,
+                &text.join(" "),
+                [1.0, (i % 5) as f32, 0.5, (i % 3) as f32],
+            )
+        })
+        .collect();
+    remote.upsert(many.clone()).unwrap();
+    local.upsert(many).unwrap();
+    local.flush().unwrap();
+    for q in [
+        "kernel upgrade",
+        "rollback deploy release",
+        "printer",
+        "security keyring archive mirror",
+        "boot sound network",
+    ] {
+        let (a, b) = (
+            lexical_search(&local, q, 25),
+            lexical_search(&remote, q, 25),
+        );
+        assert!(!a.is_empty(), "{q}");
+        assert_same_ranking_within_ties(&a, &b, q);
+    }
+}
+
+/// Two rankings agree when their scores agree rank by rank (to 1e-5,
+/// relative) and every id sits among the other side's ids of the same
+/// score: equal scores may differ in their last bits between engines and
+/// so order differently. The last tie group may be cut at another member
+/// by the limit, so only its scores are compared.
+fn assert_same_ranking_within_ties(
+    a: &[grace::store::StoredHit],
+    b: &[grace::store::StoredHit],
+    what: &str,
+) {
+    let same = |x: f32, y: f32| (x - y).abs() <= 1e-5 * x.abs().max(1.0);
+    assert_eq!(a.len(), b.len(), "{what}");
+    let last = a.last().map_or(0.0, |h| h.score);
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            same(x.score, y.score),
+            "{what}: rank {i}: {} vs {}",
+            x.score,
+            y.score
+        );
+        if same(x.score, last) {
+            continue;
+        }
+        let tied = |side: &[grace::store::StoredHit], id: u64| {
+            side.iter().any(|h| h.id == id && same(h.score, x.score))
+        };
+        assert!(
+            tied(b, x.id) && tied(a, y.id),
+            "{what}: rank {i}: ids {} vs {}",
+            x.id,
+            y.id
+        );
+    }
+}
+
+#[test]
+fn qdrant_incompatible_server_version_is_refused_and_untested_is_accepted() {
+    for (version, accepted) in [
+        ("1.15.2", false),
+        ("1.22.0", false),
+        ("2.16.3", false),
+        ("1.16", false),
+        ("1.19.0", true),
+        ("1.21.1", true),
+    ] {
+        let fake = FakeVersion::start(version);
+        let opened = QdrantStore::open_or_create(&server_config(fake.url(), "v"), DIM);
+        match (opened, accepted) {
+            (Err(e @ StoreError::Incompatible { .. }), false) => {
+                let m = e.to_string();
+                assert!(m.contains(fake.url()) && m.contains(version), "{m}");
+                assert!(m.contains("1.16 to 1.21"), "{m}");
+            }
+            // Accepted (with a warning): the next call, which this endpoint
+            // does not serve, is what fails.
+            (Err(e), true) => assert!(
+                !matches!(e, StoreError::Incompatible { .. }),
+                "{version}: {e}"
+            ),
             (other, _) => panic!("{version}: {other:?}"),
         }
     }
@@ -679,17 +831,20 @@ fn qdrant_incompatible_server_version_is_refused() {
 
 #[test]
 fn qdrant_api_key_is_sent_and_a_wrong_one_is_reported() {
-    let h = QdrantHarness::start_with(HarnessOptions {
+    let server = QdrantCluster::start(Options {
         api_key: Some("right-key-0123456789".into()),
         ..Default::default()
     });
-    let mut config = server_config(&h, "secured");
+    let mut config = server_config(&server.url(), "secured");
     for key in ["", "wrong-key"] {
         config.api_key = key.into();
         match QdrantStore::open_or_create(&config, DIM) {
             Err(e @ StoreError::Unauthorized { .. }) => {
                 let m = e.to_string();
-                assert!(m.contains(h.url()) && m.contains("qdrant.api_key"), "{m}");
+                assert!(
+                    m.contains(&server.url()) && m.contains("qdrant.api_key"),
+                    "{m}"
+                );
             }
             other => panic!("{key:?}: {other:?}"),
         }
@@ -698,6 +853,26 @@ fn qdrant_api_key_is_sent_and_a_wrong_one_is_reported() {
     let store = QdrantStore::open_or_create(&config, DIM).unwrap();
     store.upsert(points()).unwrap();
     assert_eq!(store.count(None).unwrap(), 5);
+}
+
+#[test]
+fn qdrant_tls_and_port_mistakes_are_clear_errors() {
+    let server = QdrantCluster::single();
+    let grpc = server.url();
+    // TLS asked of a server that speaks plain gRPC.
+    let tls = grpc.replace("http://", "https://");
+    let m = QdrantStore::open_or_create(&server_config(&tls, "c"), DIM)
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains(&tls), "{m}");
+    assert!(m.contains("TLS") || m.contains("tls"), "{m}");
+    // The REST port instead of the gRPC one.
+    let rest = format!("http://127.0.0.1:{}", server.http_port(0));
+    let m = QdrantStore::open_or_create(&server_config(&rest, "c"), DIM)
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains(&rest), "{m}");
+    assert!(m.contains("gRPC port"), "{m}");
 }
 
 #[test]
@@ -726,8 +901,8 @@ fn qdrant_unreachable_server_names_the_url() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn qdrant_store_serves_spawn_blocking_and_plain_threads() {
-    let h = QdrantHarness::start();
-    let config = server_config(&h, "threads");
+    let server = QdrantCluster::single();
+    let config = server_config(&server.url(), "threads");
     let store: Arc<dyn VectorStore> = Arc::new(
         tokio::task::spawn_blocking(move || QdrantStore::open_or_create(&config, DIM))
             .await
@@ -760,8 +935,8 @@ async fn qdrant_store_serves_spawn_blocking_and_plain_threads() {
 async fn qdrant_store_called_inside_a_current_thread_runtime_does_not_panic() {
     // A synchronous call on an async thread blocks it (callers should use
     // spawn_blocking), but it must not try to start a runtime inside one.
-    let h = QdrantHarness::start();
-    let store = QdrantStore::open_or_create(&server_config(&h, "inside"), DIM).unwrap();
+    let server = QdrantCluster::single();
+    let store = QdrantStore::open_or_create(&server_config(&server.url(), "inside"), DIM).unwrap();
     store.upsert(points()).unwrap();
     assert_eq!(store.count(None).unwrap(), 5);
     drop(store);
@@ -769,11 +944,99 @@ async fn qdrant_store_called_inside_a_current_thread_runtime_does_not_panic() {
 
 // ---------------------------------------------------------------- knowledge base level
 
-fn qdrant_kb_config(data: &Path, harness: &QdrantHarness) -> Config {
+fn qdrant_kb_config(data: &Path, url: &str) -> Config {
     let mut c = common::config(data);
     c.storage.backend = Backend::Qdrant;
-    c.qdrant.url = harness.url().to_string();
+    c.qdrant.url = url.to_string();
     c
+}
+
+/// Every point id in the store, by scrolling it.
+fn stored_ids(store: &dyn VectorStore) -> Vec<u64> {
+    read_all(store, 256).into_iter().map(|p| p.id).collect()
+}
+
+/// Every point id the manifest records, for the collection `config` names.
+fn manifest_ids(config: &Config) -> Vec<u64> {
+    let manifest = grace::ingest::manifest::Manifest::load(&config.manifest_path())
+        .unwrap()
+        .expect("a manifest");
+    let mut ids: Vec<u64> = manifest
+        .sources
+        .values()
+        .flat_map(|e| e.point_ids.iter().copied())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn qdrant_server_lost_mid_ingest_then_back_loses_and_duplicates_nothing() {
+    let corpus = common::shared_eval().join("debian-faq/corpus");
+    let options = grace::ingest::IngestOptions::default();
+    // What the corpus makes, in the embedded store.
+    let edge_dir = tempfile::tempdir().unwrap();
+    let edge = KnowledgeBase::with_embedder(
+        common::config(edge_dir.path()),
+        common::embedder(),
+        OpenMode::Create,
+    )
+    .unwrap();
+    let want = edge
+        .ingest(std::slice::from_ref(&corpus), &options, &mut |_| {})
+        .unwrap();
+    let want_ids = stored_ids(edge.store());
+
+    let mut server = QdrantCluster::single();
+    let data = tempfile::tempdir().unwrap();
+    let mut config = qdrant_kb_config(data.path(), &server.url());
+    config.ingest.commit_chunks = 16;
+    config.ingest.store_retries = 1;
+    config.ingest.store_retry_seconds = 0.2;
+    config.qdrant.timeout_seconds = 2.0;
+    let kb =
+        KnowledgeBase::with_embedder(config.clone(), common::embedder(), OpenMode::Create).unwrap();
+    // The server is killed (SIGKILL) once the first files are committed.
+    let (mut files, mut retries) = (0, 0);
+    let lost = kb.ingest(std::slice::from_ref(&corpus), &options, &mut |e| match e {
+        IngestEvent::File { .. } => {
+            files += 1;
+            if files == 3 {
+                server.kill(0);
+            }
+        }
+        IngestEvent::StoreRetry { .. } => retries += 1,
+        _ => {}
+    });
+    let err = lost.expect_err("the ingest went on without its server");
+    let m = err.to_string();
+    assert!(m.contains(&server.url()), "{m}");
+    assert_eq!(
+        retries, 1,
+        "ingest.store_retries 1: one retry, then it stops"
+    );
+    assert!(
+        files >= 3 && files < want.added,
+        "{files} of {}",
+        want.added
+    );
+
+    // The server comes back with what it had applied; the re-run writes
+    // the rest, and the pending files again.
+    server.restart(0);
+    let report = kb.ingest(&[corpus], &options, &mut |_| {}).unwrap();
+    assert_eq!(report.points_total, want.points_total, "{report:?}");
+    assert!(
+        report.unchanged >= 3,
+        "committed files are not written again: {report:?}"
+    );
+    let ids = stored_ids(kb.store());
+    assert_eq!(
+        ids, want_ids,
+        "the same points as the embedded store, each once"
+    );
+    assert_eq!(ids, manifest_ids(&config));
+    assert_eq!(kb.store().count(None).unwrap(), want.points_total);
 }
 
 const QUERIES: &[&str] = &[
@@ -788,8 +1051,7 @@ const QUERIES: &[&str] = &[
 /// the cosine and BM25 scores rounded to 4 decimals.
 type Row = (u64, String, Option<usize>, Option<usize>, i64, Option<i64>);
 
-/// Search results as comparable rows (the two backends compute them with
-/// the same engine, so they must agree).
+/// Search results as comparable rows (the two backends must agree).
 fn rows(kb: &KnowledgeBase, query: &str) -> Vec<Row> {
     kb.search(query, Some(5), None)
         .unwrap()
@@ -812,10 +1074,10 @@ fn knowledge_base_on_qdrant_answers_like_the_embedded_one() {
     let edge_dir = tempfile::tempdir().unwrap();
     let edge = common::open_sample(edge_dir.path());
 
-    let h = QdrantHarness::start();
+    let server = QdrantCluster::single();
     let data = tempfile::tempdir().unwrap();
     let kb = KnowledgeBase::with_embedder(
-        qdrant_kb_config(data.path(), &h),
+        qdrant_kb_config(data.path(), &server.url()),
         common::embedder(),
         OpenMode::Create,
     )
@@ -846,7 +1108,7 @@ fn knowledge_base_on_qdrant_answers_like_the_embedded_one() {
     assert_eq!(sq.backend, "qdrant");
     assert_eq!(
         sq.path,
-        Path::new(&format!("{}/collections/grace", h.url()))
+        Path::new(&format!("{}/collections/grace", server.url()))
     );
     assert_eq!(sq.store.points, se.store.points);
     assert_eq!(sq.sources, se.sources);
@@ -867,7 +1129,7 @@ fn knowledge_base_on_qdrant_answers_like_the_embedded_one() {
     assert_eq!(again.unchanged, report.added);
 
     // A search-only open needs the collection to exist.
-    let mut missing = qdrant_kb_config(data.path(), &h);
+    let mut missing = qdrant_kb_config(data.path(), &server.url());
     missing.qdrant.collection = "absent".into();
     let err = KnowledgeBase::with_embedder(missing, common::embedder(), OpenMode::Existing)
         .err()
@@ -876,29 +1138,30 @@ fn knowledge_base_on_qdrant_answers_like_the_embedded_one() {
 }
 
 #[test]
-fn migrate_copies_the_embedded_collection_without_embedding_again() {
+fn migrate_to_the_server_and_back_loses_nothing() {
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let edge_points = {
         let kb = common::open_sample(&data);
         kb.status().unwrap().store.points
     };
-    let h = QdrantHarness::start();
+    let server = QdrantCluster::single();
+    let url = server.url();
     let data_arg = data.to_string_lossy().to_string();
-    let migrate = |extra: &[&str]| {
+    let migrate = |to: &str, extra: &[&str]| {
         let mut args = vec![
             "--data-dir",
             data_arg.as_str(),
             "migrate",
             "--to",
-            "qdrant",
+            to,
             "--url",
-            h.url(),
+            url.as_str(),
         ];
         args.extend_from_slice(extra);
         common::grace(work.path(), &args)
     };
-    let out = migrate(&[]);
+    let out = migrate("qdrant", &[]);
     let text = common::output_text(&out);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -906,54 +1169,117 @@ fn migrate_copies_the_embedded_collection_without_embedding_again() {
         "{text}"
     );
     assert!(text.contains("Manifest copied"), "{text}");
-    assert_eq!(h.calls("query"), 0, "a migration searches nothing");
 
     // A second copy into a collection that holds points is refused...
-    let out = migrate(&[]);
+    let out = migrate("qdrant", &[]);
     assert_eq!(out.status.code(), Some(2), "{}", common::output_text(&out));
     assert!(common::output_text(&out).contains("--replace"));
     // ... unless asked to replace it.
-    let out = migrate(&["--replace", "--json"]);
+    let out = migrate("qdrant", &["--replace", "--json"]);
     assert!(out.status.success(), "{}", common::output_text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["points"], edge_points);
     assert_eq!(report["replaced"], true);
+    assert_eq!(report["to_backend"], "qdrant");
 
-    // The server answers exactly like the embedded store.
-    let edge = KnowledgeBase::with_embedder(
-        common::config(&data),
-        common::embedder(),
-        OpenMode::Existing,
-    )
-    .unwrap();
-    let server = KnowledgeBase::with_embedder(
-        qdrant_kb_config(&data, &h),
-        common::embedder(),
-        OpenMode::Existing,
-    )
-    .unwrap();
-    for q in QUERIES {
-        assert_eq!(rows(&edge, q), rows(&server, q), "{q}");
-    }
-    // The copied manifest tells ingest that nothing needs writing.
-    let upserts = h.calls("upsert");
-    let report = server
-        .ingest(
-            &[common::repo().join("examples/kb")],
-            &grace::ingest::IngestOptions::default(),
-            &mut |_| {},
+    // The server answers exactly like the embedded store and holds the
+    // same points: ids, vectors and payloads.
+    let edge_config = common::config(&data);
+    let server_config = qdrant_kb_config(&data, &url);
+    {
+        let edge = KnowledgeBase::with_embedder(
+            edge_config.clone(),
+            common::embedder(),
+            OpenMode::Existing,
         )
         .unwrap();
-    assert_eq!(report.chunks_written, 0, "{report:?}");
-    assert_eq!(report.added + report.updated, 0, "{report:?}");
-    assert_eq!(h.calls("upsert"), upserts);
-    drop(server);
-    drop(edge);
+        let on_server = KnowledgeBase::with_embedder(
+            server_config.clone(),
+            common::embedder(),
+            OpenMode::Existing,
+        )
+        .unwrap();
+        for q in QUERIES {
+            assert_eq!(rows(&edge, q), rows(&on_server, q), "{q}");
+        }
+        let (a, b) = (
+            read_all(edge.store(), 100),
+            read_all(on_server.store(), 100),
+        );
+        assert_eq!(a.len(), edge_points);
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_same_point(x, y);
+        }
+        // The copied manifest tells ingest that nothing needs writing.
+        let report = on_server
+            .ingest(
+                &[common::repo().join("examples/kb")],
+                &grace::ingest::IngestOptions::default(),
+                &mut |_| {},
+            )
+            .unwrap();
+        assert_eq!(report.chunks_written, 0, "{report:?}");
+        assert_eq!(report.added + report.updated, 0, "{report:?}");
+    }
+
+    // And back, into a fresh data folder's embedded store.
+    let back = work.path().join("back");
+    let back_arg = back.to_string_lossy().to_string();
+    std::fs::create_dir_all(&back).unwrap();
+    // The server's manifest (kept in the data folder that wrote to it)
+    // comes along, so it is copied back too.
+    let back_server = qdrant_kb_config(&back, &url).manifest_path();
+    std::fs::create_dir_all(back_server.parent().unwrap()).unwrap();
+    std::fs::copy(server_config.manifest_path(), &back_server).unwrap();
+    let out = common::grace(
+        work.path(),
+        &[
+            "--data-dir",
+            back_arg.as_str(),
+            "migrate",
+            "--to",
+            "edge",
+            "--url",
+            url.as_str(),
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", common::output_text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["points"], edge_points);
+    assert_eq!(report["from_backend"], "qdrant");
+    assert_eq!(report["to_backend"], "edge");
+    let returned = KnowledgeBase::with_embedder(
+        common::config(&back),
+        common::embedder(),
+        OpenMode::Existing,
+    )
+    .unwrap();
+    let original =
+        KnowledgeBase::with_embedder(edge_config, common::embedder(), OpenMode::Existing).unwrap();
+    let (a, b) = (
+        read_all(original.store(), 100),
+        read_all(returned.store(), 100),
+    );
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_same_point(x, y);
+    }
+    for q in QUERIES {
+        assert_eq!(rows(&original, q), rows(&returned, q), "{q}");
+    }
+    assert_eq!(
+        manifest_ids(&common::config(&back)),
+        manifest_ids(&common::config(&data))
+    );
+    drop(returned);
+    drop(original);
 
     // `grace status` on the server, configured through the environment.
     let out = common::grace_cmd(work.path(), &["--data-dir", data_arg.as_str(), "status"])
         .env("GRACE_STORAGE__BACKEND", "qdrant")
-        .env("GRACE_QDRANT__URL", h.url())
+        .env("GRACE_QDRANT__URL", &url)
         .output()
         .unwrap();
     let text = common::output_text(&out);
@@ -966,23 +1292,32 @@ fn migrate_copies_the_embedded_collection_without_embedding_again() {
 }
 
 #[test]
-fn migrate_without_an_embedded_collection_is_not_found() {
+fn migrate_without_a_source_collection_is_not_found() {
     let work = tempfile::tempdir().unwrap();
-    let h = QdrantHarness::start();
-    let out = common::grace(
-        work.path(),
-        &[
-            "--data-dir",
-            "empty",
-            "migrate",
-            "--to",
-            "qdrant",
-            "--url",
-            h.url(),
-        ],
+    let server = QdrantCluster::single();
+    let url = server.url();
+    for to in ["qdrant", "edge"] {
+        let out = common::grace(
+            work.path(),
+            &[
+                "--data-dir",
+                "empty",
+                "migrate",
+                "--to",
+                to,
+                "--url",
+                url.as_str(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(3), "{}", common::output_text(&out));
+    }
+    let (_, list) = server.rest(0, "GET", "/collections", None);
+    assert_eq!(
+        list["result"]["collections"],
+        json!([]),
+        "nothing was created"
     );
-    assert_eq!(out.status.code(), Some(3), "{}", common::output_text(&out));
-    assert_eq!(h.calls("create_collection"), 0);
+    assert!(!work.path().join("empty/collections").exists());
 }
 
 #[test]
@@ -996,4 +1331,32 @@ fn config_output_masks_the_qdrant_api_key() {
     assert!(out.status.success(), "{text}");
     assert!(!text.contains("very-secret-key-42"), "{text}");
     assert!(text.contains("api_key: <set>"), "{text}");
+}
+
+#[test]
+fn cluster_settings_are_validated_by_key() {
+    let work = tempfile::tempdir().unwrap();
+    for (var, value, key) in [
+        ("GRACE_QDRANT__SHARD_NUMBER", "5000", "qdrant.shard_number"),
+        (
+            "GRACE_QDRANT__WRITE_CONSISTENCY_FACTOR",
+            "3",
+            "qdrant.write_consistency_factor",
+        ),
+        ("GRACE_INGEST__STORE_RETRIES", "99", "ingest.store_retries"),
+    ] {
+        let out = common::grace_cmd(work.path(), &["config"])
+            .env(var, value)
+            .output()
+            .unwrap();
+        let text = common::output_text(&out);
+        assert_eq!(out.status.code(), Some(2), "{var}: {text}");
+        assert!(text.contains(key), "{var}: {text}");
+    }
+    let out = common::grace_cmd(work.path(), &["config"])
+        .env("GRACE_QDRANT__REPLICATION_FACTOR", "2")
+        .env("GRACE_QDRANT__WRITE_CONSISTENCY_FACTOR", "2")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::output_text(&out));
 }

@@ -215,6 +215,12 @@ pub struct IngestConfig {
     pub commit_chunks: usize,
     /// Most files one ingest may walk; past it the ingest is refused.
     pub max_files: usize,
+    /// Times a store write (upsert, delete) that failed for a moment (a
+    /// Qdrant server unreachable or timing out) is tried again before the
+    /// ingest stops. Writes are idempotent, so a retry never duplicates.
+    pub store_retries: u32,
+    /// Seconds before the first retry; each next wait doubles (at most 30).
+    pub store_retry_seconds: f64,
     /// Folders that remote callers (HTTP `/v1/ingest`, MCP `ingest`) may
     /// name files and folders in; empty: they may only upload. Symbolic
     /// links that lead out of them are not followed. The CLI is not bound
@@ -243,6 +249,8 @@ impl Default for IngestConfig {
             max_file_bytes: 10_000_000,
             commit_chunks: 256,
             max_files: 100_000,
+            store_retries: 5,
+            store_retry_seconds: 1.0,
             allowed_roots: Vec::new(),
         }
     }
@@ -282,6 +290,17 @@ pub struct QdrantConfig {
     pub identifier_weight: f32,
     /// Candidates taken from each ranking before fusion.
     pub candidates: usize,
+    /// Shards of a collection GRACE creates on a server; 0: the server's
+    /// default (one per node). Fixed at creation: a collection that exists
+    /// with another number is an error.
+    pub shard_number: u32,
+    /// Copies of each shard kept on different nodes; 0: the server's
+    /// default (1). With 2 or more, a cluster keeps serving and writing
+    /// when a node is lost.
+    pub replication_factor: u32,
+    /// Replicas that must apply a write before it counts as done; 0: the
+    /// server's default (1). At most `replication_factor`.
+    pub write_consistency_factor: u32,
 }
 
 impl Default for QdrantConfig {
@@ -298,6 +317,9 @@ impl Default for QdrantConfig {
             lexical_weight: 0.3,
             identifier_weight: 2.0,
             candidates: 40,
+            shard_number: 0,
+            replication_factor: 0,
+            write_consistency_factor: 0,
         }
     }
 }

@@ -92,6 +92,18 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
                 .map_err(|e| invalid(key, format!("`{p}` is not a valid glob: {e}")))?;
         }
     }
+    if i.store_retries > 20 {
+        return Err(invalid(
+            "ingest.store_retries",
+            format!("{} is out of range 0..=20", i.store_retries),
+        ));
+    }
+    if !(i.store_retry_seconds.is_finite() && (0.0..=60.0).contains(&i.store_retry_seconds)) {
+        return Err(invalid(
+            "ingest.store_retry_seconds",
+            format!("{} is out of range [0, 60]", i.store_retry_seconds),
+        ));
+    }
     if !(1..=100_000).contains(&i.commit_chunks) {
         return Err(invalid(
             "ingest.commit_chunks",
@@ -760,6 +772,31 @@ fn validate_qdrant_server(q: &super::QdrantConfig) -> Result<()> {
         return Err(invalid(
             "qdrant.timeout_seconds",
             format!("{} is out of range (0, 3600]", q.timeout_seconds),
+        ));
+    }
+    for (key, value) in [
+        ("qdrant.shard_number", q.shard_number),
+        ("qdrant.replication_factor", q.replication_factor),
+        (
+            "qdrant.write_consistency_factor",
+            q.write_consistency_factor,
+        ),
+    ] {
+        if value > 1000 {
+            return Err(invalid(
+                key,
+                format!("{value} is out of range 0..=1000 (0: the server's default)"),
+            ));
+        }
+    }
+    if q.write_consistency_factor > q.replication_factor.max(1) {
+        return Err(invalid(
+            "qdrant.write_consistency_factor",
+            format!(
+                "{} is more than the replicas there are (qdrant.replication_factor {}): no write could ever be confirmed",
+                q.write_consistency_factor,
+                q.replication_factor.max(1)
+            ),
         ));
     }
     Ok(())

@@ -85,6 +85,8 @@ pub struct EvalReport {
     pub unanswerable_out_of_domain: usize,
     /// Chunks ingested from the corpus.
     pub chunks: usize,
+    /// The vector store evaluated (`storage.backend`: `edge`, `qdrant`).
+    pub backend: &'static str,
     /// Share of answerable questions with a gold source first / in the top `k`.
     pub recall_at_1: f64,
     /// Share of answerable questions with a gold source in the top `k`.
@@ -163,6 +165,8 @@ pub struct Collected {
     pub questions_sha256: String,
     /// Chunks ingested from the corpus.
     pub chunks: usize,
+    /// The vector store the corpus was ingested into.
+    pub backend: &'static str,
     /// Content hashes of the corpus's documents, sorted.
     pub sources: Vec<String>,
     /// The embedding model's id.
@@ -202,9 +206,11 @@ pub fn collect(
     let temp = TempDir::new()?;
     let mut config = config.clone();
     config.storage.data_dir = temp.0.clone();
-    // Always the embedded store: the evaluation corpus must never be
-    // written into a configured Qdrant server's collection.
-    config.storage.backend = crate::config::Backend::Edge;
+    // The evaluation corpus must never be written into the configured
+    // collection: on a Qdrant server it gets a collection of its own,
+    // deleted afterwards; in the embedded store it lives in `temp`.
+    let _server_collection = TempCollection::on_server(&mut config);
+    let backend = config.storage.backend.as_str();
     let embedding_model = embedder.model_id().to_string();
     let kb = KnowledgeBase::with_embedder(config, embedder, OpenMode::Create)?;
     let ingest = kb.ingest(&[corpus], &IngestOptions::default(), &mut |_| {})?;
@@ -258,6 +264,7 @@ pub fn collect(
         outcomes,
         questions_sha256,
         chunks: ingest.points_total,
+        backend,
         sources,
         embedding_model,
     })
@@ -348,6 +355,7 @@ fn report(
             .filter(|q| !q.answerable && !q.in_domain())
             .count(),
         chunks: collected.chunks,
+        backend: collected.backend,
         recall_at_1: share(count(&|o, q| q.answerable && o.gold_at_1), answerable),
         recall_at_k: share(count(&|o, q| q.answerable && o.gold_at_k), answerable),
         k,
@@ -499,6 +507,38 @@ pub fn models(
 }
 
 /// A temporary folder removed on drop.
+/// A Qdrant collection of the evaluation's own (`<collection>_eval_<pid>_<n>`),
+/// deleted when dropped.
+struct TempCollection(crate::config::QdrantConfig);
+
+impl TempCollection {
+    /// With `storage.backend: qdrant`, points `config` at a new collection
+    /// name; `None` for the embedded store.
+    fn on_server(config: &mut Config) -> Option<Self> {
+        if config.storage.backend != crate::config::Backend::Qdrant {
+            return None;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        config.qdrant.collection = format!(
+            "{}_eval_{}_{nanos}",
+            config.qdrant.collection,
+            std::process::id()
+        );
+        Some(Self(config.qdrant.clone()))
+    }
+}
+
+impl Drop for TempCollection {
+    fn drop(&mut self) {
+        if let Err(e) = crate::store::qdrant::QdrantStore::drop_collection(&self.0) {
+            tracing::warn!(collection = %self.0.collection, error = %e, "could not delete the evaluation's collection");
+        }
+    }
+}
+
 struct TempDir(PathBuf);
 
 impl TempDir {

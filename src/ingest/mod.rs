@@ -28,6 +28,7 @@ use self::manifest::{EntryState, Manifest, SourceEntry};
 use crate::config::IngestConfig;
 use crate::embed::{EmbedError, Embedder};
 use crate::lexical::LexicalEncoder;
+use crate::store::retry::{RetryPolicy, with_retries};
 use crate::store::{ChunkPayload, ChunkPoint, StoreError, VectorStore, point_id};
 
 /// Version of how text becomes chunks and sparse vectors; part of the
@@ -176,6 +177,18 @@ pub enum IngestEvent<'a> {
     },
     /// Index building started (can take a while on large collections).
     Optimizing,
+    /// A store write failed for a moment and is about to be tried again
+    /// (`ingest.store_retries`).
+    StoreRetry {
+        /// Which retry, from 1.
+        attempt: u32,
+        /// Retries allowed.
+        of: u32,
+        /// Seconds it waits first.
+        wait_secs: f64,
+        /// The error that made it necessary.
+        error: &'a str,
+    },
 }
 
 /// A file that was not ingested.
@@ -215,6 +228,9 @@ pub struct IngestReport {
     pub elapsed_secs: f64,
     /// Time spent inside the embedding model.
     pub embed_secs: f64,
+    /// Store writes that failed for a moment and succeeded when tried
+    /// again (a Qdrant server restarting, a cluster losing a node).
+    pub store_retries: usize,
 }
 
 /// Everything an ingest run works with.
@@ -438,7 +454,9 @@ impl Ingestor<'_> {
         }
         run.manifest.save(self.manifest_path)?;
         for source in sources {
-            self.store.delete_by_source(source)?;
+            self.retrying(&mut run.report, &mut |_| {}, || {
+                self.store.delete_by_source(source)
+            })?;
         }
         self.store.flush()?;
         for source in sources {
@@ -553,7 +571,7 @@ impl Ingestor<'_> {
         let mut points = Vec::with_capacity(texts.len());
         let mut ids_per_file = Vec::with_capacity(group.len());
         for p in group.iter() {
-            self.store.delete_by_source(&p.source)?;
+            self.retrying(report, on_event, || self.store.delete_by_source(&p.source))?;
             let mut ids = Vec::with_capacity(p.chunks.len());
             for (i, c) in p.chunks.iter().enumerate() {
                 let (Some(dense), Some(text)) = (vectors.next(), texts.next()) else {
@@ -577,7 +595,9 @@ impl Ingestor<'_> {
             ids_per_file.push(ids);
         }
         report.chunks_written += points.len();
-        self.store.upsert(points)?;
+        // Upserts are idempotent (deterministic ids): sending the batch
+        // again after a timeout that was in fact applied duplicates nothing.
+        self.retrying(report, on_event, || self.store.upsert(points.clone()))?;
         self.store.flush()?;
 
         for (p, ids) in group.iter().zip(ids_per_file) {
@@ -606,6 +626,32 @@ impl Ingestor<'_> {
         }
         manifest.save(self.manifest_path)?;
         Ok(())
+    }
+}
+
+impl Ingestor<'_> {
+    /// Runs a store write under `ingest.store_retries`, telling `on_event`
+    /// of each retry and counting them in the report.
+    fn retrying<T>(
+        &self,
+        report: &mut IngestReport,
+        on_event: &mut dyn FnMut(IngestEvent<'_>),
+        write: impl FnMut() -> crate::store::Result<T>,
+    ) -> crate::store::Result<T> {
+        let policy = RetryPolicy::new(self.config.store_retries, self.config.store_retry_seconds);
+        with_retries(
+            policy,
+            &mut |r| {
+                report.store_retries += 1;
+                on_event(IngestEvent::StoreRetry {
+                    attempt: r.attempt,
+                    of: r.of,
+                    wait_secs: r.wait.as_secs_f64(),
+                    error: &r.error.to_string(),
+                });
+            },
+            write,
+        )
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod edge;
 pub mod fusion;
 pub mod qdrant;
+pub mod retry;
 
 use std::path::PathBuf;
 
@@ -113,18 +114,29 @@ pub enum StoreError {
         /// The server's message.
         message: String,
     },
-    /// The Qdrant server's version is not one this client supports.
+    /// The Qdrant server's version is not one GRACE supports.
     #[error(
-        "the Qdrant server at {url} reports version {server:?}; grace's client ({client}) needs the same major \
-         version and a minor version at most one apart"
+        "the Qdrant server at {url} reports version {server:?}; grace works with Qdrant {}: \
+         upgrade the server, or use a grace release made for it",
+        qdrant::SUPPORTED
     )]
     Incompatible {
         /// The server's gRPC URL (`qdrant.url`).
         url: String,
         /// The version the server reports.
         server: String,
-        /// The client's version ([`qdrant::CLIENT_VERSION`]).
-        client: String,
+    },
+    /// A collection exists with parameters other than GRACE needs or the
+    /// configuration asks for.
+    #[error(
+        "the collection {path} exists with other parameters: {differences}. Use another qdrant.collection, \
+         or delete it (or `grace migrate --replace`) and ingest again"
+    )]
+    ParametersDiffer {
+        /// `<url>/collections/<name>`.
+        path: PathBuf,
+        /// What differs, and what to do about each.
+        differences: String,
     },
     /// The Qdrant server answered with an error.
     #[error("Qdrant server at {url}, collection `{collection}`: {message}")]

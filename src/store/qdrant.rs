@@ -41,10 +41,21 @@ use super::{
 use crate::config::QdrantConfig;
 use crate::lexical::SparseVector;
 
-/// The `qdrant-client` version GRACE is built with; servers of the same
-/// major version and at most one minor version apart are supported
-/// (Qdrant's own compatibility rule).
+/// The `qdrant-client` version GRACE is built with.
 pub const CLIENT_VERSION: &str = "1.20.0";
+
+/// Server versions (`major.minor`) GRACE's tests run against: the store
+/// suite, the end-to-end evaluation and the cluster-survival test run on
+/// the Qdrant 1.16.3 server in `../shared/qdrant` (`scripts/setup --qdrant`).
+pub const TESTED_VERSIONS: &[(u64, u64)] = &[(1, 16)];
+
+/// The oldest server GRACE accepts: the tested one. Everything GRACE uses
+/// (named dense and sparse vectors, the IDF modifier, the query API,
+/// keyword payload indexes) is older than it.
+const OLDEST: (u64, u64) = (1, 16);
+
+/// Server versions GRACE accepts, for messages.
+pub const SUPPORTED: &str = "1.16 to 1.21 (tested: 1.16)";
 
 /// Points sent per upsert request (a request stays well below gRPC's
 /// message limits: 256 MiniLM chunks are about 1 MB).
@@ -90,7 +101,7 @@ impl Target {
                     Code::Internal if status.message().starts_with("Failed to connect") => {
                         StoreError::Unavailable {
                             url: self.url.clone(),
-                            message,
+                            message: self.explain_tls(message),
                         }
                     }
                     Code::NotFound => StoreError::CollectionNotFound {
@@ -105,6 +116,27 @@ impl Target {
                 message: e.to_string(),
             },
             _ => self.server(e.to_string()),
+        }
+    }
+
+    /// A connection that failed in the TLS handshake says so: `https://`
+    /// to a server without TLS, or a certificate the client does not trust.
+    fn explain_tls(&self, message: String) -> String {
+        let m = message.to_ascii_lowercase();
+        let tls = [
+            "invalidcontenttype",
+            "invalidmessage",
+            "certificate",
+            "tls",
+            "handshake",
+        ];
+        if self.url.starts_with("https://") && tls.iter().any(|t| m.contains(t)) {
+            format!(
+                "the TLS handshake failed: the server does not answer TLS on this port (use http:// for a \
+                 server without TLS) or its certificate is not trusted; {message}"
+            )
+        } else {
+            message
         }
     }
 
@@ -123,8 +155,19 @@ pub struct QdrantStore {
     // `Option` so that `Drop` can shut it down without blocking.
     runtime: Option<Runtime>,
     target: Target,
+    layout: Layout,
     dimension: usize,
     server_version: String,
+}
+
+/// How a new collection is spread over a cluster (`qdrant.shard_number`,
+/// `qdrant.replication_factor`, `qdrant.write_consistency_factor`; 0: the
+/// server's default, and not checked on an existing collection).
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    shard_number: u32,
+    replication_factor: u32,
+    write_consistency_factor: u32,
 }
 
 impl std::fmt::Debug for QdrantStore {
@@ -151,7 +194,7 @@ impl QdrantStore {
         if !exists {
             store.create_collection(dimension)?;
         }
-        store.dimension = store.read_dimension()?;
+        store.dimension = store.check_collection()?;
         if store.dimension != dimension {
             return Err(StoreError::DimensionMismatch {
                 path: target.location(),
@@ -174,7 +217,7 @@ impl QdrantStore {
                 collection: store.target.collection.clone(),
             });
         }
-        store.dimension = store.read_dimension()?;
+        store.dimension = store.check_collection()?;
         Ok(store)
     }
 
@@ -222,6 +265,11 @@ impl QdrantStore {
             client,
             runtime: Some(runtime),
             target,
+            layout: Layout {
+                shard_number: config.shard_number,
+                replication_factor: config.replication_factor,
+                write_consistency_factor: config.write_consistency_factor,
+            },
             dimension: 0,
             server_version: String::new(),
         };
@@ -242,7 +290,13 @@ impl QdrantStore {
                 },
                 other => other,
             })?;
-        check_compatible(&store.target.url, &reply.version)?;
+        if !check_version(&store.target.url, &reply.version)? {
+            tracing::warn!(
+                url = %store.target.url,
+                version = %reply.version,
+                "this Qdrant server version has not been tested with grace (supported: {SUPPORTED})"
+            );
+        }
         store.server_version = reply.version;
         Ok(store)
     }
@@ -250,6 +304,12 @@ impl QdrantStore {
     /// The server's version, as its health check reported it.
     pub fn server_version(&self) -> &str {
         &self.server_version
+    }
+
+    /// Whether the server's version is one GRACE is tested against
+    /// ([`TESTED_VERSIONS`]).
+    pub fn version_tested(&self) -> bool {
+        parse_version(&self.server_version).is_some_and(|v| TESTED_VERSIONS.contains(&v))
     }
 
     /// The server URL.
@@ -315,6 +375,9 @@ impl QdrantStore {
                 )]
                 .into(),
             }),
+            shard_number: nonzero(self.layout.shard_number),
+            replication_factor: nonzero(self.layout.replication_factor),
+            write_consistency_factor: nonzero(self.layout.write_consistency_factor),
             ..Default::default()
         };
         let client = self.client.clone();
@@ -343,9 +406,11 @@ impl QdrantStore {
         self.check_applied(&response, "create the `source` index")
     }
 
-    /// The `dense` vector size of the collection, checking that it has
-    /// the vectors GRACE writes.
-    fn read_dimension(&self) -> Result<usize> {
+    /// The `dense` vector size of the collection, checking that it has the
+    /// vectors GRACE writes, with the parameters GRACE needs (cosine, the
+    /// IDF modifier) and the configured layout: a collection that exists
+    /// with other parameters is a [`StoreError::ParametersDiffer`].
+    fn check_collection(&self) -> Result<usize> {
         let client = self.client.clone();
         let name = self.target.collection.clone();
         let info = self.run(async move { client.collection_info(name).await })?;
@@ -359,20 +424,69 @@ impl QdrantStore {
             })?;
         let dense = params
             .vectors_config
-            .and_then(|v| v.config)
+            .as_ref()
+            .and_then(|v| v.config.as_ref())
             .and_then(|c| match c {
-                vectors_config::Config::ParamsMap(m) => m.map.get(DENSE_VECTOR).map(|p| p.size),
+                vectors_config::Config::ParamsMap(m) => m.map.get(DENSE_VECTOR),
                 vectors_config::Config::Params(_) => None,
             });
         let lexical = params
             .sparse_vectors_config
-            .is_some_and(|s| s.map.contains_key(LEXICAL_VECTOR));
-        match (dense, lexical) {
-            (Some(size), true) => Ok(size as usize),
-            _ => Err(self.target.server(format!(
+            .as_ref()
+            .and_then(|s| s.map.get(LEXICAL_VECTOR));
+        let (Some(dense), Some(lexical)) = (dense, lexical) else {
+            return Err(self.target.server(format!(
                 "the collection has no `{DENSE_VECTOR}` and `{LEXICAL_VECTOR}` vectors; it was not written by grace"
-            ))),
+            )));
+        };
+        let mut differences = Vec::new();
+        if dense.distance != Distance::Cosine as i32 {
+            let found = Distance::try_from(dense.distance)
+                .map(|d| d.as_str_name())
+                .unwrap_or("unknown");
+            differences.push(format!(
+                "`{DENSE_VECTOR}` uses distance {found}, grace needs Cosine"
+            ));
         }
+        if lexical.modifier != Some(Modifier::Idf as i32) {
+            differences.push(format!(
+                "`{LEXICAL_VECTOR}` has no IDF modifier, which grace's lexical ranking needs"
+            ));
+        }
+        let layout = [
+            (
+                "qdrant.shard_number",
+                self.layout.shard_number,
+                params.shard_number,
+                "shards are fixed when a collection is created",
+            ),
+            (
+                "qdrant.replication_factor",
+                self.layout.replication_factor,
+                params.replication_factor.unwrap_or(1),
+                "change it on the server (PATCH /collections/NAME) or in the setting",
+            ),
+            (
+                "qdrant.write_consistency_factor",
+                self.layout.write_consistency_factor,
+                params.write_consistency_factor.unwrap_or(1),
+                "change it on the server (PATCH /collections/NAME) or in the setting",
+            ),
+        ];
+        for (key, wanted, found, how) in layout {
+            if wanted != 0 && wanted != found {
+                differences.push(format!(
+                    "{key} is {wanted} but the collection has {found} ({how}; 0 accepts what it has)"
+                ));
+            }
+        }
+        if !differences.is_empty() {
+            return Err(StoreError::ParametersDiffer {
+                path: self.target.location(),
+                differences: differences.join("; "),
+            });
+        }
+        Ok(dense.size as usize)
     }
 
     /// An update sent with `wait = true` must come back applied.
@@ -415,35 +529,40 @@ impl Drop for QdrantStore {
     }
 }
 
-/// Qdrant's rule: same major version, minor versions at most one apart.
-fn check_compatible(url: &str, server: &str) -> Result<()> {
-    // `major.minor.patch[-suffix]`, as semver (which the client uses) wants.
-    let parse = |v: &str| -> Option<(u64, u64)> {
-        let mut parts = v.trim_start_matches('v').splitn(3, '.');
-        let major = parts.next()?.parse().ok()?;
-        let minor = parts.next()?.parse().ok()?;
-        let patch = parts.next()?;
-        patch
-            .starts_with(|c: char| c.is_ascii_digit())
-            .then_some((major, minor))
+/// `major.minor` of a `major.minor.patch[-suffix]` version.
+fn parse_version(v: &str) -> Option<(u64, u64)> {
+    let mut parts = v.trim_start_matches('v').splitn(3, '.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    let patch = parts.next()?;
+    patch
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then_some((major, minor))
+}
+
+/// Checks a server's version: from the oldest tested one ([`OLDEST`]) to
+/// one minor version past the client's (Qdrant's own rule: minor versions
+/// at most one apart). `Ok(true)` for a tested version, `Ok(false)` for an
+/// accepted but untested one (worth a warning), an error otherwise.
+pub fn check_version(url: &str, server: &str) -> Result<bool> {
+    let incompatible = || StoreError::Incompatible {
+        url: url.to_string(),
+        server: server.to_string(),
     };
-    let (Some((major, minor)), Some((client_major, client_minor))) =
-        (parse(server), parse(CLIENT_VERSION))
-    else {
-        return Err(StoreError::Incompatible {
-            url: url.to_string(),
-            server: server.to_string(),
-            client: CLIENT_VERSION.to_string(),
-        });
+    let (version, client) = match (parse_version(server), parse_version(CLIENT_VERSION)) {
+        (Some(v), Some(c)) => (v, c),
+        _ => return Err(incompatible()),
     };
-    if major != client_major || minor.abs_diff(client_minor) > 1 {
-        return Err(StoreError::Incompatible {
-            url: url.to_string(),
-            server: server.to_string(),
-            client: CLIENT_VERSION.to_string(),
-        });
+    let newest = (client.0, client.1 + 1);
+    if version < OLDEST || version > newest {
+        return Err(incompatible());
     }
-    Ok(())
+    Ok(TESTED_VERSIONS.contains(&version))
+}
+
+/// `Some(n)` for a setting given, `None` (the server's default) for 0.
+fn nonzero(n: u32) -> Option<u32> {
+    (n != 0).then_some(n)
 }
 
 fn to_point(p: ChunkPoint) -> Result<PointStruct> {
@@ -741,14 +860,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn compatible_versions_follow_qdrants_rule() {
-        for ok in ["1.20.0", "1.19.3", "1.21.0", "v1.20.1"] {
-            assert!(check_compatible("http://x", ok).is_ok(), "{ok}");
+    fn versions_from_the_tested_one_to_one_past_the_client_are_accepted() {
+        for tested in ["1.16.3", "1.16.0", "v1.16.1"] {
+            assert!(check_version("http://x", tested).unwrap(), "{tested}");
         }
-        for bad in ["1.18.0", "1.22.0", "2.20.0", "1.20", "dev", ""] {
-            let err = check_compatible("http://x", bad);
+        for untested in ["1.17.0", "1.19.3", "1.20.0", "1.21.0"] {
+            assert!(!check_version("http://x", untested).unwrap(), "{untested}");
+        }
+        for bad in [
+            "1.15.9", "1.10.0", "1.22.0", "2.20.0", "0.16.3", "1.16", "dev", "",
+        ] {
+            let err = check_version("http://x", bad);
             assert!(matches!(err, Err(StoreError::Incompatible { .. })), "{bad}");
         }
+        let m = check_version("http://x:6334", "1.9.0")
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("1.9.0") && m.contains(SUPPORTED), "{m}");
     }
 
     #[test]

@@ -258,6 +258,18 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                         bar.set_message(format!("{done}/{files} files  {name}"));
                     }
                     IngestEvent::Optimizing => bar.set_message("building the search index"),
+                    IngestEvent::StoreRetry {
+                        attempt,
+                        of,
+                        wait_secs,
+                        error,
+                    } => bar.suspend(|| {
+                        if !cli.quiet {
+                            eprintln!(
+                                "grace: a store write failed ({error}); trying again in {wait_secs:.0} s ({attempt}/{of})"
+                            );
+                        }
+                    }),
                 },
             );
             bar.finish_and_clear();

@@ -1,31 +1,35 @@
-//! `grace migrate --to qdrant`: copies the embedded collection to a Qdrant
-//! server (the work is [`grace::migrate::to_qdrant`]); this file only
-//! parses the arguments, draws the progress bar and prints the report.
+//! `grace migrate --to qdrant|edge`: copies the embedded collection to a
+//! Qdrant server, or back (the work is [`grace::migrate::migrate`]); this
+//! file only parses the arguments, draws the progress bar and prints the
+//! report.
 
 use std::io::IsTerminal;
 
 use clap::{Args, ValueEnum};
 use grace::Config;
-use grace::migrate::{MigrateEvent, MigrateOptions, MigrateReport, to_qdrant};
+use grace::config::Backend;
+use grace::migrate::{MigrateEvent, MigrateOptions, MigrateReport, migrate};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Where `grace migrate` copies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Target {
-    /// A Qdrant server or cluster (qdrant.url)
+    /// From the embedded store to a Qdrant server or cluster (qdrant.url)
     Qdrant,
+    /// From the Qdrant server back to the embedded store (storage.data_dir)
+    Edge,
 }
 
 /// Arguments of `grace migrate`.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// The backend to copy the embedded collection to
+    /// The backend to copy the collection to (from the other one)
     #[arg(long, value_enum)]
     to: Target,
     /// The server's gRPC URL [default: qdrant.url]
     #[arg(long, value_name = "URL")]
     url: Option<String>,
-    /// Delete the server's collection first if it exists
+    /// Delete the target collection first if it exists
     #[arg(long)]
     replace: bool,
     /// Points copied per request
@@ -35,8 +39,10 @@ pub struct MigrateArgs {
 
 /// Runs `grace migrate`.
 pub fn run(mut config: Config, args: &MigrateArgs, quiet: bool, json: bool) -> grace::Result<()> {
-    // The only target today.
-    let Target::Qdrant = args.to;
+    let to = match args.to {
+        Target::Qdrant => Backend::Qdrant,
+        Target::Edge => Backend::Edge,
+    };
     if let Some(url) = &args.url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(grace::Error::InvalidInput(format!(
@@ -50,11 +56,11 @@ pub fn run(mut config: Config, args: &MigrateArgs, quiet: bool, json: bool) -> g
         replace: args.replace,
     };
     let bar = progress_bar(quiet || json);
-    bar.set_message(format!("copying to {}", config.qdrant.url));
-    let report = to_qdrant(&config, &options, &mut |event| match event {
+    bar.set_message(format!("copying to {}", to.as_str()));
+    let report = migrate(&config, to, &options, &mut |event| match event {
         MigrateEvent::Started { points } => bar.set_length(points as u64),
         MigrateEvent::Copied { copied } => bar.set_position(copied as u64),
-        MigrateEvent::Verifying => bar.set_message("counting the points on the server"),
+        MigrateEvent::Verifying => bar.set_message("counting the copied points"),
     });
     bar.finish_and_clear();
     let report = report?;
@@ -71,13 +77,12 @@ pub fn run(mut config: Config, args: &MigrateArgs, quiet: bool, json: bool) -> g
 
 fn print_report(r: &MigrateReport) {
     println!(
-        "Copied {} chunks ({} sources, {}-d vectors) from {} to collection `{}` at {} in {:.1} s{}.",
+        "Copied {} chunks ({} sources, {}-d vectors) from {} to {} in {:.1} s{}.",
         r.points,
         r.sources,
         r.dimension,
-        r.from.display(),
-        r.collection,
-        r.url,
+        r.from,
+        r.to,
         r.seconds,
         if r.replaced {
             " (the old collection was deleted first)"
@@ -85,16 +90,27 @@ fn print_report(r: &MigrateReport) {
             ""
         }
     );
+    if r.retries > 0 {
+        println!(
+            "{} write(s) failed for a moment and were tried again (writes are idempotent: nothing duplicated).",
+            r.retries
+        );
+    }
     match &r.manifest {
         Some(m) => println!("Manifest copied to {}.", m.display()),
-        None => println!(
-            "The embedded collection had no manifest: the next ingest writes every file once more."
-        ),
+        None => {
+            println!("The source had no manifest: the next ingest writes every file once more.")
+        }
     }
-    println!(
-        "To use it: set storage.backend: qdrant and qdrant.url: {} (or GRACE_STORAGE__BACKEND=qdrant GRACE_QDRANT__URL={}).",
-        r.url, r.url
-    );
+    match r.to_backend {
+        "qdrant" => {
+            let url = r.to.split("/collections/").next().unwrap_or(&r.to);
+            println!(
+                "To use it: set storage.backend: qdrant and qdrant.url: {url} (or GRACE_STORAGE__BACKEND=qdrant GRACE_QDRANT__URL={url})."
+            );
+        }
+        _ => println!("To use it: set storage.backend: edge (the default)."),
+    }
 }
 
 fn progress_bar(hidden: bool) -> ProgressBar {

@@ -92,6 +92,12 @@ pub fn ingest_report(r: &IngestReport, collection: &str, json: bool) {
         "{} chunks written in {:.1} s{rate}; collection `{collection}` holds {} chunks",
         r.chunks_written, r.elapsed_secs, r.points_total
     );
+    if r.store_retries > 0 {
+        println!(
+            "the store failed {} write(s) for a moment; each was tried again and applied (writes are idempotent: nothing duplicated)",
+            r.store_retries
+        );
+    }
     if !r.skipped.is_empty() {
         println!("skipped:");
         for s in &r.skipped {
@@ -296,13 +302,18 @@ pub fn eval_report(r: &EvalReport, json: bool) {
         return;
     }
     println!(
-        "{}: {} questions ({} answerable, {} unanswerable in-domain, {} out-of-domain), {} chunks",
+        "{}: {} questions ({} answerable, {} unanswerable in-domain, {} out-of-domain), {} chunks{}",
         r.set.display(),
         r.questions,
         r.answerable,
         r.unanswerable_in_domain,
         r.unanswerable_out_of_domain,
-        r.chunks
+        r.chunks,
+        if r.backend == "edge" {
+            ""
+        } else {
+            " (on the Qdrant server)"
+        }
     );
     println!(
         "retrieval: recall@1 {:.3}, recall@{} {:.3}",
