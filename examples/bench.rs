@@ -47,7 +47,8 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use grace::config::Backend;
@@ -56,9 +57,9 @@ use grace::ingest::IngestOptions;
 use grace::ingest::chunk::{ChunkParams, chunk_sections};
 use grace::ingest::load::{Format, load};
 use grace::ingest::walk::{Filters, walk};
-use grace::search::SearchRequest;
+use grace::search::{SearchError, SearchRequest};
 use grace::store::qdrant::QdrantStore;
-use grace::store::{ChunkPoint, QueryVector, StoreQuery};
+use grace::store::{ChunkPoint, QueryVector, StoreError, StoreQuery};
 use grace::{Config, KnowledgeBase, OpenMode};
 use serde_json::json;
 
@@ -504,41 +505,45 @@ fn store_query(
     let qdrant = &kb.config().qdrant;
     let candidates = qdrant.candidates;
     let pin_identifiers = kb.config().search.pin_identifiers;
-    let dense = |q: &str| -> Result<usize> {
+    let ids = |hits: Vec<grace::store::StoredHit>| hits.iter().map(|h| h.id).collect::<Vec<u64>>();
+    // A call that fails in a way GRACE counts as transient (a server busy,
+    // unreachable or timing out: `rag_search` retries those) is tried again
+    // at once, up to 3 times in all; the failures are counted and reported,
+    // and the latency includes them, as a user would see it.
+    let retried = Retried::default();
+    let store_transient = |e: &StoreError| e.is_transient();
+    let search_transient = |e: &SearchError| matches!(e, SearchError::Store(s) if s.is_transient());
+    let dense = |q: &str| -> Result<Vec<u64>> {
         let v = precomputed.vectors.get(q.trim()).ok_or("no vector")?;
-        Ok(store
-            .search(&StoreQuery {
-                vector: QueryVector::Dense(v),
-                limit: candidates,
-                filter: None,
-                with_payload: false,
-                with_dense: false,
-            })?
-            .len())
+        let query = StoreQuery {
+            vector: QueryVector::Dense(v),
+            limit: candidates,
+            filter: None,
+            with_payload: false,
+            with_dense: false,
+        };
+        Ok(ids(retried.call(|| store.search(&query), store_transient)?))
     };
-    let lexical_ranking = |i: usize| -> Result<usize> {
-        Ok(store
-            .search(&StoreQuery {
-                vector: QueryVector::Lexical(&lexical[i]),
-                limit: candidates,
-                filter: None,
-                with_payload: false,
-                with_dense: false,
-            })?
-            .len())
+    let lexical_ranking = |i: usize| -> Result<Vec<u64>> {
+        let query = StoreQuery {
+            vector: QueryVector::Lexical(&lexical[i]),
+            limit: candidates,
+            filter: None,
+            with_payload: false,
+            with_dense: false,
+        };
+        Ok(ids(retried.call(|| store.search(&query), store_transient)?))
     };
     let hybrid = |q: &str| -> Result<Vec<u64>> {
-        let passages = grace::search::search(
-            store,
-            &precomputed,
-            kb.lexical(),
-            qdrant,
-            &SearchRequest {
-                query: q,
-                limit: 5,
-                filter: None,
-                pin_identifiers,
-            },
+        let request = SearchRequest {
+            query: q,
+            limit: 5,
+            filter: None,
+            pin_identifiers,
+        };
+        let passages = retried.call(
+            || grace::search::search(store, &precomputed, kb.lexical(), qdrant, &request),
+            search_transient,
         )?;
         Ok(passages.iter().map(|p| p.id).collect())
     };
@@ -549,20 +554,23 @@ fn store_query(
         hybrid(q)?;
     }
     let (mut dense_ms, mut lexical_ms, mut hybrid_ms) = (Vec::new(), Vec::new(), Vec::new());
-    let mut top5 = Vec::new();
+    // What each backend found (first pass), to compare with the others.
+    let (mut top5, mut dense_top10, mut lexical_top10) = (Vec::new(), Vec::new(), Vec::new());
     for pass in 0..passes {
         for (i, q) in asked.iter().enumerate() {
             let t = Instant::now();
-            dense(q)?;
+            let d = dense(q)?;
             dense_ms.push(ms_since(t));
             let t = Instant::now();
-            lexical_ranking(i)?;
+            let l = lexical_ranking(i)?;
             lexical_ms.push(ms_since(t));
             let t = Instant::now();
-            let ids = hybrid(q)?;
+            let h = hybrid(q)?;
             hybrid_ms.push(ms_since(t));
             if pass == 0 {
-                top5.push(ids);
+                dense_top10.push(d.into_iter().take(10).collect::<Vec<_>>());
+                lexical_top10.push(l.into_iter().take(10).collect::<Vec<_>>());
+                top5.push(h);
             }
         }
     }
@@ -592,11 +600,16 @@ fn store_query(
     // For reference: the whole search as `grace search` runs it, the
     // question embedded by the model (each question once: the knowledge
     // base caches question vectors).
-    kb.search("warm-up question for the model", Some(5), None)?;
+    let grace_transient =
+        |e: &grace::Error| matches!(e, grace::Error::Store(s) if s.is_transient());
+    retried.call(
+        || kb.search("warm-up question for the model", Some(5), None),
+        grace_transient,
+    )?;
     let mut search_ms = Vec::new();
     for q in &asked {
         let t = Instant::now();
-        kb.search(q, Some(5), None)?;
+        retried.call(|| kb.search(q, Some(5), None), grace_transient)?;
         search_ms.push(ms_since(t));
     }
     println!(
@@ -614,10 +627,49 @@ fn store_query(
             "concurrent_qps": concurrent_qps,
             "search_ms": search_ms,
             "embed_ms": embed_ms,
+            "transient_errors": retried.count.load(Ordering::Relaxed),
+            "first_transient_error": retried.first.lock().map(|f| f.clone()).unwrap_or_default(),
             "top5": top5,
+            "dense_top10": dense_top10,
+            "lexical_top10": lexical_top10,
         })
     );
     Ok(())
+}
+
+/// Counts the calls that failed transiently and were tried again.
+#[derive(Default)]
+struct Retried {
+    count: AtomicUsize,
+    first: Mutex<Option<String>>,
+}
+
+impl Retried {
+    const ATTEMPTS: usize = 3;
+
+    fn call<T, E: std::error::Error + 'static>(
+        &self,
+        mut call: impl FnMut() -> std::result::Result<T, E>,
+        transient: impl Fn(&E) -> bool,
+    ) -> Result<T> {
+        let mut attempt = 1;
+        loop {
+            match call() {
+                Ok(v) => return Ok(v),
+                Err(e) if transient(&e) && attempt < Self::ATTEMPTS => {
+                    self.count.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(mut first) = self.first.lock()
+                        && first.is_none()
+                    {
+                        eprintln!("bench: a transient store error, trying again: {e}");
+                        *first = Some(e.to_string());
+                    }
+                    attempt += 1;
+                }
+                Err(e) => return Err(Box::new(e)),
+            }
+        }
+    }
 }
 
 /// A small deterministic Gaussian source (xorshift + Box–Muller), so the
