@@ -8,7 +8,30 @@
 //!                                question, and the question's embedding alone
 //! bench scale FROM DATA_DIR N    N points into a fresh store in DATA_DIR from
 //!                                the store ingested in FROM (timed)
+//! bench store-write FROM DATA_DIR [N]
+//!                                FROM's points (and jittered copies up to N)
+//!                                into a fresh store of the configured backend
+//!                                (`storage.backend`: the embedded store in
+//!                                DATA_DIR, or `qdrant.collection` on the
+//!                                server at `qdrant.url`, dropped first), in
+//!                                batches of 256 (timed per batch)
+//! bench store-query DATA_DIR QUESTIONS [PASSES] [CLIENTS]
+//!                                that store's rankings for each question,
+//!                                embedded once beforehand: dense, lexical and
+//!                                GRACE's hybrid search, PASSES times (5); the
+//!                                hybrid search from CLIENTS threads at once
+//!                                (4); then the search with the question's
+//!                                embedding, as `query` measures it
 //! ```
+//!
+//! `store-write` and `store-query` compare the vector store backends
+//! (`scripts/bench --backend qdrant`): the same points, read back from the
+//! embedded store ingest built ([`VectorStore::scroll`]: nothing is
+//! embedded again), written to each backend and queried with the same
+//! vectors, so what differs is the store alone. The store's settings come
+//! from the configuration as GRACE reads it (`GRACE_STORAGE__BACKEND`,
+//! `GRACE_QDRANT__URL`, ...); `store-write` waits until a server reports
+//! the collection green (optimizers done) and says how it is sharded.
 //!
 //! `scale` is how the 100k-chunk figures are made without embedding 100k
 //! chunks (about 90 minutes on two cores): it writes FROM's real points,
@@ -22,14 +45,21 @@
 //! Each prints one JSON line. Run it one process at a time (scripts/bench
 //! does, under `/usr/bin/time` for the peak RSS), release build.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use grace::config::Backend;
 use grace::embed::{Embedder, FastEmbedder};
 use grace::ingest::IngestOptions;
 use grace::ingest::chunk::{ChunkParams, chunk_sections};
 use grace::ingest::load::{Format, load};
 use grace::ingest::walk::{Filters, walk};
+use grace::search::{SearchError, SearchRequest};
+use grace::store::qdrant::QdrantStore;
+use grace::store::{ChunkPoint, QueryVector, StoreError, StoreQuery};
 use grace::{Config, KnowledgeBase, OpenMode};
 use serde_json::json;
 
@@ -37,7 +67,8 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: bench raw CORPUS | ingest CORPUS DATA_DIR | query DATA_DIR QUESTIONS_JSONL | scale FROM_DATA_DIR DATA_DIR N";
+    let usage = "usage: bench raw CORPUS | ingest CORPUS DATA_DIR | query DATA_DIR QUESTIONS_JSONL | scale FROM_DATA_DIR DATA_DIR N \
+                 | store-write FROM_DATA_DIR DATA_DIR [N] | store-query DATA_DIR QUESTIONS_JSONL [PASSES] [CLIENTS]";
     let config = Config::load(None)?;
     match args
         .iter()
@@ -49,6 +80,21 @@ fn main() -> Result<()> {
         ["ingest", corpus, data] => ingest(config, corpus.into(), data.into()),
         ["query", data, questions] => query(config, data.into(), questions.into()),
         ["scale", from, to, n] => scale(config, from.into(), to.into(), n.parse()?),
+        ["store-write", from, to] => store_write(config, from.into(), to.into(), 0),
+        ["store-write", from, to, n] => store_write(config, from.into(), to.into(), n.parse()?),
+        ["store-query", data, questions] => {
+            store_query(config, data.into(), questions.into(), 5, 4)
+        }
+        ["store-query", data, questions, passes] => {
+            store_query(config, data.into(), questions.into(), passes.parse()?, 4)
+        }
+        ["store-query", data, questions, passes, clients] => store_query(
+            config,
+            data.into(),
+            questions.into(),
+            passes.parse()?,
+            clients.parse()?,
+        ),
         _ => Err(usage.into()),
     }
 }
@@ -114,19 +160,53 @@ fn ingest(mut config: Config, corpus: PathBuf, data: PathBuf) -> Result<()> {
     Ok(())
 }
 
-fn query(mut config: Config, data: PathBuf, questions: PathBuf) -> Result<()> {
-    config.storage.data_dir = data;
-    let asked: Vec<String> = std::fs::read_to_string(&questions)?
+/// The `question` of every line of a questions file.
+fn read_questions(questions: &PathBuf) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(questions)
+        .map_err(|e| format!("cannot read {}: {e}", questions.display()))?;
+    let asked: Vec<String> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| -> Result<String> {
             let v: serde_json::Value = serde_json::from_str(l)?;
             Ok(v["question"]
                 .as_str()
-                .ok_or("a line without \"question\"")?
+                .ok_or_else(|| format!("{}: a line without \"question\"", questions.display()))?
                 .to_string())
         })
         .collect::<Result<_>>()?;
+    if asked.is_empty() {
+        return Err(format!("{}: no questions", questions.display()).into());
+    }
+    Ok(asked)
+}
+
+/// Every point of the embedded store in `from`, with its vectors and payload.
+fn read_points(config: &Config, from: PathBuf) -> Result<Vec<ChunkPoint>> {
+    let mut source = config.clone();
+    source.storage.data_dir = from;
+    source.storage.backend = Backend::Edge;
+    let kb = KnowledgeBase::open(source, OpenMode::Existing)
+        .map_err(|e| format!("cannot open the ingested store: {e}"))?;
+    let mut points = Vec::new();
+    let mut offset = None;
+    loop {
+        let page = kb.store().scroll(offset, 256)?;
+        points.extend(page.points);
+        match page.next {
+            Some(next) => offset = Some(next),
+            None => break,
+        }
+    }
+    if points.is_empty() {
+        return Err("the store is empty: ingest a corpus first".into());
+    }
+    Ok(points)
+}
+
+fn query(mut config: Config, data: PathBuf, questions: PathBuf) -> Result<()> {
+    config.storage.data_dir = data;
+    let asked = read_questions(&questions)?;
     let first = asked.first().ok_or("no questions")?;
     let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
     kb.search(&format!("{first} (warm-up)"), Some(5), None)?;
@@ -151,24 +231,7 @@ fn query(mut config: Config, data: PathBuf, questions: PathBuf) -> Result<()> {
 }
 
 fn scale(config: Config, from: PathBuf, to: PathBuf, target: usize) -> Result<()> {
-    let mut originals = Vec::new();
-    {
-        let mut source = config.clone();
-        source.storage.data_dir = from;
-        let kb = KnowledgeBase::open(source, OpenMode::Existing)?;
-        let mut offset = None;
-        loop {
-            let page = kb.store().scroll(offset, 256)?;
-            originals.extend(page.points);
-            match page.next {
-                Some(next) => offset = Some(next),
-                None => break,
-            }
-        }
-    }
-    if originals.is_empty() {
-        return Err("the store is empty: ingest a corpus first".into());
-    }
+    let originals = read_points(&config, from)?;
     let mut config = config;
     config.storage.data_dir = to;
     // Ingest upserts a document's chunks at once: ~18 on the docs corpus.
@@ -179,33 +242,11 @@ fn scale(config: Config, from: PathBuf, to: PathBuf, target: usize) -> Result<()
     let kb = KnowledgeBase::with_embedder(config, embedder, OpenMode::Create)?;
     let store = kb.store();
     let started = Instant::now();
-    let mut rng = Jitter(0x9e37_79b9_7f4a_7c15);
-    let mut written = 0;
     let mut pending = Vec::with_capacity(batch);
-    'grow: for copy in 0.. {
-        for original in &originals {
-            if written == target {
-                break 'grow;
-            }
-            let mut point = original.clone();
-            if copy > 0 {
-                point.payload.source = format!("{}#copy{copy}", point.payload.source);
-                point.id = grace::store::point_id(
-                    &point.payload.source,
-                    point.payload.chunk_index,
-                    &point.payload.content_hash,
-                );
-                for x in &mut point.dense {
-                    *x += 0.02 * rng.normal();
-                }
-                let norm = point.dense.iter().map(|x| x * x).sum::<f32>().sqrt();
-                point.dense.iter_mut().for_each(|x| *x /= norm);
-            }
-            pending.push(point);
-            written += 1;
-            if pending.len() == batch {
-                store.upsert(std::mem::take(&mut pending))?;
-            }
+    for point in Grown::new(&originals, target) {
+        pending.push(point);
+        if pending.len() == batch {
+            store.upsert(std::mem::take(&mut pending))?;
         }
     }
     store.upsert(pending)?;
@@ -225,6 +266,410 @@ fn scale(config: Config, from: PathBuf, to: PathBuf, target: usize) -> Result<()
         })
     );
     Ok(())
+}
+
+/// `target` points made from `originals`: the originals themselves, then
+/// copies of them, each under a new id and source, with its dense vector
+/// jittered by N(0, 0.02²) per dimension and renormalised (lexical vector
+/// and payload unchanged), until there are `target`.
+struct Grown<'a> {
+    originals: &'a [ChunkPoint],
+    target: usize,
+    made: usize,
+    rng: Jitter,
+}
+
+impl<'a> Grown<'a> {
+    fn new(originals: &'a [ChunkPoint], target: usize) -> Self {
+        Self {
+            originals,
+            target,
+            made: 0,
+            rng: Jitter(0x9e37_79b9_7f4a_7c15),
+        }
+    }
+}
+
+impl Iterator for Grown<'_> {
+    type Item = ChunkPoint;
+
+    fn next(&mut self) -> Option<ChunkPoint> {
+        if self.made == self.target || self.originals.is_empty() {
+            return None;
+        }
+        let copy = self.made / self.originals.len();
+        let mut point = self.originals[self.made % self.originals.len()].clone();
+        self.made += 1;
+        if copy > 0 {
+            point.payload.source = format!("{}#copy{copy}", point.payload.source);
+            point.id = grace::store::point_id(
+                &point.payload.source,
+                point.payload.chunk_index,
+                &point.payload.content_hash,
+            );
+            for x in &mut point.dense {
+                *x += 0.02 * self.rng.normal();
+            }
+            let norm = point.dense.iter().map(|x| x * x).sum::<f32>().sqrt();
+            point.dense.iter_mut().for_each(|x| *x /= norm);
+        }
+        Some(point)
+    }
+}
+
+/// Points per write request in `store-write` (also what the server
+/// backend sends per request, and what `grace migrate` reads per page).
+const WRITE_BATCH: usize = 256;
+
+fn store_write(config: Config, from: PathBuf, to: PathBuf, grow_to: usize) -> Result<()> {
+    let originals = read_points(&config, from)?;
+    let target = grow_to.max(originals.len());
+    let points: Vec<ChunkPoint> = Grown::new(&originals, target).collect();
+    let mut config = config;
+    config.storage.data_dir = to;
+    if config.storage.backend == Backend::Qdrant {
+        // A fresh collection on every run (and every backend's settings
+        // as the configuration gives them now).
+        QdrantStore::drop_collection(&config.qdrant)
+            .map_err(|e| format!("cannot drop the old collection: {e}"))?;
+    }
+    // The model is not loaded (FastEmbedder loads it on the first
+    // embedding): writing copies embeds nothing.
+    let embedder = Arc::new(FastEmbedder::new(&config.embedding)?);
+    let kb = KnowledgeBase::with_embedder(config.clone(), embedder, OpenMode::Create)
+        .map_err(|e| format!("cannot open the {} store: {e}", backend_name(&config)))?;
+    let store = kb.store();
+    let mut batch_ms = Vec::new();
+    let started = Instant::now();
+    for batch in points.chunks(WRITE_BATCH) {
+        let t = Instant::now();
+        store.upsert(batch.to_vec())?;
+        batch_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let write_seconds = started.elapsed().as_secs_f64();
+    // Then until the store is ready to serve as ingest leaves it: the
+    // embedded store flushed and indexed, a server's optimizers done.
+    let t = Instant::now();
+    store.flush()?;
+    store.optimize()?;
+    let layout = match config.storage.backend {
+        Backend::Qdrant => Some(server_layout(&config)?),
+        Backend::Edge => None,
+    };
+    let settle_seconds = t.elapsed().as_secs_f64();
+    let counted = store.count(None)?;
+    if counted != points.len() {
+        return Err(format!(
+            "wrote {} points but the store counts {counted}",
+            points.len()
+        )
+        .into());
+    }
+    println!(
+        "{}",
+        json!({
+            "backend": backend_name(&config),
+            "points": counted,
+            "original_points": originals.len(),
+            "batch": WRITE_BATCH,
+            "write_seconds": write_seconds,
+            "batch_ms": batch_ms,
+            "settle_seconds": settle_seconds,
+            "layout": layout,
+        })
+    );
+    Ok(())
+}
+
+fn backend_name(config: &Config) -> String {
+    match config.storage.backend {
+        Backend::Edge => "edge".into(),
+        Backend::Qdrant => format!("qdrant {}", config.qdrant.url),
+    }
+}
+
+/// Waits until the server reports the collection green (its optimizers
+/// done: what was written is indexed), then reads how it is laid out:
+/// shards, replication, write consistency, replicas and peers.
+fn server_layout(config: &Config) -> Result<serde_json::Value> {
+    use qdrant_client::qdrant::CollectionStatus;
+    let api_key = (!config.qdrant.api_key.is_empty()).then(|| config.qdrant.api_key.clone());
+    let client = qdrant_client::Qdrant::from_url(&config.qdrant.url)
+        .api_key(api_key)
+        .skip_compatibility_check()
+        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let name = config.qdrant.collection.clone();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let info = loop {
+        let info = runtime
+            .block_on(client.collection_info(name.clone()))?
+            .result
+            .ok_or("the server sent no collection info")?;
+        if info.status == CollectionStatus::Green as i32 {
+            break info;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the collection is not green after 600 s: {info:?}").into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let params = info.config.and_then(|c| c.params);
+    let cluster = runtime.block_on(client.collection_cluster_info(name))?;
+    let mut peers: Vec<u64> = cluster
+        .remote_shards
+        .iter()
+        .map(|r| r.peer_id)
+        .chain(std::iter::once(cluster.peer_id))
+        .collect();
+    peers.sort_unstable();
+    peers.dedup();
+    Ok(json!({
+        "shard_number": params.as_ref().map(|p| p.shard_number),
+        "replication_factor": params.as_ref().and_then(|p| p.replication_factor),
+        "write_consistency_factor": params.as_ref().and_then(|p| p.write_consistency_factor),
+        "shard_count": cluster.shard_count,
+        "replicas": cluster.local_shards.len() + cluster.remote_shards.len(),
+        "peers": peers.len(),
+        "segments": info.segments_count,
+    }))
+}
+
+/// Question vectors computed once beforehand: the searches then measure the
+/// store (and GRACE's fusion), not the model.
+struct Precomputed {
+    vectors: HashMap<String, Vec<f32>>,
+    dimension: usize,
+}
+
+impl Embedder for Precomputed {
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    fn model_id(&self) -> &str {
+        "precomputed"
+    }
+
+    fn embed(&self, texts: &[String]) -> grace::embed::Result<Vec<Vec<f32>>> {
+        texts
+            .iter()
+            .map(|t| {
+                self.vectors.get(t.trim()).cloned().ok_or_else(|| {
+                    grace::embed::EmbedError::Model(format!("no precomputed vector for {t:?}"))
+                })
+            })
+            .collect()
+    }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+fn store_query(
+    mut config: Config,
+    data: PathBuf,
+    questions: PathBuf,
+    passes: usize,
+    clients: usize,
+) -> Result<()> {
+    config.storage.data_dir = data;
+    let asked = read_questions(&questions)?;
+    if passes == 0 || clients == 0 {
+        return Err("PASSES and CLIENTS must be at least 1".into());
+    }
+    let model = Arc::new(FastEmbedder::new(&config.embedding)?);
+    let kb = KnowledgeBase::with_embedder(config.clone(), model.clone(), OpenMode::Existing)
+        .map_err(|e| format!("cannot open the {} store: {e}", backend_name(&config)))?;
+    let store = kb.store();
+    let points = store.count(None)?;
+    // Each question embedded once, by the bare model (not the knowledge
+    // base's cache, so the last phase's searches embed their question).
+    model.embed(&["warm-up".to_string()])?;
+    let mut vectors = HashMap::new();
+    let mut embed_ms = Vec::new();
+    for q in &asked {
+        let t = Instant::now();
+        let v = model.embed_query(q.trim())?;
+        embed_ms.push(ms_since(t));
+        vectors.insert(q.trim().to_string(), v);
+    }
+    let lexical: Vec<_> = asked.iter().map(|q| kb.lexical().encode_query(q)).collect();
+    let precomputed = Precomputed {
+        vectors,
+        dimension: model.dimension(),
+    };
+    let qdrant = &kb.config().qdrant;
+    let candidates = qdrant.candidates;
+    let pin_identifiers = kb.config().search.pin_identifiers;
+    let ids = |hits: Vec<grace::store::StoredHit>| hits.iter().map(|h| h.id).collect::<Vec<u64>>();
+    // A call that fails in a way GRACE counts as transient (a server busy,
+    // unreachable or timing out: `rag_search` retries those) is tried again
+    // at once, up to 3 times in all; the failures are counted and reported,
+    // and the latency includes them, as a user would see it.
+    let retried = Retried::default();
+    let store_transient = |e: &StoreError| e.is_transient();
+    let search_transient = |e: &SearchError| matches!(e, SearchError::Store(s) if s.is_transient());
+    let dense = |q: &str| -> Result<Vec<u64>> {
+        let v = precomputed.vectors.get(q.trim()).ok_or("no vector")?;
+        let query = StoreQuery {
+            vector: QueryVector::Dense(v),
+            limit: candidates,
+            filter: None,
+            with_payload: false,
+            with_dense: false,
+        };
+        Ok(ids(retried.call(|| store.search(&query), store_transient)?))
+    };
+    let lexical_ranking = |i: usize| -> Result<Vec<u64>> {
+        let query = StoreQuery {
+            vector: QueryVector::Lexical(&lexical[i]),
+            limit: candidates,
+            filter: None,
+            with_payload: false,
+            with_dense: false,
+        };
+        Ok(ids(retried.call(|| store.search(&query), store_transient)?))
+    };
+    let hybrid = |q: &str| -> Result<Vec<u64>> {
+        let request = SearchRequest {
+            query: q,
+            limit: 5,
+            filter: None,
+            pin_identifiers,
+        };
+        let passages = retried.call(
+            || grace::search::search(store, &precomputed, kb.lexical(), qdrant, &request),
+            search_transient,
+        )?;
+        Ok(passages.iter().map(|p| p.id).collect())
+    };
+    // Warm-up: connections open, caches and pages in.
+    for (i, q) in asked.iter().enumerate().take(5) {
+        dense(q)?;
+        lexical_ranking(i)?;
+        hybrid(q)?;
+    }
+    let (mut dense_ms, mut lexical_ms, mut hybrid_ms) = (Vec::new(), Vec::new(), Vec::new());
+    // What each backend found (first pass), to compare with the others.
+    let (mut top5, mut dense_top10, mut lexical_top10) = (Vec::new(), Vec::new(), Vec::new());
+    for pass in 0..passes {
+        for (i, q) in asked.iter().enumerate() {
+            let t = Instant::now();
+            let d = dense(q)?;
+            dense_ms.push(ms_since(t));
+            let t = Instant::now();
+            let l = lexical_ranking(i)?;
+            lexical_ms.push(ms_since(t));
+            let t = Instant::now();
+            let h = hybrid(q)?;
+            hybrid_ms.push(ms_since(t));
+            if pass == 0 {
+                dense_top10.push(d.into_iter().take(10).collect::<Vec<_>>());
+                lexical_top10.push(l.into_iter().take(10).collect::<Vec<_>>());
+                top5.push(h);
+            }
+        }
+    }
+    // Several clients at once: each asks every question, from its own
+    // starting point.
+    let started = Instant::now();
+    let answered: usize = std::thread::scope(|scope| -> Result<usize> {
+        let workers: Vec<_> = (0..clients)
+            .map(|c| {
+                let (asked, hybrid) = (&asked, &hybrid);
+                scope.spawn(move || -> std::result::Result<usize, String> {
+                    let n = asked.len();
+                    for k in 0..n {
+                        hybrid(&asked[(k + c * n / clients) % n]).map_err(|e| e.to_string())?;
+                    }
+                    Ok(n)
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for w in workers {
+            total += w.join().map_err(|_| "a client thread panicked")??;
+        }
+        Ok(total)
+    })?;
+    let concurrent_qps = answered as f64 / started.elapsed().as_secs_f64();
+    // For reference: the whole search as `grace search` runs it, the
+    // question embedded by the model (each question once: the knowledge
+    // base caches question vectors).
+    let grace_transient =
+        |e: &grace::Error| matches!(e, grace::Error::Store(s) if s.is_transient());
+    retried.call(
+        || kb.search("warm-up question for the model", Some(5), None),
+        grace_transient,
+    )?;
+    let mut search_ms = Vec::new();
+    for q in &asked {
+        let t = Instant::now();
+        retried.call(|| kb.search(q, Some(5), None), grace_transient)?;
+        search_ms.push(ms_since(t));
+    }
+    println!(
+        "{}",
+        json!({
+            "backend": backend_name(&config),
+            "points": points,
+            "questions": asked.len(),
+            "passes": passes,
+            "candidates": candidates,
+            "dense_ms": dense_ms,
+            "lexical_ms": lexical_ms,
+            "hybrid_ms": hybrid_ms,
+            "clients": clients,
+            "concurrent_qps": concurrent_qps,
+            "search_ms": search_ms,
+            "embed_ms": embed_ms,
+            "transient_errors": retried.count.load(Ordering::Relaxed),
+            "first_transient_error": retried.first.lock().map(|f| f.clone()).unwrap_or_default(),
+            "top5": top5,
+            "dense_top10": dense_top10,
+            "lexical_top10": lexical_top10,
+        })
+    );
+    Ok(())
+}
+
+/// Counts the calls that failed transiently and were tried again.
+#[derive(Default)]
+struct Retried {
+    count: AtomicUsize,
+    first: Mutex<Option<String>>,
+}
+
+impl Retried {
+    const ATTEMPTS: usize = 3;
+
+    fn call<T, E: std::error::Error + 'static>(
+        &self,
+        mut call: impl FnMut() -> std::result::Result<T, E>,
+        transient: impl Fn(&E) -> bool,
+    ) -> Result<T> {
+        let mut attempt = 1;
+        loop {
+            match call() {
+                Ok(v) => return Ok(v),
+                Err(e) if transient(&e) && attempt < Self::ATTEMPTS => {
+                    self.count.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(mut first) = self.first.lock()
+                        && first.is_none()
+                    {
+                        eprintln!("bench: a transient store error, trying again: {e}");
+                        *first = Some(e.to_string());
+                    }
+                    attempt += 1;
+                }
+                Err(e) => return Err(Box::new(e)),
+            }
+        }
+    }
 }
 
 /// A small deterministic Gaussian source (xorshift + Box–Muller), so the
