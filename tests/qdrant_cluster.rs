@@ -174,16 +174,7 @@ fn manifest_ids(data: &Path, url: &str) -> Vec<u64> {
     config.storage.backend = grace::config::Backend::Qdrant;
     config.qdrant.url = url.to_string();
     config.qdrant.collection = COLLECTION.to_string();
-    let manifest = grace::ingest::manifest::Manifest::load(&config.manifest_path())
-        .unwrap()
-        .expect("the ingest's manifest");
-    let mut ids: Vec<u64> = manifest
-        .sources
-        .values()
-        .flat_map(|e| e.point_ids.iter().copied())
-        .collect();
-    ids.sort_unstable();
-    ids
+    common::manifest_ids(&config)
 }
 
 #[test]

@@ -876,6 +876,51 @@ fn qdrant_tls_and_port_mistakes_are_clear_errors() {
 }
 
 #[test]
+fn a_stray_qdrant_left_by_a_dead_owner_is_stopped_by_the_next_start() {
+    // scripts/qdrant and the test fixture share one registry of running
+    // nodes: a node whose owner died is a stray, stopped by the next start.
+    let running = |pid: u64| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut owner = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(common::repo().join("scripts/qdrant"))
+        .args([
+            "start",
+            "--json",
+            "--owner",
+            &owner.id().to_string(),
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::output_text(&out));
+    let started: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pid = started["nodes"][0]["pid"].as_u64().unwrap();
+    assert!(running(pid));
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    assert!(running(pid), "a stray lives on until someone looks");
+    let _next = QdrantCluster::single();
+    let gone = std::time::Instant::now();
+    while running(pid) && gone.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!running(pid), "the stray {pid} was not stopped");
+}
+
+#[test]
 fn qdrant_unreachable_server_names_the_url() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -956,20 +1001,6 @@ fn stored_ids(store: &dyn VectorStore) -> Vec<u64> {
     read_all(store, 256).into_iter().map(|p| p.id).collect()
 }
 
-/// Every point id the manifest records, for the collection `config` names.
-fn manifest_ids(config: &Config) -> Vec<u64> {
-    let manifest = grace::ingest::manifest::Manifest::load(&config.manifest_path())
-        .unwrap()
-        .expect("a manifest");
-    let mut ids: Vec<u64> = manifest
-        .sources
-        .values()
-        .flat_map(|e| e.point_ids.iter().copied())
-        .collect();
-    ids.sort_unstable();
-    ids
-}
-
 #[test]
 fn qdrant_server_lost_mid_ingest_then_back_loses_and_duplicates_nothing() {
     let corpus = common::shared_eval().join("debian-faq/corpus");
@@ -1037,7 +1068,7 @@ fn qdrant_server_lost_mid_ingest_then_back_loses_and_duplicates_nothing() {
         ids, want_ids,
         "the same points as the embedded store, each once"
     );
-    assert_eq!(ids, manifest_ids(&config));
+    assert_eq!(ids, common::manifest_ids(&config));
     assert_eq!(kb.store().count(None).unwrap(), want.points_total);
 
     // A server that comes back while the ingest waits to retry: the
@@ -1068,7 +1099,7 @@ fn qdrant_server_lost_mid_ingest_then_back_loses_and_duplicates_nothing() {
     assert_eq!(report.added, want.added, "{report:?}");
     assert_eq!(report.points_total, want.points_total, "{report:?}");
     assert_eq!(stored_ids(kb.store()), want_ids);
-    assert_eq!(stored_ids(kb.store()), manifest_ids(&config));
+    assert_eq!(stored_ids(kb.store()), common::manifest_ids(&config));
 }
 
 const QUERIES: &[&str] = &[
@@ -1302,8 +1333,8 @@ fn migrate_to_the_server_and_back_loses_nothing() {
         assert_eq!(rows(&original, q), rows(&returned, q), "{q}");
     }
     assert_eq!(
-        manifest_ids(&common::config(&back)),
-        manifest_ids(&common::config(&data))
+        common::manifest_ids(&common::config(&back)),
+        common::manifest_ids(&common::config(&data))
     );
     drop(returned);
     drop(original);

@@ -506,7 +506,6 @@ pub fn models(
     out
 }
 
-/// A temporary folder removed on drop.
 /// A Qdrant collection of the evaluation's own (`<collection>_eval_<pid>_<n>`),
 /// deleted when dropped.
 struct TempCollection(crate::config::QdrantConfig);
@@ -539,6 +538,7 @@ impl Drop for TempCollection {
     }
 }
 
+/// A temporary folder removed on drop.
 struct TempDir(PathBuf);
 
 impl TempDir {

@@ -67,6 +67,21 @@ pub fn open_sample(data: &Path) -> Arc<KnowledgeBase> {
     Arc::new(kb)
 }
 
+/// Every point id the ingest manifest records for the collection `config`
+/// names (on its backend), sorted.
+pub fn manifest_ids(config: &Config) -> Vec<u64> {
+    let manifest = grace::ingest::manifest::Manifest::load(&config.manifest_path())
+        .unwrap()
+        .expect("the ingest's manifest");
+    let mut ids: Vec<u64> = manifest
+        .sources
+        .values()
+        .flat_map(|e| e.point_ids.iter().copied())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
 /// The `grace` binary, run in `dir` with the repository's model and no
 /// outside configuration (`GRACE_CONFIG`, `GRACE_REVIEWER` unset).
 pub fn grace_cmd(dir: &Path, args: &[&str]) -> std::process::Command {
