@@ -827,6 +827,19 @@ fn qdrant_incompatible_server_version_is_refused_and_untested_is_accepted() {
             (other, _) => panic!("{version}: {other:?}"),
         }
     }
+    // The CLI shows the warning for an accepted but untested version.
+    let fake = FakeVersion::start("1.20.2");
+    let work = tempfile::tempdir().unwrap();
+    let out = common::grace_cmd(work.path(), &["status"])
+        .env("GRACE_STORAGE__BACKEND", "qdrant")
+        .env("GRACE_QDRANT__URL", fake.url())
+        .output()
+        .unwrap();
+    let text = common::output_text(&out);
+    assert!(
+        text.contains("has not been tested with grace") && text.contains("1.20.2"),
+        "{text}"
+    );
 }
 
 #[test]
