@@ -627,9 +627,7 @@ impl Ingestor<'_> {
         manifest.save(self.manifest_path)?;
         Ok(())
     }
-}
 
-impl Ingestor<'_> {
     /// Runs a store write under `ingest.store_retries`, telling `on_event`
     /// of each retry and counting them in the report.
     fn retrying<T>(
