@@ -523,15 +523,12 @@ fn shown(id: &str) -> String {
 }
 
 fn open_db(path: &Path) -> Result<Connection> {
-    crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
-        crate::sqlite::OpenError::Db(source) => SessionError::Db {
-            path: path.to_path_buf(),
-            source,
-        },
-        crate::sqlite::OpenError::TooNew { found, supported } => SessionError::Corrupt {
-            path: path.to_path_buf(),
-            message: crate::sqlite::OpenError::too_new(found, supported),
-        },
+    crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| {
+        e.into_error(
+            path,
+            |path, source| SessionError::Db { path, source },
+            |path, message| SessionError::Corrupt { path, message },
+        )
     })
 }
 

@@ -44,6 +44,22 @@ impl OpenError {
             "schema version {found} is newer than this GRACE understands ({supported}); upgrade grace"
         )
     }
+
+    /// This error as a layer's own: `db` for SQLite's, `too_new` with the
+    /// message for a file from a newer GRACE; both get the file's path.
+    pub(crate) fn into_error<E>(
+        self,
+        path: &Path,
+        db: impl FnOnce(std::path::PathBuf, rusqlite::Error) -> E,
+        too_new: impl FnOnce(std::path::PathBuf, String) -> E,
+    ) -> E {
+        match self {
+            OpenError::Db(source) => db(path.to_path_buf(), source),
+            OpenError::TooNew { found, supported } => {
+                too_new(path.to_path_buf(), Self::too_new(found, supported))
+            }
+        }
+    }
 }
 
 /// Opens (creating if needed) the database at `path` with `schema` at

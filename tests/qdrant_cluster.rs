@@ -109,19 +109,16 @@ fn answers(data: &Path, url: &str, questions: &[String]) -> Vec<(Vec<Passage>, V
         .collect()
 }
 
-/// Node index → Raft peer id, from the peers' p2p URIs.
+/// The index of the node that is the Raft leader (each node is asked its
+/// peer id).
 fn leader(cluster: &QdrantCluster) -> usize {
     let (_, c) = cluster.rest(0, "GET", "/cluster", None);
     let leader = c["result"]["raft_info"]["leader"].as_u64().unwrap();
-    let me = c["result"]["peer_id"].as_u64().unwrap();
-    // Ask each node who it is.
-    for i in 0..cluster.len() {
-        let (_, ci) = cluster.rest(i, "GET", "/cluster", None);
-        if ci["result"]["peer_id"].as_u64() == Some(leader) {
-            return i;
-        }
-    }
-    panic!("no node is the leader {leader} (node 0 is {me}): {c}");
+    (0..cluster.len())
+        .find(|&i| {
+            cluster.rest(i, "GET", "/cluster", None).1["result"]["peer_id"].as_u64() == Some(leader)
+        })
+        .unwrap_or_else(|| panic!("no node is the leader {leader}: {c}"))
 }
 
 /// Every point id, scrolled through node `via` with read consistency

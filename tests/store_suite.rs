@@ -1224,10 +1224,10 @@ fn migrate_to_the_server_and_back_loses_nothing() {
     let server = QdrantCluster::single();
     let url = server.url();
     let data_arg = data.to_string_lossy().to_string();
-    let migrate = |to: &str, extra: &[&str]| {
+    let migrate_in = |data: &str, to: &str, extra: &[&str]| {
         let mut args = vec![
             "--data-dir",
-            data_arg.as_str(),
+            data,
             "migrate",
             "--to",
             to,
@@ -1237,6 +1237,7 @@ fn migrate_to_the_server_and_back_loses_nothing() {
         args.extend_from_slice(extra);
         common::grace(work.path(), &args)
     };
+    let migrate = |to: &str, extra: &[&str]| migrate_in(&data_arg, to, extra);
     let out = migrate("qdrant", &[]);
     let text = common::output_text(&out);
     assert!(out.status.success(), "{text}");
@@ -1308,19 +1309,7 @@ fn migrate_to_the_server_and_back_loses_nothing() {
     let back_server = qdrant_kb_config(&back, &url).manifest_path();
     std::fs::create_dir_all(back_server.parent().unwrap()).unwrap();
     std::fs::copy(server_config.manifest_path(), &back_server).unwrap();
-    let out = common::grace(
-        work.path(),
-        &[
-            "--data-dir",
-            back_arg.as_str(),
-            "migrate",
-            "--to",
-            "edge",
-            "--url",
-            url.as_str(),
-            "--json",
-        ],
-    );
+    let out = migrate_in(&back_arg, "edge", &["--json"]);
     assert!(out.status.success(), "{}", common::output_text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["points"], edge_points);

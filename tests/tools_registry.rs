@@ -14,6 +14,16 @@ use grace::tools::stats::Health;
 use grace::tools::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult};
 use serde_json::{Value, json};
 
+/// `grace --config FILE ARGS` in `dir`, FILE being `config` written there:
+/// another process on the same data folder.
+fn cli(dir: &std::path::Path, config: &grace::Config, args: &[&str]) -> std::process::Output {
+    let file = dir.join("grace.yml");
+    std::fs::write(&file, config.to_yaml().unwrap()).unwrap();
+    let mut all = vec!["--config", file.to_str().unwrap()];
+    all.extend_from_slice(args);
+    common::grace(dir, &all)
+}
+
 /// A tool outside GRACE's own that fails with `kind` while `failing` is
 /// above zero (each call counts it down), else returns data.
 struct Flaky {
@@ -98,18 +108,7 @@ async fn statistics_survive_a_restart_and_show_in_list_stats_and_status() {
     drop(grace);
 
     // Another process, then the library again: the figures are kept.
-    let cfg = dir.path().join("grace.yml");
-    std::fs::write(&cfg, config.to_yaml().unwrap()).unwrap();
-    let out = common::grace(
-        dir.path(),
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--json",
-            "tools",
-            "stats",
-        ],
-    );
+    let out = cli(dir.path(), &config, &["--json", "tools", "stats"]);
     assert!(out.status.success(), "{}", common::output_text(&out));
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     // Every tool registered is listed, called or not.
@@ -124,10 +123,7 @@ async fn statistics_survive_a_restart_and_show_in_list_stats_and_status() {
         vec![("ask_user", 0), ("rag_search", 3), ("reasoning", 0)]
     );
 
-    let out = common::grace(
-        dir.path(),
-        &["--config", cfg.to_str().unwrap(), "--json", "tools", "list"],
-    );
+    let out = cli(dir.path(), &config, &["--json", "tools", "list"]);
     assert!(out.status.success(), "{}", common::output_text(&out));
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rag = list["tools"]
@@ -143,10 +139,7 @@ async fn statistics_survive_a_restart_and_show_in_list_stats_and_status() {
     assert_eq!(rag["stats"]["calls"], 3);
     assert_eq!(rag["health"], "ok");
 
-    let out = common::grace(
-        dir.path(),
-        &["--config", cfg.to_str().unwrap(), "--json", "status"],
-    );
+    let out = cli(dir.path(), &config, &["--json", "status"]);
     let status: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["tools"][1]["name"], "rag_search");
     assert_eq!(status["tools"][1]["calls"], 3);
@@ -199,18 +192,7 @@ async fn the_same_failure_three_times_marks_a_tool_unreliable_for_agent_and_plan
     assert!(spec.description.starts_with("[unreliable"), "{spec:?}");
 
     // The report names it and its recurring failure; a success clears it.
-    let cfg = dir.path().join("grace.yml");
-    std::fs::write(&cfg, config.to_yaml().unwrap()).unwrap();
-    let out = common::grace(
-        dir.path(),
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--json",
-            "tools",
-            "reflect",
-        ],
-    );
+    let out = cli(dir.path(), &config, &["--json", "tools", "reflect"]);
     assert!(out.status.success(), "{}", common::output_text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["unreliable"][0][0], "mcp.tickets.lookup");
@@ -224,10 +206,7 @@ async fn the_same_failure_three_times_marks_a_tool_unreliable_for_agent_and_plan
         pattern["pattern"],
         "mcp.tickets.lookup: ticket service said ### (# left)"
     );
-    let out = common::grace(
-        dir.path(),
-        &["--config", cfg.to_str().unwrap(), "tools", "reflect"],
-    );
+    let out = cli(dir.path(), &config, &["tools", "reflect"]);
     let text = common::output_text(&out);
     assert!(text.contains("mcp.tickets.lookup: UNRELIABLE"), "{text}");
 
@@ -274,18 +253,7 @@ async fn disable_after_takes_a_tool_away_until_an_admin_enables_it() {
     assert!(refused.suggestions[0].contains("grace tools enable web_fetch"));
 
     // `grace tools enable` in another process counts at once here.
-    let cfg = dir.path().join("grace.yml");
-    std::fs::write(&cfg, config.to_yaml().unwrap()).unwrap();
-    let out = common::grace(
-        dir.path(),
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "tools",
-            "enable",
-            "web_fetch",
-        ],
-    );
+    let out = cli(dir.path(), &config, &["tools", "enable", "web_fetch"]);
     assert!(out.status.success(), "{}", common::output_text(&out));
     assert!(
         offered(&grace, Caller::Agent)

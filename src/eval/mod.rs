@@ -506,6 +506,15 @@ pub fn models(
     out
 }
 
+/// `<pid>_<nanoseconds>`: a name no other evaluation running now has.
+fn unique() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    format!("{}_{nanos}", std::process::id())
+}
+
 /// A Qdrant collection of the evaluation's own (`<collection>_eval_<pid>_<n>`),
 /// deleted when dropped.
 struct TempCollection(crate::config::QdrantConfig);
@@ -517,15 +526,7 @@ impl TempCollection {
         if config.storage.backend != crate::config::Backend::Qdrant {
             return None;
         }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        config.qdrant.collection = format!(
-            "{}_eval_{}_{nanos}",
-            config.qdrant.collection,
-            std::process::id()
-        );
+        config.qdrant.collection = format!("{}_eval_{}", config.qdrant.collection, unique());
         Some(Self(config.qdrant.clone()))
     }
 }
@@ -543,11 +544,7 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new() -> std::result::Result<Self, EvalError> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        let path = std::env::temp_dir().join(format!("grace-eval-{}-{nanos}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("grace-eval-{}", unique()));
         std::fs::create_dir_all(&path).map_err(|source| EvalError::Io {
             action: "create",
             path: path.clone(),

@@ -87,15 +87,12 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
             source,
         })?;
     }
-    crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
-        crate::sqlite::OpenError::Db(source) => ReviewError::Db {
-            path: path.to_path_buf(),
-            source,
-        },
-        crate::sqlite::OpenError::TooNew { found, supported } => ReviewError::Corrupt {
-            path: path.to_path_buf(),
-            message: crate::sqlite::OpenError::too_new(found, supported),
-        },
+    crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| {
+        e.into_error(
+            path,
+            |path, source| ReviewError::Db { path, source },
+            |path, message| ReviewError::Corrupt { path, message },
+        )
     })
 }
 

@@ -118,7 +118,7 @@ pub enum StoreError {
     #[error(
         "the Qdrant server at {url} reports version {server:?}; grace works with Qdrant {}: \
          upgrade the server, or use a grace release made for it",
-        qdrant::SUPPORTED
+        qdrant::supported()
     )]
     Incompatible {
         /// The server's gRPC URL (`qdrant.url`).

@@ -49,13 +49,31 @@ pub const CLIENT_VERSION: &str = "1.20.0";
 /// the Qdrant 1.16.3 server in `../shared/qdrant` (`scripts/setup --qdrant`).
 pub const TESTED_VERSIONS: &[(u64, u64)] = &[(1, 16)];
 
-/// The oldest server GRACE accepts: the tested one. Everything GRACE uses
-/// (named dense and sparse vectors, the IDF modifier, the query API,
-/// keyword payload indexes) is older than it.
-const OLDEST: (u64, u64) = (1, 16);
+/// The oldest server GRACE accepts: the oldest tested one. Everything
+/// GRACE uses (named dense and sparse vectors, the IDF modifier, the query
+/// API, keyword payload indexes) is older than it.
+const OLDEST: (u64, u64) = TESTED_VERSIONS[0];
 
-/// Server versions GRACE accepts, for messages.
-pub const SUPPORTED: &str = "1.16 to 1.21 (tested: 1.16)";
+/// The newest server GRACE accepts: one minor version past the client's
+/// (Qdrant's own rule).
+fn newest() -> (u64, u64) {
+    parse_version(CLIENT_VERSION).map_or(OLDEST, |(major, minor)| (major, minor + 1))
+}
+
+/// The versions GRACE accepts, for messages: `1.16 to 1.21 (tested: 1.16)`.
+pub fn supported() -> String {
+    let tested: Vec<String> = TESTED_VERSIONS
+        .iter()
+        .map(|(major, minor)| format!("{major}.{minor}"))
+        .collect();
+    let (newest_major, newest_minor) = newest();
+    format!(
+        "{}.{} to {newest_major}.{newest_minor} (tested: {})",
+        OLDEST.0,
+        OLDEST.1,
+        tested.join(", ")
+    )
+}
 
 /// Points sent per upsert request (a request stays well below gRPC's
 /// message limits: 256 MiniLM chunks are about 1 MB).
@@ -308,7 +326,8 @@ impl QdrantStore {
             tracing::warn!(
                 url = %store.target.url,
                 version = %reply.version,
-                "this Qdrant server version has not been tested with grace (supported: {SUPPORTED})"
+                "this Qdrant server version has not been tested with grace (supported: {})",
+                supported()
             );
         }
         store.server_version = reply.version;
@@ -563,12 +582,10 @@ pub fn check_version(url: &str, server: &str) -> Result<bool> {
         url: url.to_string(),
         server: server.to_string(),
     };
-    let (version, client) = match (parse_version(server), parse_version(CLIENT_VERSION)) {
-        (Some(v), Some(c)) => (v, c),
-        _ => return Err(incompatible()),
+    let Some(version) = parse_version(server) else {
+        return Err(incompatible());
     };
-    let newest = (client.0, client.1 + 1);
-    if version < OLDEST || version > newest {
+    if version < OLDEST || version > newest() {
         return Err(incompatible());
     }
     Ok(TESTED_VERSIONS.contains(&version))
@@ -890,7 +907,8 @@ mod tests {
         let m = check_version("http://x:6334", "1.9.0")
             .unwrap_err()
             .to_string();
-        assert!(m.contains("1.9.0") && m.contains(SUPPORTED), "{m}");
+        assert!(m.contains("1.9.0") && m.contains(&supported()), "{m}");
+        assert_eq!(supported(), "1.16 to 1.21 (tested: 1.16)");
     }
 
     #[test]

@@ -215,15 +215,12 @@ impl ToolStats {
                 source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
             })?;
         }
-        let conn = crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
-            crate::sqlite::OpenError::Db(source) => StatsError::Db {
-                path: path.to_path_buf(),
-                source,
-            },
-            crate::sqlite::OpenError::TooNew { found, supported } => StatsError::TooNew {
-                path: path.to_path_buf(),
-                message: crate::sqlite::OpenError::too_new(found, supported),
-            },
+        let conn = crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| {
+            e.into_error(
+                path,
+                |path, source| StatsError::Db { path, source },
+                |path, message| StatsError::TooNew { path, message },
+            )
         })?;
         // A call's figures are not worth a disk flush on the question's
         // path: with WAL, NORMAL keeps them through a crash of the process

@@ -345,6 +345,8 @@ fn free_ports() -> [u16; 3] {
 }
 
 /// A minimal HTTP/1.1 request (`Connection: close`); `(status, body)`.
+/// Not reqwest's blocking client: the fixture also runs inside
+/// `#[tokio::test]`s, where that client panics when dropped.
 fn http(
     port: u16,
     method: &str,

@@ -166,15 +166,12 @@ impl Store {
             // A missing folder shows up as SQLite's error below.
             let _ = std::fs::create_dir_all(dir);
         }
-        let conn = crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
-            crate::sqlite::OpenError::Db(source) => StoreError::Db {
-                path: path.to_path_buf(),
-                source,
-            },
-            crate::sqlite::OpenError::TooNew { found, supported } => StoreError::TooNew {
-                path: path.to_path_buf(),
-                message: crate::sqlite::OpenError::too_new(found, supported),
-            },
+        let conn = crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| {
+            e.into_error(
+                path,
+                |path, source| StoreError::Db { path, source },
+                |path, message| StoreError::TooNew { path, message },
+            )
         })?;
         Ok(Self {
             path: path.to_path_buf(),
