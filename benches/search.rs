@@ -91,7 +91,12 @@ fn bench(c: &mut Criterion) {
 
 fn bench_size(c: &mut Criterion, points: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let store = EdgeStore::open_or_create(&dir.path().join("bench"), DIM, 1).unwrap();
+    let store = EdgeStore::open_or_create(
+        &dir.path().join("bench"),
+        DIM,
+        &grace::config::StorageConfig::default(),
+    )
+    .unwrap();
     let lexical = LexicalEncoder::new().unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     fill(&store, &mut rng, &lexical, points);
@@ -122,6 +127,7 @@ fn bench_size(c: &mut Criterion, points: usize) {
                         // passages are read with `retrieve` (below).
                         with_payload: false,
                         with_dense: false,
+                        exact: false,
                     })
                     .unwrap()
                     .len()
@@ -136,6 +142,7 @@ fn bench_size(c: &mut Criterion, points: usize) {
                         filter: None,
                         with_payload: false,
                         with_dense: false,
+                        exact: false,
                     })
                     .unwrap()
                     .len()

@@ -233,6 +233,7 @@ impl KnowledgeBase {
             filter: None,
             with_payload: false,
             with_dense: false,
+            exact: false,
         })?;
         let scores: Vec<f64> = hits
             .iter()
@@ -263,12 +264,12 @@ pub(crate) fn open_store(
     Ok(match (config.storage.backend, mode) {
         (Backend::Edge, OpenMode::Existing) => Box::new(EdgeStore::open_existing(
             &config.collection_dir(),
-            config.storage.search_threads,
+            &config.storage,
         )?),
         (Backend::Edge, OpenMode::Create) => Box::new(EdgeStore::open_or_create(
             &config.collection_dir(),
             dimension,
-            config.storage.search_threads,
+            &config.storage,
         )?),
         (Backend::Qdrant, OpenMode::Existing) => {
             Box::new(QdrantStore::open_existing(&config.qdrant)?)

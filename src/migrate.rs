@@ -197,7 +197,7 @@ fn drop_collection(config: &Config) -> Result<bool> {
             } else {
                 // Opening takes the store's lock: a collection another
                 // process uses is refused (Busy), not deleted under it.
-                drop(EdgeStore::open_existing(&dir, 1)?);
+                drop(EdgeStore::open_existing(&dir, &config.storage)?);
                 std::fs::remove_dir_all(&dir).map_err(|source| StoreError::Io {
                     action: "delete",
                     path: dir.clone(),

@@ -129,6 +129,7 @@ pub fn search(
         filter: request.filter,
         with_payload: false,
         with_dense: false,
+        exact: false,
     })?;
     let lexical_hits = if config.hybrid {
         let sparse = lexical.encode_query(query);
@@ -138,6 +139,7 @@ pub fn search(
             filter: request.filter,
             with_payload: false,
             with_dense: false,
+            exact: false,
         })?
     } else {
         Vec::new()

@@ -57,13 +57,13 @@ impl Fixture for Edge {
         Ok(Box::new(EdgeStore::open_or_create(
             &self.0.path().join(collection),
             dimension,
-            1,
+            &grace::config::StorageConfig::default(),
         )?))
     }
     fn existing(&self, collection: &str) -> StoreResult<Box<dyn VectorStore>> {
         Ok(Box::new(EdgeStore::open_existing(
             &self.0.path().join(collection),
-            1,
+            &grace::config::StorageConfig::default(),
         )?))
     }
     fn is_not_found(&self, e: &StoreError) -> bool {
@@ -284,6 +284,7 @@ fn dense_search(
             filter,
             with_payload: true,
             with_dense: true,
+            exact: false,
         })
         .unwrap()
 }
@@ -301,6 +302,7 @@ fn lexical_search(
             filter: None,
             with_payload: true,
             with_dense: false,
+            exact: false,
         })
         .unwrap()
 }
@@ -343,6 +345,7 @@ fn retrieve_reads_the_asked_points(b: &dyn Fixture) {
             filter: None,
             with_payload: false,
             with_dense: false,
+            exact: false,
         })
         .unwrap();
     assert_eq!(bare.len(), 5);
@@ -396,6 +399,7 @@ fn dense_search_ranks_by_cosine(b: &dyn Fixture) {
             filter: None,
             with_payload: true,
             with_dense: false,
+            exact: false,
         })
         .unwrap();
     assert_eq!(bare[0].dense, None);
@@ -725,7 +729,12 @@ fn qdrant_lexical_ranking_equals_the_embedded_store_within_ties() {
     let server = QdrantCluster::single();
     let remote = QdrantStore::open_or_create(&server_config(&server.url(), "idf"), DIM).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let local = EdgeStore::open_or_create(&dir.path().join("idf"), DIM, 1).unwrap();
+    let local = EdgeStore::open_or_create(
+        &dir.path().join("idf"),
+        DIM,
+        &grace::config::StorageConfig::default(),
+    )
+    .unwrap();
     let l = LexicalEncoder::new().unwrap();
     let words = [
         "deploy", "rollback", "kernel", "package", "mirror", "upgrade", "network", "printer",

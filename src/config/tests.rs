@@ -224,6 +224,38 @@ fn wrong_type_in_file_names_key_and_line() {
 }
 
 #[test]
+fn index_settings_from_the_environment() {
+    let env = vars(&[
+        ("GRACE_STORAGE__QUANTIZATION", "int8"),
+        ("GRACE_STORAGE__OVERSAMPLING", "2.5"),
+        ("GRACE_STORAGE__VECTORS_ON_DISK", "false"),
+        ("GRACE_STORAGE__LEXICAL_ON_DISK", "false"),
+        ("GRACE_STORAGE__HNSW_M", "32"),
+        ("GRACE_STORAGE__HNSW_EF_CONSTRUCT", "200"),
+        ("GRACE_STORAGE__HNSW_EF", "128"),
+        ("GRACE_STORAGE__SEGMENT_POINTS", "250000"),
+    ]);
+    let c = Config::load_with_env(None, &env).unwrap();
+    let s = &c.storage;
+    assert_eq!(s.quantization, crate::config::Quantization::Int8);
+    assert_eq!(s.oversampling, 2.5);
+    assert!(!s.vectors_on_disk && !s.lexical_on_disk);
+    assert_eq!((s.hnsw_m, s.hnsw_ef_construct, s.hnsw_ef), (32, 200, 128));
+    assert_eq!(s.segment_points, 250_000);
+}
+
+#[test]
+fn unknown_quantization_is_an_error_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "storage:\n  quantization: int4\n");
+    let err = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("storage.quantization"), "{err}");
+    assert!(err.contains("int4"), "{err}");
+}
+
+#[test]
 fn unknown_backend_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "storage:\n  backend: sqlite\n");
@@ -297,6 +329,24 @@ fn out_of_range_values_name_key_and_line() {
         (
             "storage:\n  search_threads: 5000\n",
             "storage.search_threads",
+            2,
+        ),
+        ("storage:\n  oversampling: 0.5\n", "storage.oversampling", 2),
+        (
+            "storage:\n  oversampling: .nan\n",
+            "storage.oversampling",
+            2,
+        ),
+        ("storage:\n  hnsw_m: 2\n", "storage.hnsw_m", 2),
+        (
+            "storage:\n  hnsw_ef_construct: 5000\n",
+            "storage.hnsw_ef_construct",
+            2,
+        ),
+        ("storage:\n  hnsw_ef: 0\n", "storage.hnsw_ef", 2),
+        (
+            "storage:\n  segment_points: 500\n",
+            "storage.segment_points",
             2,
         ),
         (

@@ -30,6 +30,7 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             ),
         ));
     }
+    validate_index(&c.storage)?;
 
     validate_reader(c)?;
     let e = &c.embedding;
@@ -798,6 +799,39 @@ fn validate_qdrant_server(q: &super::QdrantConfig) -> Result<()> {
                 q.replication_factor.max(1)
             ),
         ));
+    }
+    Ok(())
+}
+
+/// The embedded store's index settings (`storage.*`).
+fn validate_index(s: &super::StorageConfig) -> Result<()> {
+    if !(s.oversampling.is_finite() && (1.0..=16.0).contains(&s.oversampling)) {
+        return Err(invalid(
+            "storage.oversampling",
+            format!("{} is out of range 1..=16", s.oversampling),
+        ));
+    }
+    let ranges: [(&str, usize, std::ops::RangeInclusive<usize>); 4] = [
+        ("storage.hnsw_m", s.hnsw_m, 4..=128),
+        ("storage.hnsw_ef_construct", s.hnsw_ef_construct, 4..=4096),
+        ("storage.hnsw_ef", s.hnsw_ef, 1..=4096),
+        (
+            "storage.segment_points",
+            s.segment_points,
+            10_000..=100_000_000,
+        ),
+    ];
+    for (key, value, range) in ranges {
+        if !range.contains(&value) {
+            return Err(invalid(
+                key,
+                format!(
+                    "{value} is out of range {}..={}",
+                    range.start(),
+                    range.end()
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -260,6 +260,9 @@ pub struct StoreQuery<'a> {
     pub with_payload: bool,
     /// Also return each hit's dense vector (to score lexical hits by cosine).
     pub with_dense: bool,
+    /// Score every point with the full vectors: no graph, no quantisation.
+    /// Slow; what the index's recall is measured against.
+    pub exact: bool,
 }
 
 /// One ranked point.

@@ -758,6 +758,10 @@ impl VectorStore for QdrantStore {
                 None
             },
             with_vectors,
+            params: query.exact.then(|| qdrant_client::qdrant::SearchParams {
+                exact: Some(true),
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let client = self.client.clone();

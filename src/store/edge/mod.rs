@@ -11,21 +11,28 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use qdrant_edge::{
     Condition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, JsonPath, Match, Modifier,
     NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations,
     PointOperations, PointStruct, QueryEnum, QueryRequest, Record, RetrieveRequest, ScoredPoint,
-    ScoringQuery, ScrollRequest, UpdateOperation, ValueVariants, VectorInternal, VectorRef,
-    VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
+    ScoringQuery, ScrollRequest, SearchParams, UpdateOperation, ValueVariants, VectorInternal,
+    VectorRef, VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
 };
 
 use super::{
     ChunkPayload, ChunkPoint, DENSE_VECTOR, LEXICAL_VECTOR, PayloadFilter, QueryVector, Result,
     ScrollPage, StoreError, StoreInfo, StoreQuery, StoredHit, VectorStore,
 };
+use crate::config::StorageConfig;
 use crate::lexical::SparseVector;
+
+mod settings;
+
+pub use self::settings::IndexSettings;
+use self::settings::{index_settings, placement, search_params, tuned};
 
 /// A qdrant-edge shard holding one collection.
 #[derive(Debug)]
@@ -33,22 +40,32 @@ pub struct EdgeStore {
     shard: EdgeShard,
     path: PathBuf,
     dimension: usize,
+    /// The search-time settings (`storage.hnsw_ef`, `storage.oversampling`).
+    params: SearchParams,
+    /// `storage.segment_points`: the writes after which the store indexes
+    /// what it was given.
+    segment_points: usize,
+    /// Points written since the last optimisation.
+    unindexed: AtomicUsize,
     // Held for the store's lifetime: the OS releases the lock when it closes.
     _lock: File,
 }
 
 impl EdgeStore {
     /// Opens the collection at `path`, creating it for `dimension`-sized
-    /// dense vectors if it does not exist yet. `search_threads`: as
-    /// `storage.search_threads` (0: one per CPU).
-    pub fn open_or_create(path: &Path, dimension: usize, search_threads: usize) -> Result<Self> {
+    /// dense vectors if it does not exist yet, with the index `settings`
+    /// (`storage.*`). An existing store whose saved index settings differ
+    /// rebuilds its segments with them before this returns: the next
+    /// `grace ingest` after a setting changed applies it.
+    pub fn open_or_create(path: &Path, dimension: usize, settings: &StorageConfig) -> Result<Self> {
         let lock = lock(path)?;
-        let shard = if has_shard(path) {
-            load(path, search_threads)?
+        let (shard, before) = if has_shard(path) {
+            let before = stored_config(path)?;
+            (load(path, settings)?, Some(before))
         } else {
-            create(path, dimension, search_threads)?
+            (create(path, dimension, settings)?, None)
         };
-        let store = Self::new(shard, path, lock)?;
+        let store = Self::new(shard, path, lock, settings)?;
         if store.dimension != dimension {
             return Err(StoreError::DimensionMismatch {
                 path: path.to_path_buf(),
@@ -56,22 +73,37 @@ impl EdgeStore {
                 expected: dimension,
             });
         }
+        if let Some(before) = before {
+            let before = index_settings(&before, store.dimension);
+            let now = store.index_settings();
+            if before != now {
+                tracing::info!(
+                    path = %path.display(),
+                    ?before,
+                    ?now,
+                    "the index settings changed: rebuilding the segments with them"
+                );
+                store.shard.optimize().map_err(|e| store.engine(e))?;
+            }
+        }
         Ok(store)
     }
 
-    /// Opens an existing collection; [`StoreError::NotFound`] if there is none.
-    pub fn open_existing(path: &Path, search_threads: usize) -> Result<Self> {
+    /// Opens an existing collection; [`StoreError::NotFound`] if there is
+    /// none. Changed index settings are saved; the segments take them on at
+    /// the next optimisation (the search-time ones apply at once).
+    pub fn open_existing(path: &Path, settings: &StorageConfig) -> Result<Self> {
         if !has_shard(path) {
             return Err(StoreError::NotFound {
                 path: path.to_path_buf(),
             });
         }
         let lock = lock(path)?;
-        let shard = load(path, search_threads)?;
-        Self::new(shard, path, lock)
+        let shard = load(path, settings)?;
+        Self::new(shard, path, lock, settings)
     }
 
-    fn new(shard: EdgeShard, path: &Path, lock: File) -> Result<Self> {
+    fn new(shard: EdgeShard, path: &Path, lock: File, settings: &StorageConfig) -> Result<Self> {
         let dimension = shard
             .config()
             .vectors
@@ -87,6 +119,9 @@ impl EdgeStore {
             shard,
             path: path.to_path_buf(),
             dimension,
+            params: search_params(settings),
+            segment_points: settings.segment_points,
+            unindexed: AtomicUsize::new(0),
             _lock: lock,
         })
     }
@@ -94,6 +129,11 @@ impl EdgeStore {
     /// Size of the dense vectors.
     pub fn dimension(&self) -> usize {
         self.dimension
+    }
+
+    /// The index settings the store holds now (as saved in its folder).
+    pub fn index_settings(&self) -> IndexSettings {
+        index_settings(&self.shard.config(), self.dimension)
     }
 
     fn engine<E: std::fmt::Display>(&self, e: E) -> StoreError {
@@ -112,20 +152,23 @@ fn has_shard(path: &Path) -> bool {
     path.join("edge_config.json").is_file()
 }
 
-fn create(path: &Path, dimension: usize, search_threads: usize) -> Result<EdgeShard> {
+fn create(path: &Path, dimension: usize, settings: &StorageConfig) -> Result<EdgeShard> {
     let config = EdgeConfig::builder()
-        .max_search_threads(pool_size(search_threads))
         .vector(
             DENSE_VECTOR,
-            EdgeVectorParams::builder(dimension, Distance::Cosine).build(),
+            EdgeVectorParams::builder(dimension, Distance::Cosine)
+                .memory(placement(settings.vectors_on_disk))
+                .build(),
         )
         .sparse_vector(
             LEXICAL_VECTOR,
             EdgeSparseVectorParams::builder()
                 .modifier(Modifier::Idf)
+                .memory(placement(settings.lexical_on_disk))
                 .build(),
         )
         .build();
+    let config = tuned(config, settings, dimension);
     let shard = EdgeShard::new(path, config).map_err(|e| engine_error(path, e))?;
     // A keyword index on `source` makes delete-by-source and source filters
     // cheap once the collection is large.
@@ -141,22 +184,34 @@ fn create(path: &Path, dimension: usize, search_threads: usize) -> Result<EdgeSh
     Ok(shard)
 }
 
-/// Loads a shard; its search pool is a runtime setting, so the stored
-/// configuration is kept and only the thread count given.
-fn load(path: &Path, search_threads: usize) -> Result<EdgeShard> {
-    let overlay = EdgeConfig::builder()
-        .max_search_threads(pool_size(search_threads))
-        .build();
-    EdgeShard::load(path, Some(overlay)).map_err(|e| engine_error(path, e))
+/// The engine configuration saved in a shard's folder (empty if none).
+fn stored_config(path: &Path) -> Result<EdgeConfig> {
+    Ok(EdgeConfig::load(path)
+        .transpose()
+        .map_err(|e| engine_error(path, e))?
+        .unwrap_or_default())
 }
 
-/// `storage.search_threads`, 0 resolved to the number of CPUs (given
-/// explicitly: the engine would otherwise keep the count stored at creation).
-fn pool_size(search_threads: usize) -> usize {
-    match search_threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
+/// Loads a shard with the configured settings laid over the stored ones:
+/// the search pool applies at once; a changed index setting is saved and
+/// the segments converge to it at the next optimisation.
+fn load(path: &Path, settings: &StorageConfig) -> Result<EdgeShard> {
+    let stored = stored_config(path)?;
+    let mut vectors = stored.vectors;
+    let dimension = vectors.get(DENSE_VECTOR).map_or(0, |v| v.size);
+    if let Some(dense) = vectors.get_mut(DENSE_VECTOR) {
+        dense.memory = Some(placement(settings.vectors_on_disk));
     }
+    let mut sparse_vectors = stored.sparse_vectors;
+    if let Some(lexical) = sparse_vectors.get_mut(LEXICAL_VECTOR) {
+        lexical.memory = Some(placement(settings.lexical_on_disk));
+    }
+    let overlay = EdgeConfig::builder()
+        .vectors(vectors)
+        .sparse_vectors(sparse_vectors)
+        .build();
+    let overlay = tuned(overlay, settings, dimension);
+    EdgeShard::load(path, Some(overlay)).map_err(|e| engine_error(path, e))
 }
 
 /// Takes the exclusive lock beside the collection folder, recording our pid
@@ -340,16 +395,38 @@ impl VectorStore for EdgeStore {
             ]);
             batch.push(PointStruct::new(p.id, vectors, payload).into());
         }
+        let written = batch.len();
         self.shard
             .update(UpdateOperation::PointOperation(
                 PointOperations::UpsertPoints(PointInsertOperations::PointsList(batch)),
             ))
-            .map_err(|e| self.engine(e))
+            .map_err(|e| self.engine(e))?;
+        // Bounded writing: unindexed points sit in the appendable segment,
+        // whose vectors, lexical index and payload are all in memory, and
+        // indexing it maps a copy of it. Indexing every `segment_points`
+        // keeps both to one segment's worth, however large the ingest.
+        if self.unindexed.fetch_add(written, Ordering::Relaxed) + written >= self.segment_points {
+            self.unindexed.store(0, Ordering::Relaxed);
+            self.shard.flush().map_err(|e| self.engine(e))?;
+            self.shard.optimize().map_err(|e| self.engine(e))?;
+        }
+        Ok(())
     }
 
     fn search(&self, query: &StoreQuery<'_>) -> Result<Vec<StoredHit>> {
-        let (vector, using) = match query.vector {
-            QueryVector::Dense(v) => (VectorInternal::from(v.to_vec()), DENSE_VECTOR),
+        let (vector, using, params) = match query.vector {
+            QueryVector::Dense(v) => (
+                VectorInternal::from(v.to_vec()),
+                DENSE_VECTOR,
+                Some(if query.exact {
+                    SearchParams {
+                        exact: true,
+                        ..SearchParams::default()
+                    }
+                } else {
+                    self.params.clone()
+                }),
+            ),
             QueryVector::Lexical(s) => {
                 if s.is_empty() {
                     return Ok(Vec::new());
@@ -358,10 +435,11 @@ impl VectorStore for EdgeStore {
                     indices: s.indices.clone(),
                     values: s.values.clone(),
                 };
-                (VectorInternal::from(sparse), LEXICAL_VECTOR)
+                (VectorInternal::from(sparse), LEXICAL_VECTOR, None)
             }
         };
         let mut request = QueryRequest::new(query.limit);
+        request.params = params;
         request.query = Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery {
             query: vector,
             using: Some(using.to_string()),
@@ -419,6 +497,7 @@ impl VectorStore for EdgeStore {
     }
 
     fn optimize(&self) -> Result<bool> {
+        self.unindexed.store(0, Ordering::Relaxed);
         self.shard.optimize().map_err(|e| self.engine(e))
     }
 

@@ -1,0 +1,219 @@
+//! The embedded store's index settings (`storage.quantization`,
+//! `storage.oversampling`, `storage.*_on_disk`, `storage.hnsw_*`,
+//! `storage.segment_points`, `storage.search_threads`) as qdrant-edge
+//! configuration, and back: what a store saved is read as
+//! [`IndexSettings`].
+
+use qdrant_edge::{
+    BinaryQuantizationConfig, BinaryQuantizationQueryEncoding, EdgeConfig, EdgeOptimizersConfig,
+    HnswIndexConfig, Memory, QuantizationConfig, QuantizationSearchParams,
+    ScalarQuantizationConfig, ScalarType, SearchParams,
+};
+
+use super::super::{DENSE_VECTOR, LEXICAL_VECTOR};
+use crate::config::{Quantization, StorageConfig};
+
+/// The index settings a store holds (`storage.*` as it applied them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexSettings {
+    /// `storage.quantization`.
+    pub quantization: Quantization,
+    /// `storage.vectors_on_disk`.
+    pub vectors_on_disk: bool,
+    /// `storage.lexical_on_disk`.
+    pub lexical_on_disk: bool,
+    /// `storage.hnsw_m`.
+    pub hnsw_m: usize,
+    /// `storage.hnsw_ef_construct`.
+    pub hnsw_ef_construct: usize,
+    /// `storage.segment_points` (as the segment size it was saved as).
+    pub segment_points: usize,
+}
+
+/// The index settings an engine configuration records.
+pub(super) fn index_settings(config: &EdgeConfig, dimension: usize) -> IndexSettings {
+    let on_disk = |memory: Option<Memory>| memory.is_some_and(|m| m.is_cold());
+    let segment_kb = config
+        .optimizers
+        .as_ref()
+        .and_then(|o| o.max_segment_size)
+        .unwrap_or(0);
+    IndexSettings {
+        quantization: match &config.quantization_config {
+            None => Quantization::None,
+            Some(QuantizationConfig::Binary(_)) => Quantization::Binary,
+            Some(_) => Quantization::Int8,
+        },
+        vectors_on_disk: on_disk(
+            config
+                .vectors
+                .get(DENSE_VECTOR)
+                .and_then(|v| v.memory_placement()),
+        ),
+        lexical_on_disk: on_disk(
+            config
+                .sparse_vectors
+                .get(LEXICAL_VECTOR)
+                .and_then(|v| v.memory_placement()),
+        ),
+        hnsw_m: config.hnsw_config().m,
+        hnsw_ef_construct: config.hnsw_config().ef_construct,
+        segment_points: segment_kb * 1024 / (dimension.max(1) * 4),
+    }
+}
+
+/// `config` with the settings every open applies: search pool, graph,
+/// quantisation and segment size.
+pub(super) fn tuned(
+    mut config: EdgeConfig,
+    settings: &StorageConfig,
+    dimension: usize,
+) -> EdgeConfig {
+    config.max_search_threads = Some(pool_size(settings.search_threads));
+    config.hnsw_config = Some(HnswIndexConfig {
+        m: settings.hnsw_m,
+        ef_construct: settings.hnsw_ef_construct,
+        ..HnswIndexConfig::default()
+    });
+    config.quantization_config = quantization(settings.quantization);
+    // A segment's size as the optimisers count it: its dense vectors.
+    let segment_kb = (settings.segment_points * dimension.max(1) * 4).div_ceil(1024);
+    config.optimizers = Some(EdgeOptimizersConfig {
+        max_segment_size: Some(segment_kb),
+        ..EdgeOptimizersConfig::default()
+    });
+    config
+}
+
+/// Where a component lives: read from disk when needed, or loaded.
+pub(super) fn placement(on_disk: bool) -> Memory {
+    if on_disk {
+        Memory::Cold
+    } else {
+        Memory::Cached
+    }
+}
+
+/// The engine's quantisation for `storage.quantization`; the quantised
+/// vectors stay in memory, whatever the originals do.
+// `always_ram` is the deprecated spelling of `memory`; it has to be named.
+#[allow(deprecated)]
+fn quantization(q: Quantization) -> Option<QuantizationConfig> {
+    match q {
+        Quantization::None => None,
+        Quantization::Int8 => Some(
+            ScalarQuantizationConfig {
+                r#type: ScalarType::Int8,
+                quantile: Some(0.99),
+                always_ram: None,
+                memory: Some(Memory::Pinned),
+            }
+            .into(),
+        ),
+        Quantization::Binary => Some(
+            BinaryQuantizationConfig {
+                always_ram: None,
+                memory: Some(Memory::Pinned),
+                encoding: None,
+                // The question scored at 8 bits against the stored bits:
+                // asymmetric, far closer to the true order than bits
+                // against bits, for the price of one query a search.
+                query_encoding: Some(BinaryQuantizationQueryEncoding::Scalar8Bits),
+            }
+            .into(),
+        ),
+    }
+}
+
+/// The search-time settings: the graph's beam and, with quantisation, how
+/// many candidates are scored again with the full vectors.
+pub(super) fn search_params(settings: &StorageConfig) -> SearchParams {
+    SearchParams {
+        hnsw_ef: Some(settings.hnsw_ef),
+        quantization: Some(QuantizationSearchParams {
+            ignore: false,
+            rescore: Some(true),
+            oversampling: Some(settings.oversampling),
+        }),
+        ..SearchParams::default()
+    }
+}
+
+/// `storage.search_threads`, 0 resolved to the number of CPUs (given
+/// explicitly: the engine would otherwise keep the count stored at creation).
+fn pool_size(search_threads: usize) -> usize {
+    match search_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `tuned` writes into an engine configuration reads back as the
+    /// same settings, for every quantisation and placement.
+    #[test]
+    fn settings_round_trip_through_the_engine_configuration() {
+        for (quantization, on_disk) in [
+            (Quantization::None, false),
+            (Quantization::Int8, true),
+            (Quantization::Binary, true),
+        ] {
+            let settings = StorageConfig {
+                quantization,
+                vectors_on_disk: on_disk,
+                lexical_on_disk: !on_disk,
+                hnsw_m: 24,
+                hnsw_ef_construct: 64,
+                segment_points: 123_457,
+                ..StorageConfig::default()
+            };
+            let config = EdgeConfig::builder()
+                .vector(
+                    DENSE_VECTOR,
+                    qdrant_edge::EdgeVectorParams::builder(384, qdrant_edge::Distance::Cosine)
+                        .memory(placement(on_disk))
+                        .build(),
+                )
+                .sparse_vector(
+                    LEXICAL_VECTOR,
+                    qdrant_edge::EdgeSparseVectorParams::builder()
+                        .memory(placement(!on_disk))
+                        .build(),
+                )
+                .build();
+            let read = index_settings(&tuned(config, &settings, 384), 384);
+            assert_eq!(
+                read,
+                IndexSettings {
+                    quantization,
+                    vectors_on_disk: on_disk,
+                    lexical_on_disk: !on_disk,
+                    hnsw_m: 24,
+                    hnsw_ef_construct: 64,
+                    segment_points: 123_457,
+                }
+            );
+        }
+    }
+
+    /// Searches keep the configured beam and always score quantised
+    /// candidates again with the full vectors.
+    #[test]
+    fn searches_rescore_with_the_configured_beam() {
+        let params = search_params(&StorageConfig {
+            hnsw_ef: 200,
+            oversampling: 3.0,
+            ..StorageConfig::default()
+        });
+        assert_eq!(params.hnsw_ef, Some(200));
+        assert!(!params.exact);
+        let q = params.quantization.expect("quantisation parameters");
+        assert_eq!(
+            (q.rescore, q.oversampling, q.ignore),
+            (Some(true), Some(3.0), false)
+        );
+    }
+}
