@@ -59,7 +59,7 @@ use grace::ingest::load::{Format, load};
 use grace::ingest::walk::{Filters, walk};
 use grace::search::{SearchError, SearchRequest};
 use grace::store::qdrant::QdrantStore;
-use grace::store::{ChunkPoint, QueryVector, StoreError, StoreQuery};
+use grace::store::{ChunkPoint, QueryVector, StoreError, StoreQuery, VectorStore};
 use grace::{Config, KnowledgeBase, OpenMode};
 use serde_json::json;
 
@@ -521,6 +521,7 @@ fn store_query(
             filter: None,
             with_payload: false,
             with_dense: false,
+            exact: false,
         };
         Ok(ids(retried.call(|| store.search(&query), store_transient)?))
     };
@@ -531,6 +532,7 @@ fn store_query(
             filter: None,
             with_payload: false,
             with_dense: false,
+            exact: false,
         };
         Ok(ids(retried.call(|| store.search(&query), store_transient)?))
     };
@@ -612,6 +614,45 @@ fn store_query(
         retried.call(|| kb.search(q, Some(5), None), grace_transient)?;
         search_ms.push(ms_since(t));
     }
+    // What serving these questions holds in memory, before the exact
+    // searches below read every full vector.
+    let (serving_rss_kb, serving_anon_kb) = memory_kb();
+    // The served index against exact search (every point scored with the
+    // full vectors): the dense top 10, and GRACE's hybrid top 10 with the
+    // dense ranking exact (the lexical one is exact either way).
+    let exact = Exact(store);
+    let overlap = |served: &[u64], exact: &[u64]| -> f64 {
+        let found = exact.iter().filter(|id| served.contains(id)).count();
+        found as f64 / exact.len().max(1) as f64
+    };
+    let (mut dense_recall, mut hybrid_recall, mut fetch_ms) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, q) in asked.iter().enumerate() {
+        let v = precomputed.vectors.get(q.trim()).ok_or("no vector")?;
+        let truth = exact.search(&StoreQuery {
+            vector: QueryVector::Dense(v),
+            limit: 10,
+            filter: None,
+            with_payload: false,
+            with_dense: false,
+            exact: true,
+        })?;
+        dense_recall.push(overlap(&dense_top10[i], &ids(truth)));
+        let request = SearchRequest {
+            query: q,
+            limit: 10,
+            filter: None,
+            pin_identifiers,
+        };
+        let top10 = |s: &dyn grace::store::VectorStore| -> Result<Vec<u64>> {
+            let passages = grace::search::search(s, &precomputed, kb.lexical(), qdrant, &request)?;
+            Ok(passages.iter().map(|p| p.id).collect())
+        };
+        hybrid_recall.push(overlap(&top10(store)?, &top10(&exact)?));
+        // The fetch phase alone: the kept passages read back.
+        let t = Instant::now();
+        store.retrieve(&top5[i])?;
+        fetch_ms.push(ms_since(t));
+    }
     println!(
         "{}",
         json!({
@@ -626,6 +667,11 @@ fn store_query(
             "clients": clients,
             "concurrent_qps": concurrent_qps,
             "search_ms": search_ms,
+            "fetch_ms": fetch_ms,
+            "serving_rss_kb": serving_rss_kb,
+            "serving_anon_kb": serving_anon_kb,
+            "dense_recall10": dense_recall,
+            "hybrid_recall10": hybrid_recall,
             "embed_ms": embed_ms,
             "transient_errors": retried.count.load(Ordering::Relaxed),
             "first_transient_error": retried.first.lock().map(|f| f.clone()).unwrap_or_default(),
@@ -635,6 +681,61 @@ fn store_query(
         })
     );
     Ok(())
+}
+
+/// This process's resident memory and the anonymous part of it, in KiB
+/// (`/proc/self/status`; 0 where it cannot be read).
+fn memory_kb() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("RssAnon:"))
+}
+
+/// A store whose dense searches are exact (every point scored with the
+/// full vectors): what the served index's recall is measured against.
+struct Exact<'a>(&'a dyn grace::store::VectorStore);
+
+impl grace::store::VectorStore for Exact<'_> {
+    fn upsert(&self, points: Vec<ChunkPoint>) -> grace::store::Result<()> {
+        self.0.upsert(points)
+    }
+    fn search(&self, query: &StoreQuery<'_>) -> grace::store::Result<Vec<grace::store::StoredHit>> {
+        self.0.search(&StoreQuery {
+            exact: true,
+            ..query.clone()
+        })
+    }
+    fn retrieve(&self, ids: &[u64]) -> grace::store::Result<Vec<ChunkPoint>> {
+        self.0.retrieve(ids)
+    }
+    fn delete_by_source(&self, source: &str) -> grace::store::Result<()> {
+        self.0.delete_by_source(source)
+    }
+    fn count(&self, filter: Option<&grace::store::PayloadFilter>) -> grace::store::Result<usize> {
+        self.0.count(filter)
+    }
+    fn flush(&self) -> grace::store::Result<()> {
+        self.0.flush()
+    }
+    fn optimize(&self) -> grace::store::Result<bool> {
+        self.0.optimize()
+    }
+    fn info(&self) -> grace::store::Result<grace::store::StoreInfo> {
+        self.0.info()
+    }
+    fn scroll(
+        &self,
+        offset: Option<u64>,
+        limit: usize,
+    ) -> grace::store::Result<grace::store::ScrollPage> {
+        self.0.scroll(offset, limit)
+    }
 }
 
 /// Counts the calls that failed transiently and were tried again.
