@@ -185,10 +185,10 @@ fn quantised_search_returns_the_exact_top_five() {
     }
 }
 
-/// The settings a store was created with are saved with it: a reopen with
-/// the same settings finds them, a reopen with other settings saves those
-/// (the segments take them on at the next optimisation), and the points
-/// survive both.
+/// The settings a store was created with are saved in its folder (read
+/// back without opening it) and survive a reopen; opened for writing with
+/// other settings, the store saves those and rebuilds its segments with
+/// them, keeping every point.
 #[test]
 fn index_settings_persist_across_reopen() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,26 +202,23 @@ fn index_settings_persist_across_reopen() {
         segment_points: 20_000,
         ..StorageConfig::default()
     };
-    let expected = |s: &StorageConfig| IndexSettings {
-        quantization: s.quantization,
-        vectors_on_disk: s.vectors_on_disk,
-        lexical_on_disk: s.lexical_on_disk,
-        hnsw_m: s.hnsw_m,
-        hnsw_ef_construct: s.hnsw_ef_construct,
-        segment_points: s.segment_points,
-    };
+    let saved = || EdgeStore::saved_index_settings(&path).unwrap();
+    assert_eq!(saved(), None, "no store yet");
     let points = sample_and_filler(dir.path(), 0);
     {
         let store = EdgeStore::open_or_create(&path, 384, &first).unwrap();
         store.upsert(points.clone()).unwrap();
         store.flush().unwrap();
-        assert_eq!(store.index_settings(), expected(&first));
+        assert_eq!(store.index_settings(), IndexSettings::from(&first));
     }
+    // Closed: the folder holds them.
+    assert_eq!(saved(), Some(IndexSettings::from(&first)));
     {
         let store = EdgeStore::open_existing(&path, &first).unwrap();
-        assert_eq!(store.index_settings(), expected(&first));
+        assert_eq!(store.index_settings(), IndexSettings::from(&first));
         assert_eq!(store.count(None).unwrap(), points.len());
     }
+    assert_eq!(saved(), Some(IndexSettings::from(&first)));
     let second = StorageConfig {
         quantization: Quantization::Int8,
         vectors_on_disk: false,
@@ -231,15 +228,28 @@ fn index_settings_persist_across_reopen() {
         segment_points: 50_000,
         ..StorageConfig::default()
     };
+    // Opened for writing with other settings: saved, the segments rebuilt
+    // with them, every point kept.
     {
-        let store = EdgeStore::open_existing(&path, &second).unwrap();
-        assert_eq!(store.index_settings(), expected(&second));
-        store.optimize().unwrap();
+        let store = EdgeStore::open_or_create(&path, 384, &second).unwrap();
+        assert_eq!(store.index_settings(), IndexSettings::from(&second));
+        assert_eq!(store.count(None).unwrap(), points.len());
     }
-    // Saved with the store: the next open finds them, and every point.
+    assert_eq!(saved(), Some(IndexSettings::from(&second)));
     let store = EdgeStore::open_existing(&path, &second).unwrap();
-    assert_eq!(store.index_settings(), expected(&second));
     assert_eq!(store.count(None).unwrap(), points.len());
+    let v = &points[0].dense;
+    let hits = store
+        .search(&StoreQuery {
+            vector: QueryVector::Dense(v),
+            limit: 1,
+            filter: None,
+            with_payload: false,
+            with_dense: false,
+            exact: false,
+        })
+        .unwrap();
+    assert_eq!(hits[0].id, points[0].id, "a point still finds itself");
 }
 
 /// Writing indexes what it has every `segment_points` points, so a large

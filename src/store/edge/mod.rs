@@ -131,6 +131,17 @@ impl EdgeStore {
         self.dimension
     }
 
+    /// The index settings saved with the collection at `path`, read
+    /// without opening it; `None` if there is no collection there.
+    pub fn saved_index_settings(path: &Path) -> Result<Option<IndexSettings>> {
+        if !has_shard(path) {
+            return Ok(None);
+        }
+        let config = stored_config(path)?;
+        let dimension = config.vectors.get(DENSE_VECTOR).map_or(0, |v| v.size);
+        Ok(Some(index_settings(&config, dimension)))
+    }
+
     /// The index settings the store holds now (as saved in its folder).
     pub fn index_settings(&self) -> IndexSettings {
         index_settings(&self.shard.config(), self.dimension)
