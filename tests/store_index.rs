@@ -186,9 +186,9 @@ fn quantised_search_returns_the_exact_top_five() {
 }
 
 /// The settings a store was created with are saved in its folder (read
-/// back without opening it) and survive a reopen; opened for writing with
-/// other settings, the store saves those and rebuilds its segments with
-/// them, keeping every point.
+/// back without opening it) and survive a reopen, also one for reading
+/// with other settings; opened for writing with other settings, the store
+/// saves those and rebuilds its segments with them, keeping every point.
 #[test]
 fn index_settings_persist_across_reopen() {
     let dir = tempfile::tempdir().unwrap();
@@ -228,6 +228,13 @@ fn index_settings_persist_across_reopen() {
         segment_points: 50_000,
         ..StorageConfig::default()
     };
+    // Opened for reading with other settings: the index keeps its own (a
+    // reader never changes what a writer built).
+    {
+        let store = EdgeStore::open_existing(&path, &second).unwrap();
+        assert_eq!(store.index_settings(), IndexSettings::from(&first));
+    }
+    assert_eq!(saved(), Some(IndexSettings::from(&first)));
     // Opened for writing with other settings: saved, the segments rebuilt
     // with them, every point kept.
     {
@@ -308,8 +315,9 @@ fn the_knowledge_base_uses_the_configured_index() {
     let mut config = common::config(dir.path());
     config.storage.quantization = Quantization::Binary;
     config.storage.hnsw_m = 8;
-    let kb = KnowledgeBase::with_embedder(config.clone(), common::embedder(), OpenMode::Existing)
-        .unwrap();
+    // Opened for writing (as `grace ingest` does), the new settings apply.
+    let kb =
+        KnowledgeBase::with_embedder(config.clone(), common::embedder(), OpenMode::Create).unwrap();
     let passages = kb
         .search("How do I roll back a bad deploy?", Some(3), None)
         .unwrap();

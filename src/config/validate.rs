@@ -811,22 +811,28 @@ fn validate_index(s: &super::StorageConfig) -> Result<()> {
             format!("{} is out of range 1..=16", s.oversampling),
         ));
     }
-    let ranges: [(&str, usize, std::ops::RangeInclusive<usize>); 4] = [
-        ("storage.hnsw_m", s.hnsw_m, 4..=128),
-        ("storage.hnsw_ef_construct", s.hnsw_ef_construct, 4..=4096),
-        ("storage.hnsw_ef", s.hnsw_ef, 1..=4096),
+    let ranges: [(&str, usize, std::ops::RangeInclusive<usize>, &str); 4] = [
+        ("storage.hnsw_m", s.hnsw_m, 4..=128, ""),
+        (
+            "storage.hnsw_ef_construct",
+            s.hnsw_ef_construct,
+            4..=4096,
+            "",
+        ),
+        ("storage.hnsw_ef", s.hnsw_ef, 1..=4096, ""),
         (
             "storage.segment_points",
             s.segment_points,
             10_000..=100_000_000,
+            " (the store indexes a segment from ~6,700 points: smaller ones would never be)",
         ),
     ];
-    for (key, value, range) in ranges {
+    for (key, value, range, why) in ranges {
         if !range.contains(&value) {
             return Err(invalid(
                 key,
                 format!(
-                    "{value} is out of range {}..={}",
+                    "{value} is out of range {}..={}{why}",
                     range.start(),
                     range.end()
                 ),

@@ -32,7 +32,7 @@ use crate::lexical::SparseVector;
 mod settings;
 
 pub use self::settings::IndexSettings;
-use self::settings::{index_settings, placement, search_params, tuned};
+use self::settings::{index_settings, placement, pool_size, search_params, tuned};
 
 /// A qdrant-edge shard holding one collection.
 #[derive(Debug)]
@@ -61,7 +61,7 @@ impl EdgeStore {
         let lock = lock(path)?;
         let (shard, before) = if has_shard(path) {
             let before = stored_config(path)?;
-            (load(path, settings)?, Some(before))
+            (load(path, settings, true)?, Some(before))
         } else {
             (create(path, dimension, settings)?, None)
         };
@@ -90,8 +90,10 @@ impl EdgeStore {
     }
 
     /// Opens an existing collection; [`StoreError::NotFound`] if there is
-    /// none. Changed index settings are saved; the segments take them on at
-    /// the next optimisation (the search-time ones apply at once).
+    /// none. The index keeps the settings saved with it (a changed setting
+    /// applies at the next [`open_or_create`](Self::open_or_create), as
+    /// `grace ingest` opens it); the search-time ones (`hnsw_ef`,
+    /// `oversampling`, `search_threads`) apply at once.
     pub fn open_existing(path: &Path, settings: &StorageConfig) -> Result<Self> {
         if !has_shard(path) {
             return Err(StoreError::NotFound {
@@ -99,7 +101,7 @@ impl EdgeStore {
             });
         }
         let lock = lock(path)?;
-        let shard = load(path, settings)?;
+        let shard = load(path, settings, false)?;
         Self::new(shard, path, lock, settings)
     }
 
@@ -203,10 +205,18 @@ fn stored_config(path: &Path) -> Result<EdgeConfig> {
         .unwrap_or_default())
 }
 
-/// Loads a shard with the configured settings laid over the stored ones:
-/// the search pool applies at once; a changed index setting is saved and
-/// the segments converge to it at the next optimisation.
-fn load(path: &Path, settings: &StorageConfig) -> Result<EdgeShard> {
+/// Loads a shard with its search pool sized by `settings`, and with
+/// `index` its index settings laid over the saved ones too: they are saved,
+/// and the segments converge to them at the next optimisation. Without,
+/// the saved index settings stay, so a reader never changes what a writer
+/// built.
+fn load(path: &Path, settings: &StorageConfig, index: bool) -> Result<EdgeShard> {
+    if !index {
+        let overlay = EdgeConfig::builder()
+            .max_search_threads(pool_size(settings.search_threads))
+            .build();
+        return EdgeShard::load(path, Some(overlay)).map_err(|e| engine_error(path, e));
+    }
     let stored = stored_config(path)?;
     let mut vectors = stored.vectors;
     let dimension = vectors.get(DENSE_VECTOR).map_or(0, |v| v.size);

@@ -155,7 +155,7 @@ pub(super) fn search_params(settings: &StorageConfig) -> SearchParams {
 
 /// `storage.search_threads`, 0 resolved to the number of CPUs (given
 /// explicitly: the engine would otherwise keep the count stored at creation).
-fn pool_size(search_threads: usize) -> usize {
+pub(super) fn pool_size(search_threads: usize) -> usize {
     match search_threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
