@@ -21,7 +21,12 @@
 //!                                GRACE's hybrid search, PASSES times (5); the
 //!                                hybrid search from CLIENTS threads at once
 //!                                (4); then the search with the question's
-//!                                embedding, as `query` measures it
+//!                                embedding, as `query` measures it; the
+//!                                RSS at that point (serving); then, for
+//!                                each question, the fetch of the 5 kept
+//!                                passages alone and the recall@10 of the
+//!                                dense and the hybrid ranking against
+//!                                exact search (`StoreQuery::exact`)
 //! ```
 //!
 //! `store-write` and `store-query` compare the vector store backends
