@@ -136,14 +136,7 @@ fn bench_size(c: &mut Criterion, points: usize) {
         group.bench_function(format!("lexical top40 {phase}"), |b| {
             b.iter(|| {
                 store
-                    .search(&StoreQuery {
-                        vector: QueryVector::Lexical(&sparse),
-                        limit: 40,
-                        filter: None,
-                        with_payload: false,
-                        with_dense: false,
-                        exact: false,
-                    })
+                    .search(&StoreQuery::ranking(QueryVector::Lexical(&sparse), 40))
                     .unwrap()
                     .len()
             })

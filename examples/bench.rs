@@ -518,29 +518,16 @@ fn store_query(
     let retried = Retried::default();
     let store_transient = |e: &StoreError| e.is_transient();
     let search_transient = |e: &SearchError| matches!(e, SearchError::Store(s) if s.is_transient());
+    let ranking = |vector: QueryVector<'_>| -> Result<Vec<u64>> {
+        let query = StoreQuery::ranking(vector, candidates);
+        Ok(ids(retried.call(|| store.search(&query), store_transient)?))
+    };
     let dense = |q: &str| -> Result<Vec<u64>> {
-        let v = precomputed.vectors.get(q.trim()).ok_or("no vector")?;
-        let query = StoreQuery {
-            vector: QueryVector::Dense(v),
-            limit: candidates,
-            filter: None,
-            with_payload: false,
-            with_dense: false,
-            exact: false,
-        };
-        Ok(ids(retried.call(|| store.search(&query), store_transient)?))
+        ranking(QueryVector::Dense(
+            precomputed.vectors.get(q.trim()).ok_or("no vector")?,
+        ))
     };
-    let lexical_ranking = |i: usize| -> Result<Vec<u64>> {
-        let query = StoreQuery {
-            vector: QueryVector::Lexical(&lexical[i]),
-            limit: candidates,
-            filter: None,
-            with_payload: false,
-            with_dense: false,
-            exact: false,
-        };
-        Ok(ids(retried.call(|| store.search(&query), store_transient)?))
-    };
+    let lexical_ranking = |i: usize| ranking(QueryVector::Lexical(&lexical[i]));
     let hybrid = |q: &str| -> Result<Vec<u64>> {
         let request = SearchRequest {
             query: q,
@@ -634,12 +621,8 @@ fn store_query(
     for (i, q) in asked.iter().enumerate() {
         let v = precomputed.vectors.get(q.trim()).ok_or("no vector")?;
         let truth = exact.search(&StoreQuery {
-            vector: QueryVector::Dense(v),
-            limit: 10,
-            filter: None,
-            with_payload: false,
-            with_dense: false,
             exact: true,
+            ..StoreQuery::ranking(QueryVector::Dense(v), 10)
         })?;
         dense_recall.push(overlap(&dense_top10[i], &ids(truth)));
         let request = SearchRequest {

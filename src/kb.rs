@@ -227,14 +227,9 @@ impl KnowledgeBase {
                 .pop()
                 .unwrap_or_default(),
         };
-        let hits = self.store.search(&StoreQuery {
-            vector: QueryVector::Dense(&vector),
-            limit: k + 1,
-            filter: None,
-            with_payload: false,
-            with_dense: false,
-            exact: false,
-        })?;
+        let hits = self
+            .store
+            .search(&StoreQuery::ranking(QueryVector::Dense(&vector), k + 1))?;
         let scores: Vec<f64> = hits
             .iter()
             .filter(|h| h.id != passage.id)

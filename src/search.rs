@@ -124,22 +124,14 @@ pub fn search(
     // Both rankings carry ids and scores only; the payload and vector of
     // the few passages kept are read afterwards (`fetch`).
     let dense = store.search(&StoreQuery {
-        vector: QueryVector::Dense(&q),
-        limit: candidates,
         filter: request.filter,
-        with_payload: false,
-        with_dense: false,
-        exact: false,
+        ..StoreQuery::ranking(QueryVector::Dense(&q), candidates)
     })?;
     let lexical_hits = if config.hybrid {
         let sparse = lexical.encode_query(query);
         store.search(&StoreQuery {
-            vector: QueryVector::Lexical(&sparse),
-            limit: candidates,
             filter: request.filter,
-            with_payload: false,
-            with_dense: false,
-            exact: false,
+            ..StoreQuery::ranking(QueryVector::Lexical(&sparse), candidates)
         })?
     } else {
         Vec::new()

@@ -61,16 +61,7 @@ fn windows(chunks: &[ChunkPoint], n: usize) -> Vec<String> {
 /// its own id and source.
 fn sample_and_filler(dir: &std::path::Path, filler: usize) -> Vec<ChunkPoint> {
     let kb = common::open_sample(&dir.join("sample"));
-    let mut points = Vec::new();
-    let mut offset = None;
-    loop {
-        let page = kb.store().scroll(offset, 256).unwrap();
-        points.extend(page.points);
-        match page.next {
-            Some(next) => offset = Some(next),
-            None => break,
-        }
-    }
+    let mut points = common::read_all(kb.store(), 256);
     assert!(points.len() > 5, "the sample has {} chunks", points.len());
     let template = points[0].clone();
     let texts = windows(&points, filler);
@@ -171,12 +162,8 @@ fn quantised_search_returns_the_exact_top_five() {
             // Scores are the full vectors' cosines, not the quantised ones.
             let hit = &store
                 .search(&StoreQuery {
-                    vector: QueryVector::Dense(&v),
-                    limit: 1,
-                    filter: None,
-                    with_payload: false,
                     with_dense: true,
-                    exact: false,
+                    ..StoreQuery::ranking(QueryVector::Dense(&v), 1)
                 })
                 .unwrap()[0];
             let cosine = grace::embed::cosine(&v, hit.dense.as_ref().unwrap());
@@ -247,14 +234,7 @@ fn index_settings_persist_across_reopen() {
     assert_eq!(store.count(None).unwrap(), points.len());
     let v = &points[0].dense;
     let hits = store
-        .search(&StoreQuery {
-            vector: QueryVector::Dense(v),
-            limit: 1,
-            filter: None,
-            with_payload: false,
-            with_dense: false,
-            exact: false,
-        })
+        .search(&StoreQuery::ranking(QueryVector::Dense(v), 1))
         .unwrap();
     assert_eq!(hits[0].id, points[0].id, "a point still finds itself");
 }

@@ -256,20 +256,6 @@ fn assert_same_point(got: &ChunkPoint, want: &ChunkPoint) {
     }
 }
 
-fn read_all(store: &dyn VectorStore, page: usize) -> Vec<ChunkPoint> {
-    let mut all = Vec::new();
-    let mut offset = None;
-    loop {
-        let p = store.scroll(offset, page).unwrap();
-        assert!(p.points.len() <= page);
-        all.extend(p.points);
-        match p.next {
-            Some(n) => offset = Some(n),
-            None => return all,
-        }
-    }
-}
-
 fn dense_search(
     store: &dyn VectorStore,
     v: [f32; DIM],
@@ -314,7 +300,7 @@ fn upsert_and_read_back(b: &dyn Fixture) {
     let mut want = points();
     store.upsert(want.clone()).unwrap();
     store.flush().unwrap();
-    let got = read_all(store.as_ref(), 100);
+    let got = common::read_all(store.as_ref(), 100);
     want.sort_by_key(|p| p.id);
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(&want) {
@@ -339,14 +325,7 @@ fn retrieve_reads_the_asked_points(b: &dyn Fixture) {
     // A ranking without payload carries ids and scores only.
     let q = unit([1.0, 0.0, 0.0, 0.0]);
     let bare = store
-        .search(&StoreQuery {
-            vector: QueryVector::Dense(&q),
-            limit: 5,
-            filter: None,
-            with_payload: false,
-            with_dense: false,
-            exact: false,
-        })
+        .search(&StoreQuery::ranking(QueryVector::Dense(&q), 5))
         .unwrap();
     assert_eq!(bare.len(), 5);
     assert!(
@@ -366,7 +345,7 @@ fn reupsert_is_idempotent(b: &dyn Fixture) {
     let id = changed.id;
     store.upsert(vec![changed]).unwrap();
     assert_eq!(store.count(None).unwrap(), 5);
-    let all = read_all(store.as_ref(), 10);
+    let all = common::read_all(store.as_ref(), 10);
     let p = all.iter().find(|p| p.id == id).unwrap();
     assert_eq!(p.payload.text, "Baking rye bread");
 }
@@ -394,12 +373,8 @@ fn dense_search_ranks_by_cosine(b: &dyn Fixture) {
     let q = unit([0.0, 1.0, 0.0, 0.0]);
     let bare = store
         .search(&StoreQuery {
-            vector: QueryVector::Dense(&q),
-            limit: 1,
-            filter: None,
             with_payload: true,
-            with_dense: false,
-            exact: false,
+            ..StoreQuery::ranking(QueryVector::Dense(&q), 1)
         })
         .unwrap();
     assert_eq!(bare[0].dense, None);
@@ -583,7 +558,7 @@ fn scroll_covers_all_points(b: &dyn Fixture) {
         })
         .collect();
     store.upsert(many.clone()).unwrap();
-    let got = read_all(store.as_ref(), 64);
+    let got = common::read_all(store.as_ref(), 64);
     assert_eq!(got.len(), 600);
     assert!(
         got.windows(2).all(|w| w[0].id < w[1].id),
@@ -1020,7 +995,10 @@ fn qdrant_kb_config(data: &Path, url: &str) -> Config {
 
 /// Every point id in the store, by scrolling it.
 fn stored_ids(store: &dyn VectorStore) -> Vec<u64> {
-    read_all(store, 256).into_iter().map(|p| p.id).collect()
+    common::read_all(store, 256)
+        .into_iter()
+        .map(|p| p.id)
+        .collect()
 }
 
 #[test]
@@ -1167,13 +1145,7 @@ fn knowledge_base_on_qdrant_answers_like_the_embedded_one() {
         OpenMode::Create,
     )
     .unwrap();
-    let report = kb
-        .ingest(
-            &[common::repo().join("examples/kb")],
-            &grace::ingest::IngestOptions::default(),
-            &mut |_| {},
-        )
-        .unwrap();
+    let report = common::ingest_sample(&kb);
     assert!(report.chunks_written > 0);
     for q in QUERIES {
         let (a, b) = (rows(&edge, q), rows(&kb, q));
@@ -1203,13 +1175,7 @@ fn knowledge_base_on_qdrant_answers_like_the_embedded_one() {
     assert!(kb.config().manifest_path().is_file());
 
     // Re-ingesting changes nothing: the manifest matches the server.
-    let again = kb
-        .ingest(
-            &[common::repo().join("examples/kb")],
-            &grace::ingest::IngestOptions::default(),
-            &mut |_| {},
-        )
-        .unwrap();
+    let again = common::ingest_sample(&kb);
     assert_eq!(again.chunks_written, 0);
     assert_eq!(again.unchanged, report.added);
 
@@ -1289,8 +1255,8 @@ fn migrate_to_the_server_and_back_loses_nothing() {
             assert_eq!(rows(&edge, q), rows(&on_server, q), "{q}");
         }
         let (a, b) = (
-            read_all(edge.store(), 100),
-            read_all(on_server.store(), 100),
+            common::read_all(edge.store(), 100),
+            common::read_all(on_server.store(), 100),
         );
         assert_eq!(a.len(), edge_points);
         assert_eq!(a.len(), b.len());
@@ -1298,13 +1264,7 @@ fn migrate_to_the_server_and_back_loses_nothing() {
             assert_same_point(x, y);
         }
         // The copied manifest tells ingest that nothing needs writing.
-        let report = on_server
-            .ingest(
-                &[common::repo().join("examples/kb")],
-                &grace::ingest::IngestOptions::default(),
-                &mut |_| {},
-            )
-            .unwrap();
+        let report = common::ingest_sample(&on_server);
         assert_eq!(report.chunks_written, 0, "{report:?}");
         assert_eq!(report.added + report.updated, 0, "{report:?}");
     }
@@ -1333,8 +1293,8 @@ fn migrate_to_the_server_and_back_loses_nothing() {
     let original =
         KnowledgeBase::with_embedder(edge_config, common::embedder(), OpenMode::Existing).unwrap();
     let (a, b) = (
-        read_all(original.store(), 100),
-        read_all(returned.store(), 100),
+        common::read_all(original.store(), 100),
+        common::read_all(returned.store(), 100),
     );
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {

@@ -265,6 +265,22 @@ pub struct StoreQuery<'a> {
     pub exact: bool,
 }
 
+impl<'a> StoreQuery<'a> {
+    /// The usual ranking: the `limit` best points of the whole collection
+    /// by `vector`, ids and scores only, from the served index. Set the
+    /// other fields with struct update syntax (`..StoreQuery::ranking(v, k)`).
+    pub fn ranking(vector: QueryVector<'a>, limit: usize) -> Self {
+        Self {
+            vector,
+            limit,
+            filter: None,
+            with_payload: false,
+            with_dense: false,
+            exact: false,
+        }
+    }
+}
+
 /// One ranked point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredHit {

@@ -58,13 +58,18 @@ pub fn reviewer(queue: &grace::review::ReviewQueue, id: &str, name: &str) -> Str
 /// A knowledge base in `data` holding the bundled sample (`examples/kb`).
 pub fn open_sample(data: &Path) -> Arc<KnowledgeBase> {
     let kb = open(config(data));
+    ingest_sample(&kb);
+    Arc::new(kb)
+}
+
+/// Ingests the bundled sample (`examples/kb`) into `kb`, default options.
+pub fn ingest_sample(kb: &KnowledgeBase) -> grace::ingest::IngestReport {
     kb.ingest(
         &[repo().join("examples/kb")],
         &grace::ingest::IngestOptions::default(),
         &mut |_| {},
     )
-    .unwrap();
-    Arc::new(kb)
+    .unwrap()
 }
 
 /// Every point id the ingest manifest records for the collection `config`
@@ -233,4 +238,23 @@ pub fn at_a_terminal(cmd: &std::process::Command, input: &str) -> std::process::
         };
     }
     with_input(script, input)
+}
+
+/// Every point of `store`, read `page` at a time with `scroll` (each page
+/// checked to hold at most `page`).
+pub fn read_all(
+    store: &dyn grace::store::VectorStore,
+    page: usize,
+) -> Vec<grace::store::ChunkPoint> {
+    let mut all = Vec::new();
+    let mut offset = None;
+    loop {
+        let p = store.scroll(offset, page).unwrap();
+        assert!(p.points.len() <= page);
+        all.extend(p.points);
+        match p.next {
+            Some(n) => offset = Some(n),
+            None => return all,
+        }
+    }
 }

@@ -32,7 +32,7 @@ use crate::lexical::SparseVector;
 mod settings;
 
 pub use self::settings::IndexSettings;
-use self::settings::{index_settings, placement, pool_size, search_params, tuned};
+use self::settings::{index_settings, pool_size, search_params, tuned};
 
 /// A qdrant-edge shard holding one collection.
 #[derive(Debug)]
@@ -60,8 +60,8 @@ impl EdgeStore {
     pub fn open_or_create(path: &Path, dimension: usize, settings: &StorageConfig) -> Result<Self> {
         let lock = lock(path)?;
         let (shard, before) = if has_shard(path) {
-            let before = stored_config(path)?;
-            (load(path, settings, true)?, Some(before))
+            let saved = stored_config(path)?;
+            (load(path, settings, Some(&saved))?, Some(saved))
         } else {
             (create(path, dimension, settings)?, None)
         };
@@ -101,7 +101,7 @@ impl EdgeStore {
             });
         }
         let lock = lock(path)?;
-        let shard = load(path, settings, false)?;
+        let shard = load(path, settings, None)?;
         Self::new(shard, path, lock, settings)
     }
 
@@ -169,19 +169,16 @@ fn create(path: &Path, dimension: usize, settings: &StorageConfig) -> Result<Edg
     let config = EdgeConfig::builder()
         .vector(
             DENSE_VECTOR,
-            EdgeVectorParams::builder(dimension, Distance::Cosine)
-                .memory(placement(settings.vectors_on_disk))
-                .build(),
+            EdgeVectorParams::builder(dimension, Distance::Cosine).build(),
         )
         .sparse_vector(
             LEXICAL_VECTOR,
             EdgeSparseVectorParams::builder()
                 .modifier(Modifier::Idf)
-                .memory(placement(settings.lexical_on_disk))
                 .build(),
         )
         .build();
-    let config = tuned(config, settings, dimension);
+    let config = tuned(config, settings);
     let shard = EdgeShard::new(path, config).map_err(|e| engine_error(path, e))?;
     // A keyword index on `source` makes delete-by-source and source filters
     // cheap once the collection is large.
@@ -205,33 +202,25 @@ fn stored_config(path: &Path) -> Result<EdgeConfig> {
         .unwrap_or_default())
 }
 
-/// Loads a shard with its search pool sized by `settings`, and with
-/// `index` its index settings laid over the saved ones too: they are saved,
-/// and the segments converge to them at the next optimisation. Without,
-/// the saved index settings stay, so a reader never changes what a writer
+/// Loads a shard with its search pool sized by `settings`. Opened for
+/// writing (`saved`: the configuration saved in its folder), its index
+/// settings are laid over the saved ones too: they are saved, and the
+/// segments converge to them at the next optimisation. For reading the
+/// saved index settings stay, so a reader never changes what a writer
 /// built.
-fn load(path: &Path, settings: &StorageConfig, index: bool) -> Result<EdgeShard> {
-    if !index {
-        let overlay = EdgeConfig::builder()
+fn load(path: &Path, settings: &StorageConfig, saved: Option<&EdgeConfig>) -> Result<EdgeShard> {
+    let overlay = match saved {
+        None => EdgeConfig::builder()
             .max_search_threads(pool_size(settings.search_threads))
-            .build();
-        return EdgeShard::load(path, Some(overlay)).map_err(|e| engine_error(path, e));
-    }
-    let stored = stored_config(path)?;
-    let mut vectors = stored.vectors;
-    let dimension = vectors.get(DENSE_VECTOR).map_or(0, |v| v.size);
-    if let Some(dense) = vectors.get_mut(DENSE_VECTOR) {
-        dense.memory = Some(placement(settings.vectors_on_disk));
-    }
-    let mut sparse_vectors = stored.sparse_vectors;
-    if let Some(lexical) = sparse_vectors.get_mut(LEXICAL_VECTOR) {
-        lexical.memory = Some(placement(settings.lexical_on_disk));
-    }
-    let overlay = EdgeConfig::builder()
-        .vectors(vectors)
-        .sparse_vectors(sparse_vectors)
-        .build();
-    let overlay = tuned(overlay, settings, dimension);
+            .build(),
+        Some(saved) => tuned(
+            EdgeConfig::builder()
+                .vectors(saved.vectors.clone())
+                .sparse_vectors(saved.sparse_vectors.clone())
+                .build(),
+            settings,
+        ),
+    };
     EdgeShard::load(path, Some(overlay)).map_err(|e| engine_error(path, e))
 }
 

@@ -76,13 +76,18 @@ pub(super) fn index_settings(config: &EdgeConfig, dimension: usize) -> IndexSett
     }
 }
 
-/// `config` with the settings every open applies: search pool, graph,
-/// quantisation and segment size.
-pub(super) fn tuned(
-    mut config: EdgeConfig,
-    settings: &StorageConfig,
-    dimension: usize,
-) -> EdgeConfig {
+/// `config` (which names grace's two vectors) with every index setting:
+/// where the vectors live, search pool, graph, quantisation and segment
+/// size.
+pub(super) fn tuned(mut config: EdgeConfig, settings: &StorageConfig) -> EdgeConfig {
+    let mut dimension = 0;
+    if let Some(dense) = config.vectors.get_mut(DENSE_VECTOR) {
+        dense.memory = Some(placement(settings.vectors_on_disk));
+        dimension = dense.size;
+    }
+    if let Some(lexical) = config.sparse_vectors.get_mut(LEXICAL_VECTOR) {
+        lexical.memory = Some(placement(settings.lexical_on_disk));
+    }
     config.max_search_threads = Some(pool_size(settings.search_threads));
     config.hnsw_config = Some(HnswIndexConfig {
         m: settings.hnsw_m,
@@ -100,7 +105,7 @@ pub(super) fn tuned(
 }
 
 /// Where a component lives: read from disk when needed, or loaded.
-pub(super) fn placement(on_disk: bool) -> Memory {
+fn placement(on_disk: bool) -> Memory {
     if on_disk {
         Memory::Cold
     } else {
@@ -188,17 +193,14 @@ mod tests {
                 .vector(
                     DENSE_VECTOR,
                     qdrant_edge::EdgeVectorParams::builder(384, qdrant_edge::Distance::Cosine)
-                        .memory(placement(on_disk))
                         .build(),
                 )
                 .sparse_vector(
                     LEXICAL_VECTOR,
-                    qdrant_edge::EdgeSparseVectorParams::builder()
-                        .memory(placement(!on_disk))
-                        .build(),
+                    qdrant_edge::EdgeSparseVectorParams::builder().build(),
                 )
                 .build();
-            let read = index_settings(&tuned(config, &settings, 384), 384);
+            let read = index_settings(&tuned(config, &settings), 384);
             assert_eq!(read, IndexSettings::from(&settings));
             assert_eq!(read.segment_points, 123_457);
         }
