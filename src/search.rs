@@ -120,22 +120,38 @@ pub fn search(
         )));
     }
     let candidates = config.candidates.max(request.limit);
-    let q = embedder.embed_query(query)?;
     // Both rankings carry ids and scores only; the payload and vector of
     // the few passages kept are read afterwards (`fetch`).
-    let dense = store.search(&StoreQuery {
-        filter: request.filter,
-        ..StoreQuery::ranking(QueryVector::Dense(&q), candidates)
-    })?;
-    let lexical_hits = if config.hybrid {
+    let lexical_ranking = || {
         let sparse = lexical.encode_query(query);
         store.search(&StoreQuery {
             filter: request.filter,
             ..StoreQuery::ranking(QueryVector::Lexical(&sparse), candidates)
-        })?
-    } else {
-        Vec::new()
+        })
     };
+    // The lexical ranking does not need the question's embedding: it runs
+    // on a second thread while the model embeds the question, so a hybrid
+    // search costs the longer of the two, not their sum.
+    let (q, lexical_hits) = std::thread::scope(|scope| {
+        let span = tracing::Span::current();
+        let lexical_leg = config
+            .hybrid
+            .then(|| scope.spawn(move || span.in_scope(lexical_ranking)));
+        let q = embedder.embed_query(query);
+        let hits = match lexical_leg {
+            Some(leg) => leg
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => Ok(Vec::new()),
+        };
+        (q, hits)
+    });
+    let q = q?;
+    let lexical_hits = lexical_hits?;
+    let dense = store.search(&StoreQuery {
+        filter: request.filter,
+        ..StoreQuery::ranking(QueryVector::Dense(&q), candidates)
+    })?;
 
     // A query that names an identifier (an error code, a flag, a function)
     // is exactly where the dense model is weakest: trust the lexical
@@ -231,4 +247,192 @@ pub fn search(
         }
     }
     Ok(passages)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::embed::EmbedError;
+    use crate::lexical::SparseVector;
+    use crate::store::{ChunkPayload, ScrollPage, StoreError, StoreInfo};
+
+    /// Two points: 1 found by both rankings, 2 by the lexical one only.
+    /// The lexical ranking tells `lexical_ran` when it is asked, and fails
+    /// when `lexical_fails`.
+    struct TwoPoints {
+        lexical_ran: Mutex<Sender<()>>,
+        lexical_fails: bool,
+    }
+
+    fn point(id: u64, dense: Vec<f32>) -> ChunkPoint {
+        ChunkPoint {
+            id,
+            dense,
+            lexical: SparseVector::default(),
+            payload: ChunkPayload {
+                source: format!("/kb/{id}.md"),
+                section: String::new(),
+                chunk_index: 0,
+                text: format!("passage {id}"),
+                content_hash: String::new(),
+            },
+        }
+    }
+
+    fn hit(id: u64, score: f32) -> StoredHit {
+        StoredHit {
+            id,
+            score,
+            payload: None,
+            dense: None,
+        }
+    }
+
+    fn engine_error(message: &str) -> StoreError {
+        StoreError::Engine {
+            path: "/test".into(),
+            message: message.into(),
+        }
+    }
+
+    impl VectorStore for TwoPoints {
+        fn upsert(&self, _: Vec<ChunkPoint>) -> crate::store::Result<()> {
+            Err(engine_error("read-only"))
+        }
+        fn search(&self, query: &StoreQuery<'_>) -> crate::store::Result<Vec<StoredHit>> {
+            match query.vector {
+                QueryVector::Dense(_) => Ok(vec![hit(1, 0.9)]),
+                QueryVector::Lexical(_) => {
+                    let _ = self.lexical_ran.lock().map(|tx| tx.send(()));
+                    if self.lexical_fails {
+                        return Err(engine_error("lexical index unreadable"));
+                    }
+                    Ok(vec![hit(2, 7.0), hit(1, 3.0)])
+                }
+            }
+        }
+        fn retrieve(&self, ids: &[u64]) -> crate::store::Result<Vec<ChunkPoint>> {
+            let vectors = |id| {
+                if id == 1 {
+                    vec![1.0, 0.0]
+                } else {
+                    vec![0.6, 0.8]
+                }
+            };
+            Ok(ids.iter().map(|&id| point(id, vectors(id))).collect())
+        }
+        fn delete_by_source(&self, _: &str) -> crate::store::Result<()> {
+            Err(engine_error("read-only"))
+        }
+        fn count(&self, _: Option<&PayloadFilter>) -> crate::store::Result<usize> {
+            Ok(2)
+        }
+        fn flush(&self) -> crate::store::Result<()> {
+            Ok(())
+        }
+        fn optimize(&self) -> crate::store::Result<bool> {
+            Ok(false)
+        }
+        fn info(&self) -> crate::store::Result<StoreInfo> {
+            Ok(StoreInfo {
+                points: 2,
+                indexed_vectors: 0,
+                segments: 1,
+                dimension: 2,
+            })
+        }
+        fn scroll(&self, _: Option<u64>, _: usize) -> crate::store::Result<ScrollPage> {
+            Ok(ScrollPage {
+                points: Vec::new(),
+                next: None,
+            })
+        }
+    }
+
+    /// Embeds only once the lexical ranking has been asked (or fails when
+    /// `fails`): with the rankings run one after the other it would wait
+    /// forever, so it gives up after a while and says so.
+    struct WaitsForLexical {
+        lexical_ran: Mutex<Receiver<()>>,
+        fails: bool,
+    }
+
+    impl Embedder for WaitsForLexical {
+        fn dimension(&self) -> usize {
+            2
+        }
+        fn model_id(&self) -> &str {
+            "waits-for-lexical"
+        }
+        fn embed(&self, _: &[String]) -> crate::embed::Result<Vec<Vec<f32>>> {
+            let ran = self
+                .lexical_ran
+                .lock()
+                .map_err(|_| EmbedError::Model("poisoned".into()))?
+                .recv_timeout(Duration::from_secs(20));
+            if ran.is_err() {
+                return Err(EmbedError::Model(
+                    "the lexical ranking did not run while the question was embedded".into(),
+                ));
+            }
+            if self.fails {
+                return Err(EmbedError::Model("the model failed".into()));
+            }
+            Ok(vec![vec![1.0, 0.0]])
+        }
+    }
+
+    fn run(lexical_fails: bool, embed_fails: bool) -> Result<Vec<Passage>> {
+        let (tx, rx) = channel();
+        let store = TwoPoints {
+            lexical_ran: Mutex::new(tx),
+            lexical_fails,
+        };
+        let embedder = WaitsForLexical {
+            lexical_ran: Mutex::new(rx),
+            fails: embed_fails,
+        };
+        let lexical = LexicalEncoder::new().expect("the English encoder builds");
+        let config = QdrantConfig {
+            hybrid: true,
+            score_threshold: 0.0,
+            ..QdrantConfig::default()
+        };
+        let request = SearchRequest {
+            query: "how do I roll back",
+            limit: 5,
+            filter: None,
+            pin_identifiers: false,
+        };
+        search(&store, &embedder, &lexical, &config, &request)
+    }
+
+    #[test]
+    fn the_lexical_ranking_runs_while_the_question_is_embedded() {
+        let passages = run(false, false).expect("the search succeeds");
+        let ids: Vec<u64> = passages.iter().map(|p| p.id).collect();
+        assert_eq!(ids, [1, 2], "fused order: both rankings first");
+        assert_eq!(passages[0].dense_rank, Some(1));
+        assert_eq!(passages[0].lexical_rank, Some(2));
+        // Found by the lexical ranking only: its cosine from its stored vector.
+        assert_eq!(passages[1].dense_rank, None);
+        assert!((passages[1].score - 0.6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_failure_in_either_leg_fails_the_search() {
+        let err = run(true, false).expect_err("the lexical ranking failed");
+        assert!(matches!(err, SearchError::Store(_)), "{err}");
+        assert!(
+            err.to_string().contains("lexical index unreadable"),
+            "{err}"
+        );
+        let err = run(false, true).expect_err("the embedding failed");
+        assert!(matches!(err, SearchError::Embed(_)), "{err}");
+        assert!(err.to_string().contains("the model failed"), "{err}");
+    }
 }
