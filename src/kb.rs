@@ -17,7 +17,7 @@ use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
 use crate::lexical::LexicalEncoder;
 use crate::reader::{self, Reader};
 use crate::search::{Passage, SearchRequest};
-use crate::store::edge::EdgeStore;
+use crate::store::edge::{EdgeStore, IndexSettings};
 use crate::store::qdrant::QdrantStore;
 use crate::store::{PayloadFilter, QueryVector, StoreInfo, StoreQuery, VectorStore};
 
@@ -310,11 +310,26 @@ fn collect_status(
         Ok(id) => (Some(id.to_string()), None),
         Err(e) => (None, Some(e)),
     };
+    let store_info = store.info()?;
+    // The embedded store saves the index settings it was built with; a
+    // setting changed since applies at the next write-open.
+    let index = match config.storage.backend {
+        Backend::Edge => EdgeStore::saved_index_settings(&config.collection_dir())?.map(|built| {
+            let rebuild_pending =
+                built != IndexSettings::wanted(&config.storage, store_info.dimension);
+            IndexStatus {
+                built,
+                rebuild_pending,
+            }
+        }),
+        Backend::Qdrant => None,
+    };
     Ok(Status {
         collection: config.qdrant.collection.clone(),
         backend: config.storage.backend.as_str().to_string(),
         path: config.collection_location(),
-        store: store.info()?,
+        store: store_info,
+        index,
         sources,
         pending_sources: pending,
         pipeline,
@@ -339,6 +354,10 @@ pub struct Status {
     pub path: PathBuf,
     /// Size and index state of the collection.
     pub store: StoreInfo,
+    /// The embedded store's index settings; `None` on a Qdrant server
+    /// (its collection's own settings apply).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexStatus>,
     /// Sources (documents) in the manifest, pending ones included.
     pub sources: usize,
     /// Sources an interrupted ingest left half-written (the next ingest repairs them).
@@ -356,6 +375,18 @@ pub struct Status {
     /// Whether searches fuse a lexical ranking with the dense one
     /// (`qdrant.hybrid`).
     pub hybrid: bool,
+}
+
+/// The index settings an embedded store was built with.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexStatus {
+    /// What the store saved (`storage.quantization`, `hnsw_*`, ...).
+    #[serde(flatten)]
+    pub built: IndexSettings,
+    /// The configuration asks for other settings: the next write-open
+    /// (`grace ingest`, or the service starting) rebuilds the index with
+    /// them.
+    pub rebuild_pending: bool,
 }
 
 fn is_empty_path(p: &std::path::Path) -> bool {

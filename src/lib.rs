@@ -65,6 +65,6 @@ pub use error::{
     EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NEEDS_INPUT, EXIT_NOT_ANSWERED, EXIT_NOT_FOUND, Error,
     Result,
 };
-pub use kb::{KnowledgeBase, OpenMode, Status, status};
+pub use kb::{IndexStatus, KnowledgeBase, OpenMode, Status, status};
 pub use search::Passage;
 pub use service::{AskOptions, AskOutcome, Grace, GraceBuilder, RunCounts, RunEvent, RunStream};

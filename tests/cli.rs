@@ -6,6 +6,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn grace(dir: &Path, args: &[&str]) -> Output {
+    grace_with(dir, args, &[])
+}
+
+/// `grace ARGS` in `dir` with these environment variables set too.
+fn grace_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let repo = common::repo();
     Command::new(env!("CARGO_BIN_EXE_grace"))
         .args(args)
@@ -16,6 +21,7 @@ fn grace(dir: &Path, args: &[&str]) -> Output {
             "GRACE_EMBEDDING__RUNTIME_PATH",
             repo.join("models/libonnxruntime.so"),
         )
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -109,6 +115,51 @@ fn ingest_search_status_round_trip_with_json() {
         ),
         (Some(6), Some(0))
     );
+}
+
+/// `grace status` says how the embedded index was built, and when the
+/// configuration asks for other settings, that the next ingest applies them
+/// (a read-only command never rebuilds).
+#[test]
+fn status_shows_the_index_settings_and_when_a_change_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    let kb = kb.to_str().unwrap();
+    let out = grace(dir.path(), &["ingest", kb, "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let index = |env: &[(&str, &str)]| {
+        let out = grace_with(dir.path(), &["status", "--json"], env);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json(&out)["index"].clone()
+    };
+    let built = index(&[]);
+    assert_eq!(built["quantization"], "int8", "{built}");
+    assert_eq!(built["hnsw_m"], 16, "{built}");
+    assert_eq!(built["segment_points"], 50_000, "{built}");
+    assert_eq!(built["rebuild_pending"], false, "{built}");
+
+    let binary = [("GRACE_STORAGE__QUANTIZATION", "binary")];
+    let pending = index(&binary);
+    assert_eq!(pending["quantization"], "int8", "still as built: {pending}");
+    assert_eq!(pending["rebuild_pending"], true, "{pending}");
+    let out = grace_with(dir.path(), &["status"], &binary);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("index        int8 vectors in memory"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the next `grace ingest` rebuilds the index"),
+        "{text}"
+    );
+
+    // Nothing to write, but the write-open applies the settings.
+    let out = grace_with(dir.path(), &["ingest", kb, "-q"], &binary);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rebuilt = index(&binary);
+    assert_eq!(rebuilt["quantization"], "binary", "{rebuilt}");
+    assert_eq!(rebuilt["rebuild_pending"], false, "{rebuilt}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use std::error::Error as _;
 
 use grace::confidence::calibration::Calibration;
+use grace::config::Quantization;
 use grace::eval::{EvalReport, Separation};
 use grace::exec::{Decision, RunReport};
 use grace::ingest::IngestReport;
@@ -183,6 +184,14 @@ pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
         "chunks       {} in {} sources ({} vectors indexed, {} segments)",
         s.store.points, s.sources, s.store.indexed_vectors, s.store.segments
     );
+    if let Some(index) = &s.index {
+        println!("index        {}", index_line(&index.built));
+        if index.rebuild_pending {
+            println!(
+                "             storage.* now asks for other index settings: the next `grace ingest` rebuilds the index with them"
+            );
+        }
+    }
     if s.pending_sources > 0 {
         println!(
             "pending      {} sources left half-written by an interrupted ingest; the next ingest repairs them",
@@ -212,6 +221,30 @@ pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
     for (name, usage) in tools {
         println!("tool         {name}: {}", crate::tools::figures(usage));
     }
+}
+
+/// How an embedded store's index is built, in a line.
+fn index_line(i: &grace::store::edge::IndexSettings) -> String {
+    let place = |on_disk: bool| if on_disk { "on disk" } else { "in memory" };
+    let vectors = match i.quantization {
+        Quantization::None => format!("vectors {}", place(i.vectors_on_disk)),
+        q => format!(
+            "{} vectors in memory, full vectors {}",
+            if q == Quantization::Int8 {
+                "int8"
+            } else {
+                "binary"
+            },
+            place(i.vectors_on_disk)
+        ),
+    };
+    format!(
+        "{vectors}; lexical index {}; HNSW m {}, ef_construct {}; segments of up to {} points",
+        place(i.lexical_on_disk),
+        i.hnsw_m,
+        i.hnsw_ef_construct,
+        i.segment_points
+    )
 }
 
 pub fn config(c: &Config, json: bool) -> grace::Result<()> {

@@ -14,7 +14,7 @@ use super::super::{DENSE_VECTOR, LEXICAL_VECTOR};
 use crate::config::{Quantization, StorageConfig};
 
 /// The index settings a store holds (`storage.*` as it applied them).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct IndexSettings {
     /// `storage.quantization`.
     pub quantization: Quantization,
@@ -42,6 +42,29 @@ impl From<&StorageConfig> for IndexSettings {
             segment_points: s.segment_points,
         }
     }
+}
+
+impl IndexSettings {
+    /// The settings `config` asks for as a store of `dimension`-sized
+    /// vectors saves them (the segment size rounded as the engine keeps
+    /// it): what to compare with a store's saved settings.
+    pub fn wanted(config: &StorageConfig, dimension: usize) -> Self {
+        Self {
+            segment_points: segment_points(segment_kb(config.segment_points, dimension), dimension),
+            ..Self::from(config)
+        }
+    }
+}
+
+/// A segment's size as the optimisers count it: the KiB of its dense
+/// vectors.
+fn segment_kb(points: usize, dimension: usize) -> usize {
+    (points * dimension.max(1) * 4).div_ceil(1024)
+}
+
+/// The points of `dimension`-sized vectors a segment of `kb` KiB holds.
+fn segment_points(kb: usize, dimension: usize) -> usize {
+    kb * 1024 / (dimension.max(1) * 4)
 }
 
 /// The index settings an engine configuration records.
@@ -72,7 +95,7 @@ pub(super) fn index_settings(config: &EdgeConfig, dimension: usize) -> IndexSett
         ),
         hnsw_m: config.hnsw_config().m,
         hnsw_ef_construct: config.hnsw_config().ef_construct,
-        segment_points: segment_kb * 1024 / (dimension.max(1) * 4),
+        segment_points: segment_points(segment_kb, dimension),
     }
 }
 
@@ -95,10 +118,8 @@ pub(super) fn tuned(mut config: EdgeConfig, settings: &StorageConfig) -> EdgeCon
         ..HnswIndexConfig::default()
     });
     config.quantization_config = quantization(settings.quantization);
-    // A segment's size as the optimisers count it: its dense vectors.
-    let segment_kb = (settings.segment_points * dimension.max(1) * 4).div_ceil(1024);
     config.optimizers = Some(EdgeOptimizersConfig {
-        max_segment_size: Some(segment_kb),
+        max_segment_size: Some(segment_kb(settings.segment_points, dimension)),
         ..EdgeOptimizersConfig::default()
     });
     config
@@ -202,8 +223,33 @@ mod tests {
                 .build();
             let read = index_settings(&tuned(config, &settings), 384);
             assert_eq!(read, IndexSettings::from(&settings));
+            assert_eq!(read, IndexSettings::wanted(&settings, 384));
             assert_eq!(read.segment_points, 123_457);
         }
+    }
+
+    /// With small vectors a KiB holds several points, so the segment size
+    /// reads back rounded: `wanted` rounds the same way, so a store built
+    /// with the configured settings is not reported as differing.
+    #[test]
+    fn wanted_settings_round_the_segment_size_as_the_engine_keeps_it() {
+        let settings = StorageConfig {
+            segment_points: 10_001,
+            ..StorageConfig::default()
+        };
+        let config = EdgeConfig::builder()
+            .vector(
+                DENSE_VECTOR,
+                qdrant_edge::EdgeVectorParams::builder(2, qdrant_edge::Distance::Cosine).build(),
+            )
+            .sparse_vector(
+                LEXICAL_VECTOR,
+                qdrant_edge::EdgeSparseVectorParams::builder().build(),
+            )
+            .build();
+        let read = index_settings(&tuned(config, &settings), 2);
+        assert_ne!(read.segment_points, 10_001, "8 bytes a point: 128 a KiB");
+        assert_eq!(read, IndexSettings::wanted(&settings, 2));
     }
 
     /// Searches keep the configured beam and always score quantised
