@@ -226,17 +226,11 @@ pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
 /// How an embedded store's index is built, in a line.
 fn index_line(i: &grace::store::edge::IndexSettings) -> String {
     let place = |on_disk: bool| if on_disk { "on disk" } else { "in memory" };
+    let full = place(i.vectors_on_disk);
     let vectors = match i.quantization {
-        Quantization::None => format!("vectors {}", place(i.vectors_on_disk)),
-        q => format!(
-            "{} vectors in memory, full vectors {}",
-            if q == Quantization::Int8 {
-                "int8"
-            } else {
-                "binary"
-            },
-            place(i.vectors_on_disk)
-        ),
+        Quantization::None => format!("vectors {full}"),
+        Quantization::Int8 => format!("int8 vectors in memory, full vectors {full}"),
+        Quantization::Binary => format!("binary vectors in memory, full vectors {full}"),
     };
     format!(
         "{vectors}; lexical index {}; HNSW m {}, ef_construct {}; segments of up to {} points",
