@@ -14,8 +14,16 @@ use super::{Config, ConfigError, Result};
 
 const PREFIX: &str = "GRACE_";
 
-/// Applies every override in `vars` to `config`.
-pub(crate) fn apply_overrides(config: &mut Config, vars: &[(String, String)]) -> Result<()> {
+/// An environment variable that set a key: `(GRACE_STORAGE__HNSW_M, storage.hnsw_m)`.
+pub(crate) type Override = (String, String);
+
+/// Applies every override in `vars` to `config`; returns the variables
+/// applied with the dotted key each set, so a value found invalid later
+/// is blamed on its variable rather than on the config file.
+pub(crate) fn apply_overrides(
+    config: &mut Config,
+    vars: &[(String, String)],
+) -> Result<Vec<Override>> {
     // (variable, key path, value): `GRACE_LLM__GEMINI__MODEL` → [llm, gemini, model].
     let mut overrides: Vec<(&str, Vec<String>, &str)> = vars
         .iter()
@@ -28,7 +36,7 @@ pub(crate) fn apply_overrides(config: &mut Config, vars: &[(String, String)]) ->
         })
         .collect();
     if overrides.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     // Deterministic order, so a failing override is reported the same way every run.
     overrides.sort();
@@ -84,7 +92,10 @@ pub(crate) fn apply_overrides(config: &mut Config, vars: &[(String, String)]) ->
         var: "GRACE_*".into(),
         message: e.to_string(),
     })?;
-    Ok(())
+    Ok(overrides
+        .into_iter()
+        .map(|(var, path, _)| (var.to_string(), path.join(".")))
+        .collect())
 }
 
 fn known_keys(v: &Value) -> String {

@@ -104,20 +104,26 @@ impl ConfigError {
         }
     }
 
-    /// For a validation error, finds the line of the key in the file text
-    /// (when the file sets it) so the message points at it.
-    pub(crate) fn locate(self, path: &Path, text: &str) -> Self {
-        match self {
-            ConfigError::Invalid { key, message, .. } => {
-                let line = find_key_line(text, &key);
-                ConfigError::Invalid {
-                    file: line.map(|_| path.to_path_buf()),
-                    line,
-                    key,
-                    message,
-                }
-            }
-            other => other,
+    /// For a validation error, says where the bad value came from: the
+    /// environment variable that set the key (`from_env`: variable and
+    /// dotted key), else the line of the key in the config file (`file`:
+    /// its path and text) when the file sets it.
+    pub(crate) fn locate(self, file: Option<(&Path, &str)>, from_env: &[(String, String)]) -> Self {
+        let ConfigError::Invalid { key, message, .. } = self else {
+            return self;
+        };
+        if let Some((var, _)) = from_env.iter().find(|(_, set)| *set == key) {
+            return ConfigError::Env {
+                var: var.clone(),
+                message: format!("invalid value for `{key}`: {message}"),
+            };
+        }
+        let line = file.and_then(|(_, text)| find_key_line(text, &key));
+        ConfigError::Invalid {
+            file: line.and(file).map(|(path, _)| path.to_path_buf()),
+            line,
+            key,
+            message,
         }
     }
 }

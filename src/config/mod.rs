@@ -929,11 +929,9 @@ impl Config {
             let base = p.parent().unwrap_or(Path::new(""));
             config.resolve_paths(base);
         }
-        env::apply_overrides(&mut config, vars)?;
-        validate::validate(&config).map_err(|e| match (&file, &text) {
-            (Some(p), Some(t)) => e.locate(p, t),
-            _ => e,
-        })?;
+        let from_env = env::apply_overrides(&mut config, vars)?;
+        let source = file.as_deref().zip(text.as_deref());
+        validate::validate(&config).map_err(|e| e.locate(source, &from_env))?;
         Ok(config)
     }
 

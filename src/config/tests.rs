@@ -103,6 +103,35 @@ fn env_overrides_reach_nested_keys() {
     }
 }
 
+/// An out-of-range value set by the environment is blamed on its
+/// variable, even where the config file sets the same key (to a good
+/// value, on a line the message must not point at); one set by the file
+/// still names the file and line.
+#[test]
+fn an_out_of_range_override_names_its_variable_not_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "storage:\n  oversampling: 2.0\n");
+    let err = Config::load_with_env(Some(&p), &vars(&[("GRACE_STORAGE__OVERSAMPLING", "0.5")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "environment variable GRACE_STORAGE__OVERSAMPLING: invalid value for `storage.oversampling`"
+        ) && err.contains("1..=16"),
+        "{err}"
+    );
+    assert!(!err.contains("c.yml"), "{err}");
+
+    let p = write(dir.path(), "storage:\n  oversampling: 2.0\n  hnsw_m: 2\n");
+    let err = Config::load_with_env(Some(&p), &vars(&[("GRACE_STORAGE__HNSW_EF", "64")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("c.yml:3: invalid value for `storage.hnsw_m`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_tool_mode_comes_from_file_or_environment_and_bad_values_name_the_key() {
     assert_eq!(Config::default().llm.tool_mode, ToolMode::Auto);
