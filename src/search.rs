@@ -134,15 +134,23 @@ pub fn search(
     // search costs the longer of the two, not their sum.
     let (q, lexical_hits) = std::thread::scope(|scope| {
         let span = tracing::Span::current();
-        let lexical_leg = config
-            .hybrid
-            .then(|| scope.spawn(move || span.in_scope(lexical_ranking)));
+        let lexical_leg = config.hybrid.then(|| {
+            std::thread::Builder::new()
+                .name("grace-lexical".into())
+                .spawn_scoped(scope, move || span.in_scope(lexical_ranking))
+        });
         let q = embedder.embed_query(query);
         let hits = match lexical_leg {
-            Some(leg) => leg
+            None => Ok(Vec::new()),
+            Some(Ok(leg)) => leg
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            None => Ok(Vec::new()),
+            // No thread to be had (the process at its limit): rank here,
+            // after the embedding, rather than fail the search.
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "no thread for the lexical ranking; running it inline");
+                lexical_ranking()
+            }
         };
         (q, hits)
     });
