@@ -311,19 +311,11 @@ fn collect_status(
         Err(e) => (None, Some(e)),
     };
     let store_info = store.info()?;
-    // The embedded store saves the index settings it was built with; a
-    // setting changed since applies at the next write-open.
-    let index = match config.storage.backend {
-        Backend::Edge => EdgeStore::saved_index_settings(&config.collection_dir())?.map(|built| {
-            let rebuild_pending =
-                built != IndexSettings::wanted(&config.storage, store_info.dimension);
-            IndexStatus {
-                built,
-                rebuild_pending,
-            }
-        }),
-        Backend::Qdrant => None,
-    };
+    // A changed index setting applies at the next write-open.
+    let index = store_info.index.clone().map(|built| IndexStatus {
+        rebuild_pending: built != IndexSettings::wanted(&config.storage, store_info.dimension),
+        built,
+    });
     Ok(Status {
         collection: config.qdrant.collection.clone(),
         backend: config.storage.backend.as_str().to_string(),

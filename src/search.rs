@@ -351,6 +351,7 @@ mod tests {
                 indexed_vectors: 0,
                 segments: 1,
                 dimension: 2,
+                index: None,
             })
         }
         fn scroll(&self, _: Option<u64>, _: usize) -> crate::store::Result<ScrollPage> {

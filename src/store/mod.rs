@@ -313,6 +313,11 @@ pub struct StoreInfo {
     pub segments: usize,
     /// Length of the dense vectors.
     pub dimension: usize,
+    /// The embedded store's index settings as it holds them; `None` on a
+    /// Qdrant server (its collection's own settings apply). Status shows
+    /// them apart, with whether the configuration asks for others.
+    #[serde(skip)]
+    pub index: Option<edge::IndexSettings>,
 }
 
 /// One page of [`VectorStore::scroll`].

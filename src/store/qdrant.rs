@@ -861,6 +861,7 @@ impl VectorStore for QdrantStore {
             indexed_vectors: info.indexed_vectors_count.unwrap_or(0) as usize,
             segments: info.segments_count as usize,
             dimension: self.dimension,
+            index: None,
         })
     }
 

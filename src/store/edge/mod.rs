@@ -75,7 +75,7 @@ impl EdgeStore {
         }
         if let Some(before) = before {
             let before = index_settings(&before, store.dimension);
-            let now = store.index_settings();
+            let now = IndexSettings::wanted(settings, store.dimension);
             if before != now {
                 tracing::info!(
                     path = %path.display(),
@@ -518,6 +518,7 @@ impl VectorStore for EdgeStore {
             indexed_vectors: info.indexed_vectors_count,
             segments: info.segments_count,
             dimension: self.dimension,
+            index: Some(self.index_settings()),
         })
     }
 
