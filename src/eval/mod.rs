@@ -231,10 +231,11 @@ pub fn collect(
                 .map(|n| n.to_string_lossy().into_owned());
             name.is_some_and(|n| q.gold_sources.contains(&n))
         };
-        // Retrieval: the first search of the run (the plan's, before any recovery).
+        // Retrieval: the first search of the run's plan; its first `k`
+        // passages (a recovery's wider search returns more).
         let search = run.steps.iter().find(|s| s.action == "rag_search");
         let passages = match search.map(|s| &s.result.output) {
-            Some(ToolOutput::Passages(p)) => p.as_slice(),
+            Some(ToolOutput::Passages(p)) => &p[..p.len().min(k)],
             _ => &[],
         };
         let gold_cited = run.answer.as_ref().is_some_and(|a| {
