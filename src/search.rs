@@ -1,16 +1,17 @@
 //! Search: a question → ranked passages. The dense ranking (cosine of
 //! MiniLM vectors) and, when `qdrant.hybrid` is on, the lexical ranking
-//! (BM25 + exact identifiers) are fused by reciprocal rank; every passage
-//! keeps its dense cosine similarity as `score`, the number later stages
-//! (confidence) reason about.
+//! (BM25 + exact identifiers) are fused by cosine plus a bounded lexical
+//! bonus ([`crate::store::fusion`]); every passage keeps its dense cosine
+//! similarity as `score`, the number later stages (confidence) reason
+//! about.
 //!
 //! An identifier in the question (`E0392`, `--purge`, `core.autocrlf`) is
 //! evidence no similarity matches: with `pin_identifiers`, the passages
 //! among the lexical ranking's best that contain the question's identifiers
 //! verbatim are put first (more identifiers first, then the fused order),
-//! above passages that only resemble the question. Without this, a page
-//! that only the lexical ranking finds scores about `w/(k+1)` in the fusion
-//! and loses to pages both rankings find at middling ranks.
+//! above passages that only resemble the question: a page about
+//! `fetch.prune` may be further from the question in meaning than its
+//! neighbour about `fetch.pruneTags` by more than the lexical bonus.
 
 use std::collections::HashMap;
 
@@ -19,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::QdrantConfig;
 use crate::embed::{Embedder, cosine};
 use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
-use crate::store::fusion::rrf;
+use crate::store::fusion::fuse;
 use crate::store::{ChunkPoint, PayloadFilter, QueryVector, StoreQuery, StoredHit, VectorStore};
 
 /// Result of a search.
@@ -55,7 +56,8 @@ pub struct Passage {
     pub text: String,
     /// Cosine similarity of the passage to the query, in [-1, 1].
     pub score: f32,
-    /// Reciprocal-rank-fusion score (the ranking order).
+    /// Fused score: the cosine plus the lexical bonus
+    /// ([`crate::store::fusion`]); the ranking order.
     pub fused_score: f32,
     /// Rank (from 1) in the dense ranking, if the passage was in it.
     pub dense_rank: Option<usize>,
@@ -161,26 +163,24 @@ pub fn search(
         ..StoreQuery::ranking(QueryVector::Dense(&q), candidates)
     })?;
 
-    // A query that names an identifier (an error code, a flag, a function)
-    // is exactly where the dense model is weakest: trust the lexical
-    // ranking, whose identifier terms match exactly, more.
+    // A query that names an identifier (an error code, a long option, a
+    // function) is exactly where the dense model is weakest: trust the
+    // lexical ranking, whose identifier terms match exactly, more.
     let query_identifiers = distinct_identifiers(query);
     let lexical_weight = if query_identifiers.is_empty() {
         config.lexical_weight
     } else {
         config.identifier_weight
     };
-    let rankings = vec![
-        (dense.iter().map(|h| h.id).collect(), 1.0),
-        (lexical_hits.iter().map(|h| h.id).collect(), lexical_weight),
-    ];
+    let pairs =
+        |hits: &[StoredHit]| -> Vec<(u64, f32)> { hits.iter().map(|h| (h.id, h.score)).collect() };
     let scores = |hits: &[StoredHit]| -> HashMap<u64, f32> {
         hits.iter().map(|h| (h.id, h.score)).collect()
     };
     let (dense_score, lexical_score) = (scores(&dense), scores(&lexical_hits));
     // Fused order; a passage only the lexical ranking found has no cosine
     // yet: it is computed from its stored vector once fetched.
-    let mut fused: Vec<_> = rrf(&rankings, config.rrf_k)
+    let mut fused: Vec<_> = fuse(&pairs(&dense), &pairs(&lexical_hits), lexical_weight)
         .into_iter()
         .filter(|f| {
             dense_score
@@ -319,7 +319,7 @@ mod tests {
                     if self.lexical_fails {
                         return Err(engine_error("lexical index unreadable"));
                     }
-                    Ok(vec![hit(2, 7.0), hit(1, 3.0)])
+                    Ok(vec![hit(1, 7.0), hit(2, 3.0)])
                 }
             }
         }
@@ -426,7 +426,7 @@ mod tests {
         let ids: Vec<u64> = passages.iter().map(|p| p.id).collect();
         assert_eq!(ids, [1, 2], "fused order: both rankings first");
         assert_eq!(passages[0].dense_rank, Some(1));
-        assert_eq!(passages[0].lexical_rank, Some(2));
+        assert_eq!(passages[0].lexical_rank, Some(1));
         // Found by the lexical ranking only: its cosine from its stored vector.
         assert_eq!(passages[1].dense_rank, None);
         assert!((passages[1].score - 0.6).abs() < 1e-6);

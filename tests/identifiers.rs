@@ -63,6 +63,35 @@ fn the_page_of_the_asked_code_comes_first() {
 }
 
 #[test]
+fn an_exact_identifier_match_stays_first_in_users_words() {
+    // Asked the way people ask, with their own numbers and flags around
+    // the code: the code's page still comes first, and the asker's "3am"
+    // or "-j8" pin nothing.
+    let data = tempfile::tempdir().unwrap();
+    let kb = error_index(data.path(), true);
+    for (code, q) in [
+        (
+            "E0392",
+            "my nightly build at 3am broke with E0392 after I added a generic param to a struct, what now?",
+        ),
+        (
+            "E0390",
+            "cargo build -j8 keeps failing on E0390 when I write an impl block for a primitive type",
+        ),
+    ] {
+        let passages = kb.search(q, None, None).unwrap();
+        assert_eq!(
+            file_name(&passages[0].source),
+            format!("{code}.md"),
+            "{q}: {:?}",
+            passages.iter().map(|p| &p.source).collect::<Vec<_>>()
+        );
+        assert!(passages[0].pinned, "{q}");
+        assert!(passages[1..].iter().all(|p| !p.pinned), "{q}");
+    }
+}
+
+#[test]
 fn pinning_can_be_turned_off() {
     let data = tempfile::tempdir().unwrap();
     let kb = error_index(data.path(), false);

@@ -71,6 +71,11 @@ const RENAMED: &[(&str, &str)] = &[
         "reviewers have their own tokens (grace review register); server.admin_api_key administers them",
     ),
     (
+        "rrf_k",
+        "the fusion is no longer reciprocal rank fusion: qdrant.lexical_weight and \
+         qdrant.identifier_weight are the lexical ranking's bonus in cosine units",
+    ),
+    (
         "planner",
         "in the llm section it was a switch; the planner section's strategy (default, plan, agent) replaces it",
     ),

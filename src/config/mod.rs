@@ -328,14 +328,13 @@ pub struct QdrantConfig {
     pub score_threshold: f32,
     /// Fuse a lexical (BM25 + exact identifier) ranking with the dense one.
     pub hybrid: bool,
-    /// Reciprocal-rank-fusion constant `k` in `weight / (k + rank)`.
-    pub rrf_k: f32,
-    /// Weight of the lexical ranking in the fusion (the dense ranking's is
-    /// 1) for queries in plain words.
+    /// The lexical ranking's bonus in the fusion, in cosine units: a
+    /// passage scores its dense cosine plus `lexical_weight · BM25 / best
+    /// BM25` for queries in plain words.
     pub lexical_weight: f32,
-    /// Weight of the lexical ranking for queries that contain an identifier
-    /// (`E0382`, `--purge`, `foo_bar()`, `1.24.4`), which dense embeddings
-    /// match poorly and the lexical ranking matches exactly.
+    /// The same for queries that name an identifier (`E0382`, `--purge`,
+    /// `foo_bar()`, `1.24.4`), which dense embeddings match poorly and the
+    /// lexical ranking matches exactly.
     pub identifier_weight: f32,
     /// Candidates taken from each ranking before fusion.
     pub candidates: usize,
@@ -362,9 +361,8 @@ impl Default for QdrantConfig {
             search_limit: 5,
             score_threshold: 0.0,
             hybrid: true,
-            rrf_k: 60.0,
-            lexical_weight: 0.3,
-            identifier_weight: 2.0,
+            lexical_weight: 0.15,
+            identifier_weight: 0.3,
             candidates: 40,
             shard_number: 0,
             replication_factor: 0,

@@ -305,7 +305,11 @@ fn out_of_range_values_name_key_and_line() {
             "qdrant.score_threshold",
             2,
         ),
-        ("qdrant:\n  rrf_k: -1\n", "qdrant.rrf_k", 2),
+        (
+            "qdrant:\n  identifier_weight: 3\n",
+            "qdrant.identifier_weight",
+            2,
+        ),
         ("qdrant:\n  candidates: 0\n", "qdrant.candidates", 2),
         (
             "qdrant:\n  lexical_weight: -1\n",

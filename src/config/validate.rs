@@ -160,18 +160,15 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             ),
         ));
     }
-    if !(q.rrf_k.is_finite() && q.rrf_k > 0.0) {
-        return Err(invalid(
-            "qdrant.rrf_k",
-            format!("{} must be a positive number", q.rrf_k),
-        ));
-    }
     for (key, w) in [
         ("qdrant.lexical_weight", q.lexical_weight),
         ("qdrant.identifier_weight", q.identifier_weight),
     ] {
-        if !(w.is_finite() && (0.0..=100.0).contains(&w)) {
-            return Err(invalid(key, format!("{w} is out of range 0.0..=100.0")));
+        if !(w.is_finite() && (0.0..=2.0).contains(&w)) {
+            return Err(invalid(
+                key,
+                format!("{w} is out of range 0.0..=2.0 (a bonus in cosine units)"),
+            ));
         }
     }
     let w = &c.confidence.weights;

@@ -1,7 +1,22 @@
-//! Reciprocal rank fusion (Cormack et al., 2009): a point's fused score is
-//! `Σ weight / (k + rank)` over the rankings it appears in (rank from 1). It
-//! needs no score calibration between rankings, which is why dense cosine
-//! and BM25 scores can be combined with it.
+//! Fusing the dense and the lexical ranking: each candidate scores its
+//! dense cosine plus a bounded lexical bonus,
+//!
+//! ```text
+//! score = cosine + weight · BM25 / best BM25 of the query
+//! ```
+//!
+//! so the lexical ranking can reorder passages whose cosines lie within
+//! `weight` of each other, and never lift a passage that only shares a
+//! few words with the question over one that is much closer in meaning.
+//! A passage only the lexical ranking found counts the lowest cosine of the
+//! dense candidates (the most it can have: it was not among them), so no
+//! extra read is needed to rank it.
+//!
+//! Reciprocal rank fusion, which GRACE used before, counts ranks only: on
+//! questions in users' own words the lexical ranking's first place (a
+//! passage sharing common words) outweighed the dense ranking's. Measured
+//! on GRACE's training questions (`eval/users-words`, train split) and
+//! reported beside the evaluation sets in README ("In users' own words").
 
 use std::collections::HashMap;
 
@@ -10,31 +25,45 @@ use std::collections::HashMap;
 pub struct Fused {
     /// The point's id.
     pub id: u64,
-    /// Fused score: `Σ weight / (k + rank)` over the rankings it appears in.
+    /// `cosine + weight · BM25 / best BM25` (the ranking order).
     pub score: f32,
-    /// Rank (from 1) in each input ranking, `None` where absent.
-    pub ranks: Vec<Option<usize>>,
+    /// Rank (from 1) in the dense and in the lexical ranking, `None` where
+    /// absent.
+    pub ranks: [Option<usize>; 2],
 }
 
-/// Fuses `rankings` (each a list of ids, best first, with its weight). Ties
-/// keep the order in which points first appear, reading the rankings in turn.
-pub fn rrf(rankings: &[(Vec<u64>, f32)], k: f32) -> Vec<Fused> {
-    let mut order: Vec<u64> = Vec::new();
-    let mut by_id: HashMap<u64, Fused> = HashMap::new();
-    for (r, (ranking, weight)) in rankings.iter().enumerate() {
-        for (i, id) in ranking.iter().enumerate() {
-            let rank = i + 1;
-            let entry = by_id.entry(*id).or_insert_with(|| {
-                order.push(*id);
-                Fused {
-                    id: *id,
-                    score: 0.0,
-                    ranks: vec![None; rankings.len()],
-                }
-            });
-            if entry.ranks[r].is_none() {
-                entry.ranks[r] = Some(rank);
-                entry.score += weight / (k + rank as f32);
+/// Fuses a dense ranking (ids with cosines, best first) and a lexical one
+/// (ids with BM25 scores, best first) with the lexical ranking's `weight`.
+/// Equal scores keep the order in which points first appear, dense first.
+pub fn fuse(dense: &[(u64, f32)], lexical: &[(u64, f32)], weight: f32) -> Vec<Fused> {
+    let floor = dense.iter().map(|&(_, s)| s).fold(f32::INFINITY, f32::min);
+    let floor = if floor.is_finite() { floor } else { 0.0 };
+    let best = lexical.iter().map(|&(_, s)| s).fold(0.0_f32, f32::max);
+    let mut order: Vec<u64> = Vec::with_capacity(dense.len() + lexical.len());
+    let mut by_id: HashMap<u64, Fused> = HashMap::with_capacity(dense.len() + lexical.len());
+    for (i, &(id, cosine)) in dense.iter().enumerate() {
+        by_id.entry(id).or_insert_with(|| {
+            order.push(id);
+            Fused {
+                id,
+                score: cosine,
+                ranks: [Some(i + 1), None],
+            }
+        });
+    }
+    for (i, &(id, bm25)) in lexical.iter().enumerate() {
+        let entry = by_id.entry(id).or_insert_with(|| {
+            order.push(id);
+            Fused {
+                id,
+                score: floor,
+                ranks: [None, None],
+            }
+        });
+        if entry.ranks[1].is_none() {
+            entry.ranks[1] = Some(i + 1);
+            if best > 0.0 && bm25.is_finite() {
+                entry.score += weight * bm25.max(0.0) / best;
             }
         }
     }
@@ -48,49 +77,79 @@ pub fn rrf(rankings: &[(Vec<u64>, f32)], k: f32) -> Vec<Fused> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn agreement_beats_a_single_top_rank() {
-        // 3 is 2nd in both rankings; 1 and 9 are each 1st in one only.
-        let fused = rrf(&[(vec![1, 3, 5], 1.0), (vec![9, 3, 7], 1.0)], 60.0);
-        assert_eq!(fused[0].id, 3);
-        assert_eq!(fused[0].ranks, vec![Some(2), Some(2)]);
-        assert!((fused[0].score - 2.0 / 62.0).abs() < 1e-6);
-        assert_eq!(fused[1].id, 1);
-        assert_eq!(fused[2].id, 9);
-        assert_eq!(fused.len(), 5);
+    fn ids(fused: &[Fused]) -> Vec<u64> {
+        fused.iter().map(|f| f.id).collect()
     }
 
     #[test]
-    fn single_ranking_keeps_its_order() {
-        let ids: Vec<u64> = rrf(&[(vec![4, 2, 8], 1.0)], 60.0)
-            .iter()
-            .map(|f| f.id)
-            .collect();
-        assert_eq!(ids, vec![4, 2, 8]);
+    fn the_lexical_bonus_reorders_close_passages_only() {
+        // 1 is the dense first; 2 is 0.05 behind and the lexical first.
+        let dense = [(1, 0.60), (2, 0.55), (3, 0.30)];
+        let lexical = [(2, 12.0), (3, 11.0), (1, 2.0)];
+        let fused = fuse(&dense, &lexical, 0.15);
+        // 2: 0.55 + 0.15 = 0.70; 1: 0.60 + 0.025 = 0.625; 3: 0.30 + 0.1375.
+        assert_eq!(ids(&fused), [2, 1, 3]);
+        assert_eq!(fused[0].ranks, [Some(2), Some(1)]);
+        assert!((fused[0].score - 0.70).abs() < 1e-6);
+        // 3 shares as many words, but is far from the question in meaning.
+        assert!(fused[2].score < fused[1].score);
     }
 
     #[test]
-    fn weights_break_ties_toward_the_heavier_ranking() {
-        // 1 leads the first ranking, 2 the second; both are 2nd in the other.
-        let even = rrf(&[(vec![1, 2], 1.0), (vec![2, 1], 1.0)], 60.0);
-        assert_eq!(
-            even[0].id, 1,
-            "equal weights: first appearance wins the tie"
-        );
-        let heavier = rrf(&[(vec![1, 2], 1.0), (vec![2, 1], 2.0)], 60.0);
-        assert_eq!(heavier[0].id, 2);
+    fn the_dense_first_hit_stays_first_when_the_lexical_side_only_matches_common_words() {
+        // "apt keeps upgrading nginx and breaking my config, can I freeze
+        // it?": the dense ranking finds the page on holding packages (0.62);
+        // the lexical ranking's best shares "upgrading", "config" and
+        // "breaking" with the question and nothing of its meaning (0.41),
+        // and is the dense ranking's 30th.
+        let dense = [(1, 0.62), (7, 0.55), (3, 0.52), (9, 0.41)];
+        let lexical = [(9, 14.0), (3, 9.5), (1, 6.0)];
+        for weight in [0.15, 0.3] {
+            let fused = fuse(&dense, &lexical, weight);
+            assert_eq!(fused[0].id, 1, "weight {weight}: {fused:?}");
+        }
+        // However high their BM25, a bonus of at most `weight` cannot close
+        // a cosine gap wider than `weight` (9 is 0.21 behind; 4, found by
+        // the lexical ranking alone, counts the lowest dense cosine).
+        let strong = [(9, 100.0), (4, 99.0)];
+        assert_eq!(fuse(&dense, &strong, 0.15)[0].id, 1);
     }
 
     #[test]
-    fn empty_inputs() {
-        assert!(rrf(&[], 60.0).is_empty());
-        assert!(rrf(&[(vec![], 1.0), (vec![], 1.0)], 60.0).is_empty());
+    fn a_lexical_only_hit_counts_the_lowest_dense_cosine() {
+        let dense = [(1, 0.70), (2, 0.40)];
+        let lexical = [(9, 5.0), (1, 1.0)];
+        let fused = fuse(&dense, &lexical, 0.15);
+        let nine = fused.iter().find(|f| f.id == 9).expect("9 is fused");
+        assert_eq!(nine.ranks, [None, Some(1)]);
+        assert!((nine.score - (0.40 + 0.15)).abs() < 1e-6);
+        assert_eq!(ids(&fused), [1, 9, 2]);
+    }
+
+    #[test]
+    fn weight_zero_is_the_dense_ranking() {
+        let dense = [(4, 0.9), (2, 0.8), (8, 0.7)];
+        let lexical = [(8, 9.0), (5, 3.0)];
+        let fused = fuse(&dense, &lexical, 0.0);
+        assert_eq!(&ids(&fused)[..3], [4, 2, 8]);
+    }
+
+    #[test]
+    fn empty_and_degenerate_inputs() {
+        assert!(fuse(&[], &[], 0.15).is_empty());
+        // No dense ranking (hybrid on an empty store side): lexical order.
+        assert_eq!(ids(&fuse(&[], &[(3, 2.0), (1, 1.0)], 0.15)), [3, 1]);
+        // All-zero or non-finite BM25 scores add nothing and do not poison.
+        let fused = fuse(&[(1, 0.5)], &[(1, 0.0), (2, f32::NAN)], 0.15);
+        assert!(fused.iter().all(|f| f.score.is_finite()));
+        assert_eq!(fused[0].id, 1);
     }
 
     #[test]
     fn duplicate_in_one_ranking_counts_once() {
-        let fused = rrf(&[(vec![1, 1], 1.0)], 1.0);
+        let fused = fuse(&[(1, 0.5), (1, 0.4)], &[(1, 2.0), (1, 2.0)], 0.1);
         assert_eq!(fused.len(), 1);
-        assert!((fused[0].score - 0.5).abs() < 1e-6);
+        assert!((fused[0].score - 0.6).abs() < 1e-6);
+        assert_eq!(fused[0].ranks, [Some(1), Some(1)]);
     }
 }

@@ -213,7 +213,7 @@ pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
     println!(
         "search       {}",
         if s.hybrid {
-            "hybrid (dense + lexical, RRF)"
+            "hybrid (dense cosine + weighted BM25)"
         } else {
             "dense"
         }
