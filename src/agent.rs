@@ -698,8 +698,8 @@ impl Agent<'_> {
             .map(|p| SourceText {
                 number: p.number,
                 label: p.source.clone(),
-                text: format!("{}\n\n{}", p.section, p.text),
-                reader_score: None,
+                text: p.text.clone(),
+                heading: (!p.section.is_empty()).then(|| p.section.clone()),
             })
             .collect();
         let draft = AnswerDraft {

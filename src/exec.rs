@@ -904,14 +904,7 @@ fn output_value(output: &ToolOutput) -> Value {
         ToolOutput::Passages(passages) => Value::Array(
             passages
                 .iter()
-                .map(|p| {
-                    let mut source =
-                        json!({"text": p.text, "source": p.source, "section": p.section});
-                    if let Some(score) = p.reader_score {
-                        source["reader_score"] = json!(score);
-                    }
-                    source
-                })
+                .map(|p| json!({"text": p.text, "source": p.source, "section": p.section}))
                 .collect(),
         ),
         ToolOutput::Answer(a) => json!({"text": a.text, "abstained": a.abstained}),

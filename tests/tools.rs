@@ -166,10 +166,6 @@ fn reasoning_answers_from_sources_with_citations_or_abstains() {
         json!({"query": "q"}),
         json!({"query": "q", "sources": [{"source": "a"}]}),
         json!({"query": "", "sources": []}),
-        // A reader probability outside 0..=1, or not a number.
-        json!({"query": "q", "sources": [{"text": "t", "reader_score": 1e300}]}),
-        json!({"query": "q", "sources": [{"text": "t", "reader_score": -0.5}]}),
-        json!({"query": "q", "sources": [{"text": "t", "reader_score": "high"}]}),
     ] {
         let r = registry.call("reasoning", &bad);
         assert!(!r.success && r.attempts == 1, "{bad}: {r:?}");

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::{Factor, Factors, term_coverage};
 use crate::lexical::LexicalEncoder;
-use crate::llm::{AnswerDraft, SourceText};
+use crate::llm::{ABSENCE, AnswerDraft, SourceText};
 use crate::text::sentences;
 
 /// A sentence counts as supported when at least this share of its content
@@ -49,6 +49,38 @@ fn strip_markers(sentence: &str) -> String {
     out
 }
 
+/// `text` with a line break after every `[n]` citation that is followed by
+/// more text, so the sentence splitter ends a sentence there.
+fn break_after_citations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close) if after[..close].trim().parse::<usize>().is_ok() => {
+                let end = open + 1 + close + 1;
+                out.push_str(&rest[..end]);
+                rest = &rest[end..];
+                if rest.starts_with(' ')
+                    && rest
+                        .trim_start()
+                        .chars()
+                        .next()
+                        .is_some_and(|c| !c.is_ascii_punctuation())
+                {
+                    out.push('\n');
+                }
+            }
+            _ => {
+                out.push_str(&rest[..=open]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The factors of an answer drafted from `sources`.
 pub fn answer_factors(
     lexical: &LexicalEncoder,
@@ -78,18 +110,21 @@ pub fn answer_factors(
             (
                 s.number,
                 lexical
-                    .encode_document(&s.text)
+                    .encode_document(&s.with_heading())
                     .indices
                     .into_iter()
                     .collect(),
             )
         })
         .collect();
+    // A citation ends its sentence ("... (apt purge). [1] Packages ..."):
+    // two sentences from two sources are judged one by one. A statement
+    // that the sources lack something is no claim from them.
     let answer_sentences: Vec<String> = draft
         .answer
         .split("\n\n")
-        .flat_map(sentences)
-        .filter(|s| !strip_markers(s).trim().is_empty())
+        .flat_map(|p| sentences(&break_after_citations(p)))
+        .filter(|s| !strip_markers(s).trim().is_empty() && !s.starts_with(ABSENCE))
         .collect();
     if answer_sentences.is_empty() {
         f.set(Factor::Groundedness, 0.0);
@@ -126,13 +161,13 @@ mod tests {
                 label: "a.md".into(),
                 text: "Backups run every night at 02:00. Restoring takes ten minutes per 100 GB."
                     .into(),
-                reader_score: None,
+                heading: None,
             },
             SourceText {
                 number: 2,
                 label: "b.md".into(),
                 text: "Employees get 28 days of paid leave.".into(),
-                reader_score: None,
+                heading: Some("Leave".into()),
             },
         ]
     }
@@ -164,6 +199,29 @@ mod tests {
         assert_eq!(f.get(Factor::Groundedness), Some(1.0));
         assert_eq!(f.get(Factor::CitationValidity), Some(1.0));
         assert_eq!(f.get(Factor::Abstained), Some(0.0));
+    }
+
+    #[test]
+    fn a_citation_ends_its_sentence_and_a_statement_of_absence_is_no_claim() {
+        let enc = LexicalEncoder::new().unwrap();
+        // The extractive answerer's shape: each sentence followed by its
+        // source. Judged as one sentence, neither source covers the two.
+        let d = draft(
+            "The sources do not mention ORB-9999. Backups run every night at 02:00. [1] \
+             Employees get 28 days of paid leave. [2]",
+            &[1, 2],
+            false,
+        );
+        let f = answer_factors(&enc, &d, &sources());
+        assert_eq!(f.get(Factor::Groundedness), Some(1.0));
+        // The same with the second sentence cited to the wrong source.
+        let d = draft(
+            "Backups run every night at 02:00. [1] Employees get 28 days of paid leave. [1]",
+            &[1],
+            false,
+        );
+        let f = answer_factors(&enc, &d, &sources());
+        assert_eq!(f.get(Factor::Groundedness), Some(0.5));
     }
 
     #[test]

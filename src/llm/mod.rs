@@ -20,7 +20,7 @@ mod extractive;
 mod json_mode;
 mod remote;
 
-pub use self::extractive::{Extractive, NOT_IN_SOURCES};
+pub use self::extractive::{ABSENCE, Extractive, NOT_IN_SOURCES};
 pub use self::remote::{GEMINI_API_KEY, OLLAMA_BASE_URL, OLLAMA_DEFAULT_URL, RemoteLlm};
 
 use std::sync::Arc;
@@ -215,11 +215,12 @@ pub struct SourceText {
     pub label: String,
     /// The source's text.
     pub text: String,
-    /// The answerability reader's probability that this source answers the
-    /// question, when it read it (the extractive answerer draws from the
-    /// sources it reads as answering).
+    /// The heading the text sits under, when it has one. A model reads it
+    /// with the text (an answer may rest on it: "Error ORB-2001: health
+    /// check failed"), and an answer that repeats it is grounded; the
+    /// extractive answerer never quotes it as a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reader_score: Option<f32>,
+    pub heading: Option<String>,
 }
 
 /// Answering a question from sources, as data.
@@ -290,6 +291,16 @@ pub struct Generation {
     /// text that came with native tool calls, or a thinking model's reasoning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought: Option<String>,
+}
+
+impl SourceText {
+    /// The heading (when there is one) and the text, as a model reads them.
+    pub fn with_heading(&self) -> String {
+        match &self.heading {
+            Some(h) => format!("{h}\n\n{}", self.text),
+            None => self.text.clone(),
+        }
+    }
 }
 
 impl Generation {
