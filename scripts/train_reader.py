@@ -462,6 +462,82 @@ def build_pairs(sections, base, work, max_pairs, embed_length, hard_negatives=HA
     return train, val, stats
 
 
+def users_pairs(probe, questions_path, sections_path, base, hard_negatives=4, fusion=(0.15, 0.3)):
+    """Pairs from GRACE's questions in users' own words (eval/users-words):
+    for each question of a ranking_probe output folder (examples/
+    ranking_probe.rs, run over one split), a positive (the chunk of its
+    section closest to the question: the store's chunk when the section is
+    in the corpus, else the section's own chunks) and the passages GRACE's
+    fusion ranks first from other sections as hard negatives -- exactly the
+    neighbours that sound like the answer -- plus one random chunk of the
+    same manual as an easy negative. A held-out section's question still
+    gets its positive, from the section text."""
+    import numpy as np
+    from fusion_study import Query, load, v_convex
+    rng = random.Random(SEED)
+    data = load(probe)
+    sections = {}
+    for line in Path(sections_path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        sections[row["id"]] = row
+    questions = {}
+    for line in Path(questions_path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        questions[row["id"]] = row
+    chunks = data["chunks"]
+    by_manual = {}
+    for i, c in enumerate(chunks):
+        by_manual.setdefault(c["file"].split("--")[0], []).append(i)
+    embedder = None
+    pairs = []
+    for i, r in enumerate(data["rows"]):
+        q = questions[r["id"]]
+        if q["kind"] == "out-of-domain":
+            continue
+        manual = q["section"].split("/")[0]
+        gold_file = None
+        own = [c for c in chunks if q["answerable"] and c["file"] in r["gold"]]
+        if own:
+            qv = data["qv"][i]
+            texts = [c["text"] for c in own[:2]]
+            vecs = [data["vectors"][data["index"][c["id"]]] for c in own[:2]]
+            gold_file = own[0]["file"]
+        else:
+            texts = chunk(sections[q["section"]]["body"])[:2]
+            if embedder is None:
+                from sentence_transformers import SentenceTransformer
+                embedder = SentenceTransformer(str(base), device="cpu")
+                embedder.max_seq_length = 256
+            qv = embedder.encode([r["question"]], normalize_embeddings=True)[0]
+            vecs = list(embedder.encode(texts, normalize_embeddings=True))
+        best = int(np.argmax([float(v @ qv) for v in vecs]))
+        positive = texts[best]
+        pairs.append({"query": r["question"], "passage": positive, "label": 1, "kind": "positive",
+                      "manual": manual, "style": q.get("style")})
+        query = Query(data, r, i, 40)
+        words = set(positive.lower().split())
+        hard = []
+        for c in v_convex(query, {"beta": fusion[0], "id_beta": fusion[1]}):
+            if chunks[c]["file"] == gold_file:
+                continue
+            other = set(chunks[c]["text"].lower().split())
+            # A copy of the answer elsewhere (git-diff-files and -index) is no negative.
+            if len(words & other) / max(1, len(words | other)) > 0.8:
+                continue
+            hard.append(chunks[c]["text"])
+            if len(hard) == hard_negatives:
+                break
+        for text in hard:
+            pairs.append({"query": r["question"], "passage": text, "label": 0, "kind": "hard",
+                          "manual": manual, "style": q.get("style")})
+        pool = by_manual.get(chunks[query.cands[0]]["file"].split("--")[0], []) if query.cands else []
+        pool = [c for c in pool if chunks[c]["file"] != gold_file]
+        if pool:
+            pairs.append({"query": r["question"], "passage": chunks[rng.choice(pool)]["text"],
+                          "label": 0, "kind": "easy", "manual": manual, "style": q.get("style")})
+    return pairs
+
+
 def write_jsonl(path, rows):
     data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
     Path(path).write_text(data, encoding="utf-8")
@@ -868,11 +944,22 @@ same manual outside the query's section (and outside sections with the same
 heading), after skipping the {hp.get('hard_skip', HARD_SKIP)} closest (they often answer too). Easy negative:
 one random chunk of another section of the same manual.
 
+**Questions in users' own words** (`eval/users-words`, written by hand for
+sections of Debian-packaged manuals; its README says how): each of the
+{s['stats'].get('users_train_questions', 0)} train-split questions gives a positive (the chunk of its section
+closest to it), up to 4 hard negatives -- the passages GRACE's own search
+(`examples/ranking_probe.rs`, the fusion GRACE ships) ranks first from other
+sections, exactly the neighbours that sound like the answer -- and one random
+chunk of the same manual; seen {hp.get('repeat_users', 1)} times an epoch, beside a seeded sample of
+{s['stats'].get('heading_pairs_used', 0)} of the heading pairs above. Validation is the dev split's
+questions (Bash manual, sed FAQ, GNU Coreutils manual: manuals nothing was
+trained on), built the same way.
+
 Training pairs: {s['train_pairs']} (sha256 `{s['train_sha256']}`)
 
 {count_table(s['train_counts'])}
 
-Validation pairs (whole manual held out): {s['val_pairs']} (sha256 `{s['val_sha256']}`)
+Validation pairs (users' words, dev split): {s['val_pairs']} (sha256 `{s['val_sha256']}`)
 
 {count_table(s['val_counts'])}
 
@@ -895,7 +982,7 @@ Validation pairs (whole manual held out): {s['val_pairs']} (sha256 `{s['val_sha2
 | packages, training | {train_versions} |
 | packages, export and checks | {versions} |
 
-## Validation (held-out manual: {', '.join(sorted(VALIDATION_MANUALS))})
+## Validation (users' words, dev split: manuals held out)
 
 | | fp32 (torch) | int8 (ONNX Runtime) |
 |---|---:|---:|
@@ -903,9 +990,12 @@ Validation pairs (whole manual held out): {s['val_pairs']} (sha256 `{s['val_sha2
 | accuracy at logit 0 | {s.get('val_accuracy_fp32', 'n/a')} | {s['val_accuracy_int8']} |
 | AUROC, positive vs hard negative | | {s['val_auroc_int8_positive_vs_hard']} |
 | AUROC, positive vs easy negative | | {s['val_auroc_int8_positive_vs_easy']} |
+| AUROC on the heading pairs of the held-out manuals ({', '.join(sorted(VALIDATION_MANUALS))}; {s.get('heading_val_pairs', 'n/a')} pairs), all / positive vs hard | | {s.get('heading_val_auroc_int8', 'n/a')} / {s.get('heading_val_auroc_int8_positive_vs_hard', 'n/a')} |
 
 Mean |logit(int8) - logit(fp32)|: {s['val_mean_abs_logit_diff_int8_fp32']}. For reference, the base
-bi-encoder's cosine alone gives AUROC {s.get('val_auroc_biencoder', 'n/a')} on the same pairs.
+bi-encoder's cosine alone gives AUROC {s.get('val_auroc_biencoder', 'n/a')} (positive vs hard
+{s.get('val_auroc_biencoder_positive_vs_hard', 'n/a')}) on the same users' words pairs: **the reader
+does not beat it.**
 
 Sanity check (int8): "{SANITY_QUESTION}" with a passage on `apt purge` / `dpkg --purge`:
 p = {s['sanity']['answer']}; with an unrelated passage (PostgreSQL VACUUM): p = {s['sanity']['unrelated']}.
@@ -943,7 +1033,9 @@ def hyperparameters(args):
     return {"epochs": args.epochs, "batch": args.batch, "lr": args.lr,
             "max_length": args.max_length, "layers": args.layers, "hard_negatives": args.hard, "hard_skip": args.hard_skip,
             "warmup": "10%", "weight_decay": 0.01, "seed": SEED,
-            "frozen": "word embeddings", "head": args.head, "repeat_faq": args.repeat_faq, "precision": "bf16 autocast" if args.device.startswith("cuda") else "fp32"}
+            "frozen": "word embeddings", "head": args.head, "repeat_faq": args.repeat_faq,
+            "repeat_users": args.repeat_users, "heading_pairs": args.heading_pairs,
+            "precision": "bf16 autocast" if args.device.startswith("cuda") else "fp32"}
 
 
 def main():
@@ -953,9 +1045,9 @@ def main():
     ap.add_argument("--out", required=True, help="where model.onnx and tokenizer files go")
     ap.add_argument("--max-pairs", type=int, default=200000,
                     help="pair budget; with the per-manual caps it gives about 35,500 training pairs")
-    ap.add_argument("--epochs", type=int, default=4)
-    ap.add_argument("--max-length", type=int, default=128)
-    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--max-length", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=3)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--pairs-only", action="store_true", help="build the pairs and stop")
@@ -966,8 +1058,19 @@ def main():
     ap.add_argument("--hard", type=int, default=HARD_NEGATIVES, help="hard negatives per query")
     ap.add_argument("--hard-skip", type=int, default=HARD_SKIP,
                     help="closest neighbours skipped before the hard negatives are taken")
-    ap.add_argument("--repeat-faq", type=int, default=3,
-                    help="train on the FAQs' pairs N times an epoch")
+    ap.add_argument("--repeat-faq", type=int, default=1,
+                    help="train on the FAQs' heading pairs N times an epoch")
+    ap.add_argument("--users-train", nargs=2, metavar=("PROBE", "QUESTIONS"),
+                    help="questions in users' words to learn from: a ranking_probe output "
+                         "folder and the questions.jsonl of the set it ran on (the train split)")
+    ap.add_argument("--users-val", nargs=2, metavar=("PROBE", "QUESTIONS"),
+                    help="the same for the validation questions (the dev split)")
+    ap.add_argument("--sections", help="users_words.py sections output (the held-out "
+                                       "sections' text for their positives)")
+    ap.add_argument("--repeat-users", type=int, default=2,
+                    help="train on the users' words pairs N times an epoch")
+    ap.add_argument("--heading-pairs", type=int, default=10000,
+                    help="heading pairs (seeded sample) trained on beside the users' words ones")
     ap.add_argument("--head", choices=["cosine", "mixed"], default="cosine",
                     help="cosine: segment cosine only; mixed: plus a linear read of [CLS]")
     ap.add_argument("--device", default="cpu", help="torch device to train on: cpu or cuda")
@@ -1019,8 +1122,27 @@ def main():
     sections = load_manuals()
     train_rows, val_rows, stats = build_pairs(sections, args.base, work, args.max_pairs, 128, args.hard,
                                               args.hard_skip)
+    heading_val = val_rows
+    if args.users_train:
+        # Questions in users' own words with GRACE's own retrievals as hard
+        # negatives, and a seeded sample of the heading pairs beside them.
+        if not (args.users_val and args.sections):
+            raise SystemExit("reader: --users-train needs --users-val and --sections")
+        users = users_pairs(*args.users_train, args.sections, args.base)
+        users_val = users_pairs(*args.users_val, args.sections, args.base)
+        rng = random.Random(SEED)
+        heading = train_rows[:]
+        rng.shuffle(heading)
+        train_rows = users * args.repeat_users + heading[:args.heading_pairs]
+        rng.shuffle(train_rows)
+        stats["users_train_pairs"] = len(users)
+        stats["users_train_questions"] = sum(r["kind"] == "positive" for r in users)
+        stats["users_val_pairs"] = len(users_val)
+        stats["heading_pairs_used"] = min(args.heading_pairs, len(heading))
+        val_rows = users_val
     sha_train = write_jsonl(work / "pairs-train.jsonl", train_rows)
     sha_val = write_jsonl(work / "pairs-val.jsonl", val_rows)
+    write_jsonl(work / "pairs-val-headings.jsonl", heading_val)
     pairs = {
         "train_pairs": len(train_rows), "val_pairs": len(val_rows),
         "train_sha256": sha_train, "val_sha256": sha_val,
@@ -1069,11 +1191,17 @@ def main():
         }
     summary.update(pairs)
     summary.update(evaluate_int8(out, tok, val_rows, summary["hyperparameters"]["max_length"], fp32_scores))
+    heading_figures = evaluate_int8(out, tok, heading_val, summary["hyperparameters"]["max_length"])
+    summary["heading_val_auroc_int8"] = heading_figures["val_auroc_int8"]
+    summary["heading_val_auroc_int8_positive_vs_hard"] = heading_figures["val_auroc_int8_positive_vs_hard"]
+    summary["heading_val_pairs"] = len(heading_val)
     summary.setdefault("train_pairs_per_second",
                        round(summary["train_pairs"] * summary["hyperparameters"]["epochs"] / summary["train_seconds"], 1))
     summary["python_packages"] = python_versions()
     summary.setdefault("train_packages", summary["python_packages"])
     summary["val_auroc_biencoder"] = biencoder_auroc(args.base, val_rows, 128)
+    summary["val_auroc_biencoder_positive_vs_hard"] = biencoder_auroc(
+        args.base, [r for r in val_rows if r["kind"] != "easy"], 128)
     summary["sanity"] = sanity_check(out, tok, summary["hyperparameters"]["max_length"])
     if not args.finish_only:
         summary["total_seconds"] = round(time.time() - started)

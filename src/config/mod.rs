@@ -428,7 +428,7 @@ impl Default for ReaderConfig {
     fn default() -> Self {
         Self {
             model_dir: PathBuf::from("models/reader"),
-            max_length: 128,
+            max_length: 64,
             threads: 0,
         }
     }
