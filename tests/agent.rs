@@ -40,6 +40,9 @@ fn start(model: &ScriptedModel, tweak: impl FnOnce(&mut Config)) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let mut config = common::config(dir.path());
     config.planner.strategy = Strategy::Agent;
+    // These tests are about the loop, not the calibration: a grounded
+    // answer on the sample knowledge base must pass `notify`.
+    config.confidence.weights = common::hand_set_weights();
     tweak(&mut config);
     let grace = Grace::builder(config)
         .embedder(common::embedder())
@@ -541,7 +544,8 @@ fn agent_cmd(model: &ScriptedModel, dir: &std::path::Path, args: &[&str]) -> std
         .env("GRACE_LLM__GEMINI__MODEL", "gemini-test")
         .env("GRACE_LLM__TOOL_MODE", "native")
         .env("GRACE_PLANNER__STRATEGY", "agent")
-        .env("GEMINI_API_KEY", "test-key");
+        .env("GEMINI_API_KEY", "test-key")
+        .envs(common::hand_set_weight_env());
     cmd
 }
 

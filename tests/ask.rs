@@ -106,6 +106,138 @@ fn unanswerable_questions_are_never_answered_confidently() {
     }
 }
 
+/// The headings of the sample knowledge base (every passage's section path).
+fn sample_headings(kb: &grace::KnowledgeBase) -> Vec<String> {
+    let passages = kb.search("orbit", Some(100), None).unwrap();
+    let mut headings: Vec<String> = passages
+        .iter()
+        .flat_map(|p| {
+            p.section
+                .split(" > ")
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|h| !h.is_empty())
+        .collect();
+    headings.sort();
+    headings.dedup();
+    headings
+}
+
+/// The sentences of an answer, without their `[n]` markers.
+fn answer_sentences(text: &str) -> Vec<String> {
+    text.split(['[', ']'])
+        .filter(|part| part.trim().parse::<usize>().is_err())
+        .map(|part| part.trim().to_string())
+        .filter(|part| !part.is_empty())
+        .collect()
+}
+
+/// The examples issue 29 was filed with, on the sample knowledge base: a
+/// draft a reviewer confirms, or an answer an asker reads, must read as an
+/// answer. Before, "Can I deploy to production on Fridays?" got "Your first
+/// deployment [1] A deployment to production requires ...", and "What does
+/// error ORB-9999 mean?" three section headings in a row.
+#[test]
+fn answers_never_quote_a_heading_as_a_sentence() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let headings = sample_headings(&kb);
+    assert!(
+        headings.iter().any(|h| h == "Your first deployment"),
+        "{headings:?}"
+    );
+    for q in [
+        "Can I deploy to production on Fridays?",
+        "What does error ORB-9999 mean?",
+        "How do I roll back a deployment?",
+        "What does ORB-2001 mean?",
+        "What is the on-call rotation for the payments team in winter?",
+    ] {
+        let (r, _) = ask(&kb, kb.config(), q);
+        let answer = r.answer.as_ref().expect("an answer or an abstention");
+        for sentence in answer_sentences(&answer.text) {
+            assert!(
+                !headings.contains(&sentence),
+                "{q}: the answer quotes the heading {sentence:?}: {}",
+                answer.text
+            );
+        }
+    }
+}
+
+#[test]
+fn a_code_no_source_mentions_is_said_so_and_not_answered() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let (r, _) = ask(&kb, kb.config(), "What does error ORB-9999 mean?");
+    let answer = r.answer.as_ref().unwrap();
+    assert!(
+        answer
+            .text
+            .starts_with("The sources do not mention ORB-9999."),
+        "{}",
+        answer.text
+    );
+    assert!(
+        matches!(r.decision, Decision::Escalate | Decision::Decline),
+        "{:?} at {:.2}",
+        r.decision,
+        r.confidence
+    );
+    // A code the knowledge base has is answered from its own section.
+    let (r, _) = ask(&kb, kb.config(), "What does error ORB-2001 mean?");
+    let answer = r.answer.as_ref().unwrap();
+    assert!(
+        !answer.abstained && !answer.text.contains("do not mention"),
+        "{}",
+        answer.text
+    );
+    assert!(
+        answer.citations[0]
+            .source
+            .as_deref()
+            .unwrap()
+            .ends_with("troubleshooting.md")
+    );
+}
+
+/// "What is the on-call rotation for the payments team in winter?" was
+/// answered silently at 0.92 with the platform team's rotation: the
+/// knowledge base says nothing about payments or winter. A confident
+/// wrong answer is the worst outcome; with the weights fitted on GRACE's
+/// questions in users' words it is no longer silent. It is still answered
+/// with a caveat: no factor measured for issue 29 tells "about the same
+/// thing" from "answers it" here without hurting answerable questions
+/// asked in users' own words (README, "In users' own words").
+#[test]
+fn a_question_about_what_the_knowledge_base_never_names_is_not_answered_silently() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let silent = kb.config().confidence.thresholds.silent;
+    for q in [
+        "What is the on-call rotation for the payments team in winter?",
+        "Can I deploy to production on Fridays?",
+    ] {
+        let (r, _) = ask(&kb, kb.config(), q);
+        assert_ne!(
+            r.decision,
+            Decision::Answer,
+            "{q}: answered silently at {:.2}: {:?}",
+            r.confidence,
+            r.answer
+        );
+        assert!(r.confidence < silent, "{q}: {:.2}", r.confidence);
+    }
+    let (fridays, _) = ask(&kb, kb.config(), "Can I deploy to production on Fridays?");
+    assert!(
+        matches!(fridays.decision, Decision::Escalate | Decision::Decline),
+        "{:?} at {:.2}",
+        fridays.decision,
+        fridays.confidence
+    );
+}
+
 #[test]
 fn without_ask_user_an_unconfident_run_declines() {
     let data = tempfile::tempdir().unwrap();

@@ -71,6 +71,10 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
         "GRACE_MCP__TOOLS",
         "[ask, rag_search, ingest, list_escalations, answer_escalation]",
     );
+    // The MCP mechanics (answers, escalations, sessions) are written
+    // against the hand-set confidence scale, where a grounded answer on the
+    // sample knowledge base is given and only "Fridays" escalates.
+    cmd.envs(common::hand_set_weight_env());
     cmd.stderr(std::process::Stdio::null());
     let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
     let info = client.peer_info().expect("the server introduced itself");

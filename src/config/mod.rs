@@ -786,8 +786,9 @@ impl Default for V1Weights {
 }
 
 /// Bias and per-factor weights of `score = sigmoid(bias + Σ weight·feature)`.
-/// Hand-set starting points (see `grace_config.yml` for the reasoning),
-/// to be replaced by fitted values from calibration.
+/// The defaults were fitted on GRACE's own training questions in users'
+/// words, some held at hand-set values (`grace_config.yml` says which and
+/// why); `grace calibrate` fits them to a knowledge base's own questions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Weights {
@@ -839,19 +840,19 @@ impl Default for Weights {
         Self {
             bias: -12.0,
             result_count: 0.5,
-            max_score: 12.0,
+            max_score: 7.73,
             mean_score: 0.0,
             score_variance: 0.0,
             min_score: 0.0,
-            margin: 2.0,
-            neighbour_score: -6.0,
-            query_coverage: 1.0,
+            margin: 3.15,
+            neighbour_score: -6.63,
+            query_coverage: 1.38,
             groundedness: 6.0,
             citation_validity: 1.0,
             self_assessment: 1.0,
-            abstained: -8.0,
-            reader: 8.0,
-            reader_margin: 0.0,
+            abstained: -0.27,
+            reader: 3.98,
+            reader_margin: 0.59,
             identifier_coverage: 8.0,
             follow_up_coverage: 10.0,
         }

@@ -22,6 +22,34 @@ pub fn config(data_dir: &Path) -> Config {
     c
 }
 
+/// The confidence weights GRACE shipped before its defaults were fitted
+/// (`config/hand-set-weights.yml`): for tests of mechanisms (the agent
+/// loop, parking and resuming a run) written against that scale, where a
+/// grounded answer on the sample knowledge base reaches `notify`.
+pub fn hand_set_weights() -> grace::config::Weights {
+    Config::load(Some(&repo().join("config/hand-set-weights.yml")))
+        .expect("config/hand-set-weights.yml")
+        .confidence
+        .weights
+}
+
+/// [`hand_set_weights`] as `GRACE_CONFIDENCE__WEIGHTS__*` variables, for a
+/// `grace` process.
+pub fn hand_set_weight_env() -> Vec<(String, String)> {
+    let weights = serde_json::to_value(hand_set_weights()).unwrap();
+    weights
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            (
+                format!("GRACE_CONFIDENCE__WEIGHTS__{}", k.to_ascii_uppercase()),
+                v.to_string(),
+            )
+        })
+        .collect()
+}
+
 /// One embedder for all tests of a binary (the model loads once).
 pub fn embedder() -> Arc<dyn Embedder> {
     static E: OnceLock<Arc<dyn Embedder>> = OnceLock::new();
