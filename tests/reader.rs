@@ -193,19 +193,11 @@ fn reranking_changes_the_order_when_the_reader_disagrees_with_the_fusion() {
     let mut again = names(&reranked);
     again.sort();
     assert_eq!(sorted, again);
-    // The page that says how long snapshots are kept moves up.
-    let at = |ps: &[grace::Passage]| {
-        names(ps)
-            .iter()
-            .position(|n| n == "snapshot-retention.md")
-            .unwrap()
-    };
-    assert!(
-        at(&reranked) < at(&fused),
-        "{:?} -> {:?}",
-        names(&fused),
-        names(&reranked)
-    );
+    // Whether the reader's order is the better one is measured, not
+    // asserted here: with the fusion of issue 29 the page that says how
+    // long snapshots are kept is already first, and the small reader
+    // GRACE ships (off by default) puts the overview above it
+    // (models/reader/MODEL_CARD.md).
 }
 
 #[test]
@@ -217,4 +209,86 @@ fn a_passage_gets_the_same_reader_score_whatever_passages_are_beside_it() {
         .unwrap()
         .unwrap();
     assert_eq!(alone[0], beside[1]);
+}
+
+/// `models/reader/decision.json`, written by `scripts/reader-decision`.
+#[derive(serde::Deserialize)]
+struct Decided {
+    model_sha256: String,
+    sets: Vec<SetDecided>,
+    keep_on: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct SetDecided {
+    set: String,
+    off: Measured,
+    on: Measured,
+    passes: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct Measured {
+    auroc_in_domain: f64,
+    answered_right: f64,
+}
+
+#[test]
+fn the_readers_default_follows_the_measured_rule() {
+    // Measured in users' own words (debian-faq-paraphrased, and GRACE's own
+    // dev split beside it) by scripts/reader-decision for the model that
+    // ships: on by default only if, on every set, it raises the in-domain
+    // AUROC by at least 0.03 and does not lower the share of right answers.
+    let dir = common::repo().join("models/reader");
+    let text = std::fs::read_to_string(dir.join("decision.json")).unwrap();
+    let d: Decided = serde_json::from_str(&text).unwrap();
+    let model = std::fs::read(dir.join("model.onnx")).unwrap();
+    assert_eq!(
+        d.model_sha256,
+        grace::durable::hex(&<sha2::Sha256 as sha2::Digest>::digest(&model)),
+        "decision.json was measured on another model: run scripts/reader-decision"
+    );
+    assert!(
+        d.sets
+            .iter()
+            .any(|s| s.set.ends_with("debian-faq-paraphrased")),
+        "the rule is measured on debian-faq-paraphrased"
+    );
+    let mut why = Vec::new();
+    for s in &d.sets {
+        let gain = s.on.auroc_in_domain - s.off.auroc_in_domain;
+        // The script rounds the gain to 4 places before comparing.
+        let passes =
+            (gain * 1e4).round() / 1e4 >= 0.03 && s.on.answered_right >= s.off.answered_right;
+        assert_eq!(
+            s.passes, passes,
+            "{}: decision.json contradicts its figures",
+            s.set
+        );
+        why.push(format!(
+            "{}: in-domain AUROC {:.3} -> {:.3}, right answers {:.3} -> {:.3}",
+            s.set,
+            s.off.auroc_in_domain,
+            s.on.auroc_in_domain,
+            s.off.answered_right,
+            s.on.answered_right
+        ));
+    }
+    let earns_its_place = d.sets.iter().all(|s| s.passes);
+    assert_eq!(
+        d.keep_on, earns_its_place,
+        "decision.json contradicts its own figures"
+    );
+    let default = Config::default();
+    if earns_its_place {
+        assert_ne!(default.confidence.reader, ReaderMode::Off);
+    } else {
+        assert_eq!(
+            default.confidence.reader,
+            ReaderMode::Off,
+            "the reader is on by default though it did not earn it: {}",
+            why.join("; ")
+        );
+        assert_eq!(default.search.rerank, Rerank::None);
+    }
 }
