@@ -10,13 +10,13 @@
 //! cargo run --example factor_probe -- eval/users-words/dev [--data DIR] [--config FILE] > factors.jsonl
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use grace::embed::{Embedder, FastEmbedder};
-use grace::eval::load_questions;
+use grace::eval::{self, load_questions};
 use grace::exec::{Decision, Executor};
-use grace::tools::{ToolOutput, ToolRegistry};
+use grace::tools::ToolRegistry;
 use grace::{Config, KnowledgeBase, OpenMode};
 use serde_json::json;
 
@@ -42,28 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let kb = Arc::new(kb);
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
     let executor = Executor::new(&registry, kb.config(), 5);
-    let file = |source: &str| {
-        Path::new(source)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
     for q in load_questions(&set.join("questions.jsonl"))? {
         let run = executor.ask(&q.question, &mut |_| {})?;
-        let search = run.steps.iter().find(|s| s.action == "rag_search");
-        let passages = match search.map(|s| &s.result.output) {
-            Some(ToolOutput::Passages(p)) => p.clone(),
-            _ => Vec::new(),
-        };
-        let right = q.answerable
-            && run.answer.as_ref().is_some_and(|a| {
-                !a.abstained
-                    && a.citations.iter().any(|c| {
-                        c.source
-                            .as_deref()
-                            .is_some_and(|s| q.gold_sources.contains(&file(s)))
-                    })
-            });
+        let passages = eval::search_passages(eval::first_search(&run), usize::MAX);
+        let right = q.answerable && eval::gold_cited(&q, &run);
         let row = json!({
             "id": q.id,
             "question": q.question,
@@ -77,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "answer": run.answer.as_ref().map(|a| a.text.clone()),
             "passages": passages.iter().map(|p| json!({
                 "id": p.id.to_string(),
-                "file": file(&p.source),
+                "file": eval::corpus_file(&p.source),
                 "score": p.score,
                 "dense_rank": p.dense_rank,
                 "lexical_rank": p.lexical_rank,

@@ -106,13 +106,9 @@ fn dump_chunks(kb: &KnowledgeBase, out: &Path) -> Result<(), Box<dyn std::error:
     loop {
         let page = kb.store().scroll(offset, 512)?;
         for p in &page.points {
-            let file = Path::new(&p.payload.source)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
             let row = json!({
                 "id": p.id.to_string(),
-                "file": file,
+                "file": grace::eval::corpus_file(&p.payload.source),
                 "section": p.payload.section,
                 "chunk_index": p.payload.chunk_index,
                 "text": p.payload.text,

@@ -174,13 +174,12 @@ pub fn search(
     };
     let pairs =
         |hits: &[StoredHit]| -> Vec<(u64, f32)> { hits.iter().map(|h| (h.id, h.score)).collect() };
-    let scores = |hits: &[StoredHit]| -> HashMap<u64, f32> {
-        hits.iter().map(|h| (h.id, h.score)).collect()
-    };
-    let (dense_score, lexical_score) = (scores(&dense), scores(&lexical_hits));
+    let (dense_pairs, lexical_pairs) = (pairs(&dense), pairs(&lexical_hits));
+    let dense_score: HashMap<u64, f32> = dense_pairs.iter().copied().collect();
+    let lexical_score: HashMap<u64, f32> = lexical_pairs.iter().copied().collect();
     // Fused order; a passage only the lexical ranking found has no cosine
     // yet: it is computed from its stored vector once fetched.
-    let mut fused: Vec<_> = fuse(&pairs(&dense), &pairs(&lexical_hits), lexical_weight)
+    let mut fused: Vec<_> = fuse(&dense_pairs, &lexical_pairs, lexical_weight)
         .into_iter()
         .filter(|f| {
             dense_score

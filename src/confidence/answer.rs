@@ -29,15 +29,20 @@ pub fn citation_markers(text: &str) -> Vec<usize> {
     out
 }
 
-fn strip_markers(sentence: &str) -> String {
-    let mut out = String::with_capacity(sentence.len());
-    let mut rest = sentence;
+/// `text` rewritten at its `[n]` citation markers: `at_marker(out, marker,
+/// rest)` is given each marker (brackets included) and the text after it,
+/// and writes what stands in its place; other text is copied.
+fn at_markers(text: &str, mut at_marker: impl FnMut(&mut String, &str, &str)) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text;
     while let Some(open) = rest.find('[') {
         let after = &rest[open + 1..];
         match after.find(']') {
             Some(close) if after[..close].trim().parse::<usize>().is_ok() => {
                 out.push_str(&rest[..open]);
-                rest = &after[close + 1..];
+                let end = open + 1 + close + 1;
+                at_marker(&mut out, &rest[open..end], &rest[end..]);
+                rest = &rest[end..];
             }
             _ => {
                 out.push_str(&rest[..=open]);
@@ -49,36 +54,25 @@ fn strip_markers(sentence: &str) -> String {
     out
 }
 
+fn strip_markers(sentence: &str) -> String {
+    at_markers(sentence, |_, _, _| {})
+}
+
 /// `text` with a line break after every `[n]` citation that is followed by
 /// more text, so the sentence splitter ends a sentence there.
 fn break_after_citations(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        let after = &rest[open + 1..];
-        match after.find(']') {
-            Some(close) if after[..close].trim().parse::<usize>().is_ok() => {
-                let end = open + 1 + close + 1;
-                out.push_str(&rest[..end]);
-                rest = &rest[end..];
-                if rest.starts_with(' ')
-                    && rest
-                        .trim_start()
-                        .chars()
-                        .next()
-                        .is_some_and(|c| !c.is_ascii_punctuation())
-                {
-                    out.push('\n');
-                }
-            }
-            _ => {
-                out.push_str(&rest[..=open]);
-                rest = after;
-            }
+    at_markers(text, |out, marker, rest| {
+        out.push_str(marker);
+        if rest.starts_with(' ')
+            && rest
+                .trim_start()
+                .chars()
+                .next()
+                .is_some_and(|c| !c.is_ascii_punctuation())
+        {
+            out.push('\n');
         }
-    }
-    out.push_str(rest);
-    out
+    })
 }
 
 /// The factors of an answer drafted from `sources`.

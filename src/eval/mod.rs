@@ -31,8 +31,9 @@ use crate::confidence::fit::{self, Fare, Model, Sample, features};
 pub use crate::confidence::metrics;
 use crate::confidence::{Factor, Factors, score, v1};
 use crate::embed::Embedder;
-use crate::exec::{Decision, Executor};
+use crate::exec::{Decision, Executor, RunReport, StepRecord};
 use crate::ingest::IngestOptions;
+use crate::search::Passage;
 use crate::tools::{ToolOutput, ToolRegistry};
 use crate::{Config, KnowledgeBase, OpenMode, Result};
 
@@ -225,29 +226,13 @@ pub fn collect(
         let run = executor.ask(&q.question, &mut |_| {})?;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-        let is_gold = |source: &str| {
-            let name = Path::new(source)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned());
-            name.is_some_and(|n| q.gold_sources.contains(&n))
-        };
-        // Retrieval: the first search of the run's plan; its first `k`
-        // passages (a recovery's wider search returns more).
-        let search = run.steps.iter().find(|s| s.action == "rag_search");
-        let passages = match search.map(|s| &s.result.output) {
-            Some(ToolOutput::Passages(p)) => &p[..p.len().min(k)],
-            _ => &[],
-        };
-        let gold_cited = run.answer.as_ref().is_some_and(|a| {
-            !a.abstained
-                && a.citations
-                    .iter()
-                    .any(|c| c.source.as_deref().is_some_and(is_gold))
-        });
+        let is_gold = |source: &str| is_gold(q, source);
+        let search = first_search(&run);
+        let passages = search_passages(search, k);
         outcomes.push(Outcome {
             index,
             answered: matches!(run.decision, Decision::Answer | Decision::Caveat),
-            right: q.answerable && gold_cited,
+            right: q.answerable && gold_cited(q, &run),
             confidence: run.confidence,
             factors: run.answer_factors().cloned().unwrap_or_default(),
             top1: search
@@ -269,6 +254,45 @@ pub fn collect(
         sources,
         embedding_model,
     })
+}
+
+/// The file name a passage's source names: what a question's gold sources
+/// list.
+pub fn corpus_file(source: &str) -> String {
+    Path::new(source)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether `source` is one of the question's gold sources.
+pub fn is_gold(q: &Question, source: &str) -> bool {
+    let name = corpus_file(source);
+    !name.is_empty() && q.gold_sources.contains(&name)
+}
+
+/// Whether the run answered (did not abstain) citing a gold source.
+pub fn gold_cited(q: &Question, run: &RunReport) -> bool {
+    run.answer.as_ref().is_some_and(|a| {
+        !a.abstained
+            && a.citations
+                .iter()
+                .any(|c| c.source.as_deref().is_some_and(|s| is_gold(q, s)))
+    })
+}
+
+/// The run's retrieval: its plan's first search (before any recovery).
+pub fn first_search(run: &RunReport) -> Option<&StepRecord> {
+    run.steps.iter().find(|s| s.action == "rag_search")
+}
+
+/// The first `k` passages of a search step (a recovery's wider search
+/// returns more than the `k` recall counts).
+pub fn search_passages(search: Option<&StepRecord>, k: usize) -> &[Passage] {
+    match search.map(|s| &s.result.output) {
+        Some(ToolOutput::Passages(p)) => &p[..p.len().min(k)],
+        _ => &[],
+    }
 }
 
 /// Runs the evaluation of the set in `dir` with `config` and the given

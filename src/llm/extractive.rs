@@ -17,7 +17,7 @@
 //! ("ORB-9999") opens the answer with "The sources do not mention ORB-9999."
 //! Deterministic; needs no model beyond the embedder.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{
@@ -41,29 +41,29 @@ pub const NOT_IN_SOURCES: &str = "The sources do not answer this question.";
 const COVERAGE_WEIGHT: f32 = 0.2;
 /// Sentences within this of the best one may join the answer.
 const JOIN_MARGIN: f32 = 0.1;
-/// The sources to draw sentences from: when the question names
-/// identifiers and some sources contain them, only those containing the
-/// most; otherwise all of them.
-pub fn answering_sources<'a>(question: &str, sources: &'a [SourceText]) -> Vec<&'a SourceText> {
+/// What the question's identifiers (`core.autocrlf`, `E0392`) say about
+/// the sources, headings included: the sources to draw sentences from
+/// (when some contain the identifiers, only those containing the most;
+/// otherwise all of them), and the identifiers no source mentions, spelt
+/// as in the question.
+pub fn by_identifiers<'a>(
+    question: &str,
+    sources: &'a [SourceText],
+) -> (Vec<&'a SourceText>, Vec<String>) {
     let wanted = distinct_identifiers(question);
-    let found: Vec<usize> = sources
+    let texts: Vec<String> = sources.iter().map(SourceText::with_heading).collect();
+    let found: Vec<usize> = texts
         .iter()
-        .map(|s| identifiers_found(&wanted, &s.with_heading()))
+        .map(|t| identifiers_found(&wanted, t))
         .collect();
     let most = found.iter().copied().max().unwrap_or(0);
-    sources
+    let answering = sources
         .iter()
         .zip(&found)
         .filter(|(_, n)| **n == most)
         .map(|(s, _)| s)
-        .collect()
-}
-
-/// The identifiers `question` names that no source mentions (heading
-/// included), spelt as in the question.
-pub fn unmentioned_identifiers(question: &str, sources: &[SourceText]) -> Vec<String> {
-    let texts: Vec<String> = sources.iter().map(SourceText::with_heading).collect();
-    distinct_identifiers(question)
+        .collect();
+    let missing = wanted
         .into_iter()
         .filter(|id| {
             !texts
@@ -71,7 +71,8 @@ pub fn unmentioned_identifiers(question: &str, sources: &[SourceText]) -> Vec<St
                 .any(|t| identifiers_found(std::slice::from_ref(id), t) > 0)
         })
         .map(|id| as_spelt(question, &id))
-        .collect()
+        .collect();
+    (answering, missing)
 }
 
 /// `id` (lowercased) as `text` spells it, when it can be found there.
@@ -181,6 +182,7 @@ impl Extractive {
             .embedder
             .embed(&texts)
             .map_err(|e| Self::fail(e.to_string()))?;
+        // Each source's heading's cosine to the question, computed once.
         let headings: Vec<(usize, String)> = sources
             .iter()
             .filter_map(|(n, h, _)| {
@@ -188,22 +190,21 @@ impl Extractive {
                     .map(|h| (*n, h.to_string()))
             })
             .collect();
-        let heading_vectors = if headings.is_empty() {
-            Vec::new()
-        } else {
+        let mut heading_cos: HashMap<usize, f32> = HashMap::new();
+        if !headings.is_empty() {
             let texts: Vec<String> = headings.iter().map(|(_, h)| h.clone()).collect();
-            self.embedder
+            let vectors = self
+                .embedder
                 .embed(&texts)
-                .map_err(|e| Self::fail(e.to_string()))?
-        };
-        let heading_cos = |number: usize| -> f32 {
-            headings
-                .iter()
-                .zip(&heading_vectors)
-                .filter(|((n, _), _)| *n == number)
-                .map(|(_, v)| cosine(&q, v))
-                .fold(f32::MIN, f32::max)
-        };
+                .map_err(|e| Self::fail(e.to_string()))?;
+            for ((n, _), v) in headings.iter().zip(&vectors) {
+                let cos = cosine(&q, v);
+                heading_cos
+                    .entry(*n)
+                    .and_modify(|c| *c = c.max(cos))
+                    .or_insert(cos);
+            }
+        }
         // The question's terms are encoded once, not once per sentence.
         let question_terms = self.lexical.encode_query(question);
         let scored: Vec<(f32, f32, usize)> = vectors
@@ -220,7 +221,12 @@ impl Extractive {
                 let coverage =
                     term_coverage(&question_terms, &sentence_terms).unwrap_or(0.0) as f32;
                 // How close the sentence, or the heading it sits under, is.
-                let close = cos.max(heading_cos(candidates[i].0));
+                let close = cos.max(
+                    heading_cos
+                        .get(&candidates[i].0)
+                        .copied()
+                        .unwrap_or(f32::MIN),
+                );
                 (cos + COVERAGE_WEIGHT * coverage, close, i)
             })
             .collect();
@@ -283,12 +289,11 @@ impl LlmClient for Extractive {
                         .into(),
             });
         };
-        let missing = unmentioned_identifiers(&task.question, &task.sources);
-        let sources: Vec<(usize, Option<&str>, &str)> =
-            answering_sources(&task.question, &task.sources)
-                .into_iter()
-                .map(|s| (s.number, s.heading.as_deref(), s.text.as_str()))
-                .collect();
+        let (answering, missing) = by_identifiers(&task.question, &task.sources);
+        let sources: Vec<(usize, Option<&str>, &str)> = answering
+            .into_iter()
+            .map(|s| (s.number, s.heading.as_deref(), s.text.as_str()))
+            .collect();
         let draft = self.answer(&task.question, &sources, &missing)?;
         let text = serde_json::to_string(&draft).map_err(|e| Self::fail(e.to_string()))?;
         Ok(Generation::plain(
@@ -313,7 +318,8 @@ mod tests {
     }
 
     fn numbers(question: &str, sources: &[SourceText]) -> Vec<usize> {
-        answering_sources(question, sources)
+        by_identifiers(question, sources)
+            .0
             .iter()
             .map(|s| s.number)
             .collect()
@@ -323,7 +329,7 @@ mod tests {
     fn without_identifiers_every_source_may_answer() {
         let sources = [source(1, "text 1"), source(2, "text 2")];
         assert_eq!(numbers("how does it work", &sources), vec![1, 2]);
-        assert!(answering_sources("q", &[]).is_empty());
+        assert!(by_identifiers("q", &[]).0.is_empty());
     }
 
     #[test]

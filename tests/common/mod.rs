@@ -50,6 +50,14 @@ pub fn hand_set_weight_env() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The source of an answer's first citation (panics when it has none).
+pub fn first_cited(citations: &[grace::tools::Citation]) -> &str {
+    citations[0]
+        .source
+        .as_deref()
+        .expect("the first citation names a source")
+}
+
 /// One embedder for all tests of a binary (the model loads once).
 pub fn embedder() -> Arc<dyn Embedder> {
     static E: OnceLock<Arc<dyn Embedder>> = OnceLock::new();
