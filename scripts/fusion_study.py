@@ -205,6 +205,7 @@ def main():
         data[name] = [Query(d, r, i, args.depth) for i, r in enumerate(d["rows"])]
         print(f"{name}: {len(data[name])} questions, {d['n']} chunks", file=sys.stderr)
     names = [n for n, _ in sets]
+    learned_variant(data["train"])
     print("| variant | params (fitted on train) | " + " | ".join(f"{n} r@1 / r@5" for n in names) + " |")
     print("|---|---|" + "---|" * len(names))
     for label, (fn, grid) in VARIANTS.items():
@@ -219,7 +220,8 @@ def main():
         for n in names:
             r1, r5 = recall(data[n], lambda q: fn(q, best_p))
             cells.append(f"{r1:.3f} / {r5:.3f}")
-        print(f"| {label} | {json.dumps(best_p)} | " + " | ".join(cells) + " |", flush=True)
+        shown = {k: v for k, v in best_p.items() if not isinstance(v, list)}
+        print(f"| {label} | {json.dumps(shown)} | " + " | ".join(cells) + " |", flush=True)
 
 
 # ------------------------------------------------------------ more variants --
@@ -260,6 +262,112 @@ VARIANTS.update({
                                                    for b in (0.05, 0.1, 0.15, 0.2)
                                                    for i in (0.2, 0.3, 0.5, 1.0)]),
 })
+
+
+
+def v_agree(q, p):
+    """A per-query choice between the rankings by their agreement: the
+    convex fusion when the dense and lexical top 5 share at least `t`
+    passages (or the question names an identifier), else the dense ranking
+    alone."""
+    dense_top = set(sorted(q.dense_rank, key=q.dense_rank.get)[:5])
+    lex_top = set(sorted(q.lex_rank, key=q.lex_rank.get)[:5])
+    if q.ids or len(dense_top & lex_top) >= p["t"]:
+        return v_convex(q, p)
+    return pinned(q, v_dense(q, p))
+
+
+VARIANTS["choose by agreement: convex when the top 5 share t passages, else dense"] = (
+    v_agree, [{"t": t, "beta": b, "id_beta": i}
+              for t in (1, 2, 3, 4, 5) for b in (0.1, 0.15, 0.2, 0.3) for i in (0.3, 0.5)])
+
+
+
+QUOTED = re.compile(r"[\"“`][^\"”`]{6,}[\"”`]|(?<![A-Za-z])['‘][^'’]{6,}['’](?![A-Za-z])")
+
+
+def v_quoted(q, p):
+    """The convex fusion, with a quoted string in the question (an error
+    message pasted in) weighing the lexical side like an identifier."""
+    top = max(q.bm25.values()) if q.bm25 else 1.0
+    if q.ids:
+        beta = p["id_beta"]
+    elif QUOTED.search(q.row["question"]):
+        beta = p["quote_beta"]
+    else:
+        beta = p["beta"]
+    score = {c: q.cos[c] + beta * q.bm25.get(c, 0.0) / top for c in q.cands}
+    return pinned(q, sorted(q.cands, key=lambda c: -score[c]))
+
+
+def v_rare(q, p):
+    """The convex fusion with the lexical weight scaled by the question's
+    rarest term (its IDF over `r0`, capped): rare words are where exact
+    matching knows more than the embedding."""
+    top = max(q.bm25.values()) if q.bm25 else 1.0
+    rarest = max(q.qidf.values()) if q.qidf else 0.0
+    scale = min(rarest / p["r0"], p["cap"])
+    beta = (p["id_beta"] if q.ids else p["beta"]) * scale
+    score = {c: q.cos[c] + beta * q.bm25.get(c, 0.0) / top for c in q.cands}
+    return pinned(q, sorted(q.cands, key=lambda c: -score[c]))
+
+
+VARIANTS["convex, quoted strings weigh like identifiers"] = (
+    v_quoted, [{"beta": 0.15, "id_beta": 0.3, "quote_beta": b}
+               for b in (0.0, 0.1, 0.15, 0.2, 0.3, 0.5)])
+VARIANTS["convex, weight by the rarest question term"] = (
+    v_rare, [{"beta": b, "id_beta": 0.3, "r0": r, "cap": c}
+             for b in (0.1, 0.15, 0.2, 0.3) for r in (4.0, 6.0, 8.0) for c in (1.0, 1.5, 2.0)])
+
+# ------------------------------------------------------------ learned --
+def features(q, c):
+    """One candidate's features for the learned pointwise ranking."""
+    top = max(q.bm25.values()) if q.bm25 else 1.0
+    return [
+        q.cos[c],
+        q.bm25.get(c, 0.0) / top,
+        1.0 / math.log2(1 + q.dense_rank[c]) if c in q.dense_rank else 0.0,
+        1.0 / math.log2(1 + q.lex_rank[c]) if c in q.lex_rank else 0.0,
+        float(c in q.dense_rank and c in q.lex_rank),
+        q.coverage(c),
+        float(q.pins.get(c, 0)),
+        float(bool(q.ids)) * q.bm25.get(c, 0.0) / top,
+    ]
+
+
+def fit_pointwise(queries, l2):
+    """L2 logistic regression (Newton) on every candidate of the answerable
+    questions: is its corpus file a gold one."""
+    xs, ys = [], []
+    for q in queries:
+        if not q.answerable:
+            continue
+        for c in q.cands:
+            xs.append([1.0] + features(q, c))
+            ys.append(float(q.files[c] in q.gold))
+    x, y = np.array(xs), np.array(ys)
+    w = np.zeros(x.shape[1])
+    reg = l2 * np.eye(x.shape[1])
+    reg[0, 0] = 0.0
+    for _ in range(25):
+        pr = 1.0 / (1.0 + np.exp(-(x @ w)))
+        grad = x.T @ (pr - y) + reg @ w
+        hess = (x * (pr * (1 - pr))[:, None]).T @ x + reg
+        w -= np.linalg.solve(hess, grad)
+    return [float(v) for v in w]
+
+
+def v_learned(q, p):
+    w = p["w"]
+    score = {c: w[0] + sum(a * b for a, b in zip(w[1:], features(q, c))) for c in q.cands}
+    return sorted(q.cands, key=lambda c: -score[c])
+
+
+def learned_variant(train):
+    """Registered once the train split is loaded: its weights are fitted on
+    it, one fit per L2 strength."""
+    VARIANTS["learned pointwise (logistic on 8 features)"] = (
+        v_learned, [{"l2": l2, "w": fit_pointwise(train, l2)} for l2 in (0.1, 10.0)])
 
 
 if __name__ == "__main__":
