@@ -456,10 +456,37 @@ fn filter_by_source(b: &dyn Fixture) {
             ("source".into(), C.into()),
             ("section".into(), "Section 1".into()),
         ],
+        ..PayloadFilter::default()
     };
     let hits = dense_search(store.as_ref(), [0.0, 1.0, 0.0, 0.0], 10, Some(&f));
     assert_eq!(hits.len(), 1);
     assert!(hits[0].payload.as_ref().unwrap().text.contains("starter"));
+}
+
+fn excluded_points_are_never_hits(b: &dyn Fixture) {
+    let store = b.create("exclude", DIM).unwrap();
+    store.upsert(points()).unwrap();
+    let query = [1.0, 0.0, 0.0, 0.0];
+    let all = dense_search(store.as_ref(), query, 10, None);
+    let best = all[0].id;
+    let without = PayloadFilter::excluding(vec![best]);
+    let hits = dense_search(store.as_ref(), query, 10, Some(&without));
+    assert_eq!(hits.len(), all.len() - 1);
+    assert!(hits.iter().all(|h| h.id != best), "{hits:?}");
+    assert_eq!(hits[0].id, all[1].id, "the runner-up comes first");
+    // With a source condition too, both hold.
+    let source = all[1].payload.as_ref().unwrap().source.clone();
+    let both = PayloadFilter {
+        exclude_ids: vec![best],
+        ..PayloadFilter::source(&source)
+    };
+    let hits = dense_search(store.as_ref(), query, 10, Some(&both));
+    assert!(
+        hits.iter()
+            .all(|h| h.id != best && h.payload.as_ref().unwrap().source == source),
+        "{hits:?}"
+    );
+    assert_eq!(store.count(Some(&without)).unwrap(), all.len() - 1);
 }
 
 fn delete_by_source(b: &dyn Fixture) {
@@ -599,6 +626,7 @@ store_suite!(
     lexical_search_ranks_by_bm25,
     equal_scores_rank_by_id,
     filter_by_source,
+    excluded_points_are_never_hits,
     delete_by_source,
     count_with_and_without_filter,
     info_reports_size_and_dimension,

@@ -214,11 +214,17 @@ pub fn point_id(source: &str, chunk_index: usize, content_hash: &str) -> u64 {
     u64::from_le_bytes(id)
 }
 
-/// Keyword equality conditions on payload fields, all of which must hold.
+/// Keyword equality conditions on payload fields, all of which must hold,
+/// and points to leave out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PayloadFilter {
     /// `(field, value)` pairs, e.g. `("source", "/kb/a.md")`.
     pub must: Vec<(String, String)>,
+    /// Ids of points no result may be (self-calibration withholds a
+    /// section this way to ask a question the collection cannot answer,
+    /// without re-ingesting anything).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_ids: Vec<u64>,
 }
 
 impl PayloadFilter {
@@ -226,12 +232,21 @@ impl PayloadFilter {
     pub fn source(source: &str) -> Self {
         Self {
             must: vec![("source".to_string(), source.to_string())],
+            exclude_ids: Vec::new(),
+        }
+    }
+
+    /// Every point but these.
+    pub fn excluding(ids: Vec<u64>) -> Self {
+        Self {
+            must: Vec::new(),
+            exclude_ids: ids,
         }
     }
 
     /// True when the filter has no condition.
     pub fn is_empty(&self) -> bool {
-        self.must.is_empty()
+        self.must.is_empty() && self.exclude_ids.is_empty()
     }
 }
 

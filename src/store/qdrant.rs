@@ -547,9 +547,15 @@ impl QdrantStore {
         let f = filter.filter(|f| !f.is_empty())?;
         // An explicit keyword match: `MatchValue::from(String)` would turn a
         // value with a space into a full-text match.
-        Some(Filter::must(f.must.iter().map(|(field, value)| {
+        let mut filter = Filter::must(f.must.iter().map(|(field, value)| {
             Condition::matches(field.as_str(), MatchValue::Keyword(value.clone()))
-        })))
+        }));
+        if !f.exclude_ids.is_empty() {
+            filter.must_not = vec![Condition::has_id(
+                f.exclude_ids.iter().map(|id| PointId::from(*id)),
+            )];
+        }
+        Some(filter)
     }
 }
 

@@ -15,11 +15,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use qdrant_edge::{
     Condition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
-    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, JsonPath, Match, Modifier,
-    NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations,
-    PointOperations, PointStruct, QueryEnum, QueryRequest, Record, RetrieveRequest, ScoredPoint,
-    ScoringQuery, ScrollRequest, SearchParams, UpdateOperation, ValueVariants, VectorInternal,
-    VectorRef, VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
+    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, HasIdCondition, JsonPath,
+    Match, Modifier, NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId,
+    PointInsertOperations, PointOperations, PointStruct, QueryEnum, QueryRequest, Record,
+    RetrieveRequest, ScoredPoint, ScoringQuery, ScrollRequest, SearchParams, UpdateOperation,
+    ValueVariants, VectorInternal, VectorRef, VectorStructInternal, Vectors, WithPayloadInterface,
+    WithVector,
 };
 
 use super::{
@@ -300,8 +301,17 @@ fn to_filter(store: &Path, filter: &PayloadFilter) -> Result<Option<Filter>> {
             Match::new_value(ValueVariants::String(value.clone())),
         )));
     }
+    let must_not = (!filter.exclude_ids.is_empty()).then(|| {
+        let ids: HasIdCondition = filter
+            .exclude_ids
+            .iter()
+            .map(|id| PointId::NumId(*id))
+            .collect();
+        vec![Condition::HasId(ids)]
+    });
     Ok(Some(Filter {
-        must: Some(conditions),
+        must: (!conditions.is_empty()).then_some(conditions),
+        must_not,
         ..Default::default()
     }))
 }
