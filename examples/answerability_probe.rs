@@ -84,10 +84,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         // Hubness: the top passage's mean cosine to its 10 nearest passages
         // (the neighbour_score factor), and CSLS-style corrections.
-        let r_p = kb.neighbour_similarity(&passages[0], 10)?.unwrap_or(0.5);
+        let r_p = kb
+            .neighbour_similarity(&passages[0], 10, None)?
+            .unwrap_or(0.5);
         let mut best_corrected = f64::MIN;
         for p in top5 {
-            if let Some(r) = kb.neighbour_similarity(p, 10)? {
+            if let Some(r) = kb.neighbour_similarity(p, 10, None)? {
                 best_corrected = best_corrected.max(f64::from(p.score) - 0.5 * r);
             }
         }

@@ -55,6 +55,9 @@ pub enum Error {
     /// The answerability reader failed (with `confidence.reader: on`).
     #[error(transparent)]
     Reader(#[from] crate::reader::ReaderError),
+    /// A calibration file could not be read or written.
+    #[error(transparent)]
+    Calibration(#[from] crate::confidence::calibration::CalibrationError),
     /// The HTTP server could not start or stopped with an error.
     #[error("server: {0}")]
     Server(String),
@@ -105,6 +108,10 @@ impl Error {
                 | IngestError::Cancelled { .. } => EXIT_FAILURE,
             },
             Error::Lexical(_) | Error::Server(_) | Error::ToolStats(_) => EXIT_FAILURE,
+            Error::Calibration(crate::confidence::calibration::CalibrationError::Invalid {
+                ..
+            }) => EXIT_BAD_INPUT,
+            Error::Calibration(_) => EXIT_FAILURE,
             Error::Reader(crate::reader::ReaderError::ModelMissing { .. }) => EXIT_NOT_FOUND,
             Error::Reader(_) => EXIT_FAILURE,
             Error::Plan(crate::plan::PlanError::Cancelled) => EXIT_FAILURE,

@@ -217,8 +217,14 @@ impl KnowledgeBase {
     /// in the collection (`None` when it has no other passage): how generic
     /// the passage is. Uses the passage's stored vector (a search returns
     /// it), else embeds its text again (close, not equal: the stored vector
-    /// was embedded with the section heading).
-    pub fn neighbour_similarity(&self, passage: &Passage, k: usize) -> Result<Option<f64>> {
+    /// was embedded with the section heading). Only points `filter` lets
+    /// through count as neighbours.
+    pub fn neighbour_similarity(
+        &self,
+        passage: &Passage,
+        k: usize,
+        filter: Option<&PayloadFilter>,
+    ) -> Result<Option<f64>> {
         let vector = match &passage.vector {
             Some(v) => v.clone(),
             None => self
@@ -227,9 +233,10 @@ impl KnowledgeBase {
                 .pop()
                 .unwrap_or_default(),
         };
-        let hits = self
-            .store
-            .search(&StoreQuery::ranking(QueryVector::Dense(&vector), k + 1))?;
+        let hits = self.store.search(&StoreQuery {
+            filter,
+            ..StoreQuery::ranking(QueryVector::Dense(&vector), k + 1)
+        })?;
         let scores: Vec<f64> = hits
             .iter()
             .filter(|h| h.id != passage.id)
@@ -310,6 +317,11 @@ fn collect_status(
         Ok(id) => (Some(id.to_string()), None),
         Err(e) => (None, Some(e)),
     };
+    let hashes: std::collections::BTreeSet<String> = manifest
+        .as_ref()
+        .map(|m| m.sources.values().map(|e| e.content_hash.clone()).collect())
+        .unwrap_or_default();
+    let confidence = confidence_status(config, &hashes);
     let store_info = store.info()?;
     // A changed index setting applies at the next write-open.
     let index = store_info.index.clone().map(|built| IndexStatus {
@@ -329,7 +341,96 @@ fn collect_status(
         model_error,
         model_dir: config.embedding.model_dir.clone(),
         hybrid: config.qdrant.hybrid,
+        confidence,
     })
+}
+
+/// Which weights score answers, and how the fit in use was made.
+fn confidence_status(
+    config: &Config,
+    hashes: &std::collections::BTreeSet<String>,
+) -> ConfidenceStatus {
+    use crate::confidence::calibration::{Configured, configured};
+    let sc = &config.confidence.self_calibration;
+    let mut status = ConfidenceStatus {
+        weights: "configured",
+        self_calibration: sc.mode.as_str(),
+        fit: None,
+        note: None,
+    };
+    match configured(config) {
+        Ok(Some(c)) => {
+            let labelled = c.self_calibration.is_none();
+            let changed_share = c.changed_share(hashes);
+            status.weights = if labelled { "labelled" } else { "self" };
+            status.fit = Some(FitStatus {
+                file: if labelled {
+                    config.confidence.calibration.clone().unwrap_or_default()
+                } else {
+                    config.self_calibration_path()
+                },
+                created: c.created.clone(),
+                questions: c.fitted_on.questions,
+                questions_by_kind: c.self_calibration.clone(),
+                ece: c.cross_validated.ece,
+                auroc: c.cross_validated.auroc,
+                changed_share,
+                stale: changed_share > sc.refit_share,
+            });
+        }
+        Ok(None) if sc.mode == crate::config::SelfCalibrationMode::Off => {
+            status.note = Some("self-calibration is off: scored with confidence.weights".into());
+        }
+        Ok(None) => {
+            status.note = Some(
+                "not fitted to this knowledge base yet: `grace calibrate --self` (or an ingest, with enough sections) fits it"
+                    .into(),
+            );
+        }
+        Err(Configured::Labelled(e) | Configured::SelfFit(e)) => {
+            status.note = Some(format!("{e}; scored with confidence.weights"));
+        }
+    }
+    status
+}
+
+/// How answers are scored: which weights, and the fit in use.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfidenceStatus {
+    /// `labelled` (`confidence.calibration`), `self` (the collection's
+    /// self-calibration) or `configured` (`confidence.weights`).
+    pub weights: &'static str,
+    /// `confidence.self_calibration.mode`.
+    pub self_calibration: &'static str,
+    /// The fit in use, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitStatus>,
+    /// Why no fit is in use, or what is wrong with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A calibration in use and how well it still describes the knowledge base.
+#[derive(Debug, Clone, Serialize)]
+pub struct FitStatus {
+    /// Its file; left out of the HTTP API's view.
+    #[serde(skip_serializing_if = "is_empty_path")]
+    pub file: PathBuf,
+    /// When it was fitted.
+    pub created: String,
+    /// Questions it was fitted on.
+    pub questions: usize,
+    /// For a self-calibration: how those questions were made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub questions_by_kind: Option<crate::confidence::calibration::SelfFit>,
+    /// Out-of-fold expected calibration error.
+    pub ece: Option<f64>,
+    /// Out-of-fold AUROC of "right".
+    pub auroc: Option<f64>,
+    /// Share of documents added, changed or removed since the fit.
+    pub changed_share: f64,
+    /// More has changed than `confidence.self_calibration.refit_share`.
+    pub stale: bool,
 }
 
 /// What `grace status` reports.
@@ -367,6 +468,8 @@ pub struct Status {
     /// Whether searches fuse a lexical ranking with the dense one
     /// (`qdrant.hybrid`).
     pub hybrid: bool,
+    /// Which confidence weights score answers, and their fit.
+    pub confidence: ConfidenceStatus,
 }
 
 /// The index settings an embedded store was built with.
@@ -392,6 +495,9 @@ impl Status {
     pub fn for_clients(mut self) -> Self {
         self.path = PathBuf::new();
         self.model_dir = PathBuf::new();
+        if let Some(fit) = &mut self.confidence.fit {
+            fit.file = PathBuf::new();
+        }
         if self.model_error.is_some() {
             self.model_error =
                 Some("the embedding model cannot be loaded (see the server's log)".into());

@@ -52,6 +52,7 @@ pub mod plan;
 pub mod reader;
 pub mod review;
 pub mod search;
+pub mod selfcal;
 pub mod serve;
 pub mod service;
 pub mod session;

@@ -225,13 +225,16 @@ fn rag_search_reports_how_generic_the_top_passage_is() {
     assert!(top.vector.is_some(), "a search returns the stored vector");
     let mut without = top.clone();
     without.vector = None;
-    let embedded = kb.neighbour_similarity(&without, 10).unwrap().unwrap();
+    let embedded = kb
+        .neighbour_similarity(&without, 10, None)
+        .unwrap()
+        .unwrap();
     assert!(
         (embedded - reported).abs() < 0.05,
         "{embedded} vs {reported}"
     );
     // Fewer neighbours than asked for: the mean of those there are.
-    let all = kb.neighbour_similarity(top, 1000).unwrap().unwrap();
+    let all = kb.neighbour_similarity(top, 1000, None).unwrap().unwrap();
     assert!(
         all < reported,
         "the 10 nearest are closer than the average passage"

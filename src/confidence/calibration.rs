@@ -13,26 +13,66 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::fit::Fare;
-use crate::config::{Config, ConfigError, Weights};
+use crate::config::{Config, ConfigError, SelfCalibrationMode, Weights};
 
-/// Reads the calibration file `confidence.calibration` names, if any, and
+/// Reads the calibration that applies to the configured collection and
 /// puts its weights in `config` (`confidence.fitted_weights`), so that
 /// steps are scored with them; returns it. Configuration stays data: the
 /// layers that score (the knowledge base, the CLI at start) call this.
-/// A missing or broken file is an error naming the key.
+///
+/// The file `confidence.calibration` names wins; a missing or broken one
+/// is an error naming the key. Else, with `confidence.self_calibration.mode:
+/// auto`, the collection's self-calibration if it has one; a broken one
+/// logs a warning and the configured weights stay. Else none.
 pub fn apply(config: &mut Config) -> Result<Option<Calibration>, ConfigError> {
-    let Some(path) = &config.confidence.calibration else {
-        config.confidence.fitted_weights = None;
-        return Ok(None);
+    config.confidence.fitted_weights = None;
+    let calibration = match configured(config) {
+        Ok(c) => c,
+        Err(Configured::Labelled(e)) => {
+            return Err(ConfigError::Invalid {
+                key: "confidence.calibration".into(),
+                message: e.to_string(),
+                file: None,
+                line: None,
+            });
+        }
+        Err(Configured::SelfFit(e)) => {
+            tracing::warn!("{e}; scoring with confidence.weights until it is fitted again");
+            None
+        }
     };
-    let calibration = Calibration::load(path).map_err(|e| ConfigError::Invalid {
-        key: "confidence.calibration".into(),
-        message: e.to_string(),
-        file: None,
-        line: None,
-    })?;
-    config.confidence.fitted_weights = Some(calibration.weights);
-    Ok(Some(calibration))
+    config.confidence.fitted_weights = calibration.as_ref().map(|c| c.weights);
+    Ok(calibration)
+}
+
+/// Why no calibration could be read: the labelled file
+/// (`confidence.calibration`) or the collection's self-calibration.
+#[derive(Debug)]
+pub enum Configured {
+    /// The file `confidence.calibration` names.
+    Labelled(CalibrationError),
+    /// The collection's self-calibration file.
+    SelfFit(CalibrationError),
+}
+
+/// The calibration that applies to the configured collection (see
+/// [`apply`]), without changing the configuration.
+pub fn configured(config: &Config) -> Result<Option<Calibration>, Configured> {
+    if let Some(path) = &config.confidence.calibration {
+        return Calibration::load(path)
+            .map(Some)
+            .map_err(Configured::Labelled);
+    }
+    if config.confidence.self_calibration.mode == SelfCalibrationMode::Off {
+        return Ok(None);
+    }
+    let path = config.self_calibration_path();
+    if !path.exists() {
+        return Ok(None);
+    }
+    Calibration::load(&path)
+        .map(Some)
+        .map_err(Configured::SelfFit)
 }
 
 /// Version of the file format.
@@ -57,8 +97,37 @@ pub struct Calibration {
     pub fold_figures: Vec<Fare>,
     /// All questions scored out of fold (what to expect on new questions).
     pub cross_validated: Fare,
-    /// The hand-set weights on the same questions, for comparison.
+    /// The configured weights (`confidence.weights`) on the same
+    /// questions, for comparison.
     pub hand_set: Fare,
+    /// How the questions were made, for a self-calibration (`None`: a
+    /// labelled question set, `grace calibrate DIR`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_calibration: Option<SelfFit>,
+}
+
+/// The questions a self-calibration built from the knowledge base.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelfFit {
+    /// Sections in the knowledge base (source and heading path).
+    pub sections: usize,
+    /// Answerable questions asked (one per sampled section).
+    pub answerable: usize,
+    /// Of them, how many questions were the section's own heading, or
+    /// made from the heading, or from the section's first sentences.
+    pub from_heading_question: usize,
+    /// Made from the heading by a fixed pattern.
+    pub from_heading: usize,
+    /// Made from the section's first sentences.
+    pub from_text: usize,
+    /// The same questions asked with their section withheld.
+    pub in_domain: usize,
+    /// General questions from GRACE's own list.
+    pub out_of_domain: usize,
+    /// The sampling seed.
+    pub seed: u64,
+    /// Seconds the questions and the fit took.
+    pub seconds: f64,
 }
 
 /// What a calibration was fitted on.
@@ -155,6 +224,19 @@ impl Calibration {
         std::fs::rename(&temp, path).map_err(io)
     }
 
+    /// Share of documents added, changed or removed since the fit: of the
+    /// documents in either the fit or `sources` (content hashes), those in
+    /// only one of them. 0 when both are empty.
+    pub fn changed_share(&self, sources: &BTreeSet<String>) -> f64 {
+        let fitted: BTreeSet<&String> = self.fitted_on.sources.iter().collect();
+        let now: BTreeSet<&String> = sources.iter().collect();
+        let union = fitted.union(&now).count();
+        if union == 0 {
+            return 0.0;
+        }
+        fitted.symmetric_difference(&now).count() as f64 / union as f64
+    }
+
     /// Why these weights may not fit a knowledge base with this collection,
     /// model, generator and document content hashes; `None` when they do.
     /// Documents may be added or changed: it speaks up when fewer than half
@@ -195,11 +277,18 @@ impl Calibration {
             }
         }
         (!reasons.is_empty()).then(|| {
-            format!(
-                "the confidence calibration was fitted on {} ({}): its scores may not mean what they say here; run `grace calibrate` on questions about this knowledge base",
-                on.set.display(),
-                reasons.join(", ")
-            )
+            if self.self_calibration.is_some() {
+                format!(
+                    "the knowledge base's self-calibration was fitted on {}: its scores may not mean what they say now; run `grace calibrate --self`",
+                    reasons.join(", ")
+                )
+            } else {
+                format!(
+                    "the confidence calibration was fitted on {} ({}): its scores may not mean what they say here; run `grace calibrate` on questions about this knowledge base",
+                    on.set.display(),
+                    reasons.join(", ")
+                )
+            }
         })
     }
 }
@@ -231,6 +320,7 @@ mod tests {
             fold_figures: vec![fare.clone()],
             cross_validated: fare.clone(),
             hand_set: fare,
+            self_calibration: None,
         }
     }
 
@@ -265,6 +355,15 @@ mod tests {
                 .to_string()
                 .contains("version 99")
         );
+    }
+
+    #[test]
+    fn changed_share_counts_documents_in_only_one_side() {
+        let c = calibration();
+        assert_eq!(c.changed_share(&set(&["h1", "h2", "h3"])), 0.0);
+        // h3 changed into h4: two of four documents differ.
+        assert_eq!(c.changed_share(&set(&["h1", "h2", "h4"])), 0.5);
+        assert_eq!(c.changed_share(&set(&[])), 1.0);
     }
 
     #[test]

@@ -159,6 +159,35 @@ pub fn fit(samples: &[Sample], l2: f64) -> Model {
     Model { bias: theta[0], w }
 }
 
+/// Recalibrates `base` to `samples` (Platt scaling): `σ(a·z + b)` with `z`
+/// the logit `base` gives, `a` and `b` fitted; returned as weights (each
+/// scaled by `a`, the bias `a·bias + b`), with the cross-validated figures
+/// of the two parameters. A monotone map of the base score: it moves the
+/// scale to where this knowledge base's answers are right, and cannot
+/// reorder answers, so it cannot lower the AUROC the base model has.
+pub fn recalibrate(samples: &[Sample], base: &Weights, folds: usize) -> (Weights, CrossValidation) {
+    let model = Model::from_weights(base);
+    let logit = |s: &Sample| model.bias + model.w.iter().zip(&s.x).map(|(w, x)| w * x).sum::<f64>();
+    // One feature, the base logit, in the first slot.
+    let one: Vec<Sample> = samples
+        .iter()
+        .map(|s| {
+            let mut x = [0.0; FEATURES];
+            x[0] = logit(s);
+            Sample { x, y: s.y }
+        })
+        .collect();
+    let cv = cross_validate(&one, folds);
+    let scale = fit(&one, cv.l2);
+    let (a, b) = (scale.w[0], scale.bias);
+    let mut weights = *base;
+    weights.bias = a * base.bias + b;
+    for factor in Factor::ALL {
+        *factor.weight_mut(&mut weights) = a * factor.weight(base);
+    }
+    (weights, cv)
+}
+
 /// `-log p(y | z)` for logit `z`, stable for large |z|.
 fn log_loss_term(z: f64, y: bool) -> f64 {
     // log(1 + e^z) - y·z
@@ -409,6 +438,36 @@ mod tests {
             .map(|s| (sigmoid(-40.0 + 80.0 * s.x[1]), s.y))
             .collect();
         assert!(Fare::of(&overconfident).ece.unwrap() > fare.ece.unwrap());
+    }
+
+    #[test]
+    fn recalibration_rescales_without_reordering() {
+        // Outcomes follow sigmoid(-4 + 8x); the base model says 20x - 10,
+        // right order, wrong scale.
+        let samples = from_known_model(2000);
+        let mut base = Weights {
+            bias: -10.0,
+            ..Weights::default()
+        };
+        for factor in Factor::ALL {
+            *factor.weight_mut(&mut base) = 0.0;
+        }
+        base.max_score = 20.0;
+        let (weights, cv) = recalibrate(&samples, &base, 5);
+        assert!((weights.max_score - 8.0).abs() < 1.5, "{weights:?}");
+        assert!((weights.bias + 4.0).abs() < 1.0, "{weights:?}");
+        assert_eq!(cv.out_of_fold.len(), samples.len());
+        let before = Model::from_weights(&base);
+        let after = Model::from_weights(&weights);
+        let order = |m: &Model| {
+            let mut i: Vec<usize> = (0..samples.len()).collect();
+            i.sort_by(|a, b| {
+                m.predict(&samples[*a].x)
+                    .total_cmp(&m.predict(&samples[*b].x))
+            });
+            i
+        };
+        assert_eq!(order(&before), order(&after));
     }
 
     #[test]

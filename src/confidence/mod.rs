@@ -259,6 +259,16 @@ pub fn score_with(factors: &Factors, config: &ConfidenceConfig) -> Score {
     }
 }
 
+/// The weights GRACE first shipped, set by hand
+/// (`config/hand-set-weights.yml`, compiled in): the evaluation's baseline
+/// column. `None` only if that file stopped parsing (a test checks it does).
+pub fn hand_set_weights() -> Option<Weights> {
+    const FILE: &str = include_str!("../../config/hand-set-weights.yml");
+    let tree: serde_yaml::Value = serde_yaml::from_str(FILE).ok()?;
+    let weights = tree.get("confidence")?.get("weights")?.clone();
+    serde_yaml::from_value(weights).ok()
+}
+
 /// The logistic function, stable for large |x|.
 pub fn sigmoid(x: f64) -> f64 {
     if x >= 0.0 {

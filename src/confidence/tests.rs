@@ -192,3 +192,10 @@ fn a_generic_top_passage_lowers_confidence_and_a_distinctive_one_never_raises_it
     assert!((with(Some(0.5)) - with(None)).abs() < 1e-9);
     assert!((with(Some(0.3)) - with(None)).abs() < 1e-9);
 }
+
+#[test]
+fn the_hand_set_weights_parse_and_differ_from_the_defaults() {
+    let hand = hand_set_weights().expect("config/hand-set-weights.yml parses");
+    assert_eq!(hand.max_score, 12.0);
+    assert_ne!(hand, Weights::default());
+}

@@ -728,6 +728,9 @@ pub struct ConfidenceConfig {
     /// A calibration file written by `grace calibrate`
     /// (`confidence.calibration`): its fitted weights replace `weights`.
     pub calibration: Option<PathBuf>,
+    /// Calibration on questions GRACE builds from the knowledge base itself
+    /// (`confidence.self_calibration`; `grace calibrate --self`).
+    pub self_calibration: SelfCalibrationConfig,
     /// Weights of the original GRACE formula (`confidence.grace_v1`), used
     /// when `model` is `grace_v1`.
     pub grace_v1: V1Weights,
@@ -746,6 +749,75 @@ impl ConfidenceConfig {
     /// loaded, else the hand-set `weights`.
     pub fn effective_weights(&self) -> &Weights {
         self.fitted_weights.as_ref().unwrap_or(&self.weights)
+    }
+}
+
+/// Self-calibration: GRACE asks questions it builds from the knowledge
+/// base's own sections, with each section present (answerable), withheld
+/// (in-domain unanswerable) and general questions (out-of-domain), and fits
+/// the confidence weights to how its answers fared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SelfCalibrationConfig {
+    /// `auto`: score with the knowledge base's own fit, and fit again after
+    /// an ingest that changed more than `refit_share` of the documents;
+    /// `off`: the configured weights only.
+    pub mode: SelfCalibrationMode,
+    /// Sections sampled, one answerable question each (fewer in a smaller
+    /// knowledge base).
+    pub questions: usize,
+    /// Share of answerable questions among those asked; the rest are
+    /// unanswerable, half in-domain and half out-of-domain. The fitted
+    /// scores assume this mix of questions.
+    pub answerable_share: f64,
+    /// Seed of the sampling: the same seed and knowledge base give the
+    /// same questions and the same file.
+    pub seed: u64,
+    /// Share of documents added, changed or removed since the fit above
+    /// which `auto` fits again after an ingest.
+    pub refit_share: f64,
+    /// Fewest sections a knowledge base needs to be fitted; below it the
+    /// configured weights stay.
+    pub min_sections: usize,
+    /// Cosine similarity at or above which another chunk counts as a
+    /// near-duplicate of a withheld section, and is withheld with it.
+    pub near_duplicate: f64,
+}
+
+impl Default for SelfCalibrationConfig {
+    fn default() -> Self {
+        Self {
+            mode: SelfCalibrationMode::Off,
+            questions: 400,
+            answerable_share: 0.6,
+            seed: 1,
+            refit_share: 0.2,
+            min_sections: 50,
+            near_duplicate: 0.95,
+        }
+    }
+}
+
+/// Whether GRACE calibrates itself on its knowledge base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SelfCalibrationMode {
+    /// Use the knowledge base's own fit and refit after large ingests.
+    Auto,
+    /// Never fit on its own nor use a self-calibration (the default: on
+    /// the evaluation sets a self-calibration is not yet better than the
+    /// shipped weights; README, "Self-calibration").
+    #[default]
+    Off,
+}
+
+impl SelfCalibrationMode {
+    /// As written in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Off => "off",
+        }
     }
 }
 
@@ -1006,7 +1078,19 @@ impl Config {
     /// `manifests/<collection>.json` for `edge`,
     /// `manifests/qdrant/<host>_<port>/<collection>.json` for `qdrant`.
     pub fn manifest_path(&self) -> PathBuf {
-        let manifests = self.storage.data_dir.join("manifests");
+        self.per_collection("manifests")
+    }
+
+    /// The collection's self-calibration (`grace calibrate --self`), kept
+    /// beside its manifest: `<data_dir>/self-calibration/…/<collection>.json`.
+    pub fn self_calibration_path(&self) -> PathBuf {
+        self.per_collection("self-calibration")
+    }
+
+    /// `<data_dir>/<folder>/<collection>.json`, under `qdrant/<server>/`
+    /// for a collection on a Qdrant server.
+    fn per_collection(&self, folder: &str) -> PathBuf {
+        let manifests = self.storage.data_dir.join(folder);
         let file = format!("{}.json", self.qdrant.collection);
         match self.storage.backend {
             Backend::Edge => manifests.join(file),

@@ -222,6 +222,46 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             "must be a file path, or null for none",
         ));
     }
+    let sc = &c.confidence.self_calibration;
+    if !(1..=10_000).contains(&sc.questions) {
+        return Err(invalid(
+            "confidence.self_calibration.questions",
+            format!("{} is out of range 1..=10000", sc.questions),
+        ));
+    }
+    for (key, v, range) in [
+        (
+            "confidence.self_calibration.answerable_share",
+            sc.answerable_share,
+            0.1..=0.9,
+        ),
+        (
+            "confidence.self_calibration.refit_share",
+            sc.refit_share,
+            0.0..=1.0,
+        ),
+        (
+            "confidence.self_calibration.near_duplicate",
+            sc.near_duplicate,
+            0.5..=1.0,
+        ),
+    ] {
+        if !range.contains(&v) {
+            return Err(invalid(
+                key,
+                format!("{v} is out of range {}..={}", range.start(), range.end()),
+            ));
+        }
+    }
+    if !(10..=100_000).contains(&sc.min_sections) {
+        return Err(invalid(
+            "confidence.self_calibration.min_sections",
+            format!(
+                "{} is out of range 10..=100000 (fewer sections cannot fit 17 weights)",
+                sc.min_sections
+            ),
+        ));
+    }
     let t = &c.confidence.thresholds;
     for (key, v) in [
         ("confidence.thresholds.silent", t.silent),

@@ -71,11 +71,12 @@ pub fn fit_collected(config: &Config, collected: &Collected, folds: usize) -> Ca
         folds: cv.k,
         fold_figures: cv.folds,
         cross_validated: Fare::of(&pairs(&cv.out_of_fold)),
-        // The hand-set column of the evaluation, on the same outcomes.
+        // The configured weights' column of the evaluation, on the same outcomes.
         hand_set: super::models(config, collected, None, false)
             .into_iter()
-            .find(|m| m.model == "hand_set")
+            .find(|m| m.model == "defaults")
             .map(|m| m.fare)
             .unwrap_or_else(|| Fare::of(&[])),
+        self_calibration: None,
     }
 }

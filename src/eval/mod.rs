@@ -120,10 +120,31 @@ pub struct EvalReport {
     pub brier: Option<f64>,
     /// The final answers scored by each confidence model, side by side.
     pub models: Vec<ModelFare>,
+    /// The self-calibration the questions were asked with
+    /// (`--self-calibrate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_calibration: Option<SelfCalibrationFigures>,
     /// Whole `ask` per question, milliseconds.
     pub latency_p50_ms: Option<f64>,
     /// 95th percentile of a whole `ask`, milliseconds.
     pub latency_p95_ms: Option<f64>,
+}
+
+/// What a `--self-calibrate` run's self-calibration asked and cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelfCalibrationFigures {
+    /// Questions it built and asked.
+    pub questions: usize,
+    /// Of them answerable, in-domain unanswerable and out-of-domain.
+    pub answerable: usize,
+    /// With their section withheld.
+    pub in_domain: usize,
+    /// General questions.
+    pub out_of_domain: usize,
+    /// Seconds it took (questions and fit).
+    pub seconds: f64,
+    /// Out of fold on its own questions.
+    pub cross_validated: Fare,
 }
 
 /// One question's outcome: what the evaluation scores and calibration fits.
@@ -172,6 +193,9 @@ pub struct Collected {
     pub sources: Vec<String>,
     /// The embedding model's id.
     pub embedding_model: String,
+    /// The self-calibration the questions were asked with
+    /// (`grace eval --self-calibrate`).
+    pub self_fit: Option<Calibration>,
 }
 
 /// Ingests the corpus of the set in `dir` into a temporary store (removed
@@ -182,6 +206,19 @@ pub fn collect(
     embedder: std::sync::Arc<dyn Embedder>,
     dir: &Path,
     k: usize,
+) -> Result<Collected> {
+    collect_with(config, embedder, dir, k, false)
+}
+
+/// [`collect`], with `self_calibrate`: after the ingest, the collection is
+/// self-calibrated ([`crate::selfcal`], which never reads the questions)
+/// and the questions are asked with the fitted weights.
+pub fn collect_with(
+    config: &Config,
+    embedder: std::sync::Arc<dyn Embedder>,
+    dir: &Path,
+    k: usize,
+    self_calibrate: bool,
 ) -> Result<Collected> {
     let corpus = dir.join("corpus");
     let questions_path = dir.join("questions.jsonl");
@@ -218,8 +255,21 @@ pub fn collect(
     let sources = kb.source_hashes()?;
 
     let kb = std::sync::Arc::new(kb);
+    let mut run_config = kb.config().clone();
+    let mut self_fit = None;
+    if self_calibrate {
+        match crate::selfcal::self_calibrate(&kb, &mut |_| {})? {
+            crate::selfcal::Outcome::Fitted { calibration, .. } => {
+                run_config.confidence.fitted_weights = Some(calibration.weights);
+                self_fit = Some(*calibration);
+            }
+            crate::selfcal::Outcome::TooSmall { usable, min } => tracing::warn!(
+                "the corpus is too small to self-calibrate ({usable} sections, fewer than {min}): asked with the configured weights"
+            ),
+        }
+    }
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
-    let executor = Executor::new(&registry, kb.config(), k);
+    let executor = Executor::new(&registry, &run_config, k);
     let mut outcomes = Vec::with_capacity(questions.len());
     for (index, q) in questions.iter().enumerate() {
         let started = Instant::now();
@@ -253,6 +303,7 @@ pub fn collect(
         backend,
         sources,
         embedding_model,
+        self_fit,
     })
 }
 
@@ -307,6 +358,7 @@ pub fn run(
     embedder: std::sync::Arc<dyn Embedder>,
     dir: &Path,
     k: usize,
+    self_calibrate: bool,
 ) -> Result<EvalReport> {
     let mut config = config.clone();
     let calibration = crate::confidence::calibration::apply(&mut config)?;
@@ -319,7 +371,7 @@ pub fn run(
         config.confidence.calibration = None;
         config.confidence.fitted_weights = None;
     }
-    let collected = collect(&config, embedder, dir, k)?;
+    let collected = collect_with(&config, embedder, dir, k, self_calibrate)?;
     Ok(report(
         &config,
         &collected,
@@ -398,6 +450,17 @@ fn report(
         ece: metrics::ece(&calibration_pairs, 10),
         brier: metrics::brier(&calibration_pairs),
         models: models(config, collected, calibration, same_set),
+        self_calibration: collected.self_fit.as_ref().and_then(|c| {
+            let s = c.self_calibration.as_ref()?;
+            Some(SelfCalibrationFigures {
+                questions: c.fitted_on.questions,
+                answerable: s.answerable,
+                in_domain: s.in_domain,
+                out_of_domain: s.out_of_domain,
+                seconds: s.seconds,
+                cross_validated: c.cross_validated.clone(),
+            })
+        }),
         latency_p50_ms: metrics::quantile(&latencies, 0.5),
         latency_p95_ms: metrics::quantile(&latencies, 0.95),
     }
@@ -406,7 +469,7 @@ fn report(
 /// One confidence model's scores of the final answers, against "right".
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelFare {
-    /// `hand_set`, `grace_v1` or `fitted`.
+    /// `hand_set`, `defaults`, `grace_v1`, `self_calibrated` or `fitted`.
     pub model: String,
     /// How its figures were obtained.
     pub note: String,
@@ -454,8 +517,10 @@ pub fn coverage_risk(pairs: &[(f64, bool)]) -> Vec<CoverageRisk> {
 }
 
 /// The final answers scored by each confidence model: the hand-set
-/// weights, the original GRACE formula, and the calibration when one is
-/// configured (out of fold when it was fitted on this set).
+/// weights GRACE first shipped, the configured weights (the shipped
+/// defaults unless configured), the original GRACE formula, the
+/// self-calibration when the run made one, and the calibration when one
+/// is configured (out of fold when it was fitted on this set).
 pub fn models(
     config: &Config,
     collected: &Collected,
@@ -477,14 +542,25 @@ pub fn models(
             coverage_risk: coverage_risk(&pairs),
         }
     };
-    let mut out = vec![
-        entry(
+    let scored = |weights: &crate::config::Weights| -> Vec<f64> {
+        outcomes
+            .iter()
+            .map(|o| answered_score(o, score(&o.factors, weights).score))
+            .collect()
+    };
+    let mut out = Vec::new();
+    if let Some(hand_set) = crate::confidence::hand_set_weights() {
+        out.push(entry(
             "hand_set",
-            "confidence.weights".into(),
-            outcomes
-                .iter()
-                .map(|o| answered_score(o, score(&o.factors, &config.confidence.weights).score))
-                .collect(),
+            "the weights GRACE first shipped, set by hand (config/hand-set-weights.yml)".into(),
+            scored(&hand_set),
+        ));
+    }
+    out.extend([
+        entry(
+            "defaults",
+            "confidence.weights (the shipped defaults unless configured)".into(),
+            scored(&config.confidence.weights),
         ),
         entry(
             "grace_v1",
@@ -496,7 +572,17 @@ pub fn models(
                 })
                 .collect(),
         ),
-    ];
+    ]);
+    if let Some(c) = &collected.self_fit {
+        out.push(entry(
+            "self_calibrated",
+            format!(
+                "fitted on {} questions built from this corpus (never its questions.jsonl)",
+                c.fitted_on.questions
+            ),
+            scored(&c.weights),
+        ));
+    }
     if let Some(c) = calibration {
         let samples: Vec<Sample> = outcomes
             .iter()

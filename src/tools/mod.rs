@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use self::ask_user::{AskUser, Urgency, UserRequest};
-pub use self::rag_search::RagSearch;
+pub use self::rag_search::{RagSearch, Withheld};
 pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION};
 pub use self::registry::{
     CatalogueEntry, Registrar, TOOL_NAME_PATTERN, ToolInfo, ToolRegistry, valid_tool_name,

@@ -1,7 +1,7 @@
 //! `rag_search {query, limit?, filter?}`: ranked passages from the knowledge
 //! base with the retrieval factors of the confidence model.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -22,13 +22,42 @@ const MAX_FOCUS_CHARS: usize = 4_000;
 pub struct RagSearch {
     kb: Arc<KnowledgeBase>,
     default_limit: usize,
+    withheld: Withheld,
+}
+
+/// Points a [`RagSearch`] leaves out of every result and every neighbour
+/// score, set from outside between questions: self-calibration withholds
+/// the section a question was built from, to ask it as a question the
+/// collection cannot answer. Clones share one set.
+#[derive(Debug, Clone, Default)]
+pub struct Withheld(Arc<Mutex<Vec<u64>>>);
+
+impl Withheld {
+    /// Withholds these points (and no others) from now on.
+    pub fn set(&self, ids: Vec<u64>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = ids;
+    }
+
+    /// The points withheld now.
+    pub fn ids(&self) -> Vec<u64> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 impl RagSearch {
     /// A `rag_search` tool over `kb`, returning `default_limit` passages when a
     /// call gives no `limit`.
     pub fn new(kb: Arc<KnowledgeBase>, default_limit: usize) -> Self {
-        Self { kb, default_limit }
+        Self::withholding(kb, default_limit, Withheld::default())
+    }
+
+    /// The same, leaving out the points `withheld` holds at each call.
+    pub fn withholding(kb: Arc<KnowledgeBase>, default_limit: usize, withheld: Withheld) -> Self {
+        Self {
+            kb,
+            default_limit,
+            withheld,
+        }
     }
 }
 
@@ -88,6 +117,16 @@ impl Tool for RagSearch {
             }
             Some(other) => return Err(invalid(format!("`filter` must be an object, got {other}"))),
         };
+        let withheld = self.withheld.ids();
+        let neighbour_filter =
+            (!withheld.is_empty()).then(|| PayloadFilter::excluding(withheld.clone()));
+        let filter = match (filter, withheld.is_empty()) {
+            (filter, true) => filter,
+            (filter, false) => Some(PayloadFilter {
+                exclude_ids: withheld,
+                ..filter.unwrap_or_default()
+            }),
+        };
         let passages = self
             .kb
             .search(query, Some(limit), filter.as_ref())
@@ -111,7 +150,10 @@ impl Tool for RagSearch {
         let mut factors = retrieval_factors(self.kb.lexical(), query, focus, &passages);
         if let Some(top) = passages.first() {
             // Evidence, not a requirement: a failure here only leaves the factor out.
-            match self.kb.neighbour_similarity(top, NEIGHBOURS) {
+            match self
+                .kb
+                .neighbour_similarity(top, NEIGHBOURS, neighbour_filter.as_ref())
+            {
                 Ok(Some(s)) => {
                     factors.set(Factor::NeighbourScore, s);
                 }

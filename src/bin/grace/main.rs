@@ -162,6 +162,10 @@ enum Command {
         /// Also draw the confidence models' coverage/risk curves to this PNG
         #[arg(long, value_name = "FILE", conflicts_with = "conversations")]
         plot: Option<PathBuf>,
+        /// Self-calibrate on the ingested corpus first (never reading the
+        /// set's questions), then ask the questions with the fitted weights
+        #[arg(long, conflicts_with = "conversations")]
+        self_calibrate: bool,
         /// Instead of the set's questions, ask these conversations (one JSON
         /// line each: {"id", "turns": [{"question", "answerable",
         /// "gold_sources"}]}) over its corpus, and report follow-up recall
@@ -170,12 +174,28 @@ enum Command {
         conversations: Option<PathBuf>,
     },
     /// Fit the confidence weights to a question set (DIR as for eval) and
-    /// write them to a calibration file for `confidence.calibration`
+    /// write them to a calibration file for `confidence.calibration`; or,
+    /// with --self, to questions built from the knowledge base itself
     Calibrate {
-        /// The evaluation set folder
-        dir: PathBuf,
-        /// The calibration file to write
-        #[arg(long, value_name = "FILE", default_value = "calibration.json")]
+        /// The evaluation set folder (labelled questions)
+        #[arg(required_unless_present = "self_fit", conflicts_with = "self_fit")]
+        dir: Option<PathBuf>,
+        /// Calibrate on questions built from the knowledge base itself (no
+        /// question set); the fit is kept in the data folder and used for
+        /// this collection
+        #[arg(long = "self", id = "self_fit")]
+        self_fit: bool,
+        /// With --self: also write every question asked, its kind, outcome
+        /// and factors, one JSON line each, to this file
+        #[arg(long, value_name = "FILE", requires = "self_fit")]
+        questions_out: Option<PathBuf>,
+        /// The calibration file to write (with a question set)
+        #[arg(
+            long,
+            value_name = "FILE",
+            default_value = "calibration.json",
+            conflicts_with = "self_fit"
+        )]
         out: PathBuf,
         /// Cross-validation folds
         #[arg(long, value_name = "N", default_value_t = 5)]
@@ -276,6 +296,18 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             let report = report?;
             if !cli.quiet || cli.json {
                 output::ingest_report(&report, &kb.config().qdrant.collection, cli.json);
+            }
+            // With `confidence.self_calibration.mode: auto`, a knowledge
+            // base that changed enough is fitted again.
+            let kb = std::sync::Arc::new(kb);
+            let bar = count_bar(cli, "self-calibration: asking its own questions");
+            let refit = grace::selfcal::after_ingest(&kb, &mut |p| {
+                bar.set_length(p.total as u64);
+                bar.set_position(p.done as u64);
+            });
+            bar.finish_and_clear();
+            if let Some(outcome) = refit? {
+                output::self_calibration_note(&outcome, cli.quiet);
             }
         }
         Command::Search {
@@ -426,6 +458,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             dir,
             limit,
             plot,
+            self_calibrate,
             conversations,
         } => {
             if *limit == 0 {
@@ -450,7 +483,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 )));
             }
             let embedder = std::sync::Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
-            let report = grace::eval::run(&config, embedder, dir, *limit)?;
+            let report = grace::eval::run(&config, embedder, dir, *limit, *self_calibrate)?;
             if let Some(path) = plot {
                 let title = format!("coverage vs risk: {}", dir.display());
                 grace::eval::plot::coverage_risk_png(path, &title, &report.models)
@@ -462,11 +495,31 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             }
         }
         Command::Calibrate {
+            self_fit: true,
+            questions_out,
+            ..
+        } => {
+            let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
+            let outcome = self_calibrate(&kb, cli)?;
+            if let (Some(file), grace::selfcal::Outcome::Fitted { asked, .. }) =
+                (questions_out, &outcome)
+            {
+                write_jsonl(file, asked)?;
+            }
+            output::self_calibration(&outcome, kb.config(), cli.json);
+        }
+        Command::Calibrate {
             dir,
             out,
             folds,
             limit,
+            ..
         } => {
+            let Some(dir) = dir else {
+                return Err(grace::Error::InvalidInput(
+                    "name a question set, or calibrate on the knowledge base with --self".into(),
+                ));
+            };
             if *limit == 0 || *folds < 2 {
                 return Err(grace::Error::InvalidInput(
                     "-k must be at least 1 and --folds at least 2".into(),
@@ -498,13 +551,55 @@ fn progress_bar(cli: &Cli) -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     if let Ok(style) = ProgressStyle::with_template(
         "{spinner} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({eta})  {wide_msg}",
     ) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
+}
+
+/// Writes `items` to `file`, one JSON line each.
+fn write_jsonl<T: serde::Serialize>(file: &std::path::Path, items: &[T]) -> grace::Result<()> {
+    let mut text = String::new();
+    for item in items {
+        let line = serde_json::to_string(item)
+            .map_err(|e| grace::Error::InvalidInput(format!("cannot serialise: {e}")))?;
+        text.push_str(&line);
+        text.push('\n');
+    }
+    std::fs::write(file, text)
+        .map_err(|e| grace::Error::InvalidInput(format!("cannot write {}: {e}", file.display())))
+}
+
+/// A progress bar counting items (questions), with a message.
+fn count_bar(cli: &Cli, message: &'static str) -> ProgressBar {
+    if cli.quiet || cli.json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} ({eta})  {msg}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(message);
+    bar
+}
+
+/// `grace calibrate --self` with a progress bar.
+fn self_calibrate(
+    kb: &std::sync::Arc<KnowledgeBase>,
+    cli: &Cli,
+) -> grace::Result<grace::selfcal::Outcome> {
+    let bar = count_bar(cli, "asking the knowledge base's own questions");
+    let outcome = grace::selfcal::self_calibrate(kb, &mut |p| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+    });
+    bar.finish_and_clear();
+    outcome
 }
 
 /// Asks the person at the terminal to settle an escalated run: a number

@@ -218,6 +218,36 @@ pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
             "dense"
         }
     );
+    let c = &s.confidence;
+    match &c.fit {
+        Some(fit) => {
+            println!(
+                "confidence   {} weights, fitted {} on {} questions (out of fold: ECE {}, AUROC {}); {:.0}% of documents changed since{}",
+                c.weights,
+                fit.created,
+                fit.questions,
+                num(fit.ece),
+                num(fit.auroc),
+                fit.changed_share * 100.0,
+                if fit.stale {
+                    match c.weights {
+                        "self" => {
+                            ": stale, `grace calibrate --self` (or the next ingest) fits it again"
+                        }
+                        _ => ": stale, run `grace calibrate` again",
+                    }
+                } else {
+                    ""
+                }
+            );
+            println!("             {}", fit.file.display());
+        }
+        None => println!(
+            "confidence   {} weights ({})",
+            c.weights,
+            c.note.as_deref().unwrap_or("")
+        ),
+    }
     for (name, usage) in tools {
         println!("tool         {name}: {}", crate::tools::figures(usage));
     }
@@ -367,17 +397,29 @@ pub fn eval_report(r: &EvalReport, json: bool) {
         num(r.ece),
         num(r.brier)
     );
+    if let Some(s) = &r.self_calibration {
+        println!(
+            "self-calibrated first: {} questions built from the corpus ({} answerable, {} with their section withheld, {} general) in {:.0} s; out of fold on them ECE {}, AUROC {}",
+            s.questions,
+            s.answerable,
+            s.in_domain,
+            s.out_of_domain,
+            s.seconds,
+            num(s.cross_validated.ece),
+            num(s.cross_validated.auroc)
+        );
+    }
     if !r.models.is_empty() {
         println!(
             "confidence models on the final answers (right = answerable and gold source cited):"
         );
         println!(
-            "  {:<10} {:>6} {:>6} {:>6} {:>8}  how",
+            "  {:<15} {:>6} {:>6} {:>6} {:>8}  how",
             "model", "ECE", "Brier", "AUROC", "log loss"
         );
         for m in &r.models {
             println!(
-                "  {:<10} {:>6} {:>6} {:>6} {:>8}  {}",
+                "  {:<15} {:>6} {:>6} {:>6} {:>8}  {}",
                 m.model,
                 num(m.fare.ece),
                 num(m.fare.brier),
@@ -387,13 +429,13 @@ pub fn eval_report(r: &EvalReport, json: bool) {
             );
         }
         println!("coverage / risk (share answered / share of answered wrong) by threshold:");
-        print!("  {:<10}", "threshold");
+        print!("  {:<15}", "threshold");
         for t in [0.3, 0.5, 0.7, 0.8, 0.9] {
             print!(" {:>11}", format!("{t:.1}"));
         }
         println!();
         for m in &r.models {
-            print!("  {:<10}", m.model);
+            print!("  {:<15}", m.model);
             for t in [0.3, 0.5, 0.7, 0.8, 0.9] {
                 match m
                     .coverage_risk
@@ -419,12 +461,104 @@ pub fn eval_report(r: &EvalReport, json: bool) {
 }
 
 /// What `grace calibrate` fitted, and how to use it.
+/// What `grace calibrate --self` did.
+pub fn self_calibration(outcome: &grace::selfcal::Outcome, config: &grace::Config, json: bool) {
+    use grace::selfcal::Outcome;
+    match outcome {
+        Outcome::Fitted {
+            calibration, path, ..
+        } => {
+            calibration_figures(calibration, json);
+            if !json {
+                println!("written to {}", path.display());
+                if config.confidence.calibration.is_some() {
+                    println!(
+                        "note: confidence.calibration names a labelled calibration, which is used instead"
+                    );
+                } else if config.confidence.self_calibration.mode
+                    == grace::config::SelfCalibrationMode::Off
+                {
+                    println!(
+                        "note: confidence.self_calibration.mode is off: this fit is used once it is auto"
+                    );
+                }
+            }
+        }
+        Outcome::TooSmall { usable, min } => {
+            if json {
+                print_json(&serde_json::json!({
+                    "fitted": false,
+                    "usable_sections": usable,
+                    "min_sections": min,
+                }));
+            } else {
+                println!(
+                    "too small to self-calibrate: {usable} sections to ask about, fewer than confidence.self_calibration.min_sections ({min}); the configured weights are kept"
+                );
+            }
+        }
+    }
+}
+
+/// One line on stderr after an ingest that fitted the knowledge base again.
+pub fn self_calibration_note(outcome: &grace::selfcal::Outcome, quiet: bool) {
+    use grace::selfcal::Outcome;
+    if quiet {
+        return;
+    }
+    match outcome {
+        Outcome::Fitted {
+            calibration, path, ..
+        } => eprintln!(
+            "grace: self-calibrated on {} of its own questions (out of fold: ECE {}, AUROC {}) in {:.0} s -> {}",
+            calibration.fitted_on.questions,
+            num(calibration.cross_validated.ece),
+            num(calibration.cross_validated.auroc),
+            calibration
+                .self_calibration
+                .as_ref()
+                .map_or(0.0, |s| s.seconds),
+            path.display()
+        ),
+        Outcome::TooSmall { usable, min } => eprintln!(
+            "grace: too small to self-calibrate ({usable} sections, fewer than {min}); the configured confidence weights are kept"
+        ),
+    }
+}
+
 pub fn calibration(c: &Calibration, path: &std::path::Path, json: bool) {
+    calibration_figures(c, json);
+    if !json {
+        println!(
+            "wrote {}; to use it set `confidence.calibration: {}` in grace_config.yml (or GRACE_CONFIDENCE__CALIBRATION={})",
+            path.display(),
+            path.display(),
+            path.display()
+        );
+    }
+}
+
+/// A calibration's provenance, folds and weights.
+fn calibration_figures(c: &Calibration, json: bool) {
     if json {
         print_json(c);
         return;
     }
     let on = &c.fitted_on;
+    if let Some(s) = &c.self_calibration {
+        println!(
+            "self-calibration: {} sections, seed {}; {} answerable questions ({} headings that are questions, {} made from headings, {} from text), {} with their section withheld, {} general; {:.0} s",
+            s.sections,
+            s.seed,
+            s.answerable,
+            s.from_heading_question,
+            s.from_heading,
+            s.from_text,
+            s.in_domain,
+            s.out_of_domain,
+            s.seconds
+        );
+    }
     println!(
         "fitted on {}: {} questions, {} documents, collection `{}`, model `{}`, generator `{}`",
         on.set.display(),
@@ -455,7 +589,7 @@ pub fn calibration(c: &Calibration, path: &std::path::Path, json: bool) {
     }
     for (name, f) in [
         ("fitted, out of fold", &c.cross_validated),
-        ("hand-set", &c.hand_set),
+        ("configured weights", &c.hand_set),
     ] {
         println!(
             "{name}: ECE {}, Brier {}, AUROC {}, log loss {}",
@@ -473,12 +607,6 @@ pub fn calibration(c: &Calibration, path: &std::path::Path, json: bool) {
             println!("  {:<18} {weight:>8.3}", format!("{factor:?}"));
         }
     }
-    println!(
-        "wrote {}; to use it set `confidence.calibration: {}` in grace_config.yml (or GRACE_CONFIDENCE__CALIBRATION={})",
-        path.display(),
-        path.display(),
-        path.display()
-    );
 }
 
 /// The run as JSON, with the review queue's id when it was escalated.
