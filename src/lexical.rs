@@ -11,10 +11,24 @@
 //!   `--purge` matches documents containing exactly `--purge`, not every
 //!   document mentioning "purge".
 //!
+//! * one term per pair of neighbouring CJK characters (`text::is_cjk`:
+//!   Japanese, Chinese, Korean), since those scripts do not separate
+//!   words with spaces: `削除する` gives `削除`, `除す`, `する`. This is the
+//!   approach of Lucene's CJK analyser: no dictionary, and a word of two
+//!   characters or more always matches itself. A lone CJK character is a
+//!   term of its own.
+//!
+//! The English tokenizer sees the text with CJK characters blanked out, so
+//! identifiers and English words inside Japanese sentences
+//! (`apt-getでインストール`) are still found; full-width Latin letters and
+//! digits (`ａｐｔ`) are folded to ASCII first.
+//!
 //! The store applies the IDF modifier at search time, so together with the
 //! document-side term frequency weights this scores like BM25.
 
 use qdrant_edge::bm25_embed::{EdgeBm25, EdgeBm25Config};
+
+use crate::text::{is_cjk, sized_as_cjk, word_count};
 
 /// A sparse vector: parallel term ids and weights, ids unique.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -60,32 +74,111 @@ impl LexicalEncoder {
 
     /// Document-side vector: BM25 term-frequency weights.
     pub fn encode_document(&self, text: &str) -> SparseVector {
-        let words = self.bm25.embed_document(text);
-        let doc_len = text.split_whitespace().count() as f32;
-        let mut ids = identifiers(text);
+        let text = fold_width(text);
+        let words = self.bm25.embed_document(&blank_cjk(&text));
+        let doc_len = word_count(&text) as f32;
+        let saturate = |tf: f32| tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * doc_len / AVG_LEN));
+        let mut ids = identifiers(&text);
         ids.sort();
-        let mut id_terms: Vec<(u32, f32)> = Vec::new();
+        let mut extra: Vec<(u32, f32)> = Vec::new();
         for group in ids.chunk_by(|a, b| a == b) {
             let tf = group.len() as f32;
-            let weight = tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * doc_len / AVG_LEN));
-            id_terms.push((identifier_term(&group[0]), weight * IDENTIFIER_BOOST));
+            extra.push((identifier_term(&group[0]), saturate(tf) * IDENTIFIER_BOOST));
         }
-        merge(words.indices, words.values, id_terms)
+        let mut bigrams = cjk_terms(&text);
+        bigrams.sort_unstable();
+        for group in bigrams.chunk_by(|a, b| a == b) {
+            extra.push((group[0], saturate(group.len() as f32)));
+        }
+        merge(words.indices, words.values, extra)
     }
 
     /// Query-side vector: each distinct term once, weight 1 (the store's
     /// IDF modifier supplies the term's rarity).
     pub fn encode_query(&self, text: &str) -> SparseVector {
-        let words = self.bm25.embed_query(text);
-        let mut ids = identifiers(text);
+        let text = fold_width(text);
+        let words = self.bm25.embed_query(&blank_cjk(&text));
+        let mut ids = identifiers(&text);
         ids.sort();
         ids.dedup();
-        let id_terms = ids
+        let mut extra: Vec<(u32, f32)> = ids
             .iter()
             .map(|t| (identifier_term(t), IDENTIFIER_BOOST))
             .collect();
-        merge(words.indices, words.values, id_terms)
+        let mut bigrams = cjk_terms(&text);
+        bigrams.sort_unstable();
+        bigrams.dedup();
+        extra.extend(bigrams.into_iter().map(|t| (t, 1.0)));
+        merge(words.indices, words.values, extra)
     }
+}
+
+/// `text` with full-width ASCII (`ａｐｔ－ｇｅｔ`, `１２３`) folded to ASCII
+/// and the ideographic space to a space, as Japanese input methods often
+/// type them.
+fn fold_width(text: &str) -> std::borrow::Cow<'_, str> {
+    let folds = |c: char| matches!(c, '\u{ff01}'..='\u{ff5e}' | '\u{3000}');
+    if !text.chars().any(folds) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| match c {
+            '\u{3000}' => ' ',
+            '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
+            c => c,
+        })
+        .collect()
+}
+
+/// `text` with every CJK character and CJK punctuation mark replaced by a
+/// space, for the English tokenizer (which would otherwise take a whole
+/// Japanese sentence for one word).
+fn blank_cjk(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(sized_as_cjk) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| if sized_as_cjk(c) { ' ' } else { c })
+        .collect()
+}
+
+/// Term ids of the CJK bigrams of `text`, in order, repeats kept: each pair
+/// of neighbouring [`is_cjk`] characters, and a run of one character alone.
+/// Punctuation, spaces and other scripts end a run.
+pub fn cjk_terms(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut run: Option<(char, bool)> = None; // previous char, and whether it was paired
+    for c in text.chars() {
+        if is_cjk(c) {
+            if let Some((prev, _)) = run {
+                out.push(cjk_term(&[prev, c]));
+                run = Some((c, true));
+            } else {
+                run = Some((c, false));
+            }
+        } else {
+            if let Some((prev, false)) = run {
+                out.push(cjk_term(&[prev]));
+            }
+            run = None;
+        }
+    }
+    if let Some((prev, false)) = run {
+        out.push(cjk_term(&[prev]));
+    }
+    out
+}
+
+/// Term id of a CJK bigram (or lone character): FNV-1a of a namespaced form,
+/// like [`identifier_term`].
+fn cjk_term(chars: &[char]) -> u32 {
+    let key: String = "cjk:".chars().chain(chars.iter().copied()).collect();
+    let mut h: u32 = 0x811c_9dc5;
+    for b in key.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
 }
 
 /// The BM25 tokenizer could not be built (an unsupported language or
@@ -143,7 +236,8 @@ pub fn identifiers(text: &str) -> Vec<String> {
 /// Candidate tokens: runs of identifier characters with sentence
 /// punctuation trimmed (a call keeps its `()`).
 fn tokens(text: &str) -> impl Iterator<Item = &str> {
-    let is_part = |c: char| c.is_alphanumeric() || "_.-:/#+()".contains(c);
+    // CJK characters end a token: `E0392が出る` names `E0392`.
+    let is_part = |c: char| (c.is_alphanumeric() && !is_cjk(c)) || "_.-:/#+()".contains(c);
     text.split(move |c: char| !is_part(c)).map(|raw| {
         let end_trimmed = raw.trim_end_matches(['.', ':', ',', ')', '(']);
         let t = end_trimmed.trim_start_matches(['(', ':', '.']);
@@ -203,7 +297,7 @@ pub fn identifiers_found(wanted: &[String], text: &str) -> usize {
 /// Whether `needle` occurs in `haystack` with no word character touching
 /// it, and not continued by `.` or `-` and a word character.
 fn occurs_whole(haystack: &str, needle: &str) -> bool {
-    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let word = |c: char| (c.is_alphanumeric() && !is_cjk(c)) || c == '_';
     haystack.match_indices(needle).any(|(at, _)| {
         let before = haystack[..at].chars().next_back();
         let mut after = haystack[at + needle.len()..].chars();
@@ -477,6 +571,67 @@ mod tests {
             .filter(|i| other.indices.contains(i))
             .count();
         assert!(shared_other < shared);
+    }
+
+    fn shared(q: &SparseVector, d: &SparseVector) -> usize {
+        q.indices.iter().filter(|i| d.indices.contains(i)).count()
+    }
+
+    #[test]
+    fn japanese_is_bigrammed_and_matches_without_spaces() {
+        let enc = LexicalEncoder::new().unwrap();
+        // 削除 除す する: three bigrams, a lone character its own term.
+        assert_eq!(cjk_terms("削除する").len(), 3);
+        assert_eq!(cjk_terms("本").len(), 1);
+        assert_eq!(cjk_terms("本、日").len(), 2);
+        assert_eq!(cjk_terms("apt で削除").len(), 1 + 1);
+        assert!(cjk_terms("no CJK here").is_empty());
+        let d =
+            enc.encode_document("不要になったパッケージの削除には apt-get autoremove を使います。");
+        let q = enc.encode_query("パッケージを削除したい");
+        // パッ ッケ ケー ージ 削除: five shared bigrams.
+        assert!(shared(&q, &d) >= 5, "{q:?} vs {d:?}");
+        let other = enc.encode_document("カーネルを更新するには再起動が必要です。");
+        assert!(shared(&q, &other) < shared(&q, &d));
+        // Document weights count a repeated bigram more, up to saturation.
+        let once = enc.encode_document("削除");
+        let thrice = enc.encode_document("削除。削除。削除。");
+        let w = |v: &SparseVector| {
+            v.values[v
+                .indices
+                .iter()
+                .position(|&i| i == cjk_terms("削除")[0])
+                .unwrap()]
+        };
+        assert!(w(&thrice) > w(&once) && w(&thrice) < 3.0 * w(&once));
+    }
+
+    #[test]
+    fn identifiers_and_english_inside_japanese_still_count() {
+        let enc = LexicalEncoder::new().unwrap();
+        assert_eq!(
+            identifiers("/etc/apt/sources.listを編集して E0392が出たら--purgeを付ける"),
+            vec!["/etc/apt/sources.list", "e0392", "--purge"]
+        );
+        assert_eq!(identifiers_found(&["e0392".into()], "エラーE0392が出る"), 1);
+        // English words in a Japanese sentence reach the English tokenizer.
+        let d = enc.encode_document("firewallの設定を変更する");
+        let q = enc.encode_query("firewall");
+        assert_eq!(shared(&q, &d), 1, "{q:?} vs {d:?}");
+        // Full-width Latin as input methods type it is folded to ASCII.
+        assert_eq!(
+            enc.encode_query("ａｐｔ－ｇｅｔ　ｉｎｓｔａｌｌ　－－ｐｕｒｇｅ"),
+            enc.encode_query("apt-get install --purge")
+        );
+    }
+
+    #[test]
+    fn chinese_and_korean_are_bigrammed_too() {
+        let enc = LexicalEncoder::new().unwrap();
+        let d = enc.encode_document("如何删除软件包？使用 apt remove 命令。");
+        assert!(shared(&enc.encode_query("删除软件包"), &d) >= 4);
+        let d = enc.encode_document("패키지를 삭제하려면 apt remove 를 사용합니다.");
+        assert!(shared(&enc.encode_query("패키지 삭제"), &d) >= 3);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Small helpers for text from outside: two checks kept in step with the
 //! patterns the OpenAPI document publishes for them (`NOT_BLANK`,
 //! `PLAIN_ID`), so that what a client's schema check accepts the server
-//! accepts too; cutting text on a character boundary; and splitting a
-//! paragraph into sentences (chunking, answering and grading share it).
+//! accepts too; cutting text on a character boundary; splitting a
+//! paragraph into sentences (chunking, answering and grading share it);
+//! and what a "word" is in scripts written without spaces (Japanese,
+//! Chinese; Korean spaces its words but is bigrammed the same way).
 
 /// The published pattern of a text that must not be blank: at least one
 /// character that is neither white space nor a control character.
@@ -46,19 +48,146 @@ pub fn truncate_chars(text: &str, max: usize) -> &str {
     }
 }
 
+/// Whether `c` belongs to a script written without spaces between words,
+/// or is bigrammed as one (Lucene's CJK analyser's set): Han ideographs
+/// (with their extensions and compatibility forms), Hiragana, Katakana
+/// (with the prolonged sound mark and the half-width forms) and Hangul.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30ff}'     // Hiragana, Katakana (and ー)
+        | '\u{31f0}'..='\u{31ff}'   // Katakana phonetic extensions
+        | '\u{3400}'..='\u{4dbf}'   // Han extension A
+        | '\u{4e00}'..='\u{9fff}'   // Han
+        | '\u{f900}'..='\u{faff}'   // Han compatibility
+        | '\u{ff66}'..='\u{ff9f}'   // half-width Katakana
+        | '\u{1100}'..='\u{11ff}'   // Hangul Jamo
+        | '\u{3130}'..='\u{318f}'   // Hangul compatibility Jamo
+        | '\u{ac00}'..='\u{d7af}'   // Hangul syllables
+        | '\u{20000}'..='\u{2ebef}' // Han extensions B to F
+        | '\u{30000}'..='\u{3134f}' // Han extension G
+    ) && c != '\u{30fb}' // the Katakana middle dot separates words
+}
+
+/// Characters of a script without spaces that make one word, for sizes
+/// counted in words: a 200-word chunk holds about 400 Japanese characters.
+pub const CJK_CHARS_PER_WORD: usize = 2;
+
+/// How many words `text` holds: white space separates words, and inside a
+/// token a run of CJK characters (with their punctuation, `、` `。`) counts
+/// one word per [`CJK_CHARS_PER_WORD`] characters, rounded up, while every
+/// other run counts one: `apt-getで削除する` is 1 + 3 words.
+pub fn word_count(text: &str) -> usize {
+    text.split_whitespace()
+        .flat_map(runs)
+        .map(|(run, cjk)| {
+            if cjk {
+                run.chars().count().div_ceil(CJK_CHARS_PER_WORD)
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// Whether `c` is sized as a CJK character: one of [`is_cjk`] or CJK
+/// punctuation.
+pub fn sized_as_cjk(c: char) -> bool {
+    is_cjk(c) || is_cjk_punctuation(c)
+}
+
+/// The maximal runs of `token` that are all [`sized_as_cjk`] or all not,
+/// each with which it is, in order; together they spell `token`.
+pub fn runs(token: &str) -> impl Iterator<Item = (&str, bool)> {
+    let mut rest = token;
+    std::iter::from_fn(move || {
+        let first = rest.chars().next()?;
+        let cjk = sized_as_cjk(first);
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| sized_as_cjk(c) != cjk)
+            .map_or(rest.len(), |(i, _)| i);
+        let (run, tail) = rest.split_at(end);
+        rest = tail;
+        Some((run, cjk))
+    })
+}
+
+/// Punctuation of CJK text: the ideographic full stop, comma and brackets,
+/// the full-width marks and the Katakana middle dot.
+pub fn is_cjk_punctuation(c: char) -> bool {
+    matches!(c,
+        '\u{3000}'..='\u{303f}'
+        | '\u{ff01}'..='\u{ff0f}'
+        | '\u{ff1a}'..='\u{ff20}'
+        | '\u{ff3b}'..='\u{ff40}'
+        | '\u{ff5b}'..='\u{ff65}'
+        | '\u{30fb}'
+    )
+}
+
+/// The longest Japanese quotation that holds its sentence together, in
+/// characters: beyond it an unclosed `「` no longer does.
+const MAX_QUOTE_CHARS: usize = 200;
+
 /// Splits a paragraph after `.`, `!` or `?` (optionally followed by a
-/// closing quote or bracket) when whitespace and an upper-case letter, digit
-/// or opening quote follow; a line break inside a paragraph also ends a
-/// sentence when the next line starts like a list item.
+/// closing quote or bracket) when whitespace and an upper-case letter, a
+/// digit, an opening quote or CJK text follow; after `。`, `！`, `？` or `．` (and a closing
+/// bracket) whatever follows, since Japanese and Chinese sentences run on
+/// without spaces, unless inside a `「…」` or `『…』` quote; a line break inside a paragraph also ends a sentence
+/// when the next line starts like a list item.
 pub fn sentences(paragraph: &str) -> Vec<String> {
     let chars: Vec<char> = paragraph.chars().collect();
     let mut out = Vec::new();
     let mut start = 0;
     let mut i = 0;
+    // Where the innermost open Japanese quote (「 or 『) opened: a full stop
+    // inside a quote ends the quote's sentence, not the one around it.
+    let mut quotes: Vec<usize> = Vec::new();
     while i < chars.len() {
         let c = chars[i];
         let mut end = None;
-        if matches!(c, '.' | '!' | '?') {
+        match c {
+            '「' | '『' => quotes.push(i),
+            '」' | '』' => {
+                quotes.pop();
+            }
+            _ => {}
+        }
+        // An unclosed quote stops holding sentences together after a while.
+        quotes.retain(|&at| i - at <= MAX_QUOTE_CHARS);
+        if matches!(c, '。' | '！' | '？' | '．') && quotes.is_empty() {
+            let mut j = i + 1;
+            while j < chars.len()
+                && matches!(
+                    chars[j],
+                    '」' | '』'
+                        | '）'
+                        | '】'
+                        | '〕'
+                        | '〉'
+                        | '》'
+                        | '”'
+                        | '’'
+                        | ')'
+                        | '"'
+                        | '！'
+                        | '？'
+                )
+            {
+                j += 1;
+            }
+            // A citation marker after the mark (`…使います。 [2]`) belongs
+            // to the sentence before it.
+            let mut k = j;
+            while k < chars.len() && chars[k].is_whitespace() {
+                k += 1;
+            }
+            let marker =
+                chars.get(k) == Some(&'[') && chars.get(k + 1).is_some_and(char::is_ascii_digit);
+            if !marker {
+                end = Some(j);
+            }
+        } else if matches!(c, '.' | '!' | '?') {
             let mut j = i + 1;
             while j < chars.len() && matches!(chars[j], '"' | '\'' | ')' | ']' | '”' | '’') {
                 j += 1;
@@ -70,6 +199,7 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
                 }
                 if k == chars.len()
                     || chars[k].is_uppercase()
+                    || sized_as_cjk(chars[k])
                     || chars[k].is_ascii_digit()
                     || matches!(chars[k], '"' | '“' | '(' | '*' | '-')
                 {
@@ -118,6 +248,59 @@ mod tests {
         assert!(is_plain_id("alice") && is_plain_id("ops-team_2"));
         for bad in ["", "a b", "a\u{c}b", "a\u{1c}", "x\u{3000}"] {
             assert!(!is_plain_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn japanese_sentences_end_at_their_own_marks_without_spaces() {
+        let p = "パッケージを削除します。設定も消すには「--purge」を使います！本当ですか？はい（確認済み）。";
+        assert_eq!(
+            sentences(p),
+            vec![
+                "パッケージを削除します。",
+                "設定も消すには「--purge」を使います！",
+                "本当ですか？",
+                "はい（確認済み）。"
+            ]
+        );
+        // A full stop inside a quotation does not end the sentence around
+        // it; a closing bracket after the mark stays with its sentence.
+        assert_eq!(
+            sentences("彼は「分かった。」と言った。（注記。）次へ"),
+            vec!["彼は「分かった。」と言った。", "（注記。）", "次へ"]
+        );
+        // A citation marker stays with the sentence it follows.
+        assert_eq!(
+            sentences("削除します。 [2] 次の文です。[3]"),
+            vec!["削除します。 [2] 次の文です。[3]"]
+        );
+        // An unclosed quote holds sentences together for a while only.
+        let long = format!("「{}。後の文。", "あ".repeat(300));
+        assert_eq!(sentences(&long).len(), 2);
+        // English rules are unchanged beside it.
+        assert_eq!(
+            sentences("Run apt-get. 次に再起動します。Then reboot."),
+            vec!["Run apt-get.", "次に再起動します。", "Then reboot."]
+        );
+    }
+
+    #[test]
+    fn words_count_characters_where_there_are_no_spaces() {
+        assert_eq!(word_count("two words"), 2);
+        assert_eq!(word_count("削除する"), 2);
+        assert_eq!(word_count("削除します"), 3);
+        assert_eq!(word_count("apt-getで削除する"), 1 + 3);
+        assert_eq!(word_count("パッケージ、削除"), 4);
+        assert_eq!(word_count("「apt」を"), 1 + 1 + 1);
+        assert_eq!(word_count("- --"), 2);
+        assert_eq!(word_count("한국어 문장입니다"), 2 + 3);
+        assert_eq!(word_count(""), 0);
+        assert_eq!(word_count(&"日".repeat(400)), 200);
+        for c in ['日', 'ひ', 'カ', 'ー', '한', 'ｶ', '\u{20b9f}'] {
+            assert!(is_cjk(c), "{c}");
+        }
+        for c in ['a', '。', '、', '・', 'é', '1', '！'] {
+            assert!(!is_cjk(c), "{c}");
         }
     }
 

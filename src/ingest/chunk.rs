@@ -2,11 +2,14 @@
 //!
 //! A chunk never crosses a section, so it belongs to one heading path. Inside
 //! a section, sentences are packed greedily; a sentence longer than a chunk
-//! is cut at word boundaries. Each chunk after the first of a section starts
+//! is cut at word boundaries. Where there are no spaces (Japanese, Chinese)
+//! two characters count as a word (`text::word_count`), and a long sentence
+//! is cut between characters. Each chunk after the first of a section starts
 //! with the last sentences (at most `overlap` words) of the one before, so a
 //! fact that straddles a boundary is whole in at least one chunk.
 
 use super::load::Section;
+use crate::text::{CJK_CHARS_PER_WORD, runs, sized_as_cjk};
 
 /// One piece of a document, ready to embed.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,30 +64,35 @@ pub fn chunk_sections(sections: &[Section], params: ChunkParams) -> Vec<Chunk> {
     out
 }
 
+/// Sizes inside the chunker are counted in parts of a word: a word of a
+/// spaced script (or a run of other characters inside a token) is this many
+/// parts, a CJK character or CJK punctuation mark one.
+const PARTS: usize = CJK_CHARS_PER_WORD;
+
 /// Splits one section's text into chunk texts.
 pub fn chunk_text(text: &str, params: ChunkParams) -> Vec<String> {
-    let size = params.size.max(1);
-    let overlap = params.overlap.min(size / 2);
+    let size = params.size.max(1) * PARTS;
+    let overlap = params.overlap.min(params.size.max(1) / 2) * PARTS;
     let units = units(text, size);
     let mut chunks = Vec::new();
     let mut current: Vec<&Unit> = Vec::new();
-    let mut words = 0;
+    let mut parts = 0;
     // Units in `current` that came from the previous chunk's overlap.
     let mut carried = 0;
     for unit in &units {
-        if words + unit.words > size && current.len() > carried {
+        if parts + unit.parts > size && current.len() > carried {
             chunks.push(join(&current));
             let mut tail = overlap_tail(&current, overlap);
-            words = tail.iter().map(|u| u.words).sum();
+            parts = tail.iter().map(|u| u.parts).sum();
             // The overlap must leave room for the unit that starts the chunk.
-            while !tail.is_empty() && words + unit.words > size {
-                words -= tail.remove(0).words;
+            while !tail.is_empty() && parts + unit.parts > size {
+                parts -= tail.remove(0).parts;
             }
             carried = tail.len();
             current = tail;
         }
         current.push(unit);
-        words += unit.words;
+        parts += unit.parts;
     }
     if current.len() > carried {
         chunks.push(join(&current));
@@ -92,13 +100,27 @@ pub fn chunk_text(text: &str, params: ChunkParams) -> Vec<String> {
     chunks
 }
 
-/// A sentence (or a piece of an over-long sentence) and whether a paragraph
-/// ends after it.
+/// A sentence (or a piece of an over-long sentence), its size in
+/// [`PARTS`] of a word, whether it follows the unit before without a space
+/// (Japanese sentences, or a cut between characters) and whether a
+/// paragraph ends after it.
 #[derive(Debug)]
 struct Unit {
     text: String,
-    words: usize,
+    parts: usize,
+    tight: bool,
     paragraph_end: bool,
+}
+
+impl Unit {
+    fn new(tight: bool) -> Self {
+        Unit {
+            text: String::new(),
+            parts: 0,
+            tight,
+            paragraph_end: false,
+        }
+    }
 }
 
 /// A "word" longer than this many characters (a run without spaces: a
@@ -125,22 +147,68 @@ fn word_pieces(word: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-fn units(text: &str, max_words: usize) -> Vec<Unit> {
+/// The smallest pieces a sentence is cut into when it outgrows a chunk:
+/// words (cut to [`MAX_WORD_CHARS`]) and single CJK characters, each with
+/// its size and whether a space separated it from the one before.
+struct Piece<'a> {
+    text: &'a str,
+    parts: usize,
+    space_before: bool,
+}
+
+fn pieces(sentence: &str) -> Vec<Piece<'_>> {
     let mut out = Vec::new();
+    for (w, word) in sentence.split_whitespace().enumerate() {
+        let mut space_before = w > 0;
+        for (run, cjk) in runs(word) {
+            if cjk {
+                for (i, c) in run.char_indices() {
+                    out.push(Piece {
+                        text: &run[i..i + c.len_utf8()],
+                        parts: 1,
+                        space_before,
+                    });
+                    space_before = false;
+                }
+            } else {
+                for piece in word_pieces(run) {
+                    out.push(Piece {
+                        text: piece,
+                        parts: PARTS,
+                        space_before,
+                    });
+                    space_before = false;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn units(text: &str, max_parts: usize) -> Vec<Unit> {
+    let mut out: Vec<Unit> = Vec::new();
     for paragraph in text.split("\n\n") {
         let sentences = sentences(paragraph);
         let n = sentences.len();
         for (i, sentence) in sentences.into_iter().enumerate() {
-            let words: Vec<&str> = sentence.split_whitespace().flat_map(word_pieces).collect();
-            let pieces: Vec<&[&str]> = words.chunks(max_words).collect();
-            let last_piece = pieces.len().saturating_sub(1);
-            for (j, piece) in pieces.into_iter().enumerate() {
-                out.push(Unit {
-                    text: piece.join(" "),
-                    words: piece.len(),
-                    paragraph_end: i + 1 == n && j == last_piece,
-                });
+            // Sentences of a script without spaces follow each other
+            // without one.
+            let tight = i > 0
+                && out.last().is_some_and(|u| u.text.ends_with(sized_as_cjk))
+                && sentence.starts_with(sized_as_cjk);
+            let mut unit = Unit::new(tight);
+            for piece in pieces(&sentence) {
+                if unit.parts + piece.parts > max_parts && unit.parts > 0 {
+                    let next = Unit::new(!piece.space_before);
+                    out.push(std::mem::replace(&mut unit, next));
+                } else if piece.space_before {
+                    unit.text.push(' ');
+                }
+                unit.text.push_str(piece.text);
+                unit.parts += piece.parts;
             }
+            unit.paragraph_end = i + 1 == n;
+            out.push(unit);
         }
     }
     out
@@ -148,16 +216,16 @@ fn units(text: &str, max_words: usize) -> Vec<Unit> {
 
 pub use crate::text::sentences;
 
-/// The trailing units of `chunk` totalling at most `overlap` words (never
+/// The trailing units of `chunk` totalling at most `overlap` parts (never
 /// the whole chunk, so every chunk adds new text).
 fn overlap_tail<'a>(chunk: &[&'a Unit], overlap: usize) -> Vec<&'a Unit> {
     let mut tail = Vec::new();
-    let mut words = 0;
+    let mut parts = 0;
     for unit in chunk.iter().rev() {
-        if words + unit.words > overlap || tail.len() + 1 >= chunk.len() {
+        if parts + unit.parts > overlap || tail.len() + 1 >= chunk.len() {
             break;
         }
-        words += unit.words;
+        parts += unit.parts;
         tail.push(*unit);
     }
     tail.reverse();
@@ -170,6 +238,8 @@ fn join(units: &[&Unit]) -> String {
         if i > 0 {
             out.push_str(if units[i - 1].paragraph_end {
                 "\n\n"
+            } else if u.tight {
+                ""
             } else {
                 " "
             });
@@ -341,6 +411,54 @@ mod tests {
             chunks[0].embedding_text(Some("Doc")),
             "Doc > A\nAlpha text."
         );
+    }
+
+    #[test]
+    fn japanese_is_sized_in_characters_and_cut_without_spaces() {
+        // 30 sentences of 21 characters (11 words each: 第, the number and
+        // 18 more characters), no spaces.
+        let sentence = |i: usize| format!("第{i:02}文はパッケージの削除方法を説明する。");
+        let text: String = (0..30).map(sentence).collect();
+        assert_eq!(crate::text::word_count(&sentence(1)), 11);
+        let p = ChunkParams {
+            size: 35,
+            overlap: 12,
+        };
+        let chunks = chunk_text(&text, p);
+        assert!(chunks.len() > 5, "{chunks:?}");
+        for c in &chunks {
+            assert!(crate::text::word_count(c) <= 35, "over size: {c}");
+            assert!(
+                c.ends_with('。') && c.starts_with('第'),
+                "mid-sentence: {c}"
+            );
+            assert!(!c.contains(' '), "a space was put into Japanese: {c}");
+        }
+        // Consecutive chunks overlap by exactly one sentence.
+        for pair in chunks.windows(2) {
+            let last = last_sentence(&pair[0]);
+            assert!(pair[1].starts_with(last), "{pair:?}");
+        }
+        // One long sentence without marks is cut between characters, and
+        // without overlap the pieces spell it exactly.
+        let run = "あ".repeat(1000) + "apt-get と /etc/apt/sources.list" + &"い".repeat(99);
+        let chunks = chunk_text(
+            &run,
+            ChunkParams {
+                size: 200,
+                overlap: 0,
+            },
+        );
+        assert!(chunks.iter().all(|c| crate::text::word_count(c) <= 200));
+        assert_eq!(chunks[0].chars().count(), 400);
+        assert_eq!(chunks.concat(), run);
+    }
+
+    /// The last sentence of a Japanese chunk (which ends in `。`).
+    fn last_sentence(chunk: &str) -> &str {
+        let body = &chunk[..chunk.len() - '。'.len_utf8()];
+        let start = body.rfind('。').map_or(0, |i| i + '。'.len_utf8());
+        &chunk[start..]
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub fn read_sections(store: &dyn VectorStore) -> Result<Vec<Section>> {
         let page = store.scroll(offset, PAGE)?;
         for point in page.points {
             let p = point.payload;
-            let words = p.text.split_whitespace().count();
+            let words = crate::text::word_count(&p.text);
             let entry = by_key
                 .entry((p.source.clone(), p.section.clone()))
                 .or_insert_with(|| Section {
