@@ -704,7 +704,10 @@ impl Agent<'_> {
             .collect();
         let draft = AnswerDraft {
             answer: if abstained {
-                crate::llm::NOT_IN_SOURCES.to_string()
+                crate::lang::Lang::of(&state.question)
+                    .texts()
+                    .not_in_sources
+                    .to_string()
             } else {
                 text
             },
@@ -895,6 +898,7 @@ fn first_message(
         )),
         _ => m.push_str(&format!("Question: {question}\n")),
     }
+    m.push_str(&crate::tools::answer_language(asked.unwrap_or(question)));
     m
 }
 

@@ -44,6 +44,7 @@ pub mod exec;
 pub mod followup;
 pub mod ingest;
 mod kb;
+pub mod lang;
 pub mod lexical;
 pub mod llm;
 pub mod mcp;

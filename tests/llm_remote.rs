@@ -93,6 +93,10 @@ const ANSWER: &str = r#"{"answer": "Rotate a key with `orbit keys rotate` [1].",
 
 /// `reasoning` over one source, run through a registry with `retries`.
 fn answer_with(llm: Arc<dyn LlmClient>, retries: u32) -> ToolResult {
+    answer_question(llm, retries, "How do I rotate an API key?")
+}
+
+fn answer_question(llm: Arc<dyn LlmClient>, retries: u32, question: &str) -> ToolResult {
     let registry = ToolRegistry::with_tools(vec![(
         Arc::new(Reasoning::new(llm).unwrap()),
         ToolPolicy {
@@ -104,7 +108,7 @@ fn answer_with(llm: Arc<dyn LlmClient>, retries: u32) -> ToolResult {
     registry.call(
         "reasoning",
         &json!({
-            "query": "How do I rotate an API key?",
+            "query": question,
             "sources": [{
                 "text": "Rotate a key with `orbit keys rotate`. The old key stays valid for one hour.",
                 "source": "/kb/secrets.md",
@@ -158,6 +162,39 @@ fn gemini_answers_with_citations_usage_and_the_answering_rules() {
         user.contains("How do I rotate an API key?") && user.contains("\"id\":1"),
         "{user}"
     );
+}
+
+#[test]
+fn a_japanese_question_asks_the_model_for_a_japanese_answer() {
+    for (question, japanese) in [
+        ("APIキーを更新するにはどうすればいいですか？", true),
+        ("How do I rotate an API key?", false),
+    ] {
+        let server = Server::start();
+        server.mount(
+            Mock::given(method("POST"))
+                .and(path(GEMINI_PATH))
+                .respond_with(ResponseTemplate::new(200).set_body_json(gemini_body(ANSWER))),
+        );
+        assert!(answer_question(gemini(&server, 5.0), 0, question).success);
+        let server_ollama = Server::start();
+        server_ollama.mount(
+            Mock::given(method("POST"))
+                .and(path("/api/chat"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(ollama_body(ANSWER))),
+        );
+        assert!(answer_question(ollama(&server_ollama, 5.0), 0, question).success);
+        let gemini_body: Value = serde_json::from_slice(&server.requests()[0].body).unwrap();
+        let ollama_body: Value = serde_json::from_slice(&server_ollama.requests()[0].body).unwrap();
+        for prompt in [gemini_body.to_string(), ollama_body.to_string()] {
+            assert!(prompt.contains(question), "{prompt}");
+            assert_eq!(
+                prompt.contains("write the answer in Japanese"),
+                japanese,
+                "{question}: {prompt}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::{Factor, Factors, term_coverage};
 use crate::lexical::LexicalEncoder;
-use crate::llm::{ABSENCE, AnswerDraft, SourceText};
+use crate::llm::{AnswerDraft, SourceText};
 use crate::text::sentences;
 
 /// A sentence counts as supported when at least this share of its content
@@ -118,7 +118,7 @@ pub fn answer_factors(
         .answer
         .split("\n\n")
         .flat_map(|p| sentences(&break_after_citations(p)))
-        .filter(|s| !strip_markers(s).trim().is_empty() && !s.starts_with(ABSENCE))
+        .filter(|s| !strip_markers(s).trim().is_empty() && !crate::lang::is_absence(s))
         .collect();
     if answer_sentences.is_empty() {
         f.set(Factor::Groundedness, 0.0);

@@ -25,17 +25,22 @@ use super::{
     Usage,
 };
 use crate::embed::{Embedder, cosine};
+use crate::lang::Lang;
 use crate::lexical::term_coverage;
 use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
 use crate::text::sentences;
 
-/// How a statement about what the sources lack begins ("The sources do
-/// not mention ORB-9999."): a statement about the sources, not a claim
-/// from them, so groundedness counts it neither way.
-pub const ABSENCE: &str = "The sources do not ";
+/// How an English statement about what the sources lack begins ("The
+/// sources do not mention ORB-9999."): a statement about the sources, not
+/// a claim from them, so groundedness counts it neither way
+/// (`lang::is_absence` knows every language's).
+pub const ABSENCE: &str = EN_TEXTS.absence;
 
-/// What an extractive answer says when the sources do not answer.
-pub const NOT_IN_SOURCES: &str = "The sources do not answer this question.";
+/// What an extractive answer to an English question says when the sources
+/// do not answer (`lang::Texts::not_in_sources` in the question's language).
+pub const NOT_IN_SOURCES: &str = EN_TEXTS.not_in_sources;
+
+const EN_TEXTS: &crate::lang::Texts = Lang::En.texts();
 
 /// Weight of lexical coverage next to cosine similarity when ranking sentences.
 const COVERAGE_WEIGHT: f32 = 0.2;
@@ -87,14 +92,15 @@ fn as_spelt(text: &str, id: &str) -> String {
 }
 
 /// "The sources do not mention A, B or C."
-fn not_mentioned(ids: &[String]) -> Option<String> {
+fn not_mentioned(ids: &[String], lang: Lang) -> Option<String> {
     let (last, rest) = ids.split_last()?;
+    let texts = lang.texts();
     let list = if rest.is_empty() {
         last.clone()
     } else {
-        format!("{} or {last}", rest.join(", "))
+        format!("{}{}{last}", rest.join(", "), texts.and)
     };
-    Some(format!("{ABSENCE}mention {list}."))
+    Some(crate::lang::fill(texts.not_mentioned, &[("list", &list)]))
 }
 
 /// Sentence-selecting answerer.
@@ -145,7 +151,8 @@ impl Extractive {
         sources: &[(usize, Option<&str>, &str)],
         missing: &[String],
     ) -> Result<AnswerDraft> {
-        let lead = not_mentioned(missing);
+        let lang = Lang::of(question);
+        let lead = not_mentioned(missing, lang);
         // (source number, position, sentence)
         let mut candidates: Vec<(usize, usize, String)> = Vec::new();
         for (number, _, text) in sources {
@@ -154,7 +161,7 @@ impl Extractive {
                 for s in sentences(paragraph) {
                     // A question (an FAQ heading, a promoted review's
                     // title) states nothing: it never answers.
-                    if s.split_whitespace().count() >= 3 && !s.trim_end().ends_with('?') {
+                    if crate::text::word_count(&s) >= 3 && !s.trim_end().ends_with(['?', '？']) {
                         candidates.push((*number, position, s));
                         position += 1;
                     }
@@ -163,8 +170,8 @@ impl Extractive {
         }
         let abstain = || AnswerDraft {
             answer: match &lead {
-                Some(lead) => format!("{lead} {NOT_IN_SOURCES}"),
-                None => NOT_IN_SOURCES.to_string(),
+                Some(lead) => format!("{lead} {}", lang.texts().not_in_sources),
+                None => lang.texts().not_in_sources.to_string(),
             },
             citations: Vec::new(),
             confidence: None,

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 pub use self::ask_user::{AskUser, Urgency, UserRequest};
 pub use self::rag_search::{RagSearch, Withheld};
-pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION};
+pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION, answer_language};
 pub use self::registry::{
     CatalogueEntry, Registrar, TOOL_NAME_PATTERN, ToolInfo, ToolRegistry, valid_tool_name,
 };

@@ -610,14 +610,15 @@ fn self_calibrate(
 /// its best assumption).
 fn clarify(request: &grace::tools::UserRequest) -> Option<String> {
     use std::io::{BufRead, Write};
-    println!("\nGRACE asks: {}", request.question);
+    let texts = grace::lang::Lang::of(&request.question).texts();
+    println!("\n{}{}", texts.asks, request.question);
     if !request.reason.trim().is_empty() {
         println!("({})", request.reason);
     }
     for (i, o) in request.options.iter().enumerate() {
         println!("  {}. {o}", i + 1);
     }
-    print!("Your answer (a number, your own words, or Enter to let GRACE assume): ");
+    print!("{}", texts.your_answer);
     let _ = std::io::stdout().flush();
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {

@@ -624,13 +624,14 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
         return;
     }
     let level = format!("{:?}", r.level).to_lowercase();
+    // GRACE's own words in the asker's language.
+    let texts = grace::lang::Lang::of(&r.question).texts();
+    let confidence = format!("{:.2}", r.confidence);
+    let with_confidence = |t: &str| grace::lang::fill(t, &[("confidence", &confidence)]);
     match r.decision {
         Decision::Answer | Decision::Caveat => {
             if r.decision == Decision::Caveat {
-                println!(
-                    "Note: moderate confidence ({:.2}); check the cited sources.\n",
-                    r.confidence
-                );
+                println!("{}\n", with_confidence(texts.caveat));
             }
             if let Some(a) = &r.answer {
                 println!("{}", a.text);
@@ -639,21 +640,18 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
         }
         Decision::NeedsInput => {
             if let Some(req) = &r.clarification {
-                println!("GRACE needs to know more: {}", req.question);
-                println!("Why: {}", req.reason);
+                println!("{}{}", texts.needs_input, req.question);
+                println!("{}{}", texts.why, req.reason);
                 for (i, o) in req.options.iter().enumerate() {
                     println!("  {}. {o}", i + 1);
                 }
             }
         }
         Decision::Escalate => {
-            println!(
-                "GRACE is not confident enough to answer (confidence {:.2}).",
-                r.confidence
-            );
+            println!("{}", with_confidence(texts.escalated));
             if let Some(req) = &r.escalation {
-                println!("\nQuestion for a reviewer: {}", req.question);
-                println!("Reason: {}", req.reason);
+                println!("\n{}{}", texts.question_for_reviewer, req.question);
+                println!("{}{}", texts.reason, req.reason);
                 for (i, o) in req.options.iter().enumerate() {
                     println!("  {}. {o}", i + 1);
                 }
@@ -661,14 +659,19 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool) {
         }
         Decision::Decline => match r.steps.iter().find(|s| !s.result.success) {
             Some(failed) => println!(
-                "GRACE could not answer: step `{}` failed: {}",
-                failed.id,
-                failed.result.error.as_deref().unwrap_or("unknown error")
+                "{}",
+                grace::lang::fill(
+                    texts.failed,
+                    &[
+                        ("step", &failed.id),
+                        (
+                            "error",
+                            failed.result.error.as_deref().unwrap_or("unknown error")
+                        ),
+                    ]
+                )
             ),
-            None => println!(
-                "The knowledge base does not answer this question (confidence {:.2}).",
-                r.confidence
-            ),
+            None => println!("{}", with_confidence(texts.declined)),
         },
     }
     println!(
