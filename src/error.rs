@@ -61,6 +61,19 @@ pub enum Error {
     /// The HTTP server could not start or stopped with an error.
     #[error("server: {0}")]
     Server(String),
+    /// The collection's vectors come from another embedding model.
+    #[error(
+        "collection `{collection}` was embedded with {stored}, but embedding.model_dir gives {configured}: \
+         set embedding.model_dir back, or ingest into a new collection (qdrant.collection) with this model"
+    )]
+    ModelMismatch {
+        /// The collection.
+        collection: String,
+        /// The model its manifest records.
+        stored: String,
+        /// The configured model.
+        configured: String,
+    },
     /// A request the caller can fix (an empty query, a zero limit).
     #[error("{0}")]
     InvalidInput(String),
@@ -92,7 +105,9 @@ impl Error {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Config(_) | Error::InvalidInput(_) => EXIT_BAD_INPUT,
+            Error::Config(_) | Error::InvalidInput(_) | Error::ModelMismatch { .. } => {
+                EXIT_BAD_INPUT
+            }
             Error::Embed(e) => embed_code(e),
             Error::Store(e) => store_code(e),
             Error::Ingest(e) => match e {

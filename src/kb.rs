@@ -61,6 +61,9 @@ impl KnowledgeBase {
         mode: OpenMode,
     ) -> Result<Self> {
         let calibration = crate::confidence::calibration::apply(&mut config)?;
+        if mode == OpenMode::Existing {
+            check_model(&config, embedder.model_id())?;
+        }
         let store = open_store(&config, mode, embedder.dimension())?;
         let answering: Arc<dyn Embedder> = Arc::new(CachedEmbedder::new(
             embedder.clone(),
@@ -251,7 +254,7 @@ impl KnowledgeBase {
         collect_status(
             &self.config,
             self.store.as_ref(),
-            Ok(self.embedder.model_id()),
+            Ok((self.embedder.model_id(), self.embedder.languages())),
         )
     }
 }
@@ -290,16 +293,35 @@ pub fn status(config: &Config) -> Result<Status> {
     let store = open_store(config, OpenMode::Existing, 0)?;
     let embedder = FastEmbedder::new(&config.embedding);
     let model = match &embedder {
-        Ok(e) => Ok(e.model_id()),
+        Ok(e) => Ok((e.model_id(), e.languages())),
         Err(e) => Err(e.to_string()),
     };
     collect_status(config, store.as_ref(), model)
 }
 
+/// Fails when the collection's manifest records another embedding model
+/// than `model_id`: its vectors would be compared with vectors of another
+/// space (MiniLM and multilingual-e5-small both give 384 numbers). An
+/// ingest re-embeds instead, so only opening an existing collection checks.
+fn check_model(config: &Config, model_id: &str) -> Result<()> {
+    let Some(manifest) = Manifest::load(&config.manifest_path())? else {
+        return Ok(());
+    };
+    let stored = crate::ingest::pipeline_model(&manifest.pipeline);
+    if stored.is_empty() || stored == model_id {
+        return Ok(());
+    }
+    Err(crate::Error::ModelMismatch {
+        collection: config.qdrant.collection.clone(),
+        stored: stored.to_string(),
+        configured: model_id.to_string(),
+    })
+}
+
 fn collect_status(
     config: &Config,
     store: &dyn VectorStore,
-    model: std::result::Result<&str, String>,
+    model: std::result::Result<(&str, &str), String>,
 ) -> Result<Status> {
     let manifest = Manifest::load(&config.manifest_path())?;
     let (sources, pipeline, pending) = match &manifest {
@@ -313,9 +335,9 @@ fn collect_status(
         ),
         None => (0, None, 0),
     };
-    let (model, model_error) = match model {
-        Ok(id) => (Some(id.to_string()), None),
-        Err(e) => (None, Some(e)),
+    let (model, model_languages, model_error) = match model {
+        Ok((id, languages)) => (Some(id.to_string()), Some(languages.to_string()), None),
+        Err(e) => (None, None, Some(e)),
     };
     let hashes: std::collections::BTreeSet<String> = manifest
         .as_ref()
@@ -339,6 +361,7 @@ fn collect_status(
         pipeline,
         model,
         model_error,
+        model_languages,
         model_dir: config.embedding.model_dir.clone(),
         hybrid: config.qdrant.hybrid,
         confidence,
@@ -461,6 +484,8 @@ pub struct Status {
     pub model: Option<String>,
     /// Why the configured model cannot be used, if it cannot.
     pub model_error: Option<String>,
+    /// The languages the configured model reads (`multilingual`, `English`).
+    pub model_languages: Option<String>,
     /// The configured model folder (`embedding.model_dir`); left out of the
     /// HTTP API's view.
     #[serde(skip_serializing_if = "is_empty_path")]

@@ -159,6 +159,10 @@ impl Embedder for CachedEmbedder {
             .pop()
             .ok_or_else(|| EmbedError::Model("the model returned no vector".into()))
     }
+
+    fn languages(&self) -> &str {
+        self.inner.languages()
+    }
 }
 
 #[cfg(test)]

@@ -28,9 +28,71 @@ pub(crate) const TOKENIZER_FILES: [&str; 4] = [
     "tokenizer_config.json",
 ];
 
+/// The optional file of a model folder that says how to use the model
+/// (`scripts/e5_convert.py` writes one for multilingual-e5-small); without
+/// it, a folder is used as MiniLM is (mean pooling, no prefixes).
+pub const MODEL_CARD_FILE: &str = "grace-model.yml";
+
+/// The longest model card read.
+const MAX_MODEL_CARD_BYTES: u64 = 64 * 1024;
+
+/// How a model folder's model is used (`grace-model.yml`).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct ModelCard {
+    /// The model's name (`multilingual-e5-small`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Put before a question (`"query: "`).
+    #[serde(default)]
+    pub query_prefix: String,
+    /// Put before a passage (`"passage: "`).
+    #[serde(default)]
+    pub passage_prefix: String,
+    /// The model's longest input in tokens (caps `embedding.max_length`).
+    #[serde(default)]
+    pub max_length: Option<usize>,
+    /// The languages it reads (`multilingual`, or a list in words).
+    #[serde(default)]
+    pub languages: Option<String>,
+    /// The pooling it was trained with; only `mean` is supported.
+    #[serde(default)]
+    pub pooling: Option<String>,
+}
+
+impl ModelCard {
+    /// The card of the model folder `dir`, or the default (MiniLM's way)
+    /// when there is none.
+    pub fn of(dir: &Path) -> Result<Self> {
+        let path = dir.join(MODEL_CARD_FILE);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            return Ok(Self::default());
+        };
+        let bad = |message: String| EmbedError::ModelFile {
+            path: path.clone(),
+            message,
+        };
+        if meta.len() > MAX_MODEL_CARD_BYTES {
+            return Err(bad(format!(
+                "{} bytes, more than the {MAX_MODEL_CARD_BYTES} a model card may have",
+                meta.len()
+            )));
+        }
+        let card: ModelCard = serde_yaml::from_slice(&read(&path)?)
+            .map_err(|e| bad(format!("not a model card: {e}")))?;
+        if let Some(p) = card.pooling.as_deref().filter(|p| *p != "mean") {
+            return Err(bad(format!("pooling `{p}` is not supported (only `mean`)")));
+        }
+        if card.query_prefix.chars().count() > 64 || card.passage_prefix.chars().count() > 64 {
+            return Err(bad("a prefix longer than 64 characters".into()));
+        }
+        Ok(card)
+    }
+}
+
 /// A sentence-embedding model (all-MiniLM-L6-v2 by default) run locally.
 pub struct FastEmbedder {
     config: EmbeddingConfig,
+    card: ModelCard,
     dimension: usize,
     model_id: String,
     session: Mutex<Option<TextEmbedding>>,
@@ -78,17 +140,31 @@ impl FastEmbedder {
         let onnx_len = std::fs::metadata(dir.join(MODEL_FILE))
             .map(|m| m.len())
             .unwrap_or_default();
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "model".into());
+        let card = ModelCard::of(dir)?;
+        let name = card.name.clone().unwrap_or_else(|| {
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "model".into())
+        });
+        let mut config = config.clone();
+        if let Some(max) = card.max_length {
+            config.max_length = config.max_length.min(max);
+        }
+        // A model used with prefixes is another model as far as stored
+        // vectors go; MiniLM's id stays what it always was.
+        let prefixes = if card.query_prefix.is_empty() && card.passage_prefix.is_empty() {
+            String::new()
+        } else {
+            format!(":{:?}/{:?}", card.query_prefix, card.passage_prefix)
+        };
         Ok(Self {
-            config: config.clone(),
             dimension,
             model_id: format!(
-                "{name}:{dimension}d:{onnx_len}b:mean:max{}",
+                "{name}:{dimension}d:{onnx_len}b:mean:max{}{prefixes}",
                 config.max_length
             ),
+            config,
+            card,
             session: Mutex::new(None),
         })
     }
@@ -98,7 +174,8 @@ impl FastEmbedder {
         let dir = &self.config.model_dir;
         let files = tokenizer_files(dir, read)?;
         let model = UserDefinedEmbeddingModel::new(read(&dir.join(MODEL_FILE))?, files)
-            // MiniLM is trained with mean pooling; fastembed's default (CLS) is wrong for it.
+            // MiniLM and e5 are trained with mean pooling; fastembed's
+            // default (CLS) is wrong for them.
             .with_pooling(Pooling::Mean);
         let mut options = InitOptionsUserDefined::new()
             .with_max_length(self.config.max_length)
@@ -162,6 +239,31 @@ impl Embedder for FastEmbedder {
     }
 
     fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        if self.card.passage_prefix.is_empty() {
+            self.run(texts)
+        } else {
+            let prefixed: Vec<String> = texts
+                .iter()
+                .map(|t| format!("{}{t}", self.card.passage_prefix))
+                .collect();
+            self.run(&prefixed)
+        }
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        self.run(&[format!("{}{text}", self.card.query_prefix)])?
+            .pop()
+            .ok_or_else(|| EmbedError::Model("the model returned no vector".into()))
+    }
+
+    fn languages(&self) -> &str {
+        self.card.languages.as_deref().unwrap_or("English")
+    }
+}
+
+impl FastEmbedder {
+    /// Embeds `texts` as given (prefixes already applied).
+    fn run(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -186,5 +288,38 @@ impl Embedder for FastEmbedder {
             )));
         }
         Ok(vectors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(text: &[u8]) -> Result<ModelCard> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(MODEL_CARD_FILE), text).unwrap();
+        ModelCard::of(dir.path())
+    }
+
+    #[test]
+    fn a_model_card_is_read_and_a_bad_one_is_an_error_naming_the_file() {
+        let none = ModelCard::of(Path::new("/nonexistent")).unwrap();
+        assert!(none.query_prefix.is_empty() && none.name.is_none());
+        let ok = card(b"name: e5\nquery_prefix: \"query: \"\npassage_prefix: \"passage: \"\nmax_length: 512\nlanguages: multilingual\npooling: mean\nextra: ignored\n").unwrap();
+        assert_eq!(ok.query_prefix, "query: ");
+        assert_eq!(ok.max_length, Some(512));
+        for (bad, says) in [
+            (b"pooling: cls\n".to_vec(), "pooling `cls`"),
+            (b"query_prefix: [1, 2\n".to_vec(), "not a model card"),
+            (
+                format!("query_prefix: \"{}\"\n", "x".repeat(65)).into_bytes(),
+                "longer than 64",
+            ),
+            (vec![b'#'; 70_000], "bytes, more than"),
+            (vec![0xff, 0xfe, 0x00], "not a model card"),
+        ] {
+            let e = card(&bad).unwrap_err().to_string();
+            assert!(e.contains(MODEL_CARD_FILE) && e.contains(says), "{e}");
+        }
     }
 }

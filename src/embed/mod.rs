@@ -6,7 +6,7 @@ mod cache;
 mod fastembed;
 
 pub use self::cache::CachedEmbedder;
-pub use self::fastembed::FastEmbedder;
+pub use self::fastembed::{FastEmbedder, MODEL_CARD_FILE, ModelCard};
 pub(crate) use self::fastembed::{MODEL_FILE, TOKENIZER_FILES, init_runtime, tokenizer_files};
 
 use std::path::PathBuf;
@@ -69,6 +69,10 @@ pub trait Embedder: Send + Sync {
         self.embed(&[text.to_string()])?
             .pop()
             .ok_or_else(|| EmbedError::Model("the model returned no vector".into()))
+    }
+    /// The languages the model reads, in words (`grace status`).
+    fn languages(&self) -> &str {
+        "English"
     }
 }
 

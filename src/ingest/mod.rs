@@ -34,7 +34,13 @@ use crate::store::{ChunkPayload, ChunkPoint, StoreError, VectorStore, point_id};
 /// Version of how text becomes chunks and sparse vectors; part of the
 /// pipeline fingerprint, bumped when loaders, chunker or lexical encoding
 /// change their output.
-const PIPELINE_VERSION: &str = "chunks-v1+lexical-v1";
+const PIPELINE_VERSION: &str = "chunks-v2+lexical-v2";
+
+/// The embedding model's id in a pipeline fingerprint
+/// ([`Ingestor::pipeline_id`]).
+pub fn pipeline_model(pipeline: &str) -> &str {
+    pipeline.split('|').next().unwrap_or_default()
+}
 
 /// Chunks embedded per call to the embedder (and per progress event).
 const PROGRESS_STEP: usize = 64;
@@ -272,7 +278,8 @@ struct Prepared {
 }
 
 impl Ingestor<'_> {
-    /// Identifies the model and the text pipeline; stored in the manifest.
+    /// Identifies the model and the text pipeline; stored in the manifest
+    /// (the model first: [`pipeline_model`]).
     pub fn pipeline_id(&self) -> String {
         format!(
             "{}|chunk{}/{}|{PIPELINE_VERSION}",

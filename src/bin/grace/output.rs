@@ -200,9 +200,10 @@ pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
     }
     match (&s.model, &s.model_error) {
         (Some(m), _) => println!(
-            "model        {m} ({}d store) from {}",
+            "model        {m} ({}d store) from {}; reads {}",
             s.store.dimension,
-            s.model_dir.display()
+            s.model_dir.display(),
+            s.model_languages.as_deref().unwrap_or("English")
         ),
         (None, Some(e)) => println!("model        unavailable: {e}"),
         (None, None) => println!("model        unknown"),
