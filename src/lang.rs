@@ -47,6 +47,8 @@ pub struct Texts {
     pub needs_input: &'static str,
     /// Before the reason for a clarifying question.
     pub why: &'static str,
+    /// Before the list of cited sources.
+    pub sources: &'static str,
     /// Before a question the agent puts to the asker at the terminal.
     pub asks: &'static str,
     /// The asker's prompt for a choice or an answer.
@@ -66,6 +68,7 @@ const EN: Texts = Texts {
     failed: "GRACE could not answer: step `{step}` failed: {error}",
     needs_input: "GRACE needs to know more: ",
     why: "Why: ",
+    sources: "Sources:",
     asks: "GRACE asks: ",
     your_answer: "Your answer (a number, your own words, or Enter to let GRACE assume): ",
 };
@@ -83,6 +86,7 @@ const JA: Texts = Texts {
     failed: "回答できませんでした: ステップ `{step}` が失敗しました: {error}",
     needs_input: "もう少し教えてください: ",
     why: "理由: ",
+    sources: "出典:",
     asks: "GRACE からの質問: ",
     your_answer: "回答（番号か自由記述。Enter だけなら GRACE が推定して進めます）: ",
 };

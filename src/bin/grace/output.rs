@@ -786,7 +786,8 @@ fn print_citations(a: &grace::tools::Answer) {
     if a.citations.is_empty() {
         return;
     }
-    println!("\nSources:");
+    // In the answer's language (a Japanese answer: 出典).
+    println!("\n{}", grace::lang::Lang::of(&a.text).texts().sources);
     for c in &a.citations {
         let source = c
             .source
