@@ -5,6 +5,8 @@
 //! people type a search ("configure proxy apt downloads?").
 
 use super::sections::Rng;
+use crate::lang::Lang;
+use crate::text::is_cjk;
 
 /// Where a question came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +97,9 @@ pub fn from_heading(path: &str) -> Option<(String, Origin)> {
         return Some((bounded(heading), Origin::HeadingQuestion));
     }
     let heading = heading.trim_end_matches(['.', ':']).trim();
+    if Lang::of(heading) == Lang::Ja || heading.chars().any(is_cjk) {
+        return Some((bounded(&japanese_from_heading(heading)), Origin::Heading));
+    }
     let words: Vec<&str> = heading.split_whitespace().collect();
     let first = words.first()?;
     let rest = words[1..].join(" ");
@@ -121,6 +126,9 @@ pub fn from_heading(path: &str) -> Option<(String, Origin)> {
 /// ("how do i …?", "… ?"). `None` when no sentence has three content
 /// words.
 pub fn from_text(text: &str, heading: &str, rng: &mut Rng) -> Option<(String, Origin)> {
+    if text.chars().take(400).filter(|c| is_cjk(*c)).count() >= 20 {
+        return japanese_from_text(text, heading, rng);
+    }
     let heading_words: Vec<String> = words(heading).map(|w| w.to_lowercase()).collect();
     let sentences: Vec<Vec<String>> = sentences(text)
         .take(4)
@@ -268,6 +276,120 @@ fn lower_first(text: &str) -> String {
     }
 }
 
+/// Verbal nouns of documentation headings ("パッケージの削除"): with
+/// する they make the verb of a how-to question.
+const VERBAL_NOUNS: &[&str] = &[
+    "削除",
+    "設定",
+    "更新",
+    "インストール",
+    "追加",
+    "変更",
+    "作成",
+    "確認",
+    "管理",
+    "利用",
+    "使用",
+    "構築",
+    "導入",
+    "起動",
+    "停止",
+    "復元",
+    "バックアップ",
+    "実行",
+    "編集",
+    "登録",
+    "接続",
+    "移行",
+    "アップグレード",
+    "解除",
+    "無効化",
+    "有効化",
+    "再起動",
+    "検索",
+    "保存",
+    "共有",
+    "暗号化",
+    "署名",
+    "翻訳",
+    "監視",
+    "記録",
+    "表示",
+    "選択",
+    "入力",
+    "出力",
+];
+
+/// A question from a Japanese heading: "パッケージの削除" →
+/// "パッケージを削除するには？"; a heading ending in 方法 or 手順 → "…は？";
+/// anything else → "…とは？".
+fn japanese_from_heading(heading: &str) -> String {
+    if let Some((object, noun)) = heading.rsplit_once('の')
+        && !object.is_empty()
+        && VERBAL_NOUNS.contains(&noun)
+    {
+        return format!("{object}を{noun}するには？");
+    }
+    if heading.ends_with("方法") || heading.ends_with("手順") {
+        return format!("{heading}は？");
+    }
+    format!("{heading}とは？")
+}
+
+/// The content runs of Japanese text, in order: runs of Kanji, Katakana
+/// or letters, digits and name characters (Hiragana is mostly particles
+/// and endings), of two characters or more, without repeats or those of
+/// `skip`.
+fn japanese_content_runs(text: &str, skip: &[String]) -> Vec<String> {
+    let content = |c: char| {
+        matches!(c, '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}' | '\u{30a1}'..='\u{30fa}' | 'ー')
+            || c.is_ascii_alphanumeric()
+            || matches!(c, '_' | '-' | '.' | '/')
+    };
+    let mut out: Vec<String> = Vec::new();
+    for run in text.split(|c: char| !content(c)).take(200) {
+        let run = run.trim_matches(['.', '-', '/']);
+        if run.chars().count() < 2
+            || run.chars().all(|c| c.is_ascii_digit())
+            || skip.iter().any(|s| s == run)
+            || out.iter().any(|o| o == run)
+        {
+            continue;
+        }
+        out.push(run.to_string());
+    }
+    out
+}
+
+/// A terse Japanese question from two or three content runs of one of the
+/// first sentences, in order, in a few shapes ("パッケージ 削除 設定？",
+/// "パッケージと削除について知りたい").
+fn japanese_from_text(text: &str, heading: &str, rng: &mut Rng) -> Option<(String, Origin)> {
+    let skip = japanese_content_runs(heading, &[]);
+    let candidates: Vec<Vec<String>> = text
+        .split("\n\n")
+        .flat_map(crate::text::sentences)
+        .take(4)
+        .map(|s| japanese_content_runs(&s, &skip))
+        .filter(|r| r.len() >= 2)
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let mut picked = candidates[rng.below(candidates.len())].clone();
+    let keep = 2 + rng.below(2);
+    while picked.len() > keep {
+        picked.remove(rng.below(picked.len()));
+    }
+    let question = match rng.below(4) {
+        0 => format!("{}？", picked.join(" ")),
+        1 => format!("{}について知りたい", picked.join("と")),
+        2 => format!("{} どうやる？", picked.join(" ")),
+        _ => format!("{}は？", picked.join("の")),
+    };
+    Some((bounded(&question), Origin::Text))
+}
+
 /// `text` cut to [`MAX_CHARS`] characters.
 fn bounded(text: &str) -> String {
     crate::text::truncate_chars(text.trim(), MAX_CHARS).to_string()
@@ -324,6 +446,35 @@ mod tests {
             assert!(at.windows(2).all(|p| p[0] < p[1]), "{q}");
         }
         assert!(from_text("It is so.", "", &mut Rng::new(1)).is_none());
+    }
+
+    #[test]
+    fn japanese_sections_give_japanese_questions() {
+        let q = |h: &str| from_heading(h).unwrap().0;
+        assert_eq!(q("管理 > パッケージの削除"), "パッケージを削除するには？");
+        assert_eq!(q("ネットワークの設定方法"), "ネットワークの設定方法は？");
+        assert_eq!(q("名前解決"), "名前解決とは？");
+        let text = "不要になったパッケージは apt remove で削除できます。設定ファイルも一緒に消したい場合は apt purge を使います。";
+        let runs = japanese_content_runs(text, &["削除".to_string()]);
+        assert_eq!(
+            runs,
+            [
+                "不要",
+                "パッケージ",
+                "apt",
+                "remove",
+                "設定ファイル",
+                "一緒",
+                "場合",
+                "purge"
+            ]
+        );
+        for seed in 0..20 {
+            let (q, o) = from_text(text, "パッケージの削除", &mut Rng::new(seed)).unwrap();
+            assert_eq!(o, Origin::Text);
+            assert!(q.chars().any(crate::text::sized_as_cjk), "{q}");
+            assert!(!q.contains("削除"), "the heading's words stay out: {q}");
+        }
     }
 
     #[test]
