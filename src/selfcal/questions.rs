@@ -135,14 +135,7 @@ pub fn from_text(text: &str, heading: &str, rng: &mut Rng) -> Option<(String, Or
         .map(|s| content_words(s, &heading_words))
         .filter(|w| w.len() >= 3)
         .collect();
-    if sentences.is_empty() {
-        return None;
-    }
-    let mut picked = sentences[rng.below(sentences.len())].clone();
-    let keep = 3 + rng.below(2);
-    while picked.len() > keep {
-        picked.remove(rng.below(picked.len()));
-    }
+    let picked = pick_words(&sentences, 3, rng)?;
     let body = picked.join(" ");
     let question = match rng.below(4) {
         0 => format!("how do i {body}?"),
@@ -151,6 +144,21 @@ pub fn from_text(text: &str, heading: &str, rng: &mut Rng) -> Option<(String, Or
         _ => format!("{body}?"),
     };
     Some((bounded(&question), Origin::Text))
+}
+
+/// One of `sentences` (each its content words, at least `fewest`) with
+/// `fewest` or one more of its words kept, in order; `None` when there is
+/// no sentence.
+fn pick_words(sentences: &[Vec<String>], fewest: usize, rng: &mut Rng) -> Option<Vec<String>> {
+    if sentences.is_empty() {
+        return None;
+    }
+    let mut picked = sentences[rng.below(sentences.len())].clone();
+    let keep = fewest + rng.below(2);
+    while picked.len() > keep {
+        picked.remove(rng.below(picked.len()));
+    }
+    Some(picked)
 }
 
 /// The content words of `text` (no stopwords, numbers, short words,
@@ -373,14 +381,7 @@ fn japanese_from_text(text: &str, heading: &str, rng: &mut Rng) -> Option<(Strin
         .map(|s| japanese_content_runs(&s, &skip))
         .filter(|r| r.len() >= 2)
         .collect();
-    if candidates.is_empty() {
-        return None;
-    }
-    let mut picked = candidates[rng.below(candidates.len())].clone();
-    let keep = 2 + rng.below(2);
-    while picked.len() > keep {
-        picked.remove(rng.below(picked.len()));
-    }
+    let picked = pick_words(&candidates, 2, rng)?;
     let question = match rng.below(4) {
         0 => format!("{}？", picked.join(" ")),
         1 => format!("{}について知りたい", picked.join("と")),
