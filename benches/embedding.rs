@@ -1,7 +1,11 @@
 //! The local embedder (all-MiniLM-L6-v2 int8 on ONNX Runtime): a batch of
 //! 32 chunk-sized texts (~200 words, as ingest embeds them) and one short
 //! question (as a search embeds it). The physical limit of ingest and the
-//! floor of query latency on this machine. Needs the model (`scripts/setup`).
+//! floor of query latency on this machine. And 40 passage sentences (what
+//! the extractive answerer embeds for a question) with one session on
+//! every core (`embedding.threads` = cores) against one single-threaded
+//! session per core (`embedding.threads: 0`, the default). Needs the model
+//! (`scripts/setup`).
 
 use std::path::Path;
 
@@ -39,6 +43,34 @@ fn bench(c: &mut Criterion) {
                 .unwrap()
                 .len()
         })
+    });
+    group.throughput(Throughput::Elements(40));
+    group.sample_size(10);
+    let sentences: Vec<String> = (0..40)
+        .map(|i| {
+            let words = ["the", "package", "manager", "resolves", "dependencies"];
+            let n = 6 + (i * 7) % 30;
+            let mut s = format!("Sentence {i}:");
+            for w in 0..n {
+                s.push(' ');
+                s.push_str(words[w % words.len()]);
+            }
+            s.push('.');
+            s
+        })
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut shared = config.embedding.clone();
+    shared.threads = cores;
+    let one_session = FastEmbedder::new(&shared).unwrap();
+    let per_core = FastEmbedder::with_sessions(&config.embedding, cores).unwrap();
+    one_session.embed(&sentences).unwrap();
+    per_core.embed(&sentences).unwrap();
+    group.bench_function("40 sentences, one session on every core", |b| {
+        b.iter(|| one_session.embed(&sentences).unwrap().len())
+    });
+    group.bench_function("40 sentences, a session per core (default)", |b| {
+        b.iter(|| per_core.embed(&sentences).unwrap().len())
     });
     group.finish();
 }

@@ -222,7 +222,8 @@ pub struct EmbeddingConfig {
     pub max_length: usize,
     /// Texts embedded per call to the model.
     pub batch_size: usize,
-    /// ONNX Runtime intra-op threads; 0 uses every core.
+    /// 0: one single-threaded model session per core (at most 4), a call's
+    /// texts split between them; N: one session with N intra-op threads.
     pub threads: usize,
     /// Vectors of recently embedded questions and passage sentences kept
     /// for answering (one generation; at most twice this many are held,
@@ -420,7 +421,8 @@ pub struct ReaderConfig {
     /// Longest question + passage in model tokens; longer passages are
     /// truncated.
     pub max_length: usize,
-    /// ONNX Runtime intra-op threads; 0 uses every core.
+    /// 0: one single-threaded model session per core (at most 4), a call's
+    /// texts split between them; N: one session with N intra-op threads.
     pub threads: usize,
 }
 

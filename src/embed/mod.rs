@@ -6,7 +6,7 @@ mod cache;
 mod fastembed;
 
 pub use self::cache::CachedEmbedder;
-pub use self::fastembed::{FastEmbedder, MODEL_CARD_FILE, ModelCard};
+pub use self::fastembed::{FastEmbedder, MAX_SESSIONS, MODEL_CARD_FILE, ModelCard};
 pub(crate) use self::fastembed::{MODEL_FILE, TOKENIZER_FILES, init_runtime, tokenizer_files};
 
 use std::path::PathBuf;

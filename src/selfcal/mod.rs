@@ -307,8 +307,9 @@ pub fn ask(
     }
     let executor = Executor::new(&registry, &config, limit);
     let total = plan.items.len();
-    let mut out = Vec::with_capacity(total);
-    for (done, item) in plan.items.iter().enumerate() {
+    let mut out: Vec<Option<Asked>> = vec![None; total];
+    for (done, index) in asking_order(plan).into_iter().enumerate() {
+        let item = &plan.items[index];
         withheld.set(item.withheld.clone());
         let run = executor.ask(&item.question, &mut |_| {})?;
         let right = item.kind == Kind::Answerable && cites(&run, &item.gold);
@@ -318,7 +319,7 @@ pub fn ask(
         } else {
             score(&factors, &config.confidence.weights).score
         };
-        out.push(Asked {
+        out[index] = Some(Asked {
             question: item.question.clone(),
             kind: item.kind.clone(),
             right,
@@ -335,7 +336,33 @@ pub fn ask(
         });
     }
     withheld.set(Vec::new());
-    Ok(out)
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// The order the plan's items are asked in: each withheld question right
+/// after its answerable twin, so that the sentences of the passages they
+/// share are still in the embedder's cache (the vectors, and so the
+/// answers, are the same in any order; only the time differs), then the
+/// general questions.
+fn asking_order(plan: &Plan) -> Vec<usize> {
+    let of = |kind: Kind| -> Vec<usize> {
+        (0..plan.items.len())
+            .filter(|&i| plan.items[i].kind == kind)
+            .collect()
+    };
+    let answerable = of(Kind::Answerable);
+    let mut twins = of(Kind::InDomain).into_iter();
+    let mut order = Vec::with_capacity(plan.items.len());
+    for a in answerable {
+        order.push(a);
+        // The withheld questions are the first answerable ones again, in order.
+        if let Some(w) = twins.next() {
+            order.push(w);
+        }
+    }
+    order.extend(twins);
+    order.extend(of(Kind::OutOfDomain));
+    order
 }
 
 /// Self-calibrates `kb`: plans, asks, fits and writes the file
@@ -468,6 +495,42 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
+
+    fn item(question: &str, kind: Kind) -> Item {
+        Item {
+            question: question.into(),
+            kind,
+            gold: Vec::new(),
+            withheld: Vec::new(),
+            origin: None,
+        }
+    }
+
+    #[test]
+    fn each_withheld_question_is_asked_right_after_its_twin_and_every_item_once() {
+        let items = vec![
+            item("a", Kind::Answerable),
+            item("b", Kind::Answerable),
+            item("c", Kind::Answerable),
+            item("a", Kind::InDomain),
+            item("b", Kind::InDomain),
+            item("x", Kind::OutOfDomain),
+            item("y", Kind::OutOfDomain),
+        ];
+        let plan = Plan {
+            sections: 3,
+            usable: 3,
+            items,
+        };
+        let order = asking_order(&plan);
+        assert_eq!(order, vec![0, 3, 1, 4, 2, 5, 6]);
+        for pair in order.windows(2) {
+            if plan.items[pair[1]].kind == Kind::InDomain {
+                assert_eq!(plan.items[pair[0]].question, plan.items[pair[1]].question);
+                assert_eq!(plan.items[pair[0]].kind, Kind::Answerable);
+            }
+        }
+    }
 
     #[test]
     fn the_general_questions_are_many_varied_and_bounded() {
