@@ -329,16 +329,10 @@ impl FastEmbedder {
             }
             results
         });
+        // Each part was checked to have one vector per text.
         let mut vectors = Vec::with_capacity(texts.len());
         for part in results {
             vectors.extend(part?);
-        }
-        if vectors.len() != texts.len() {
-            return Err(EmbedError::Model(format!(
-                "{} vectors for {} texts",
-                vectors.len(),
-                texts.len()
-            )));
         }
         Ok(vectors)
     }
