@@ -408,3 +408,32 @@ fn ask_at_a_terminal_prompts_and_applies_the_reply() {
     assert!(text.contains("does not answer this"), "{text}");
     assert_eq!(code, Some(4), "{text}");
 }
+
+/// `grace search … | head -1`: the reader goes away before GRACE writes.
+/// GRACE stops quietly with 141 (as a tool killed by SIGPIPE), with no
+/// panic or backtrace on stderr.
+#[test]
+fn output_to_a_closed_pipe_ends_quietly_not_with_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    let out = grace(dir.path(), &["ingest", kb.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for args in [
+        &["search", "how do I install the CLI", "-k", "5"][..],
+        &["--json", "search", "how do I install the CLI"][..],
+        &["ask", "How do I install the CLI?"][..],
+    ] {
+        let mut child = common::grace_cmd(dir.path(), args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the reading end before GRACE has loaded its model.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("stack backtrace"), "{args:?}: {err}");
+    }
+}

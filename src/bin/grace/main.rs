@@ -209,6 +209,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     init_logging(&cli);
     match run(&cli) {
@@ -218,6 +219,33 @@ fn main() -> ExitCode {
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// Exit status of a command whose output stopped being read (128 +
+/// SIGPIPE, what a shell reports for a tool killed by it).
+const BROKEN_PIPE_EXIT: i32 = 141;
+
+/// `grace search … | head -1`: when the reader of GRACE's output goes
+/// away, `println!` panics ("failed printing to stdout: Broken pipe").
+/// That is not a bug to report with a backtrace but the end of the
+/// command: exit quietly with [`BROKEN_PIPE_EXIT`]. (Restoring SIGPIPE's
+/// default action instead would also kill GRACE when an MCP server it
+/// started as a tool closes its input.) Every other panic goes to the
+/// default hook.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(BROKEN_PIPE_EXIT);
+        }
+        default(info);
+    }));
 }
 
 fn init_logging(cli: &Cli) {
