@@ -92,6 +92,9 @@ const JA: Texts = Texts {
 };
 
 impl Lang {
+    /// Every language with a table of texts.
+    pub const ALL: [Lang; 2] = [Lang::En, Lang::Ja];
+
     /// The language of `text`: Japanese when it has Hiragana or Katakana
     /// (Chinese has neither; Japanese almost never goes a sentence
     /// without), English otherwise.
@@ -122,7 +125,7 @@ impl Lang {
 /// Whether `sentence` states what the sources lack, in any language
 /// ([`Texts::absence`]).
 pub fn is_absence(sentence: &str) -> bool {
-    [Lang::En, Lang::Ja]
+    Lang::ALL
         .iter()
         .any(|l| sentence.starts_with(l.texts().absence))
 }
@@ -152,7 +155,7 @@ mod tests {
 
     #[test]
     fn every_table_fills_the_same_placeholders() {
-        for lang in [Lang::En, Lang::Ja] {
+        for lang in Lang::ALL {
             let t = lang.texts();
             for (template, names) in [
                 (t.caveat, &["confidence"][..]),

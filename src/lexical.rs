@@ -169,16 +169,15 @@ pub fn cjk_terms(text: &str) -> Vec<u32> {
     out
 }
 
-/// Term id of a CJK bigram (or lone character): FNV-1a of a namespaced form,
-/// like [`identifier_term`].
+/// Term id of a CJK bigram (or lone character): [`namespaced_term`] of
+/// its UTF-8 bytes, without building a string per bigram.
 fn cjk_term(chars: &[char]) -> u32 {
-    let key: String = "cjk:".chars().chain(chars.iter().copied()).collect();
-    let mut h: u32 = 0x811c_9dc5;
-    for b in key.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
+    let mut utf8 = [0u8; 8];
+    let mut len = 0;
+    for c in chars.iter().take(2) {
+        len += c.encode_utf8(&mut utf8[len..]).len();
     }
-    h
+    namespaced_term(b"cjk:", utf8[..len].iter().copied())
 }
 
 /// The BM25 tokenizer could not be built (an unsupported language or
@@ -210,9 +209,16 @@ fn merge(indices: Vec<u32>, values: Vec<f32>, extra: Vec<(u32, f32)>) -> SparseV
 /// coincide with the word term of the same letters except by a 32-bit
 /// collision.
 fn identifier_term(token: &str) -> u32 {
+    namespaced_term(b"id:", token.as_bytes().iter().copied())
+}
+
+/// FNV-1a of `namespace` followed by `bytes`: a term id apart from the
+/// BM25 tokenizer's (identifiers and CJK bigrams each have their own
+/// namespace).
+fn namespaced_term(namespace: &[u8], bytes: impl Iterator<Item = u8>) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
-    for b in b"id:".iter().chain(token.as_bytes()) {
-        h ^= u32::from(*b);
+    for b in namespace.iter().copied().chain(bytes) {
+        h ^= u32::from(b);
         h = h.wrapping_mul(0x0100_0193);
     }
     h
@@ -623,6 +629,16 @@ mod tests {
             enc.encode_query("ａｐｔ－ｇｅｔ　ｉｎｓｔａｌｌ　－－ｐｕｒｇｅ"),
             enc.encode_query("apt-get install --purge")
         );
+    }
+
+    #[test]
+    fn term_ids_are_fnv_of_the_namespaced_text_as_stored_collections_hold_them() {
+        let fnv = |key: &str| namespaced_term(b"", key.bytes());
+        assert_eq!(fnv(""), 0x811c_9dc5);
+        assert_eq!(cjk_term(&['削', '除']), fnv("cjk:削除"));
+        assert_eq!(cjk_term(&['本']), fnv("cjk:本"));
+        assert_eq!(cjk_term(&['\u{20b9f}', 'ア']), fnv("cjk:\u{20b9f}ア"));
+        assert_eq!(identifier_term("e0392"), fnv("id:e0392"));
     }
 
     #[test]

@@ -252,7 +252,10 @@ fn the_extractive_answerer_quotes_only_what_its_sources_say() {
             let both = format!("{a}{b}[]0123456789 ");
             // An identifier of the question no source mentions is named
             // first ("The sources do not mention v2."): from the question.
-            let quoted = match answer.text.strip_prefix(grace::llm::ABSENCE) {
+            let quoted = match answer
+                .text
+                .strip_prefix(grace::lang::Lang::En.texts().absence)
+            {
                 Some(rest) => {
                     let (lead, rest) = rest.split_once(". ").unwrap_or((rest, ""));
                     let named = lead.trim_start_matches("mention ");

@@ -421,8 +421,7 @@ pub struct ReaderConfig {
     /// Longest question + passage in model tokens; longer passages are
     /// truncated.
     pub max_length: usize,
-    /// 0: one single-threaded model session per core (at most 4), a call's
-    /// texts split between them; N: one session with N intra-op threads.
+    /// ONNX Runtime intra-op threads; 0 uses every core.
     pub threads: usize,
 }
 

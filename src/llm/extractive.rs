@@ -30,18 +30,6 @@ use crate::lexical::term_coverage;
 use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
 use crate::text::sentences;
 
-/// How an English statement about what the sources lack begins ("The
-/// sources do not mention ORB-9999."): a statement about the sources, not
-/// a claim from them, so groundedness counts it neither way
-/// (`lang::is_absence` knows every language's).
-pub const ABSENCE: &str = EN_TEXTS.absence;
-
-/// What an extractive answer to an English question says when the sources
-/// do not answer (`lang::Texts::not_in_sources` in the question's language).
-pub const NOT_IN_SOURCES: &str = EN_TEXTS.not_in_sources;
-
-const EN_TEXTS: &crate::lang::Texts = Lang::En.texts();
-
 /// Weight of lexical coverage next to cosine similarity when ranking sentences.
 const COVERAGE_WEIGHT: f32 = 0.2;
 /// Sentences within this of the best one may join the answer.

@@ -20,7 +20,7 @@ mod extractive;
 mod json_mode;
 mod remote;
 
-pub use self::extractive::{ABSENCE, Extractive, NOT_IN_SOURCES};
+pub use self::extractive::Extractive;
 pub use self::remote::{GEMINI_API_KEY, OLLAMA_BASE_URL, OLLAMA_DEFAULT_URL, RemoteLlm};
 
 use std::sync::Arc;

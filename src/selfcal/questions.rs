@@ -5,7 +5,6 @@
 //! people type a search ("configure proxy apt downloads?").
 
 use super::sections::Rng;
-use crate::lang::Lang;
 use crate::text::is_cjk;
 
 /// Where a question came from.
@@ -97,7 +96,8 @@ pub fn from_heading(path: &str) -> Option<(String, Origin)> {
         return Some((bounded(heading), Origin::HeadingQuestion));
     }
     let heading = heading.trim_end_matches(['.', ':']).trim();
-    if Lang::of(heading) == Lang::Ja || heading.chars().any(is_cjk) {
+    // Kana (Japanese) or Kanji alone: a Japanese-style question.
+    if heading.chars().any(is_cjk) {
         return Some((bounded(&japanese_from_heading(heading)), Origin::Heading));
     }
     let words: Vec<&str> = heading.split_whitespace().collect();
