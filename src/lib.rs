@@ -52,6 +52,7 @@ pub mod migrate;
 pub mod plan;
 pub mod reader;
 pub mod review;
+pub mod rng;
 pub mod search;
 pub mod selfcal;
 pub mod serve;

@@ -61,6 +61,16 @@ fn calibrate_then_eval_reports_a_lower_cross_validated_ece_and_warns_elsewhere()
         ece(&hand)
     );
     assert!(ece(&v1) > 0.0);
+    // Every model says what ECE perfect calibration would show by chance
+    // on this many questions, beside its own.
+    for m in report["models"].as_array().unwrap() {
+        let floor = &m["ece_floor"];
+        let (median, p95) = (
+            floor["median"].as_f64().unwrap(),
+            floor["p95"].as_f64().unwrap(),
+        );
+        assert!(0.0 < median && median <= p95 && p95 < 0.5, "{m}");
+    }
     let curve = fitted["coverage_risk"].as_array().unwrap();
     assert_eq!(curve.len(), 21);
     assert_eq!(curve[0]["coverage"], 1.0, "threshold 0 answers everything");

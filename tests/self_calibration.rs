@@ -7,16 +7,21 @@
 //! own documents, how often its confident answers are wrong.
 
 mod common;
+mod support {
+    pub mod mock_llm;
+}
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::{grace_cmd, output_text};
+use grace::selfcal::questions::Origin;
 use grace::selfcal::questions::{content_words, from_heading};
 use grace::selfcal::sections::read_sections;
-use grace::selfcal::{Kind, out_of_domain_questions, plan};
+use grace::selfcal::{Kind, out_of_domain_questions, plan, plan_with};
 use grace::tools::{RagSearch, Tool, ToolOutput, Withheld};
 use grace::{KnowledgeBase, OpenMode};
+use support::mock_llm::{Mode, Provider, ScriptedModel, Turn};
 
 /// The shared set's corpus alone, copied into `dir`: what self-calibration
 /// may see. Its `questions.jsonl` stays behind.
@@ -337,4 +342,94 @@ fn a_knowledge_base_too_small_keeps_the_defaults_and_says_so() {
         "{text}"
     );
     assert!(!fit_file(&data).exists());
+}
+
+#[test]
+fn a_language_model_writes_the_questions_and_unusable_replies_keep_the_patterns() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = corpus_copy(dir.path(), 0, usize::MAX);
+    let kb = ingested(&dir.path().join("data"), &corpus);
+    let (patterns, enough) = plan(&kb).unwrap();
+    assert!(enough);
+    let sampled = patterns
+        .items
+        .iter()
+        .filter(|i| i.kind == Kind::Answerable)
+        .count();
+    // One reply in three is a question in a user's words; the others are
+    // prose (no question) and a safety stop: those sections keep the
+    // question the patterns built. Spare turns in case a sampled section
+    // had no pattern question.
+    let script: Vec<Turn> = (0..sampled + 10)
+        .map(|i| match i % 3 {
+            0 => Turn::raw(&format!("1. \"How would I fix problem {i}?\"")),
+            1 => Turn::raw("Sure, here is a question about the section."),
+            _ => Turn::Safety,
+        })
+        .collect();
+    let model = ScriptedModel::start(Provider::Gemini, Mode::Native, script);
+    let llm = model.client();
+    let (written, enough) = plan_with(&kb, Some(llm.as_ref())).unwrap();
+    assert!(enough);
+
+    let answerable: Vec<_> = written
+        .items
+        .iter()
+        .filter(|i| i.kind == Kind::Answerable)
+        .collect();
+    assert_eq!(answerable.len(), sampled, "the same sections are sampled");
+    let mut by_model = 0;
+    for (i, (item, pattern)) in answerable
+        .iter()
+        .zip(patterns.items.iter().filter(|i| i.kind == Kind::Answerable))
+        .enumerate()
+    {
+        assert_eq!(item.gold, pattern.gold, "question {i}: the same section");
+        if i % 3 == 0 {
+            assert_eq!(item.question, format!("How would I fix problem {i}?"));
+            assert_eq!(item.origin, Some(Origin::Model));
+            by_model += 1;
+        } else {
+            assert_eq!(item.question, pattern.question, "question {i} fell back");
+            assert_ne!(item.origin, Some(Origin::Model));
+        }
+    }
+    assert!(by_model >= 10, "{by_model} written by the model");
+    // The withheld-section questions are the written ones again.
+    let in_domain: Vec<_> = written
+        .items
+        .iter()
+        .filter(|i| i.kind == Kind::InDomain)
+        .collect();
+    assert_eq!(in_domain[0].question, answerable[0].question);
+
+    // The model read the section it was asked about, and the rules.
+    let sections = read_sections(kb.store()).unwrap();
+    let first = &answerable[0].gold[0];
+    let section = sections
+        .iter()
+        .find(|s| s.source == first.0 && s.section == first.1)
+        .unwrap();
+    let prompt = model.turn_text(0, 0);
+    assert!(prompt.contains("Write the question in English"), "{prompt}");
+    let opening: String = section.text.chars().take(40).collect();
+    assert!(prompt.contains(&opening), "{prompt}");
+    assert!(model.system_text(0).contains("ONE question"));
+}
+
+#[test]
+fn model_written_questions_need_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("grace.yml"),
+        "confidence:\n  self_calibration:\n    model_questions: true\n",
+    )
+    .unwrap();
+    let err = grace::Config::load_with_env(Some(&dir.path().join("grace.yml")), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("confidence.self_calibration.model_questions") && err.contains("llm.provider"),
+        "{err}"
+    );
 }

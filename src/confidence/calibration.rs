@@ -120,6 +120,10 @@ pub struct SelfFit {
     pub from_heading: usize,
     /// Made from the section's first sentences.
     pub from_text: usize,
+    /// Written by the language model (`model_questions`; 0 in files
+    /// written before it existed).
+    #[serde(default)]
+    pub from_model: usize,
     /// The same questions asked with their section withheld.
     pub in_domain: usize,
     /// General questions from GRACE's own list.

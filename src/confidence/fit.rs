@@ -279,7 +279,7 @@ impl Fare {
         Self {
             n: pairs.len(),
             right: pairs.iter().filter(|p| p.1).count(),
-            ece: metrics::ece(pairs, 10),
+            ece: metrics::ece(pairs, metrics::ECE_BINS),
             brier: metrics::brier(pairs),
             auroc: metrics::auroc(pairs),
             log_loss,

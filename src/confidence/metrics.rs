@@ -2,6 +2,10 @@
 //! means what it says. Inputs are `(score, label)` pairs, `label` true for
 //! the positive class (answerable; answered right).
 
+use serde::Serialize;
+
+use crate::rng::Rng;
+
 /// Area under the ROC curve: the probability that a random positive scores
 /// above a random negative (ties count half). `None` without both classes.
 pub fn auroc(samples: &[(f64, bool)]) -> Option<f64> {
@@ -39,6 +43,9 @@ pub fn brier(samples: &[(f64, bool)]) -> Option<f64> {
     Some(sum / samples.len() as f64)
 }
 
+/// Bins of every ECE GRACE reports.
+pub const ECE_BINS: usize = 10;
+
 /// Expected calibration error over `bins` equal-width score bins: the
 /// sample-weighted mean of |mean score − share positive| per bin.
 pub fn ece(samples: &[(f64, bool)], bins: usize) -> Option<f64> {
@@ -63,6 +70,41 @@ pub fn ece(samples: &[(f64, bool)], bins: usize) -> Option<f64> {
         })
         .sum();
     Some(total)
+}
+
+/// What ECE a perfectly calibrated score would show by chance on these
+/// `scores` ("consistency resampling", Bröcker and Smith 2007): outcomes
+/// drawn `draws` times as if each question were right with probability
+/// its score (seeded: the same figures every run), the ECE of each draw.
+/// Returns its median and 95th percentile: an ECE at or below the 95th
+/// percentile cannot be told from perfect calibration on this many
+/// questions. `None` without scores or draws.
+pub fn ece_floor(scores: &[f64], bins: usize, draws: usize, seed: u64) -> Option<EceFloor> {
+    if scores.is_empty() || draws == 0 {
+        return None;
+    }
+    let mut rng = Rng::new(seed);
+    let mut eces = Vec::with_capacity(draws);
+    let mut pairs: Vec<(f64, bool)> = scores.iter().map(|&s| (s, false)).collect();
+    for _ in 0..draws {
+        for p in &mut pairs {
+            p.1 = rng.unit() < p.0.clamp(0.0, 1.0);
+        }
+        eces.push(ece(&pairs, bins)?);
+    }
+    Some(EceFloor {
+        median: quantile(&eces, 0.5)?,
+        p95: quantile(&eces, 0.95)?,
+    })
+}
+
+/// The ECE of a perfectly calibrated score, by chance ([`ece_floor`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EceFloor {
+    /// Median over the draws.
+    pub median: f64,
+    /// 95th percentile: a higher ECE is miscalibration, not chance.
+    pub p95: f64,
 }
 
 /// The highest threshold that keeps at least `keep` (0..1) of the positives
@@ -122,6 +164,33 @@ mod tests {
         let over = [(0.9, true), (0.9, false)];
         assert!((ece(&over, 10).unwrap() - 0.4).abs() < 1e-12);
         assert_eq!(ece(&[], 10), None);
+    }
+
+    #[test]
+    fn a_calibrated_score_has_an_ece_floor_that_shrinks_with_more_questions() {
+        // Scores spread evenly: a calibrated model's chance ECE.
+        let scores =
+            |n: usize| -> Vec<f64> { (0..n).map(|i| (i as f64 + 0.5) / n as f64).collect() };
+        let small = ece_floor(&scores(130), 10, 500, 1).unwrap();
+        let large = ece_floor(&scores(5_000), 10, 200, 1).unwrap();
+        assert!(small.median > 0.04 && small.median < 0.12, "{small:?}");
+        assert!(small.p95 > small.median);
+        assert!(large.p95 < small.median / 2.0, "{large:?} vs {small:?}");
+        // Certain scores can only be right or wrong as they say.
+        let certain = ece_floor(&[0.0, 1.0, 1.0], 10, 50, 1).unwrap();
+        assert_eq!(
+            certain,
+            EceFloor {
+                median: 0.0,
+                p95: 0.0
+            }
+        );
+        // Seeded: the same figures every run.
+        assert_eq!(
+            ece_floor(&scores(130), 10, 100, 7),
+            ece_floor(&scores(130), 10, 100, 7)
+        );
+        assert_eq!(ece_floor(&[], 10, 100, 1), None);
     }
 
     #[test]

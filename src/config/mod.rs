@@ -783,6 +783,11 @@ pub struct SelfCalibrationConfig {
     /// Cosine similarity at or above which another chunk counts as a
     /// near-duplicate of a withheld section, and is withheld with it.
     pub near_duplicate: f64,
+    /// Ask the configured language model (`llm.provider` `gemini` or
+    /// `ollama`) to write each answerable question the way a user would
+    /// ask it, falling back to the fixed patterns when its reply is
+    /// unusable. Off by default; needs a model.
+    pub model_questions: bool,
 }
 
 impl Default for SelfCalibrationConfig {
@@ -795,6 +800,7 @@ impl Default for SelfCalibrationConfig {
             refit_share: 0.2,
             min_sections: 50,
             near_duplicate: 0.95,
+            model_questions: false,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Range and consistency checks run after loading. Each error names the key.
 
-use super::{Config, ConfigError, Result};
+use super::{Config, ConfigError, LlmProvider, Result};
 
 fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
@@ -260,6 +260,12 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
                 "{} is out of range 10..=100000 (fewer sections cannot fit 17 weights)",
                 sc.min_sections
             ),
+        ));
+    }
+    if sc.model_questions && c.llm.provider == LlmProvider::Extractive {
+        return Err(invalid(
+            "confidence.self_calibration.model_questions",
+            "needs a language model to write the questions: set llm.provider to gemini or ollama, or model_questions to false",
         ));
     }
     let t = &c.confidence.thresholds;

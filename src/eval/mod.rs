@@ -466,6 +466,10 @@ fn report(
     }
 }
 
+/// Draws of [`metrics::ece_floor`]: its percentiles move by about 0.002
+/// from seed to seed at this count.
+const ECE_FLOOR_DRAWS: usize = 2_000;
+
 /// One confidence model's scores of the final answers, against "right".
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelFare {
@@ -475,6 +479,10 @@ pub struct ModelFare {
     pub note: String,
     /// ECE, Brier, AUROC, log loss.
     pub fare: Fare,
+    /// The ECE a perfectly calibrated model with these scores would show
+    /// by chance on this many questions ([`metrics::ece_floor`]): an ECE
+    /// above its `p95` is miscalibration, below it noise.
+    pub ece_floor: Option<metrics::EceFloor>,
     /// Share answered and share of those wrong, per threshold.
     pub coverage_risk: Vec<CoverageRisk>,
 }
@@ -535,10 +543,12 @@ pub fn models(
             .zip(outcomes)
             .map(|(s, o)| (s, o.right))
             .collect();
+        let scores: Vec<f64> = pairs.iter().map(|p| p.0).collect();
         ModelFare {
             model: model.to_string(),
             note,
             fare: Fare::of(&pairs),
+            ece_floor: metrics::ece_floor(&scores, metrics::ECE_BINS, ECE_FLOOR_DRAWS, 1),
             coverage_risk: coverage_risk(&pairs),
         }
     };

@@ -151,6 +151,7 @@ mod tests {
             model: "hand_set".into(),
             note: String::new(),
             fare: Fare::of(&pairs),
+            ece_floor: None,
             coverage_risk: coverage_risk(&pairs),
         };
         let dir = tempfile::tempdir().unwrap();

@@ -17,6 +17,7 @@
 //! It never reads an evaluation set: questions come from the store's own
 //! chunks and from the list compiled into the binary.
 
+pub mod model_questions;
 pub mod questions;
 pub mod sections;
 
@@ -29,12 +30,14 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use self::questions::Origin;
-use self::sections::{Rng, Section, read_sections, sample};
+use self::sections::{Section, read_sections, sample};
 use crate::confidence::calibration::{Calibration, FittedOn, SelfFit, VERSION};
 use crate::confidence::fit::{self, Fare, Sample, features};
 use crate::confidence::{Factors, score};
 use crate::config::{ConfidenceModel, SelfCalibrationMode};
 use crate::exec::{Executor, RunReport};
+use crate::llm::LlmClient;
+use crate::rng::Rng;
 use crate::store::{QueryVector, StoreQuery};
 use crate::tools::{RagSearch, ToolRegistry, Withheld};
 use crate::{Config, KnowledgeBase, Result};
@@ -131,10 +134,18 @@ pub struct Progress {
 }
 
 /// The questions a self-calibration of `kb` asks
-/// (`confidence.self_calibration`): deterministic for a seed and a
-/// collection. The flag is false (and no question planned) when fewer
-/// than `min_sections` sections are usable.
+/// (`confidence.self_calibration`), built by fixed patterns: deterministic
+/// for a seed and a collection. The flag is false (and no question
+/// planned) when fewer than `min_sections` sections are usable.
 pub fn plan(kb: &KnowledgeBase) -> Result<(Plan, bool)> {
+    plan_with(kb, None)
+}
+
+/// [`plan`], with each answerable question written by `writer` when it is
+/// given and its reply is a usable question
+/// ([`model_questions::write`]); the pattern-built one otherwise. The
+/// sections sampled, and the fallbacks, are those of [`plan`].
+pub fn plan_with(kb: &KnowledgeBase, writer: Option<&dyn LlmClient>) -> Result<(Plan, bool)> {
     let sc = &kb.config().confidence.self_calibration;
     let all = read_sections(kb.store())?;
     let usable: Vec<Section> = all
@@ -172,8 +183,14 @@ pub fn plan(kb: &KnowledgeBase) -> Result<(Plan, bool)> {
                 }
             }
         };
-        if let Some((question, origin)) = built {
-            answerable.push((question, origin, s));
+        let written = match writer {
+            Some(llm) => model_questions::write(llm, &s.section, &s.text)?,
+            None => None,
+        };
+        match (written, built) {
+            (Some(question), _) => answerable.push((question, Origin::Model, s)),
+            (None, Some((question, origin))) => answerable.push((question, origin, s)),
+            (None, None) => {}
         }
     }
     let share = sc.answerable_share;
@@ -375,7 +392,15 @@ pub fn self_calibrate(
 ) -> Result<Outcome> {
     let started = Instant::now();
     let sc = kb.config().confidence.self_calibration.clone();
-    let (plan, enough) = plan(kb)?;
+    let writer = if sc.model_questions {
+        Some(crate::llm::from_config(
+            &kb.config().llm,
+            kb.embedder_handle(),
+        )?)
+    } else {
+        None
+    };
+    let (plan, enough) = plan_with(kb, writer.as_deref())?;
     if !enough {
         return Ok(Outcome::TooSmall {
             usable: plan.usable,
@@ -424,6 +449,7 @@ pub fn self_calibrate(
             from_heading_question: origin(Origin::HeadingQuestion),
             from_heading: origin(Origin::Heading),
             from_text: origin(Origin::Text),
+            from_model: origin(Origin::Model),
             in_domain: count(Kind::InDomain),
             out_of_domain: count(Kind::OutOfDomain),
             seed: sc.seed,

@@ -4,7 +4,7 @@
 //! one made from the words of the section's first sentences, the way
 //! people type a search ("configure proxy apt downloads?").
 
-use super::sections::Rng;
+use crate::rng::Rng;
 use crate::text::is_cjk;
 
 /// Where a question came from.
@@ -16,6 +16,9 @@ pub enum Origin {
     Heading,
     /// Made from the section's first sentences.
     Text,
+    /// Written by the configured language model
+    /// ([`super::model_questions`]).
+    Model,
 }
 
 /// Headings of sections that answer nothing a person asks.

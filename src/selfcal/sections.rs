@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::Result;
+use crate::rng::Rng;
 use crate::store::VectorStore;
 
 /// Points read from the store per page.
@@ -69,41 +70,6 @@ pub fn read_sections(store: &dyn VectorStore) -> Result<Vec<Section>> {
         (a.source.as_str(), a.first_chunk).cmp(&(b.source.as_str(), b.first_chunk))
     });
     Ok(sections)
-}
-
-/// A small deterministic random number generator (SplitMix64): the same
-/// seed gives the same sample on every platform and every version, which
-/// a library generator does not promise.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n` > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    /// Shuffles `items` in place (Fisher–Yates).
-    pub fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = self.below(i + 1);
-            items.swap(i, j);
-        }
-    }
 }
 
 /// Up to `n` of `sections` (indices), spread over the documents: the

@@ -415,20 +415,24 @@ pub fn eval_report(r: &EvalReport, json: bool) {
             "confidence models on the final answers (right = answerable and gold source cited):"
         );
         println!(
-            "  {:<15} {:>6} {:>6} {:>6} {:>8}  how",
-            "model", "ECE", "Brier", "AUROC", "log loss"
+            "  {:<15} {:>6} {:>7} {:>6} {:>6} {:>8}  how",
+            "model", "ECE", "chance", "Brier", "AUROC", "log loss"
         );
         for m in &r.models {
             println!(
-                "  {:<15} {:>6} {:>6} {:>6} {:>8}  {}",
+                "  {:<15} {:>6} {:>7} {:>6} {:>6} {:>8}  {}",
                 m.model,
                 num(m.fare.ece),
+                m.ece_floor.map_or("-".into(), |f| format!("≤{:.3}", f.p95)),
                 num(m.fare.brier),
                 num(m.fare.auroc),
                 num(m.fare.log_loss),
                 m.note
             );
         }
+        println!(
+            "  (chance: the ECE a perfectly calibrated model with these scores reaches by chance on this many questions, 95th percentile)"
+        );
         println!("coverage / risk (share answered / share of answered wrong) by threshold:");
         print!("  {:<15}", "threshold");
         for t in [0.3, 0.5, 0.7, 0.8, 0.9] {
@@ -548,13 +552,18 @@ fn calibration_figures(c: &Calibration, json: bool) {
     let on = &c.fitted_on;
     if let Some(s) = &c.self_calibration {
         println!(
-            "self-calibration: {} sections, seed {}; {} answerable questions ({} headings that are questions, {} made from headings, {} from text), {} with their section withheld, {} general; {:.0} s",
+            "self-calibration: {} sections, seed {}; {} answerable questions ({} headings that are questions, {} made from headings, {} from text{}), {} with their section withheld, {} general; {:.0} s",
             s.sections,
             s.seed,
             s.answerable,
             s.from_heading_question,
             s.from_heading,
             s.from_text,
+            if s.from_model > 0 {
+                format!(", {} written by the model", s.from_model)
+            } else {
+                String::new()
+            },
             s.in_domain,
             s.out_of_domain,
             s.seconds

@@ -1,0 +1,151 @@
+//! Questions written by the configured language model
+//! (`confidence.self_calibration.model_questions`): the model reads a
+//! section and writes one question a user would ask that the section
+//! answers, in the user's words rather than the section's, in the
+//! section's language. Questions built by fixed patterns share every word
+//! with their section, which makes them easier or harder than people's
+//! depending on the corpus (README, "Self-calibration"); a model's
+//! paraphrase is the closer stand-in for a person.
+//!
+//! A reply that is no usable question (empty, several lines of prose, too
+//! long, the heading copied, a safety stop) is not used: the caller keeps
+//! the pattern-built question for that section.
+
+use crate::lang::Lang;
+use crate::llm::{GenerateRequest, LlmClient, Message, StopReason};
+use crate::text::truncate_chars;
+
+use super::questions::last_heading;
+
+/// Most characters of a section the model reads.
+const MAX_SECTION_CHARS: usize = 2_000;
+/// Longest question accepted (characters).
+const MAX_CHARS: usize = 200;
+/// Shortest question accepted (characters; a Japanese question can be
+/// short).
+const MIN_CHARS: usize = 6;
+
+/// The instructions: what to write, and what not to.
+const SYSTEM: &str = "You write test questions for a documentation search system. \
+Read the section and write ONE question that a user who has not read it would type, \
+which this section answers. Use the user's own everyday words, not the section's \
+wording or its heading; do not name the section. Reply with the question alone, \
+on one line, ending with a question mark.";
+
+/// The request for a question about the section `path` with `text`.
+pub fn request(path: &str, text: &str) -> GenerateRequest {
+    let lang = Lang::of(text);
+    let user = format!(
+        "Write the question in {}.\n\nSection: {}\n\n{}",
+        lang.name(),
+        last_heading(path),
+        truncate_chars(text, MAX_SECTION_CHARS)
+    );
+    GenerateRequest {
+        messages: vec![Message::system(SYSTEM), Message::user(user)],
+        json_schema: None,
+        answer: None,
+        tools: Vec::new(),
+    }
+}
+
+/// The question in a model's `reply`, or `None` when it is no usable
+/// question about the section `path`: its first non-empty line, without
+/// a list mark, a "Question:" label or quotes; it must end with a
+/// question mark, be 6 to 200 characters long, and not be the heading
+/// itself.
+pub fn vet(reply: &str, path: &str) -> Option<String> {
+    let line = reply.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let mut q = line
+        .trim_start_matches(|c: char| matches!(c, '-' | '*' | '•') || c.is_ascii_digit())
+        .trim_start_matches(['.', ')'])
+        .trim();
+    for label in ["Question:", "question:", "Q:", "質問:", "質問："] {
+        if let Some(rest) = q.strip_prefix(label) {
+            q = rest.trim();
+        }
+    }
+    let q = q
+        .trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”' | '「' | '」' | '*' | '`'))
+        .trim();
+    let chars = q.chars().count();
+    if !(q.ends_with('?') || q.ends_with('？')) || !(MIN_CHARS..=MAX_CHARS).contains(&chars) {
+        return None;
+    }
+    let bare = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    if bare(q) == bare(last_heading(path)) {
+        return None;
+    }
+    Some(q.to_string())
+}
+
+/// A question written by `llm` about the section `path`, or `None` when
+/// its reply is unusable ([`vet`]) or stopped for safety. An error of the
+/// model (unreachable, out of retries) is returned: the user asked for
+/// its questions, and silently using patterns instead would hide it.
+pub fn write(llm: &dyn LlmClient, path: &str, text: &str) -> crate::Result<Option<String>> {
+    let generation = llm.generate(&request(path, text))?;
+    if generation.stop_reason == StopReason::Safety {
+        return Ok(None);
+    }
+    Ok(vet(&generation.text, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_question_is_kept() {
+        assert_eq!(
+            vet(
+                "How can I stop apt from asking about config files?",
+                "a > Conffiles"
+            )
+            .as_deref(),
+            Some("How can I stop apt from asking about config files?")
+        );
+    }
+
+    #[test]
+    fn labels_marks_and_quotes_are_taken_off_and_only_the_first_line_counts() {
+        assert_eq!(
+            vet("\n1. Question: \"Why is my disk full?\"\nBecause…", "x").as_deref(),
+            Some("Why is my disk full?")
+        );
+        assert_eq!(
+            vet("「パッケージを消すには？」", "x").as_deref(),
+            Some("パッケージを消すには？")
+        );
+    }
+
+    #[test]
+    fn prose_the_heading_and_overlong_replies_are_refused() {
+        assert_eq!(vet("Here is a question about apt.", "x"), None);
+        assert_eq!(vet("", "x"), None);
+        assert_eq!(vet("Why?", "x"), None);
+        assert_eq!(
+            vet("What is Debian?", "1 General > 1.1 What is Debian?"),
+            None
+        );
+        let long = format!("{}?", "why ".repeat(60));
+        assert_eq!(vet(&long, "x"), None);
+    }
+
+    #[test]
+    fn the_request_names_the_sections_language_and_bounds_its_text() {
+        let text = "あ".repeat(5_000);
+        let r = request("章 > 節", &text);
+        let user = &r.messages[1].content;
+        assert!(user.contains("in Japanese"), "{user}");
+        assert!(user.chars().count() < MAX_SECTION_CHARS + 200);
+        let r = request("Installing", "Run apt-get install.");
+        assert!(r.messages[1].content.contains("in English"));
+        assert!(r.json_schema.is_none() && r.tools.is_empty());
+    }
+}
