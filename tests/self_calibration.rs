@@ -416,20 +416,3 @@ fn a_language_model_writes_the_questions_and_unusable_replies_keep_the_patterns(
     assert!(prompt.contains(&opening), "{prompt}");
     assert!(model.system_text(0).contains("ONE question"));
 }
-
-#[test]
-fn model_written_questions_need_a_model() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("grace.yml"),
-        "confidence:\n  self_calibration:\n    model_questions: true\n",
-    )
-    .unwrap();
-    let err = grace::Config::load_with_env(Some(&dir.path().join("grace.yml")), &[])
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("confidence.self_calibration.model_questions") && err.contains("llm.provider"),
-        "{err}"
-    );
-}

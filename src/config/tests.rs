@@ -608,3 +608,19 @@ fn mcp_servers_are_checked_by_index() {
     assert!(s.callers.allows(crate::config::Caller::Http));
     assert!(!s.callers.allows(crate::config::Caller::Mcp));
 }
+
+#[test]
+fn model_written_questions_need_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "confidence:\n  self_calibration:\n    model_questions: true\n",
+    );
+    let err = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("confidence.self_calibration.model_questions") && err.contains("llm.provider"),
+        "{err}"
+    );
+}

@@ -190,7 +190,7 @@ impl FastEmbedder {
             ),
             config,
             card,
-            sessions: (0..sessions).map(|_| Mutex::new(None)).collect(),
+            sessions: unloaded(sessions),
             session_threads,
         })
     }
@@ -199,9 +199,7 @@ impl FastEmbedder {
     /// whatever the cores (benchmarks and tests compare the ways).
     pub fn with_sessions(config: &EmbeddingConfig, sessions: usize) -> Result<Self> {
         let mut embedder = Self::new(config)?;
-        embedder.sessions = (0..sessions.clamp(1, MAX_SESSIONS))
-            .map(|_| Mutex::new(None))
-            .collect();
+        embedder.sessions = unloaded(sessions.clamp(1, MAX_SESSIONS));
         embedder.session_threads = 1;
         Ok(embedder)
     }
@@ -231,6 +229,11 @@ impl FastEmbedder {
         tracing::debug!(model = %dir.display(), elapsed = ?started.elapsed(), "embedding model loaded");
         Ok(embedding)
     }
+}
+
+/// `n` session slots, each loaded on first use.
+fn unloaded(n: usize) -> Vec<Mutex<Option<TextEmbedding>>> {
+    (0..n).map(|_| Mutex::new(None)).collect()
 }
 
 /// Loads and version-checks the ONNX Runtime library at `path` (once per

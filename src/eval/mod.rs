@@ -539,11 +539,10 @@ pub fn models(
     let answered_score = |o: &Outcome, s: f64| if o.factors.0.is_empty() { 0.0 } else { s };
     let entry = |model: &str, note: String, scores: Vec<f64>| {
         let pairs: Vec<(f64, bool)> = scores
-            .into_iter()
+            .iter()
             .zip(outcomes)
-            .map(|(s, o)| (s, o.right))
+            .map(|(&s, o)| (s, o.right))
             .collect();
-        let scores: Vec<f64> = pairs.iter().map(|p| p.0).collect();
         ModelFare {
             model: model.to_string(),
             note,

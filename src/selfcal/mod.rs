@@ -183,6 +183,9 @@ pub fn plan_with(kb: &KnowledgeBase, writer: Option<&dyn LlmClient>) -> Result<(
                 }
             }
         };
+        // The pattern question is built even when the model writes one:
+        // it draws from `rng`, so the sections after it, and every
+        // fallback, are those of `plan`.
         let written = match writer {
             Some(llm) => model_questions::write(llm, &s.section, &s.text)?,
             None => None,

@@ -15,12 +15,10 @@ use crate::lang::Lang;
 use crate::llm::{GenerateRequest, LlmClient, Message, StopReason};
 use crate::text::truncate_chars;
 
-use super::questions::last_heading;
+use super::questions::{MAX_CHARS, last_heading};
 
 /// Most characters of a section the model reads.
 const MAX_SECTION_CHARS: usize = 2_000;
-/// Longest question accepted (characters).
-const MAX_CHARS: usize = 200;
 /// Shortest question accepted (characters; a Japanese question can be
 /// short).
 const MIN_CHARS: usize = 6;

@@ -58,8 +58,8 @@ const STOPWORDS: &[&str] = &[
     "why", "will", "with", "within", "without", "would", "yes", "yet", "you", "your",
 ];
 
-/// Longest question built (characters).
-const MAX_CHARS: usize = 200;
+/// Longest question built or accepted from a model (characters).
+pub(super) const MAX_CHARS: usize = 200;
 
 /// The last segment of a ` > ` heading path, without a leading number
 /// ("2.3.1 Installing" → "Installing") or a "Q:" mark.
