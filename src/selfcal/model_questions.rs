@@ -54,10 +54,7 @@ pub fn request(path: &str, text: &str) -> GenerateRequest {
 /// itself.
 pub fn vet(reply: &str, path: &str) -> Option<String> {
     let line = reply.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let mut q = line
-        .trim_start_matches(|c: char| matches!(c, '-' | '*' | '•') || c.is_ascii_digit())
-        .trim_start_matches(['.', ')'])
-        .trim();
+    let mut q = without_list_mark(line);
     for label in ["Question:", "question:", "Q:", "質問:", "質問："] {
         if let Some(rest) = q.strip_prefix(label) {
             q = rest.trim();
@@ -80,6 +77,21 @@ pub fn vet(reply: &str, path: &str) -> Option<String> {
         return None;
     }
     Some(q.to_string())
+}
+
+/// `line` without a leading list mark followed by a space (`- `, `* `,
+/// `• `, `1. `, `2) `); a question that starts with a digit or a dash
+/// (`2FA …?`, `--purge …?`) keeps it.
+fn without_list_mark(line: &str) -> &str {
+    let after_bullet = line.strip_prefix(['-', '*', '•']);
+    let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let after_number = (digits > 0)
+        .then(|| line[digits..].strip_prefix(['.', ')']))
+        .flatten();
+    match after_bullet.or(after_number) {
+        Some(rest) if rest.starts_with(char::is_whitespace) => rest.trim(),
+        _ => line,
+    }
 }
 
 /// A question written by `llm` about the section `path`, or `None` when
@@ -119,6 +131,26 @@ mod tests {
         assert_eq!(
             vet("「パッケージを消すには？」", "x").as_deref(),
             Some("パッケージを消すには？")
+        );
+    }
+
+    #[test]
+    fn a_question_starting_with_a_digit_or_a_dash_keeps_it() {
+        assert_eq!(
+            vet("2FA for ssh, how?", "x").as_deref(),
+            Some("2FA for ssh, how?")
+        );
+        assert_eq!(
+            vet("--purge removes what?", "x").as_deref(),
+            Some("--purge removes what?")
+        );
+        assert_eq!(
+            vet("- Why is it slow?", "x").as_deref(),
+            Some("Why is it slow?")
+        );
+        assert_eq!(
+            vet("12) Why is it slow?", "x").as_deref(),
+            Some("Why is it slow?")
         );
     }
 
