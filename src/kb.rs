@@ -240,11 +240,12 @@ impl KnowledgeBase {
             filter,
             ..StoreQuery::ranking(QueryVector::Dense(&vector), k + 1)
         })?;
+        let similarity = self.embedder.similarity_scale().passage;
         let scores: Vec<f64> = hits
             .iter()
             .filter(|h| h.id != passage.id)
             .take(k)
-            .map(|h| f64::from(h.score))
+            .map(|h| f64::from(similarity.apply(h.score)))
             .collect();
         Ok((!scores.is_empty()).then(|| scores.iter().sum::<f64>() / scores.len() as f64))
     }

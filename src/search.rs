@@ -174,7 +174,14 @@ pub fn search(
     };
     let pairs =
         |hits: &[StoredHit]| -> Vec<(u64, f32)> { hits.iter().map(|h| (h.id, h.score)).collect() };
-    let (dense_pairs, lexical_pairs) = (pairs(&dense), pairs(&lexical_hits));
+    // Cosines on GRACE's similarity scale (the model's map; MiniLM's is
+    // none), the units the lexical weight and the threshold are in.
+    let similarity = embedder.similarity_scale().query;
+    let dense_pairs: Vec<(u64, f32)> = dense
+        .iter()
+        .map(|h| (h.id, similarity.apply(h.score)))
+        .collect();
+    let lexical_pairs = pairs(&lexical_hits);
     let dense_score: HashMap<u64, f32> = dense_pairs.iter().copied().collect();
     let lexical_score: HashMap<u64, f32> = lexical_pairs.iter().copied().collect();
     // Fused order; a passage only the lexical ranking found has no cosine
@@ -231,7 +238,7 @@ pub fn search(
             };
             let score = match dense_score.get(&f.id) {
                 Some(&score) => score,
-                None => cosine(&q, &point.dense),
+                None => similarity.apply(cosine(&q, &point.dense)),
             };
             if score < config.score_threshold {
                 continue;
@@ -367,6 +374,7 @@ mod tests {
     struct WaitsForLexical {
         lexical_ran: Mutex<Receiver<()>>,
         fails: bool,
+        scale: crate::embed::SimilarityScale,
     }
 
     impl Embedder for WaitsForLexical {
@@ -392,9 +400,24 @@ mod tests {
             }
             Ok(vec![vec![1.0, 0.0]])
         }
+        fn similarity_scale(&self) -> crate::embed::SimilarityScale {
+            self.scale
+        }
     }
 
     fn run(lexical_fails: bool, embed_fails: bool) -> Result<Vec<Passage>> {
+        run_scaled(
+            lexical_fails,
+            embed_fails,
+            crate::embed::SimilarityScale::IDENTITY,
+        )
+    }
+
+    fn run_scaled(
+        lexical_fails: bool,
+        embed_fails: bool,
+        scale: crate::embed::SimilarityScale,
+    ) -> Result<Vec<Passage>> {
         let (tx, rx) = channel();
         let store = TwoPoints {
             lexical_ran: Mutex::new(tx),
@@ -403,6 +426,7 @@ mod tests {
         let embedder = WaitsForLexical {
             lexical_ran: Mutex::new(rx),
             fails: embed_fails,
+            scale,
         };
         let lexical = LexicalEncoder::new().expect("the English encoder builds");
         let config = QdrantConfig {
@@ -429,6 +453,38 @@ mod tests {
         // Found by the lexical ranking only: its cosine from its stored vector.
         assert_eq!(passages[1].dense_rank, None);
         assert!((passages[1].score - 0.6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn cosines_are_put_on_the_models_similarity_scale() {
+        use crate::embed::{Affine, SimilarityScale};
+        let scale = SimilarityScale {
+            query: Affine {
+                scale: 2.0,
+                shift: -1.0,
+            },
+            // Passage against passage: not used by a search.
+            passage: Affine {
+                scale: 9.0,
+                shift: 9.0,
+            },
+        };
+        let passages = run_scaled(false, false, scale).expect("the search succeeds");
+        // The store's cosine 0.9 and the stored vector's 0.6, both mapped.
+        assert!(
+            (passages[0].score - 0.8).abs() < 1e-6,
+            "{}",
+            passages[0].score
+        );
+        assert!(
+            (passages[1].score - 0.2).abs() < 1e-6,
+            "{}",
+            passages[1].score
+        );
+        // The fusion adds the lexical bonus to the mapped cosine: 0.8 plus
+        // the full bonus for the lexical ranking's first.
+        let bonus = QdrantConfig::default().lexical_weight;
+        assert!((passages[0].fused_score - (0.8 + bonus)).abs() < 1e-6);
     }
 
     #[test]

@@ -19,6 +19,17 @@ fn e5() -> FastEmbedder {
         .unwrap_or_else(|e| panic!("{e}\n(the multilingual model is built by scripts/setup)"))
 }
 
+/// The vectors of a passage that answers "how do I reset my password?" and
+/// of one that has nothing to do with it.
+fn answer_and_unrelated(model: &FastEmbedder) -> Vec<Vec<f32>> {
+    model
+        .embed(&[
+            "To reset your password, open Settings and choose Reset password.".to_string(),
+            "The cafeteria serves lunch from noon to two.".to_string(),
+        ])
+        .unwrap()
+}
+
 #[test]
 fn the_converted_model_gives_the_packages_own_vectors_in_every_language() {
     let fixture: Value = serde_json::from_slice(
@@ -49,13 +60,29 @@ fn the_converted_model_gives_the_packages_own_vectors_in_every_language() {
     // A question and its answer in two languages are closer than the
     // answer and an unrelated text.
     let q = model.embed_query("パスワードを再設定するには？").unwrap();
-    let passages = model
-        .embed(&[
-            "To reset your password, open Settings and choose Reset password.".to_string(),
-            "The cafeteria serves lunch from noon to two.".to_string(),
-        ])
-        .unwrap();
+    let passages = answer_and_unrelated(&model);
     assert!(cosine(&q, &passages[0]) > cosine(&q, &passages[1]));
+}
+
+#[test]
+fn the_models_cosines_are_put_on_graces_similarity_scale() {
+    // e5's cosines crowd around 0.85; GRACE's weights and thresholds are in
+    // MiniLM's units, so the card built by setup carries the map.
+    let model = e5();
+    let map = model.similarity_scale();
+    assert!(map.query.scale > 2.0 && map.passage.scale > 2.0, "{map:?}");
+    let q = model.embed_query("How do I reset my password?").unwrap();
+    let passages = answer_and_unrelated(&model);
+    let (answer, unrelated) = (cosine(&q, &passages[0]), cosine(&q, &passages[1]));
+    // Raw, even the unrelated text scores high; mapped, the answer reads as
+    // a close match and the unrelated text as far off, as MiniLM has them.
+    assert!(
+        answer > unrelated && unrelated > 0.6,
+        "{answer} {unrelated}"
+    );
+    let (answer, unrelated) = (map.query.apply(answer), map.query.apply(unrelated));
+    assert!(answer > 0.5, "mapped answer {answer}");
+    assert!(unrelated < 0.3, "mapped unrelated {unrelated}");
 }
 
 #[test]

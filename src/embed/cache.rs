@@ -163,6 +163,10 @@ impl Embedder for CachedEmbedder {
     fn languages(&self) -> &str {
         self.inner.languages()
     }
+
+    fn similarity_scale(&self) -> super::SimilarityScale {
+        self.inner.similarity_scale()
+    }
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use fastembed::{
     InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
 };
 
-use super::{EmbedError, Embedder, Result};
+use super::{EmbedError, Embedder, Result, SimilarityScale};
 use crate::config::EmbeddingConfig;
 
 /// The ONNX file of a model folder (the embedder's and the reader's).
@@ -70,6 +70,10 @@ pub struct ModelCard {
     /// The pooling it was trained with; only `mean` is supported.
     #[serde(default)]
     pub pooling: Option<String>,
+    /// How its cosines map onto GRACE's similarity scale; absent: as they
+    /// are (MiniLM's).
+    #[serde(default)]
+    pub similarity: Option<SimilarityScale>,
 }
 
 impl ModelCard {
@@ -97,6 +101,9 @@ impl ModelCard {
         }
         if card.query_prefix.chars().count() > 64 || card.passage_prefix.chars().count() > 64 {
             return Err(bad("a prefix longer than 64 characters".into()));
+        }
+        if let Some(scale) = &card.similarity {
+            scale.check().map_err(bad)?;
         }
         Ok(card)
     }
@@ -302,6 +309,10 @@ impl Embedder for FastEmbedder {
     fn languages(&self) -> &str {
         self.card.languages.as_deref().unwrap_or("English")
     }
+
+    fn similarity_scale(&self) -> SimilarityScale {
+        self.card.similarity.unwrap_or(SimilarityScale::IDENTITY)
+    }
 }
 
 impl FastEmbedder {
@@ -395,7 +406,36 @@ mod tests {
         let ok = card(b"name: e5\nquery_prefix: \"query: \"\npassage_prefix: \"passage: \"\nmax_length: 512\nlanguages: multilingual\npooling: mean\nextra: ignored\n").unwrap();
         assert_eq!(ok.query_prefix, "query: ");
         assert_eq!(ok.max_length, Some(512));
+        assert_eq!(ok.similarity, None, "no map: cosines as they are");
+        let scaled = card(b"similarity:\n  query: {scale: 7.36, shift: -5.93}\n  passage: {scale: 5.79, shift: -4.61}\n").unwrap();
+        let map = scaled.similarity.expect("the map is read");
+        assert!((map.query.apply(0.9) - (7.36 * 0.9 - 5.93)).abs() < 1e-5);
+        assert!((map.passage.apply(0.9) - (5.79 * 0.9 - 4.61)).abs() < 1e-5);
         for (bad, says) in [
+            (
+                b"similarity:\n  query: {scale: 0, shift: 0}\n  passage: {scale: 1, shift: 0}\n"
+                    .to_vec(),
+                "similarity.query.scale must be in (0, 100]",
+            ),
+            (
+                b"similarity:\n  query: {scale: 1, shift: 0}\n  passage: {scale: -2, shift: 0}\n"
+                    .to_vec(),
+                "similarity.passage.scale",
+            ),
+            (
+                b"similarity:\n  query: {scale: 1, shift: .nan}\n  passage: {scale: 1, shift: 0}\n"
+                    .to_vec(),
+                "similarity.query.shift must be in -100..=100",
+            ),
+            (
+                b"similarity:\n  query: {scale: 1, shift: 0}\n".to_vec(),
+                "not a model card",
+            ),
+            (
+                b"similarity:\n  query: {scale: 1, shift: 0, tilt: 2}\n  passage: {scale: 1, shift: 0}\n"
+                    .to_vec(),
+                "not a model card",
+            ),
             (b"pooling: cls\n".to_vec(), "pooling `cls`"),
             (b"query_prefix: [1, 2\n".to_vec(), "not a model card"),
             (

@@ -74,6 +74,82 @@ pub trait Embedder: Send + Sync {
     fn languages(&self) -> &str {
         "English"
     }
+    /// How this model's cosines are put on GRACE's similarity scale
+    /// ([`SimilarityScale`]); the default (MiniLM's) leaves them as they are.
+    fn similarity_scale(&self) -> SimilarityScale {
+        SimilarityScale::IDENTITY
+    }
+}
+
+/// One affine map of cosine similarities: `scale * cosine + shift`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Affine {
+    /// Multiplies the cosine (positive: the order is kept).
+    pub scale: f32,
+    /// Added after.
+    pub shift: f32,
+}
+
+impl Affine {
+    /// The map that changes nothing.
+    pub const IDENTITY: Self = Self {
+        scale: 1.0,
+        shift: 0.0,
+    };
+
+    /// `cosine` on the common scale.
+    pub fn apply(&self, cosine: f32) -> f32 {
+        self.scale * cosine + self.shift
+    }
+}
+
+/// GRACE's similarity scale is MiniLM's cosine: the fusion's lexical bonus,
+/// the confidence weights, `qdrant.score_threshold` and the extractive
+/// answerer's `min_similarity` were all fitted in its units. Another model
+/// spreads its cosines differently (multilingual-e5-small's best passages
+/// for a question lie within 0.03 of each other, around 0.85; MiniLM's
+/// within 0.3, around 0.4), so its model card (`grace-model.yml`,
+/// `similarity:`) carries the map that puts them on MiniLM's scale, fitted
+/// on GRACE's training questions (`scripts/cosine_alignment.py`).
+/// Similarities on this scale may leave -1..=1 for near-duplicates; only
+/// their order and distances matter.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimilarityScale {
+    /// A question against a passage (search, the extractive answerer).
+    pub query: Affine,
+    /// A passage against another (neighbour similarity, near-duplicates).
+    pub passage: Affine,
+}
+
+impl SimilarityScale {
+    /// MiniLM's: cosines as they are.
+    pub const IDENTITY: Self = Self {
+        query: Affine::IDENTITY,
+        passage: Affine::IDENTITY,
+    };
+
+    /// Why this scale cannot be used, if it cannot: a scale must be
+    /// positive (the order of passages is kept) and both numbers finite
+    /// and within +-100.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        for (name, a) in [("query", self.query), ("passage", self.passage)] {
+            if !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 100.0) {
+                return Err(format!(
+                    "similarity.{name}.scale must be in (0, 100], got {}",
+                    a.scale
+                ));
+            }
+            if !(a.shift.is_finite() && a.shift.abs() <= 100.0) {
+                return Err(format!(
+                    "similarity.{name}.shift must be in -100..=100, got {}",
+                    a.shift
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Cosine similarity of two vectors (their dot product when both are

@@ -177,6 +177,8 @@ impl Extractive {
             .embedder
             .embed(&texts)
             .map_err(|e| Self::fail(e.to_string()))?;
+        // On GRACE's similarity scale, the units of `min_similarity`.
+        let similarity = self.embedder.similarity_scale().query;
         // Each source's heading's cosine to the question, computed once.
         let headings: Vec<(usize, String)> = sources
             .iter()
@@ -193,7 +195,7 @@ impl Extractive {
                 .embed(&texts)
                 .map_err(|e| Self::fail(e.to_string()))?;
             for ((n, _), v) in headings.iter().zip(&vectors) {
-                let cos = cosine(&q, v);
+                let cos = similarity.apply(cosine(&q, v));
                 heading_cos
                     .entry(*n)
                     .and_modify(|c| *c = c.max(cos))
@@ -206,7 +208,7 @@ impl Extractive {
             .iter()
             .enumerate()
             .map(|(i, v)| {
-                let cos = cosine(&q, v);
+                let cos = similarity.apply(cosine(&q, v));
                 let sentence_terms: HashSet<u32> = self
                     .lexical
                     .encode_document(&texts[i])

@@ -246,6 +246,7 @@ type Withholding = (Vec<u64>, Vec<(String, String)>);
 /// to (the section first).
 fn near_duplicates(kb: &KnowledgeBase, section: &Section) -> Result<Withholding> {
     let threshold = kb.config().confidence.self_calibration.near_duplicate as f32;
+    let similarity = kb.embedder().similarity_scale().passage;
     let mut ids: BTreeSet<u64> = section.ids.iter().copied().collect();
     let mut gold = vec![(section.source.clone(), section.section.clone())];
     for point in kb.store().retrieve(&section.ids)? {
@@ -253,7 +254,10 @@ fn near_duplicates(kb: &KnowledgeBase, section: &Section) -> Result<Withholding>
             with_payload: true,
             ..StoreQuery::ranking(QueryVector::Dense(&point.dense), NEAR_DUPLICATE_DEPTH)
         })?;
-        for hit in hits.into_iter().filter(|h| h.score >= threshold) {
+        for hit in hits
+            .into_iter()
+            .filter(|h| similarity.apply(h.score) >= threshold)
+        {
             if ids.insert(hit.id)
                 && let Some(p) = hit.payload
                 && !gold.iter().any(|(s, h)| *s == p.source && *h == p.section)

@@ -59,8 +59,9 @@ pub fn rank(
             })
             .collect();
         let vectors = kb.embedder().embed(&texts).map_err(failed)?;
+        let similarity = kb.embedder().similarity_scale().query;
         for (p, v) in candidates.iter_mut().zip(vectors) {
-            p.score = embed::cosine(&q, &v);
+            p.score = similarity.apply(embed::cosine(&q, &v));
             p.fused_score = p.score;
             p.vector = Some(v);
         }
