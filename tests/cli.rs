@@ -230,10 +230,17 @@ fn missing_model_exits_3_and_says_run_setup() {
         .args(["ingest", "a.md"])
         .current_dir(dir.path())
         .env_remove("GRACE_CONFIG")
+        .env_remove("GRACE_EMBEDDING__MODEL_DIR")
+        .env_remove("GRACE_EMBEDDING__RUNTIME_PATH")
+        // The per-user folder, where the models would be: empty.
+        .env("GRACE_HOME", dir.path().join("home"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(stderr(&out).contains("scripts/setup"), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("scripts/setup"), "{e}");
+    let missing = dir.path().join("home/models");
+    assert!(e.contains(&missing.display().to_string()), "{e}");
 }
 
 #[test]

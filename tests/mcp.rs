@@ -31,6 +31,17 @@ async fn call(
         .await
 }
 
+/// `ask` about the sample knowledge base's key rotation (secrets.html).
+async fn ask_rotate(client: &RunningService<RoleClient, ()>) -> CallToolResult {
+    call(
+        client,
+        "ask",
+        json!({"question": "How do I rotate an API key?"}),
+    )
+    .await
+    .unwrap()
+}
+
 /// The text content of a result.
 fn text_of(result: &CallToolResult) -> String {
     result
@@ -140,13 +151,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     );
 
     // ask: a confident answer with citations, and an escalated one.
-    let r = call(
-        &client,
-        "ask",
-        json!({"question": "How do I rotate an API key?"}),
-    )
-    .await
-    .unwrap();
+    let r = ask_rotate(&client).await;
     let b = body(&r);
     assert_eq!(b["success"], true, "{b}");
     assert!(b["data"]["confidence"].as_f64().unwrap() > 0.0);
@@ -437,4 +442,45 @@ async fn registry_tools_are_offered_to_mcp_clients_by_their_callers() {
     assert!(registry.unregister("rt.for_mcp"));
     let names: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
     assert_eq!(names, ["ask", "ingest"]);
+}
+
+/// `grace` with nothing from this repository but its `models/` layout,
+/// found through `GRACE_HOME`: run from `/`, no config file, every setting
+/// from the environment, as an MCP client (Claude Desktop, Cursor) starts
+/// it.
+fn grace_from_root(data: &std::path::Path, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_grace"));
+    c.args(args)
+        .current_dir("/")
+        .env_remove("GRACE_CONFIG")
+        .env_remove("GRACE_REVIEWER")
+        .env_remove("GRACE_EMBEDDING__MODEL_DIR")
+        .env_remove("GRACE_EMBEDDING__RUNTIME_PATH")
+        .env_remove("GRACE_READER__MODEL_DIR")
+        .env("GRACE_HOME", common::repo())
+        .env("GRACE_STORAGE__DATA_DIR", data);
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grace_mcp_started_from_the_root_folder_with_environment_only_answers() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    let out = grace_from_root(data.path(), &["ingest", kb.to_str().unwrap(), "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    // `grace status` names where the models came from.
+    let out = grace_from_root(data.path(), &["status"]).output().unwrap();
+    let s = text(&out);
+    let models = common::repo().join("models/minilm");
+    assert!(s.contains(&format!("from {}", models.display())), "{s}");
+
+    let mut cmd = tokio::process::Command::from(grace_from_root(data.path(), &["mcp"]));
+    cmd.stderr(std::process::Stdio::null());
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let r = ask_rotate(&client).await;
+    assert_eq!(body(&r)["success"], true, "{}", body(&r));
+    assert!(text_of(&r).contains("secrets.html"), "{}", text_of(&r));
+    client.cancel().await.unwrap();
 }

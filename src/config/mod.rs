@@ -7,10 +7,15 @@
 //! `Config::default()` (a test proves it).
 //!
 //! Relative paths in a config file are resolved against the file's folder;
-//! defaults and environment values against the current directory.
+//! the model paths the file does not set (`embedding.model_dir`,
+//! `embedding.runtime_path`, `reader.model_dir`) against GRACE's per-user
+//! folder ([`grace_home`]), so a `grace` run from any directory finds the
+//! models `scripts/setup` put there; other defaults and environment values
+//! against the current directory.
 
 mod env;
 mod error;
+mod home;
 mod tools;
 mod validate;
 
@@ -19,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use self::error::{ConfigError, Result};
+pub use self::home::{HOME_VAR, grace_home};
 pub use self::tools::*;
 
 /// The file looked for in the current directory when no `--config` is given.
@@ -1003,10 +1009,20 @@ impl Config {
             }
             None => (Self::default(), None),
         };
+        let parsed: Option<serde_yaml::Value> =
+            text.as_deref().and_then(|t| serde_yaml::from_str(t).ok());
+        let set_in_file = |section: &str, key: &str| {
+            parsed
+                .as_ref()
+                .and_then(|v| v.get(section))
+                .and_then(|v| v.get(key))
+                .is_some_and(|v| !v.is_null())
+        };
         if let Some(p) = &file {
             let base = p.parent().unwrap_or(Path::new(""));
-            config.resolve_paths(base);
+            config.resolve_paths(base, &set_in_file);
         }
+        config.resolve_model_paths(grace_home(vars).as_deref(), &set_in_file);
         let from_env = env::apply_overrides(&mut config, vars)?;
         let source = file.as_deref().zip(text.as_deref());
         validate::validate(&config).map_err(|e| e.locate(source, &from_env))?;
@@ -1027,17 +1043,51 @@ impl Config {
         serde_yaml::to_string(self).map_err(ConfigError::from_yaml)
     }
 
-    /// Makes relative paths relative to `base` (the config file's folder).
-    fn resolve_paths(&mut self, base: &Path) {
-        for p in [
-            &mut self.storage.data_dir,
-            &mut self.embedding.model_dir,
-            &mut self.embedding.runtime_path,
-            &mut self.reader.model_dir,
-            &mut self.server.display_root,
+    /// Puts the model paths a config file does not set under GRACE's
+    /// per-user folder `home` (when known), where `scripts/setup` installs
+    /// the models; the file's own are already resolved against its folder.
+    fn resolve_model_paths(
+        &mut self,
+        home: Option<&Path>,
+        set_in_file: &dyn Fn(&str, &str) -> bool,
+    ) {
+        let Some(home) = home else { return };
+        for (section, key, p) in [
+            ("embedding", "model_dir", &mut self.embedding.model_dir),
+            (
+                "embedding",
+                "runtime_path",
+                &mut self.embedding.runtime_path,
+            ),
+            ("reader", "model_dir", &mut self.reader.model_dir),
+        ] {
+            if !set_in_file(section, key) && p.is_relative() && !p.as_os_str().is_empty() {
+                *p = home.join(&*p);
+            }
+        }
+    }
+
+    /// Makes relative paths relative to `base` (the config file's folder):
+    /// the ones the file sets, and the defaults of the data folder,
+    /// display root and calibration file (the models' defaults go to
+    /// GRACE's per-user folder instead, [`Config::resolve_model_paths`]).
+    fn resolve_paths(&mut self, base: &Path, set_in_file: &dyn Fn(&str, &str) -> bool) {
+        let models = [
+            ("embedding", "model_dir", &mut self.embedding.model_dir),
+            (
+                "embedding",
+                "runtime_path",
+                &mut self.embedding.runtime_path,
+            ),
+            ("reader", "model_dir", &mut self.reader.model_dir),
         ]
         .into_iter()
-        .chain(self.confidence.calibration.as_mut())
+        .filter(|(section, key, _)| set_in_file(section, key))
+        .map(|(_, _, p)| p);
+        for p in [&mut self.storage.data_dir, &mut self.server.display_root]
+            .into_iter()
+            .chain(models)
+            .chain(self.confidence.calibration.as_mut())
         {
             if p.is_relative() && !p.as_os_str().is_empty() && !base.as_os_str().is_empty() {
                 *p = base.join(&*p);

@@ -12,7 +12,7 @@ fn write(dir: &Path, text: &str) -> PathBuf {
     p
 }
 
-fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(super) fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -38,7 +38,49 @@ fn empty_file_gives_defaults_and_relative_paths_follow_the_file() {
     let c = Config::load_with_env(Some(&p), &[]).unwrap();
     assert_eq!(c.qdrant, QdrantConfig::default());
     assert_eq!(c.storage.data_dir, dir.path().join(".grace"));
-    assert_eq!(c.embedding.model_dir, dir.path().join("models/minilm"));
+    // The models the file does not name: not in the file's folder, but in
+    // GRACE's per-user folder, where setup put them (none known here).
+    assert_eq!(c.embedding.model_dir, PathBuf::from("models/minilm"));
+}
+
+#[test]
+fn model_paths_follow_the_file_that_sets_them_else_grace_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = vars(&[("GRACE_HOME", "/opt/grace"), ("HOME", "/home/ann")]);
+    // A file that names no model: the models under GRACE_HOME, the data
+    // beside the file.
+    let p = write(dir.path(), "qdrant:\n  search_limit: 9\n");
+    let c = Config::load_with_env(Some(&p), &home).unwrap();
+    assert_eq!(
+        c.embedding.model_dir,
+        PathBuf::from("/opt/grace/models/minilm")
+    );
+    assert_eq!(
+        c.embedding.runtime_path,
+        PathBuf::from("/opt/grace/models/libonnxruntime.so")
+    );
+    assert_eq!(
+        c.reader.model_dir,
+        PathBuf::from("/opt/grace/models/reader")
+    );
+    assert_eq!(c.storage.data_dir, dir.path().join(".grace"));
+    // A file that names a model folder: that one, against the file's folder.
+    let p = write(dir.path(), "embedding:\n  model_dir: m/e5\n");
+    let c = Config::load_with_env(Some(&p), &home).unwrap();
+    assert_eq!(c.embedding.model_dir, dir.path().join("m/e5"));
+    assert_eq!(
+        c.embedding.runtime_path,
+        PathBuf::from("/opt/grace/models/libonnxruntime.so")
+    );
+    // The environment's own relative path stays as given (the current folder).
+    let mut env = home.clone();
+    env.push(("GRACE_EMBEDDING__MODEL_DIR".into(), "models/e5".into()));
+    let c = Config::load_with_env(Some(&p), &env).unwrap();
+    assert_eq!(c.embedding.model_dir, PathBuf::from("models/e5"));
+    // Absolute paths are never moved.
+    let p = write(dir.path(), "reader:\n  model_dir: /srv/reader\n");
+    let c = Config::load_with_env(Some(&p), &home).unwrap();
+    assert_eq!(c.reader.model_dir, PathBuf::from("/srv/reader"));
 }
 
 #[test]

@@ -19,7 +19,7 @@ pub type Result<T> = std::result::Result<T, EmbedError>;
 pub enum EmbedError {
     /// A model file is missing.
     #[error(
-        "embedding model file {path} not found: run `scripts/setup` (or point embedding.model_dir at a folder with model.onnx and its tokenizer files)"
+        "embedding model file {path} not found: run `scripts/setup` (it puts the models in the repository's models/ and in GRACE's per-user folder, $GRACE_HOME or ~/.local/share/grace), or point embedding.model_dir at a folder with model.onnx and its tokenizer files"
     )]
     ModelMissing {
         /// The file that was looked for.
@@ -27,7 +27,7 @@ pub enum EmbedError {
     },
     /// The ONNX Runtime library is missing.
     #[error(
-        "ONNX Runtime library {path} not found: run `scripts/setup` (or point embedding.runtime_path at libonnxruntime.so 1.24 or newer)"
+        "ONNX Runtime library {path} not found: run `scripts/setup` (it puts the library in the repository's models/ and in GRACE's per-user folder, $GRACE_HOME or ~/.local/share/grace), or point embedding.runtime_path at libonnxruntime.so 1.24 or newer"
     )]
     RuntimeMissing {
         /// The library path that was looked for (`embedding.runtime_path`).

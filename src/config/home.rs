@@ -1,0 +1,68 @@
+//! GRACE's per-user folder, where `scripts/setup` puts the models so that a
+//! `grace` installed with `cargo install` finds them from any directory:
+//! `$GRACE_HOME`, else the platform's data folder (`$XDG_DATA_HOME/grace`,
+//! else `~/.local/share/grace`; on macOS `~/Library/Application
+//! Support/grace`). It holds the same layout as the repository:
+//! `models/minilm`, `models/libonnxruntime.so`, `models/reader`,
+//! `models/e5`.
+
+use std::path::PathBuf;
+
+/// The variable that names GRACE's per-user folder.
+pub const HOME_VAR: &str = "GRACE_HOME";
+
+/// GRACE's per-user folder from the environment `vars`; `None` when neither
+/// `GRACE_HOME` nor a home directory is known. A relative value is taken as
+/// given (against the current directory), as the shell would.
+pub fn grace_home(vars: &[(String, String)]) -> Option<PathBuf> {
+    let var = |name: &str| {
+        vars.iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(home) = var(HOME_VAR) {
+        return Some(PathBuf::from(home));
+    }
+    if cfg!(target_os = "macos") {
+        return var("HOME").map(|h| PathBuf::from(h).join("Library/Application Support/grace"));
+    }
+    // XDG: a relative XDG_DATA_HOME is invalid and ignored.
+    if let Some(data) = var("XDG_DATA_HOME").filter(|d| d.starts_with('/')) {
+        return Some(PathBuf::from(data).join("grace"));
+    }
+    var("HOME").map(|h| PathBuf::from(h).join(".local/share/grace"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::vars;
+
+    #[test]
+    fn grace_home_wins_then_the_platform_data_folder() {
+        let v = vars(&[
+            ("HOME", "/home/ann"),
+            ("XDG_DATA_HOME", "/data"),
+            ("GRACE_HOME", "/opt/grace"),
+        ]);
+        assert_eq!(grace_home(&v), Some(PathBuf::from("/opt/grace")));
+        if cfg!(target_os = "macos") {
+            return;
+        }
+        let v = vars(&[("HOME", "/home/ann"), ("XDG_DATA_HOME", "/data")]);
+        assert_eq!(grace_home(&v), Some(PathBuf::from("/data/grace")));
+        // Empty and relative values are not folders to use.
+        let v = vars(&[
+            ("HOME", "/home/ann"),
+            ("XDG_DATA_HOME", "rel"),
+            ("GRACE_HOME", ""),
+        ]);
+        assert_eq!(
+            grace_home(&v),
+            Some(PathBuf::from("/home/ann/.local/share/grace"))
+        );
+        assert_eq!(grace_home(&[]), None);
+    }
+}
