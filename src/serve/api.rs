@@ -69,7 +69,7 @@ impl AskBody {
 /// Answers a question: the run's report as JSON, or its events as
 /// server-sent events (`step_started`, `step_finished`, `recovering`,
 /// `escalated`, then `done` with the report or `failed`).
-#[utoipa::path(post, path = "/v1/ask", request_body = AskBody,
+#[utoipa::path(post, path = "/v1/ask", operation_id = "ask", request_body = AskBody,
     responses(
         (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
             content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
@@ -166,7 +166,7 @@ pub struct ReplyBody {
 /// asker's reply: the outcome as `/v1/ask` gives it (which may need input
 /// again, with a new `run_id`). A run not continued within
 /// `agent.reply_timeout_seconds`, or continued already, is 404.
-#[utoipa::path(post, path = "/v1/runs/{id}/reply", request_body = ReplyBody,
+#[utoipa::path(post, path = "/v1/runs/{id}/reply", operation_id = "replyToRun", request_body = ReplyBody,
     params(("id" = String, Path, pattern = r"^run_[0-9a-f]{32}$")),
     responses(
         (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
@@ -251,7 +251,7 @@ pub struct SearchResponse {
 }
 
 /// Finds the passages that best match a query.
-#[utoipa::path(post, path = "/v1/search", request_body = SearchBody,
+#[utoipa::path(post, path = "/v1/search", operation_id = "search", request_body = SearchBody,
     responses((status = 200, body = SearchResponse),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
         (status = 429, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
@@ -290,7 +290,7 @@ pub struct IngestBody {
 /// server, inside `ingest.allowed_roots` only (403 otherwise, and when none
 /// is configured); `multipart/form-data` uploads them (each file part is
 /// saved under `<data_dir>/uploads/<collection>/` and ingested).
-#[utoipa::path(post, path = "/v1/ingest", request_body(content = IngestBody, description = "JSON, or multipart/form-data with file parts"),
+#[utoipa::path(post, path = "/v1/ingest", operation_id = "ingest", request_body(content = IngestBody, description = "JSON, or multipart/form-data with file parts"),
     responses((status = 200, description = "The ingest report", body = Object),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
         (status = 403, description = "A path outside ingest.allowed_roots or none configured; a foreign Origin or Host", body = super::error::ErrorBody),
@@ -460,7 +460,7 @@ pub struct ToolLine {
 }
 
 /// The collection, the model and the server's load.
-#[utoipa::path(get, path = "/v1/status",
+#[utoipa::path(get, path = "/v1/status", operation_id = "getStatus",
     responses((status = 200, body = StatusResponse), (status = 401, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn status(State(s): State<AppState>) -> Result<Json<StatusResponse>, ApiError> {

@@ -122,7 +122,7 @@ impl Modify for BearerAuth {
 }
 
 /// Liveness: 200 `{"status": "ok"}` while serving, 503 once shutting down.
-#[utoipa::path(get, path = "/health",
+#[utoipa::path(get, path = "/health", operation_id = "health",
     responses((status = 200, description = "Serving"), (status = 503, body = ErrorBody)))]
 #[allow(dead_code)] // documents super::gate::health, which the router uses
 fn health() {}
@@ -157,6 +157,34 @@ mod tests {
             doc["components"]["securitySchemes"]["bearer"]["scheme"],
             "bearer"
         );
+    }
+
+    #[test]
+    fn every_operation_has_its_own_id_a_generated_client_can_use_as_a_method() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut ids = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let Some(id) = op.get("operationId").and_then(|v| v.as_str()) else {
+                    panic!("{method} {path} has no operationId");
+                };
+                // A method name in TypeScript, Python or Rust: camelCase.
+                assert!(
+                    id.starts_with(|c: char| c.is_ascii_lowercase())
+                        && id.chars().all(|c| c.is_ascii_alphanumeric()),
+                    "{method} {path}: {id}"
+                );
+                ids.push(id.to_string());
+            }
+        }
+        let n = ids.len();
+        assert!(n >= 34, "{n} operations");
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "repeated operation ids among {ids:?}");
+        for id in ["ask", "listEscalations", "claimEscalation", "getSession"] {
+            assert!(ids.iter().any(|i| i == id), "{id} missing from {ids:?}");
+        }
     }
 
     #[test]

@@ -145,7 +145,7 @@ pub(crate) struct ListQuery {
     before: Option<i64>,
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations", params(ListQuery), responses((status = 200, description = "Escalations this caller may see, newest first (open ones by default)", body = [Object]), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations", operation_id = "listEscalations", params(ListQuery), responses((status = 200, description = "Escalations this caller may see, newest first (open ones by default)", body = [Object]), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn list(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -170,7 +170,7 @@ pub(crate) async fn list(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations/{id}", params(("id" = i64, Path)), responses((status = 200, description = "One escalation: question, reason, run (factors, sources), options", body = Object), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations/{id}", operation_id = "getEscalation", params(("id" = i64, Path)), responses((status = 200, description = "One escalation: question, reason, run (factors, sources), options", body = Object), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn show(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -179,7 +179,7 @@ pub(crate) async fn show(
     blocking(&s, move |queue, _| Ok(queue.get(id, viewer(&caller))?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/claim", params(("id" = i64, Path)), responses((status = 200, description = "Claims it for this reviewer", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/claim", operation_id = "claimEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Claims it for this reviewer", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn claim(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -189,7 +189,7 @@ pub(crate) async fn claim(
     blocking(&s, move |queue, _| Ok(queue.claim(id, &who)?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/release", params(("id" = i64, Path)), responses((status = 200, description = "Gives a claim back", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/release", operation_id = "releaseEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Gives a claim back", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn release(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -251,7 +251,7 @@ pub(crate) struct SourceBody {
     section: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", params(("id" = i64, Path)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", operation_id = "answerEscalation", params(("id" = i64, Path)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn answer(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -317,7 +317,7 @@ pub(crate) struct RejectBody {
     why: String,
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/reject", params(("id" = i64, Path)), request_body = RejectBody, responses((status = 200, description = "Rejects it with a reason", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/reject", operation_id = "rejectEscalation", params(("id" = i64, Path)), request_body = RejectBody, responses((status = 200, description = "Rejects it with a reason", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn reject(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -328,7 +328,7 @@ pub(crate) async fn reject(
     blocking(&s, move |queue, _| Ok(queue.reject(id, &who, &body.why)?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/retract", params(("id" = i64, Path)), responses((status = 200, description = "Removes a promoted answer from the knowledge base", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/retract", operation_id = "retractEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Removes a promoted answer from the knowledge base", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn retract(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -345,7 +345,7 @@ pub(crate) async fn retract(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations/{id}/log", params(("id" = i64, Path)), responses((status = 200, description = "The audit log: who did what, when", body = [Object]), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations/{id}/log", operation_id = "getEscalationLog", params(("id" = i64, Path)), responses((status = 200, description = "The audit log: who did what, when", body = [Object]), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn log(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -367,7 +367,7 @@ pub(crate) struct WaitQuery {
     handle: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/escalations/{id}", params(("id" = i64, Path), WaitQuery), responses((status = 200, description = "The asker's view: status and resolution", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/escalations/{id}", operation_id = "getEscalationForAsker", params(("id" = i64, Path), WaitQuery), responses((status = 200, description = "The asker's view: status and resolution", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn asker_view(
     State(s): State<AppState>,
     Path(id): Path<i64>,
@@ -442,7 +442,7 @@ pub(crate) async fn asker_view(
     })))
 }
 
-#[utoipa::path(get, path = "/v1/review/reviewers", responses((status = 200, description = "Registered reviewers", body = [Object]), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/reviewers", operation_id = "listReviewers", responses((status = 200, description = "Registered reviewers", body = [Object]), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn reviewers(State(s): State<AppState>) -> ApiResult {
     blocking(&s, |queue, _| Ok(queue.reviewers()?)).await
 }
@@ -467,7 +467,7 @@ pub(crate) struct RegisterBody {
     description: String,
 }
 
-#[utoipa::path(post, path = "/v1/review/reviewers", request_body = RegisterBody, responses((status = 200, description = "Registers a new reviewer; the answer carries the reviewer's token, shown only this once", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/reviewers", operation_id = "registerReviewer", request_body = RegisterBody, responses((status = 200, description = "Registers a new reviewer; the answer carries the reviewer's token, shown only this once", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn register(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -487,7 +487,7 @@ pub(crate) async fn register(
     .await
 }
 
-#[utoipa::path(post, path = "/v1/review/reviewers/{id}/token", params(("id" = String, Path)), responses((status = 200, description = "A new token for the reviewer, shown only this once; the old one stops working", body = Object), (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/reviewers/{id}/token", operation_id = "rotateReviewerToken", params(("id" = String, Path)), responses((status = 200, description = "A new token for the reviewer, shown only this once; the old one stops working", body = Object), (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn rotate(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -501,7 +501,7 @@ pub(crate) async fn rotate(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/me", responses((status = 200, description = "Who the token names: `{\"role\": \"admin\" | \"reviewer\", \"reviewer\"}`", body = Object), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/me", operation_id = "getCurrentReviewer", responses((status = 200, description = "Who the token names: `{\"role\": \"admin\" | \"reviewer\", \"reviewer\"}`", body = Object), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn me(Extension(caller): Extension<Caller>) -> ApiResult {
     Ok(Json(match caller {
         Caller::Reviewer(id) => json!({"role": "reviewer", "reviewer": id}),
@@ -519,7 +519,7 @@ pub(crate) struct MessagesQuery {
     status: Option<MessageStatus>,
 }
 
-#[utoipa::path(get, path = "/v1/review/messages", params(MessagesQuery), responses((status = 200, description = "This reviewer's messages (direct and broadcast)", body = [Object]), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/messages", operation_id = "listMessages", params(MessagesQuery), responses((status = 200, description = "This reviewer's messages (direct and broadcast)", body = [Object]), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn messages(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -542,7 +542,7 @@ pub(crate) struct SendBody {
     body: String,
 }
 
-#[utoipa::path(post, path = "/v1/review/messages", request_body = SendBody, responses((status = 200, description = "Sends a message to a reviewer, or to every reviewer without `recipient`", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, description = "No such recipient", body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages", operation_id = "sendMessage", request_body = SendBody, responses((status = 200, description = "Sends a message to a reviewer, or to every reviewer without `recipient`", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, description = "No such recipient", body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn send(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -556,7 +556,7 @@ pub(crate) async fn send(
     .await
 }
 
-#[utoipa::path(post, path = "/v1/review/messages/{id}/read", params(("id" = i64, Path)), responses((status = 200, description = "Marks a message read", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, description = "The message is past that state", body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages/{id}/read", operation_id = "markMessageRead", params(("id" = i64, Path)), responses((status = 200, description = "Marks a message read", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, description = "The message is past that state", body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn read(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -569,7 +569,7 @@ pub(crate) async fn read(
     .await
 }
 
-#[utoipa::path(post, path = "/v1/review/messages/{id}/archive", params(("id" = i64, Path)), responses((status = 200, description = "Archives a message", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, description = "The message is past that state", body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages/{id}/archive", operation_id = "archiveMessage", params(("id" = i64, Path)), responses((status = 200, description = "Archives a message", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, description = "The message is past that state", body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn archive(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -582,7 +582,7 @@ pub(crate) async fn archive(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/context/{key}", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), responses((status = 200, description = "A shared context value (not found when restricted to others)", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/context/{key}", operation_id = "getContext", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), responses((status = 200, description = "A shared context value (not found when restricted to others)", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn get_context(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
@@ -601,7 +601,7 @@ pub(crate) struct ContextBody {
     allowed: Option<Vec<String>>,
 }
 
-#[utoipa::path(put, path = "/v1/review/context/{key}", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), request_body = ContextBody, responses((status = 200, description = "Writes a shared context value owned by this reviewer", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(put, path = "/v1/review/context/{key}", operation_id = "putContext", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), request_body = ContextBody, responses((status = 200, description = "Writes a shared context value owned by this reviewer", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn put_context(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,

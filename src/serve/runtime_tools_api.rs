@@ -71,7 +71,7 @@ async fn with_tools<T: Send + 'static>(
 
 /// Creates a run-time tool, or a new version of one: checked, run on its
 /// examples, stored; registered as `rt.<name>` when `verified`.
-#[utoipa::path(post, path = "/v1/tools/runtime", request_body = ToolSpec,
+#[utoipa::path(post, path = "/v1/tools/runtime", operation_id = "createRuntimeTool", request_body = ToolSpec,
     responses((status = 201, description = "Stored: the version, its status (`verified` or `failed`), quality, each example's outcome, and whether it is registered", body = Object),
         (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
@@ -92,7 +92,7 @@ pub(crate) async fn create(
 }
 
 /// The live run-time tools, each at its latest version.
-#[utoipa::path(get, path = "/v1/tools/runtime",
+#[utoipa::path(get, path = "/v1/tools/runtime", operation_id = "listRuntimeTools",
     responses((status = 200, description = "`{tools: [...]}`: name, version, status, quality, description, schema, code, examples", body = Object),
         (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
@@ -106,7 +106,7 @@ pub(crate) async fn list(
 }
 
 /// Deletes a run-time tool: unregistered, marked deleted, history kept.
-#[utoipa::path(delete, path = "/v1/tools/runtime/{name}", params(("name" = String, Path)),
+#[utoipa::path(delete, path = "/v1/tools/runtime/{name}", operation_id = "deleteRuntimeTool", params(("name" = String, Path)),
     responses((status = 200, description = "`{deleted, version}`", body = Object),
         (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody)),
@@ -126,7 +126,7 @@ pub(crate) async fn remove(
 }
 
 /// A run-time tool's versions and audit log (also after deletion).
-#[utoipa::path(get, path = "/v1/tools/runtime/{name}/history", params(("name" = String, Path)),
+#[utoipa::path(get, path = "/v1/tools/runtime/{name}/history", operation_id = "getRuntimeToolHistory", params(("name" = String, Path)),
     responses((status = 200, description = "`{name, deleted, versions, audit}`", body = Object),
         (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody)),

@@ -37,7 +37,7 @@ pub(super) fn visible(s: &AppState) -> Vec<ToolInfo> {
 /// Lists the tools an HTTP client may call: name, description, input
 /// schema, origin, timeout and retries, who may see it, usage statistics
 /// (calls, failures by kind, p50/p95 latency, last use) and health.
-#[utoipa::path(get, path = "/v1/tools",
+#[utoipa::path(get, path = "/v1/tools", operation_id = "listTools",
     responses((status = 200, body = ToolsResponse), (status = 401, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(State(s): State<AppState>) -> Result<Json<ToolsResponse>, ApiError> {
@@ -60,7 +60,7 @@ pub struct CallBody {
 /// Calls a tool under its policy. The result says whether it succeeded
 /// (`success`, `error`, `error_kind`, `suggestions`); a tool that is not
 /// offered to HTTP clients is 404.
-#[utoipa::path(post, path = "/v1/tools/{name}/call", request_body = CallBody,
+#[utoipa::path(post, path = "/v1/tools/{name}/call", operation_id = "callTool", request_body = CallBody,
     params(("name" = String, Path, pattern = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$", example = "rag_search")),
     responses((status = 200, description = "The call's result", body = Object),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
