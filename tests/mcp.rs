@@ -42,6 +42,11 @@ async fn ask_rotate(client: &RunningService<RoleClient, ()>) -> CallToolResult {
     .unwrap()
 }
 
+/// A result's body, cut for an assertion message.
+fn cut(b: &Value) -> String {
+    b.to_string().chars().take(500).collect()
+}
+
 /// The text content of a result.
 fn text_of(result: &CallToolResult) -> String {
     result
@@ -482,5 +487,37 @@ async fn grace_mcp_started_from_the_root_folder_with_environment_only_answers() 
     let r = ask_rotate(&client).await;
     assert_eq!(body(&r)["success"], true, "{}", body(&r));
     assert!(text_of(&r).contains("secrets.html"), "{}", text_of(&r));
+    // Started in `/`, it still may not read the server's files: the
+    // current folder is no allowed root, and none is set.
+    for outside in ["/etc/passwd", "/", "etc/passwd", "../../etc/passwd"] {
+        let r = call(&client, "ingest", json!({ "paths": [outside] }))
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(true), "{outside}");
+        let e = body(&r)["error"].as_str().unwrap().to_string();
+        assert!(e.contains("ingest.allowed_roots"), "{outside}: {e}");
+    }
+    // A question in another script, and one far past the size limit.
+    let r = call(
+        &client,
+        "ask",
+        json!({"question": "APIキーを入れ替えるには？"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(body(&r)["success"], true, "{}", body(&r));
+    // Two megabytes of question: not an answer (the model reads its first
+    // tokens only), and the server keeps serving.
+    let huge = "why ".repeat(500_000);
+    let r = call(&client, "ask", json!({ "question": huge }))
+        .await
+        .unwrap();
+    let b = body(&r);
+    assert!(
+        r.is_error == Some(true) || b["data"]["decision"] == "decline",
+        "{}",
+        cut(&b)
+    );
+    assert_eq!(body(&ask_rotate(&client).await)["success"], true);
     client.cancel().await.unwrap();
 }

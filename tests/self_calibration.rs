@@ -57,11 +57,17 @@ fn ingested(data: &Path, corpus: &Path) -> Arc<KnowledgeBase> {
     Arc::new(kb)
 }
 
+/// The whole sample corpus copied under `dir` and ingested into
+/// `dir/data`.
+fn whole_corpus(dir: &Path) -> Arc<KnowledgeBase> {
+    let corpus = corpus_copy(dir, 0, usize::MAX);
+    ingested(&dir.join("data"), &corpus)
+}
+
 #[test]
 fn questions_are_built_from_the_corpus_never_read_from_the_question_set() {
     let dir = tempfile::tempdir().unwrap();
-    let corpus = corpus_copy(dir.path(), 0, usize::MAX);
-    let kb = ingested(&dir.path().join("data"), &corpus);
+    let kb = whole_corpus(dir.path());
     let (plan, enough) = plan(&kb).unwrap();
     assert!(enough, "{} usable sections", plan.usable);
 
@@ -347,8 +353,7 @@ fn a_knowledge_base_too_small_keeps_the_defaults_and_says_so() {
 #[test]
 fn a_language_model_writes_the_questions_and_unusable_replies_keep_the_patterns() {
     let dir = tempfile::tempdir().unwrap();
-    let corpus = corpus_copy(dir.path(), 0, usize::MAX);
-    let kb = ingested(&dir.path().join("data"), &corpus);
+    let kb = whole_corpus(dir.path());
     let (patterns, enough) = plan(&kb).unwrap();
     assert!(enough);
     let sampled = patterns

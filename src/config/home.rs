@@ -64,5 +64,10 @@ mod tests {
             Some(PathBuf::from("/home/ann/.local/share/grace"))
         );
         assert_eq!(grace_home(&[]), None);
+        // Any text is a folder name; a relative one is taken as given.
+        let v = vars(&[("GRACE_HOME", "/srv/データ/grâce")]);
+        assert_eq!(grace_home(&v), Some(PathBuf::from("/srv/データ/grâce")));
+        let v = vars(&[("GRACE_HOME", "../g")]);
+        assert_eq!(grace_home(&v), Some(PathBuf::from("../g")));
     }
 }

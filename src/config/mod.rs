@@ -1018,11 +1018,8 @@ impl Config {
                 .and_then(|v| v.get(key))
                 .is_some_and(|v| !v.is_null())
         };
-        if let Some(p) = &file {
-            let base = p.parent().unwrap_or(Path::new(""));
-            config.resolve_paths(base, &set_in_file);
-        }
-        config.resolve_model_paths(grace_home(vars).as_deref(), &set_in_file);
+        let base = file.as_deref().and_then(Path::parent);
+        config.resolve_paths(base, grace_home(vars).as_deref(), &set_in_file);
         let from_env = env::apply_overrides(&mut config, vars)?;
         let source = file.as_deref().zip(text.as_deref());
         validate::validate(&config).map_err(|e| e.locate(source, &from_env))?;
@@ -1043,15 +1040,32 @@ impl Config {
         serde_yaml::to_string(self).map_err(ConfigError::from_yaml)
     }
 
-    /// Puts the model paths a config file does not set under GRACE's
-    /// per-user folder `home` (when known), where `scripts/setup` installs
-    /// the models; the file's own are already resolved against its folder.
-    fn resolve_model_paths(
+    /// Makes relative paths absolute: those a config file sets, and the
+    /// defaults of the data folder, display root and calibration file,
+    /// against the file's folder `base`; the model paths the file does not
+    /// set against GRACE's per-user folder `home`, where `scripts/setup`
+    /// installs the models. An unknown root leaves a path as it is (the
+    /// current directory).
+    fn resolve_paths(
         &mut self,
+        base: Option<&Path>,
         home: Option<&Path>,
         set_in_file: &dyn Fn(&str, &str) -> bool,
     ) {
-        let Some(home) = home else { return };
+        let join = |p: &mut PathBuf, root: Option<&Path>| {
+            if let Some(root) = root.filter(|r| !r.as_os_str().is_empty())
+                && p.is_relative()
+                && !p.as_os_str().is_empty()
+            {
+                *p = root.join(&*p);
+            }
+        };
+        for p in [&mut self.storage.data_dir, &mut self.server.display_root]
+            .into_iter()
+            .chain(self.confidence.calibration.as_mut())
+        {
+            join(p, base);
+        }
         for (section, key, p) in [
             ("embedding", "model_dir", &mut self.embedding.model_dir),
             (
@@ -1061,37 +1075,14 @@ impl Config {
             ),
             ("reader", "model_dir", &mut self.reader.model_dir),
         ] {
-            if !set_in_file(section, key) && p.is_relative() && !p.as_os_str().is_empty() {
-                *p = home.join(&*p);
-            }
-        }
-    }
-
-    /// Makes relative paths relative to `base` (the config file's folder):
-    /// the ones the file sets, and the defaults of the data folder,
-    /// display root and calibration file (the models' defaults go to
-    /// GRACE's per-user folder instead, [`Config::resolve_model_paths`]).
-    fn resolve_paths(&mut self, base: &Path, set_in_file: &dyn Fn(&str, &str) -> bool) {
-        let models = [
-            ("embedding", "model_dir", &mut self.embedding.model_dir),
-            (
-                "embedding",
-                "runtime_path",
-                &mut self.embedding.runtime_path,
-            ),
-            ("reader", "model_dir", &mut self.reader.model_dir),
-        ]
-        .into_iter()
-        .filter(|(section, key, _)| set_in_file(section, key))
-        .map(|(_, _, p)| p);
-        for p in [&mut self.storage.data_dir, &mut self.server.display_root]
-            .into_iter()
-            .chain(models)
-            .chain(self.confidence.calibration.as_mut())
-        {
-            if p.is_relative() && !p.as_os_str().is_empty() && !base.as_os_str().is_empty() {
-                *p = base.join(&*p);
-            }
+            join(
+                p,
+                if set_in_file(section, key) {
+                    base
+                } else {
+                    home
+                },
+            );
         }
     }
 

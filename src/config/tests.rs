@@ -12,6 +12,11 @@ fn write(dir: &Path, text: &str) -> PathBuf {
     p
 }
 
+/// The error loading the config file `p` gives (no environment).
+fn load_error(p: &Path) -> String {
+    Config::load_with_env(Some(p), &[]).unwrap_err().to_string()
+}
+
 pub(super) fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()
@@ -192,9 +197,7 @@ fn the_tool_mode_comes_from_file_or_environment_and_bad_values_name_the_key() {
         "{err}"
     );
     let p = write(dir.path(), "llm:\n  tool_mode: xml\n");
-    let err = Config::load_with_env(Some(&p), &[])
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&p);
     assert!(
         err.contains("llm.tool_mode") && err.contains("xml"),
         "{err}"
@@ -265,9 +268,7 @@ fn env_override_out_of_range_names_the_key() {
 fn unknown_key_in_file_names_key_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "qdrant:\n  collection: a\n  serch_limit: 3\n");
-    let err = Config::load_with_env(Some(&p), &[])
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&p);
     assert!(err.contains("serch_limit"), "{err}");
     assert!(err.contains("line 3"), "{err}");
     assert!(err.contains("c.yml"), "{err}");
@@ -277,9 +278,7 @@ fn unknown_key_in_file_names_key_and_line() {
 fn unknown_section_in_file_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "retrieval:\n  limit: 3\n");
-    let err = Config::load_with_env(Some(&p), &[])
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&p);
     assert!(err.contains("retrieval"), "{err}");
 }
 
@@ -287,9 +286,7 @@ fn unknown_section_in_file_is_an_error() {
 fn wrong_type_in_file_names_key_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "ingest:\n  chunk_size: big\n");
-    let err = Config::load_with_env(Some(&p), &[])
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&p);
     assert!(err.contains("ingest.chunk_size"), "{err}");
     assert!(err.contains("line 2"), "{err}");
 }
@@ -319,9 +316,7 @@ fn index_settings_from_the_environment() {
 fn unknown_quantization_is_an_error_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "storage:\n  quantization: int4\n");
-    let err = Config::load_with_env(Some(&p), &[])
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&p);
     assert!(err.contains("storage.quantization"), "{err}");
     assert!(err.contains("int4"), "{err}");
 }
@@ -330,9 +325,7 @@ fn unknown_quantization_is_an_error_naming_the_key() {
 fn unknown_backend_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "storage:\n  backend: sqlite\n");
-    let err = Config::load_with_env(Some(&p), &[])
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&p);
     assert!(err.contains("storage.backend"), "{err}");
     assert!(err.contains("sqlite"), "{err}");
 }
@@ -658,9 +651,7 @@ fn model_written_questions_need_a_model() {
         dir.path(),
         "confidence:\n  self_calibration:\n    model_questions: true\n",
     );
-    let err = Config::load_with_env(Some(&p), &[])
-        .unwrap_err()
-        .to_string();
+    let err = load_error(&p);
     assert!(
         err.contains("confidence.self_calibration.model_questions") && err.contains("llm.provider"),
         "{err}"

@@ -436,6 +436,21 @@ mod tests {
                     .to_vec(),
                 "not a model card",
             ),
+            // Numbers beyond f32 and nesting beyond the parser's depth.
+            (
+                b"similarity:\n  query: {scale: 1e300, shift: 0}\n  passage: {scale: 1, shift: 0}\n"
+                    .to_vec(),
+                "similarity.query.scale",
+            ),
+            (
+                b"similarity:\n  query: {scale: 1, shift: -1e40}\n  passage: {scale: 1, shift: 0}\n"
+                    .to_vec(),
+                "similarity.query.shift",
+            ),
+            (
+                [b"similarity: ".to_vec(), vec![b'['; 60_000]].concat(),
+                "not a model card",
+            ),
             (b"pooling: cls\n".to_vec(), "pooling `cls`"),
             (b"query_prefix: [1, 2\n".to_vec(), "not a model card"),
             (

@@ -19,6 +19,8 @@ use super::questions::{MAX_CHARS, last_heading};
 
 /// Most characters of a section the model reads.
 const MAX_SECTION_CHARS: usize = 2_000;
+/// Most characters of the section's heading the model reads.
+const MAX_HEADING_CHARS: usize = 200;
 /// Shortest question accepted (characters; a Japanese question can be
 /// short).
 const MIN_CHARS: usize = 6;
@@ -36,7 +38,7 @@ pub fn request(path: &str, text: &str) -> GenerateRequest {
     let user = format!(
         "Write the question in {}.\n\nSection: {}\n\n{}",
         lang.name(),
-        last_heading(path),
+        truncate_chars(last_heading(path), MAX_HEADING_CHARS),
         truncate_chars(text, MAX_SECTION_CHARS)
     );
     GenerateRequest {
@@ -124,34 +126,53 @@ mod tests {
 
     #[test]
     fn labels_marks_and_quotes_are_taken_off_and_only_the_first_line_counts() {
-        assert_eq!(
-            vet("\n1. Question: \"Why is my disk full?\"\nBecause…", "x").as_deref(),
-            Some("Why is my disk full?")
-        );
-        assert_eq!(
-            vet("「パッケージを消すには？」", "x").as_deref(),
-            Some("パッケージを消すには？")
-        );
+        for (reply, want) in [
+            (
+                "\n1. Question: \"Why is my disk full?\"\nBecause…",
+                "Why is my disk full?",
+            ),
+            ("「パッケージを消すには？」", "パッケージを消すには？"),
+            // A question that starts with a digit or a dash keeps it; a
+            // list mark followed by a space goes.
+            ("2FA for ssh, how?", "2FA for ssh, how?"),
+            ("--purge removes what?", "--purge removes what?"),
+            ("- Why is it slow?", "Why is it slow?"),
+            ("12) Why is it slow?", "Why is it slow?"),
+        ] {
+            assert_eq!(vet(reply, "x").as_deref(), Some(want), "{reply:?}");
+        }
     }
 
     #[test]
-    fn a_question_starting_with_a_digit_or_a_dash_keeps_it() {
+    fn hostile_replies_are_bounded_and_cut_on_character_boundaries() {
+        // Megabytes on one line: refused as too long, not copied about.
+        let huge = format!("{}?", "数".repeat(2_000_000));
+        assert_eq!(vet(&huge, "x"), None);
+        // A usable first line before megabytes of anything.
+        let reply = format!("Why does apt hang?\n{}", "\u{0}\u{202e}".repeat(1_000_000));
+        assert_eq!(vet(&reply, "x").as_deref(), Some("Why does apt hang?"));
+        // Multi-byte marks and spaces next to the list number.
         assert_eq!(
-            vet("2FA for ssh, how?", "x").as_deref(),
-            Some("2FA for ssh, how?")
+            vet("１. ３\u{3000}設定ファイルを消すには？", "x").as_deref(),
+            Some("１. ３\u{3000}設定ファイルを消すには？")
         );
         assert_eq!(
-            vet("--purge removes what?", "x").as_deref(),
-            Some("--purge removes what?")
+            vet("7.\u{3000}設定ファイルを消すには？", "x").as_deref(),
+            Some("設定ファイルを消すには？")
         );
-        assert_eq!(
-            vet("- Why is it slow?", "x").as_deref(),
-            Some("Why is it slow?")
-        );
-        assert_eq!(
-            vet("12) Why is it slow?", "x").as_deref(),
-            Some("Why is it slow?")
-        );
+        // Only marks, quotes or a lone question mark: nothing to ask.
+        for reply in ["?", "「？」", "1. ?", "\"\"\"?\"\"\"", "🙂🙂🙂🙂🙂?"] {
+            let got = vet(reply, "x");
+            assert!(
+                got.as_deref()
+                    .is_none_or(|q| q.chars().count() >= MIN_CHARS),
+                "{reply:?}: {got:?}"
+            );
+        }
+        // A heading of any length, in the prompt, is cut too.
+        let r = request(&"見".repeat(100_000), "本文");
+        let user = r.messages[1].content.chars().count();
+        assert!(user < MAX_HEADING_CHARS + 200, "{user} characters");
     }
 
     #[test]
