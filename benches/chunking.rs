@@ -6,7 +6,7 @@ use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use grace::ingest::chunk::{ChunkParams, chunk_sections};
-use grace::ingest::load::{Format, load};
+use grace::ingest::load::{Format, Limits, load};
 
 fn corpus() -> Vec<Vec<u8>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/debian-faq/corpus");
@@ -41,7 +41,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut n = 0;
             for f in &files {
-                if let Ok(doc) = load(black_box(f), Format::Markdown) {
+                if let Ok(doc) = load(black_box(f), Format::Markdown, &Limits::default()) {
                     n += chunk_sections(&doc.sections, params).len();
                 }
             }

@@ -64,6 +64,7 @@ fn fill(store: &EdgeStore, rng: &mut Rng, lexical: &LexicalEncoder, points: usiz
                 chunk_index: i % 10,
                 text,
                 content_hash: "bench".into(),
+                page: None,
             },
         });
         if batch.len() == 1000 {

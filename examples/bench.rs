@@ -115,7 +115,8 @@ fn chunk_texts(config: &Config, corpus: &PathBuf) -> Result<Vec<String>> {
     let mut texts = Vec::new();
     for f in &found.files {
         let bytes = std::fs::read(&f.path)?;
-        let Ok(doc) = load(&bytes, Format::from_path(&f.path).unwrap_or(Format::Text)) else {
+        let format = Format::from_path(&f.path).unwrap_or(Format::Text);
+        let Ok(doc) = load(&bytes, format, &grace::ingest::limits(&config.ingest)) else {
             continue;
         };
         for c in chunk_sections(&doc.sections, params) {

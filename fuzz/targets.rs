@@ -7,7 +7,7 @@
 use std::sync::{Arc, OnceLock};
 
 use grace::ingest::chunk::{ChunkParams, chunk_sections, chunk_text, sentences};
-use grace::ingest::load::{Format, load};
+use grace::ingest::load::{Format, Limits, load};
 use grace::lexical::{LexicalEncoder, distinct_identifiers, identifiers, identifiers_found};
 use grace::llm::{GenerateRequest, Generation, LlmClient, StopReason};
 use grace::plan::{Planner, ToolSpec};
@@ -18,6 +18,7 @@ use serde_json::json;
 /// Every target, by the name `scripts/fuzz` and the corpus folders use.
 pub const TARGETS: &[&str] = &[
     "config", "markdown", "html", "rst", "text", "chunker", "lexical", "plan", "answer", "http",
+    "pdf", "docx", "odt", "epub", "man", "qa",
 ];
 
 /// Runs target `name` on `data`; `false` for an unknown name.
@@ -28,6 +29,17 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "html" => loader(data, Format::Html),
         "rst" => loader(data, Format::ReStructuredText),
         "text" => loader(data, Format::Text),
+        "pdf" => loader(data, Format::Pdf),
+        "docx" => archive(data, Format::Docx, "word/document.xml", &[]),
+        "odt" => archive(data, Format::Odt, "content.xml", &[]),
+        "epub" => archive(data, Format::Epub, "c.opf", EPUB_PARTS),
+        "man" => loader(data, Format::Man),
+        // One byte picks CSV or JSON lines.
+        "qa" => match data.split_first() {
+            Some((b, rest)) if b % 2 == 0 => loader(rest, Format::QaCsv),
+            Some((_, rest)) => loader(rest, Format::QaJsonl),
+            None => {}
+        },
         "chunker" => chunker(data),
         "lexical" => lexical(data),
         "plan" => plan(data),
@@ -61,7 +73,7 @@ fn config(data: &[u8]) {
 
 /// One loader, then the chunker over what it read.
 fn loader(data: &[u8], format: Format) {
-    if let Ok(doc) = load(data, format) {
+    if let Ok(doc) = load(data, format, &Limits::default()) {
         let _ = chunk_sections(
             &doc.sections,
             ChunkParams {
@@ -69,6 +81,42 @@ fn loader(data: &[u8], format: Format) {
                 overlap: 8,
             },
         );
+    }
+}
+
+/// The fixed parts of an EPUB whose package file (`c.opf`) is fuzzed.
+const EPUB_PARTS: &[(&str, &[u8])] = &[
+    (
+        "META-INF/container.xml",
+        b"<container><rootfiles><rootfile full-path=\"c.opf\"/></rootfiles></container>",
+    ),
+    (
+        "a.xhtml",
+        b"<html><body><h1>C</h1><p>text</p></body></html>",
+    ),
+];
+
+/// A ZIP-based format. The first byte picks: even, the rest is the file;
+/// odd, the rest is the XML of `entry`, zipped here with `parts`
+/// (mutations of a compressed, checksummed archive rarely reach the XML).
+fn archive(data: &[u8], format: Format, entry: &str, parts: &[(&str, &[u8])]) {
+    match data.split_first() {
+        Some((b, rest)) if b % 2 == 1 => {
+            use std::io::Write;
+            let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+            let stored = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored);
+            for (name, bytes) in parts.iter().copied().chain([(entry, rest)]) {
+                if w.start_file(name, stored).is_err() || w.write_all(bytes).is_err() {
+                    return;
+                }
+            }
+            if let Ok(c) = w.finish() {
+                loader(&c.into_inner(), format);
+            }
+        }
+        Some((_, rest)) => loader(rest, format),
+        None => {}
     }
 }
 

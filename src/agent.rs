@@ -160,6 +160,9 @@ pub struct SeenPassage {
     pub source: String,
     /// Its heading path.
     pub section: String,
+    /// Its page, for documents with pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
     /// Its text (as the model read it).
     pub text: String,
     /// The id of the search step that found it.
@@ -572,6 +575,7 @@ impl Agent<'_> {
                                 number,
                                 source: p.source.clone(),
                                 section: p.section.clone(),
+                                page: p.page,
                                 text: text.clone(),
                                 step: id.clone(),
                             });
@@ -582,6 +586,7 @@ impl Agent<'_> {
                         "n": number,
                         "source": file_name(&p.source),
                         "section": p.section,
+                        "page": p.page,
                         "text": text,
                     }));
                 }
@@ -734,6 +739,7 @@ impl Agent<'_> {
                     number: n,
                     source: Some(p.source.clone()),
                     section: Some(p.section.clone()).filter(|s| !s.is_empty()),
+                    page: p.page,
                 });
             }
         }

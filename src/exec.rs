@@ -904,7 +904,13 @@ fn output_value(output: &ToolOutput) -> Value {
         ToolOutput::Passages(passages) => Value::Array(
             passages
                 .iter()
-                .map(|p| json!({"text": p.text, "source": p.source, "section": p.section}))
+                .map(|p| {
+                    let mut v = json!({"text": p.text, "source": p.source, "section": p.section});
+                    if let Some(page) = p.page {
+                        v["page"] = json!(page);
+                    }
+                    v
+                })
                 .collect(),
         ),
         ToolOutput::Answer(a) => json!({"text": a.text, "abstained": a.abstained}),

@@ -219,6 +219,7 @@ mod tests {
             source: format!("/kb/{id}.md"),
             section: String::new(),
             chunk_index: 0,
+            page: None,
             text: format!("passage {id}"),
             score: 0.5,
             fused_score: 0.0,

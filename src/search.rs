@@ -52,6 +52,9 @@ pub struct Passage {
     pub section: String,
     /// Position of the chunk in its document, from 0.
     pub chunk_index: usize,
+    /// The page it is on, from 1, for documents with pages (PDF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
     /// The passage's text.
     pub text: String,
     /// Cosine similarity of the passage to the query, in [-1, 1].
@@ -248,6 +251,7 @@ pub fn search(
                 source: point.payload.source,
                 section: point.payload.section,
                 chunk_index: point.payload.chunk_index,
+                page: point.payload.page,
                 text: point.payload.text,
                 score,
                 fused_score: f.score,
@@ -291,6 +295,7 @@ mod tests {
                 source: format!("/kb/{id}.md"),
                 section: String::new(),
                 chunk_index: 0,
+                page: None,
                 text: format!("passage {id}"),
                 content_hash: String::new(),
             },

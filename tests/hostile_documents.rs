@@ -12,7 +12,7 @@
 
 mod common;
 
-use grace::ingest::load::{Format, load};
+use grace::ingest::load::{Format, Limits, load};
 
 const DEPTH: usize = 100_000;
 const STACK: usize = 2 * 1024 * 1024;
@@ -23,7 +23,8 @@ fn load_on_small_stack(text: String, format: Format) -> String {
     std::thread::Builder::new()
         .stack_size(STACK)
         .spawn(move || {
-            let doc = load(text.as_bytes(), format).expect("the document loads");
+            let doc =
+                load(text.as_bytes(), format, &Limits::default()).expect("the document loads");
             doc.sections
                 .iter()
                 .map(|s| s.text.as_str())

@@ -16,7 +16,7 @@ mod common;
 use std::sync::Arc;
 
 use grace::ingest::chunk::{ChunkParams, chunk_text, sentences};
-use grace::ingest::load::{Format, load};
+use grace::ingest::load::{Format, Limits, load};
 use grace::lexical::{LexicalEncoder, distinct_identifiers, identifiers, identifiers_found};
 use grace::tools::{Reasoning, Tool};
 use serde_json::json;
@@ -163,9 +163,12 @@ fn loaders_take_any_text_without_panicking() {
         (12, Format::Html),
         (13, Format::ReStructuredText),
         (14, Format::Text),
+        (15, Format::Man),
+        (16, Format::QaCsv),
+        (17, Format::QaJsonl),
     ] {
         for_each_text(seed, 60, |text| {
-            if let Ok(doc) = load(text.as_bytes(), format) {
+            if let Ok(doc) = load(text.as_bytes(), format, &Limits::default()) {
                 for s in &doc.sections {
                     assert!(!s.text.is_empty());
                     if format == Format::Text {

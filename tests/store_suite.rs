@@ -184,6 +184,11 @@ fn point(
             chunk_index: index,
             text: text.to_string(),
             content_hash: "h".to_string(),
+            // A page on some points: it must come back as stored, and its
+            // absence too.
+            page: index
+                .is_multiple_of(2)
+                .then(|| u32::try_from(index + 1).unwrap_or(u32::MAX)),
         },
     }
 }

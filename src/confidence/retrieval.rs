@@ -101,6 +101,7 @@ mod tests {
             source: "/kb/a.md".into(),
             section: String::new(),
             chunk_index: 0,
+            page: None,
             text: text.into(),
             score,
             fused_score: 0.0,

@@ -264,8 +264,22 @@ pub struct IngestConfig {
     pub include: Vec<String>,
     /// Glob patterns of files and folders to skip.
     pub exclude: Vec<String>,
-    /// Files larger than this many bytes are reported and skipped.
+    /// Files larger than this many bytes are reported and skipped; also the
+    /// most a file may expand to (a gzipped man page, a DOCX's XML, a
+    /// PDF's text).
     pub max_file_bytes: u64,
+    /// Most times a compressed stream (gzip, a ZIP entry) may expand; more
+    /// is taken for a decompression bomb and the file is skipped.
+    pub max_compression_ratio: u64,
+    /// Most entries a ZIP-based file (DOCX, ODT, EPUB) may list.
+    pub max_archive_entries: usize,
+    /// Most pages of a PDF, chapters of an EPUB or rows of a Q&A table.
+    pub max_pages: usize,
+    /// The column (CSV) or key (JSONL) of a Q&A table that holds the
+    /// question; it becomes the passage's heading.
+    pub qa_question_column: String,
+    /// The column or key of a Q&A table that holds the answer.
+    pub qa_answer_column: String,
     /// Chunks embedded and committed together (store flush + manifest
     /// save). Smaller loses less work to a crash; larger is faster.
     pub commit_chunks: usize,
@@ -296,6 +310,15 @@ impl Default for IngestConfig {
                 "**/*.rst",
                 "**/*.html",
                 "**/*.htm",
+                "**/*.pdf",
+                "**/*.pdf.gz",
+                "**/*.docx",
+                "**/*.odt",
+                "**/*.epub",
+                "**/*.[1-9]",
+                "**/*.[1-9].gz",
+                "**/*.csv",
+                "**/*.jsonl",
             ]
             .map(String::from)
             .to_vec(),
@@ -303,6 +326,11 @@ impl Default for IngestConfig {
                 .map(String::from)
                 .to_vec(),
             max_file_bytes: 10_000_000,
+            max_compression_ratio: 100,
+            max_archive_entries: 10_000,
+            max_pages: 5_000,
+            qa_question_column: "question".into(),
+            qa_answer_column: "answer".into(),
             commit_chunks: 256,
             max_files: 100_000,
             store_retries: 5,

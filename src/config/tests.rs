@@ -379,6 +379,27 @@ fn out_of_range_values_name_key_and_line() {
         ("ingest:\n  include: []\n", "ingest.include", 2),
         ("ingest:\n  exclude: [\"a/[\"]\n", "ingest.exclude", 2),
         ("ingest:\n  max_file_bytes: 0\n", "ingest.max_file_bytes", 2),
+        (
+            "ingest:\n  max_compression_ratio: 0\n",
+            "ingest.max_compression_ratio",
+            2,
+        ),
+        (
+            "ingest:\n  max_archive_entries: 0\n",
+            "ingest.max_archive_entries",
+            2,
+        ),
+        ("ingest:\n  max_pages: 0\n", "ingest.max_pages", 2),
+        (
+            "ingest:\n  qa_question_column: \" \"\n",
+            "ingest.qa_question_column",
+            2,
+        ),
+        (
+            "ingest:\n  qa_question_column: Q\n  qa_answer_column: q\n",
+            "ingest.qa_answer_column",
+            3,
+        ),
         ("ingest:\n  commit_chunks: 0\n", "ingest.commit_chunks", 2),
         ("embedding:\n  max_length: 1\n", "embedding.max_length", 2),
         ("embedding:\n  batch_size: 0\n", "embedding.batch_size", 2),

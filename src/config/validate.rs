@@ -114,6 +114,35 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     if i.max_file_bytes == 0 {
         return Err(invalid("ingest.max_file_bytes", "must be greater than 0"));
     }
+    for (key, value) in [
+        (
+            "ingest.max_compression_ratio",
+            i.max_compression_ratio as usize,
+        ),
+        ("ingest.max_archive_entries", i.max_archive_entries),
+        ("ingest.max_pages", i.max_pages),
+    ] {
+        if value == 0 {
+            return Err(invalid(key, "must be greater than 0"));
+        }
+    }
+    for (key, value) in [
+        ("ingest.qa_question_column", &i.qa_question_column),
+        ("ingest.qa_answer_column", &i.qa_answer_column),
+    ] {
+        if value.trim().is_empty() {
+            return Err(invalid(key, "must name a column"));
+        }
+    }
+    if i.qa_question_column
+        .trim()
+        .eq_ignore_ascii_case(i.qa_answer_column.trim())
+    {
+        return Err(invalid(
+            "ingest.qa_answer_column",
+            "must differ from ingest.qa_question_column",
+        ));
+    }
     if !(1..=10_000_000).contains(&i.max_files) {
         return Err(invalid(
             "ingest.max_files",

@@ -18,6 +18,8 @@ pub struct Chunk {
     pub section: String,
     /// The chunk's own text.
     pub text: String,
+    /// The page its section is on (PDF), from 1.
+    pub page: Option<u32>,
 }
 
 impl Chunk {
@@ -58,6 +60,7 @@ pub fn chunk_sections(sections: &[Section], params: ChunkParams) -> Vec<Chunk> {
             out.push(Chunk {
                 section: section.clone(),
                 text,
+                page: s.page,
             });
         }
     }
@@ -391,10 +394,12 @@ mod tests {
             Section {
                 headings: vec!["A".into()],
                 text: "Alpha text.".into(),
+                page: None,
             },
             Section {
                 headings: vec!["A".into(), "B".into()],
                 text: "Beta text.".into(),
+                page: Some(2),
             },
         ];
         let chunks = chunk_sections(
@@ -406,6 +411,7 @@ mod tests {
         );
         assert_eq!(chunks.len(), 2);
         assert_eq!(chunks[1].section, "A > B");
+        assert_eq!((chunks[0].page, chunks[1].page), (None, Some(2)));
         assert_eq!(chunks[1].embedding_text(None), "A > B\nBeta text.");
         assert_eq!(
             chunks[0].embedding_text(Some("Doc")),

@@ -45,6 +45,18 @@ pub fn pipeline_model(pipeline: &str) -> &str {
 /// Chunks embedded per call to the embedder (and per progress event).
 const PROGRESS_STEP: usize = 64;
 
+/// The loaders' limits from the ingest settings.
+pub fn limits(config: &IngestConfig) -> load::Limits {
+    load::Limits {
+        max_bytes: config.max_file_bytes,
+        max_ratio: config.max_compression_ratio,
+        max_entries: config.max_archive_entries,
+        max_pages: config.max_pages,
+        qa_question: config.qa_question_column.clone(),
+        qa_answer: config.qa_answer_column.clone(),
+    }
+}
+
 /// Result of ingest operations.
 pub type Result<T> = std::result::Result<T, IngestError>;
 
@@ -498,7 +510,8 @@ impl Ingestor<'_> {
             None if candidate.explicit => Format::Text,
             None => return Err("unsupported file type".into()),
         };
-        let doc = load::load(&bytes, format).map_err(|e: LoadError| e.to_string())?;
+        let doc = load::load(&bytes, format, &limits(self.config))
+            .map_err(|e: LoadError| e.to_string())?;
         let params = ChunkParams {
             size: self.config.chunk_size,
             overlap: self.config.chunk_overlap,
@@ -596,6 +609,7 @@ impl Ingestor<'_> {
                         chunk_index: i,
                         text: c.text.clone(),
                         content_hash: p.hash.clone(),
+                        page: c.page,
                     },
                 });
             }

@@ -368,7 +368,7 @@ mod tests {
         fs::create_dir_all(root.join("node_modules/pkg")).unwrap();
         fs::write(root.join("docs/a.md"), "a").unwrap();
         fs::write(root.join("docs/sub/b.rst"), "b").unwrap();
-        fs::write(root.join("docs/c.pdf"), "c").unwrap();
+        fs::write(root.join("docs/c.png"), "c").unwrap();
         fs::write(root.join(".git/d.md"), "d").unwrap();
         fs::write(root.join("node_modules/pkg/e.md"), "e").unwrap();
         fs::write(root.join("f.txt"), "f").unwrap();

@@ -70,7 +70,7 @@ pub fn ask(full: &Value) -> Value {
         .flatten()
         .map(|c| {
             drop_nulls(
-                json!({"number": c["number"], "source": c["source"], "section": c["section"]}),
+                json!({"number": c["number"], "source": c["source"], "section": c["section"], "page": c["page"]}),
             )
         })
         .collect();
@@ -110,6 +110,9 @@ pub fn ask_text(b: &Value) -> String {
         .flatten()
         .map(|c| {
             let mut s = format!("[{}] {}", c["number"], c["source"].as_str().unwrap_or("?"));
+            if let Some(page) = c["page"].as_u64() {
+                s.push_str(&format!(" p. {page}"));
+            }
             if let Some(sec) = c["section"].as_str().filter(|s| !s.is_empty()) {
                 s.push_str(&format!(" § {sec}"));
             }
@@ -158,7 +161,7 @@ pub fn tool(full: &Value) -> Value {
                 .flatten()
                 .map(|p| {
                     drop_nulls(json!({
-                        "source": p["source"], "section": p["section"],
+                        "source": p["source"], "section": p["section"], "page": p["page"],
                         "text": p["text"], "score": round(&p["score"]),
                     }))
                 })
@@ -191,6 +194,9 @@ pub fn tool_text(b: &Value) -> String {
             .enumerate()
             .map(|(i, p)| {
                 let mut head = format!("{}. {}", i + 1, p["source"].as_str().unwrap_or("?"));
+                if let Some(page) = p["page"].as_u64() {
+                    head.push_str(&format!(" p. {page}"));
+                }
                 if let Some(s) = p["section"].as_str().filter(|s| !s.is_empty()) {
                     head.push_str(&format!(" § {s}"));
                 }

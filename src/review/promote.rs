@@ -60,6 +60,8 @@ pub fn promote(
         .iter()
         .filter_map(|c| {
             let s = c.source.as_deref()?;
+            let page = c.page.map(|n| format!(" p. {n}")).unwrap_or_default();
+            let s = format!("{s}{page}");
             Some(match &c.section {
                 Some(sec) if !sec.is_empty() => format!("- {s} § {sec}"),
                 _ => format!("- {s}"),

@@ -277,6 +277,7 @@ pub(crate) async fn answer(
                 number: i + 1,
                 source: Some(src.source),
                 section: src.section,
+                page: None,
             })
             .collect(),
         confidence,

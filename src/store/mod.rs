@@ -184,6 +184,9 @@ pub struct ChunkPayload {
     pub text: String,
     /// sha256 of the document's bytes when the chunk was made.
     pub content_hash: String,
+    /// The page the chunk is on, from 1, for documents with pages (PDF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
 }
 
 /// One point to upsert (or read back by [`VectorStore::scroll`]).

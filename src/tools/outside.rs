@@ -20,6 +20,7 @@ pub fn passage(source: &str, section: &str, chunk_index: usize, text: &str) -> P
         source: source.to_string(),
         section: section.to_string(),
         chunk_index,
+        page: None,
         text: text.to_string(),
         score: 0.0,
         fused_score: 0.0,

@@ -38,6 +38,9 @@ pub struct Citation {
     pub source: Option<String>,
     /// The heading path of the cited passage, when the source gave one.
     pub section: Option<String>,
+    /// The page of the cited passage, from 1, when its document has pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
 }
 
 /// An answer with its citations.
@@ -129,7 +132,8 @@ impl Tool for Reasoning {
                         "properties": {
                             "text": {"type": "string", "minLength": 1},
                             "source": {"type": "string"},
-                            "section": {"type": "string"}
+                            "section": {"type": "string"},
+                            "page": {"type": "integer", "minimum": 1}
                         },
                         "required": ["text"]
                     }
@@ -149,7 +153,7 @@ impl Tool for Reasoning {
             .get("sources")
             .and_then(Value::as_array)
             .ok_or_else(|| {
-                invalid("`sources` must be an array of {text, source?, section?}".into())
+                invalid("`sources` must be an array of {text, source?, section?, page?}".into())
             })?;
         let mut sources = Vec::with_capacity(items.len());
         let mut origins = Vec::with_capacity(items.len());
@@ -168,12 +172,19 @@ impl Tool for Reasoning {
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
                 .map(str::to_string);
-            let label = match (&source, &section) {
+            let page = item
+                .get("page")
+                .and_then(Value::as_u64)
+                .and_then(|p| u32::try_from(p).ok());
+            let mut label = match (&source, &section) {
                 (Some(s), Some(sec)) => format!("{s} § {sec}"),
                 (Some(s), None) => s.clone(),
                 (None, Some(sec)) => sec.clone(),
                 (None, None) => format!("source {}", i + 1),
             };
+            if let Some(p) = page {
+                label.push_str(&format!(", p. {p}"));
+            }
             // The heading path is part of the passage (it was indexed with it):
             // an answer may rest on it ("Error ORB-2001: health check failed").
             let heading = section
@@ -186,7 +197,7 @@ impl Tool for Reasoning {
                 text,
                 heading,
             });
-            origins.push((source, section));
+            origins.push((source, section, page));
         }
 
         let request = GenerateRequest {
@@ -260,11 +271,12 @@ impl Tool for Reasoning {
             if citations.iter().any(|c| c.number == n) {
                 continue;
             }
-            if let Some((source, section)) = n.checked_sub(1).and_then(|i| origins.get(i)) {
+            if let Some((source, section, page)) = n.checked_sub(1).and_then(|i| origins.get(i)) {
                 citations.push(Citation {
                     number: n,
                     source: source.clone(),
                     section: section.clone(),
+                    page: *page,
                 });
             }
         }

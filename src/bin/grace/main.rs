@@ -250,13 +250,15 @@ fn quiet_on_broken_pipe() {
 
 fn init_logging(cli: &Cli) {
     // qdrant-edge logs start-up warnings meant for the Qdrant server
-    // ("Feature flags not initialized!"); its errors still show.
+    // ("Feature flags not initialized!"); its errors still show. pdf_oxide
+    // warns of every oddity it reads past in a PDF (most PDFs have some);
+    // a PDF it cannot read is reported by the ingest itself.
     let default = if cli.quiet {
         "error"
     } else {
         match cli.verbose {
-            0 => "warn,qdrant_edge=error",
-            1 => "info,qdrant_edge=error",
+            0 => "warn,qdrant_edge=error,pdf_oxide=off",
+            1 => "info,qdrant_edge=error,pdf_oxide=off",
             _ => "debug",
         }
     };

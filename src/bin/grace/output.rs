@@ -127,11 +127,10 @@ pub fn passages(passages: &[Passage], json: bool) {
         return;
     }
     for (i, p) in passages.iter().enumerate() {
-        let section = if p.section.is_empty() {
-            String::new()
-        } else {
-            format!(" § {}", p.section)
-        };
+        let mut section = p.page.map(|n| format!(" p. {n}")).unwrap_or_default();
+        if !p.section.is_empty() {
+            section.push_str(&format!(" § {}", p.section));
+        }
         let via = match (p.dense_rank, p.lexical_rank) {
             (Some(_), Some(_)) => "dense+lexical",
             (Some(_), None) => "dense",
@@ -803,9 +802,10 @@ fn print_citations(a: &grace::tools::Answer) {
             .as_deref()
             .map(display_path)
             .unwrap_or_else(|| "(unnamed)".into());
+        let page = c.page.map(|n| format!(" p. {n}")).unwrap_or_default();
         match &c.section {
-            Some(sec) => println!("  [{}] {source} § {sec}", c.number),
-            None => println!("  [{}] {source}", c.number),
+            Some(sec) => println!("  [{}] {source}{page} § {sec}", c.number),
+            None => println!("  [{}] {source}{page}", c.number),
         }
     }
 }

@@ -280,6 +280,7 @@ fn citation(index: usize, spec: &str) -> Citation {
         number: index + 1,
         source: Some(source),
         section,
+        page: None,
     }
 }
 

@@ -297,7 +297,7 @@ fn heading_level(name: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Format, load};
+    use super::super::{Format, Limits, load};
     use super::MAX_DEPTH;
 
     fn nesting_depth(text: &str) -> usize {
@@ -327,7 +327,7 @@ mod tests {
              <h2>Heading</h2><p>Fish &amp; chips &lt;3</p><!-- hidden --><div>next</div></body></html>",
             "<div>".repeat(MAX_DEPTH + 1)
         );
-        let doc = load(deep.as_bytes(), Format::Html).unwrap();
+        let doc = load(deep.as_bytes(), Format::Html, &Limits::default()).unwrap();
         let text: Vec<&str> = doc.sections.iter().map(|s| s.text.as_str()).collect();
         let all = text.join("\n");
         assert!(all.contains("Fish & chips <3"), "{all}");
@@ -341,7 +341,7 @@ mod tests {
             "{}<h2>Heading</h2><p>text</p>",
             "<div>".repeat(MAX_DEPTH - 1)
         );
-        let doc = load(shallow.as_bytes(), Format::Html).unwrap();
+        let doc = load(shallow.as_bytes(), Format::Html, &Limits::default()).unwrap();
         assert_eq!(doc.sections[0].headings, vec!["Heading".to_string()]);
     }
 
@@ -353,7 +353,7 @@ mod tests {
 <h1>Install</h1><p>Run <code>make</code>.</p><script>alert(1)</script>
 <h2>From source</h2><ul><li>one</li><li>two</li></ul>
 <noscript>enable js</noscript></body></html>"#;
-        let doc = load(html.as_bytes(), Format::Html).unwrap();
+        let doc = load(html.as_bytes(), Format::Html, &Limits::default()).unwrap();
         assert_eq!(doc.title.as_deref(), Some("The Guide"));
         let all: String = doc
             .sections

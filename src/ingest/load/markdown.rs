@@ -60,12 +60,12 @@ fn level_number(level: HeadingLevel) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Format, load as load_bytes, outline};
+    use super::super::{Format, Limits, load as load_bytes, outline};
 
     #[test]
     fn headings_make_nested_sections() {
         let md = "---\ntitle: x\n---\nIntro text.\n\n# Install\nRun it.\n\n## From source\nUse `make install`.\n\n```sh\ncargo build --release\n```\n\n# Usage\n- one\n- two\n";
-        let doc = load_bytes(md.as_bytes(), Format::Markdown).unwrap();
+        let doc = load_bytes(md.as_bytes(), Format::Markdown, &Limits::default()).unwrap();
         let got = outline(&doc);
         assert_eq!(
             got,
@@ -84,7 +84,7 @@ mod tests {
     #[test]
     fn setext_headings_and_inline_markup() {
         let md = "Title\n=====\n\nSome *emphasis* and a [link](http://x).\n\nSub\n---\n\nbody";
-        let doc = load_bytes(md.as_bytes(), Format::Markdown).unwrap();
+        let doc = load_bytes(md.as_bytes(), Format::Markdown, &Limits::default()).unwrap();
         assert_eq!(doc.sections[0].headings, vec!["Title"]);
         assert_eq!(doc.sections[0].text, "Some emphasis and a link.");
         assert_eq!(doc.sections[1].headings, vec!["Title", "Sub"]);

@@ -149,13 +149,13 @@ fn strip_role(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Format, load as load_bytes, outline};
+    use super::super::{Format, Limits, load as load_bytes, outline};
     use super::inline;
 
     #[test]
     fn adornment_styles_give_levels() {
         let rst = "=====\nGuide\n=====\n\nIntro.\n\nInstall\n=======\n\nRun ``make``.\n\nFrom source\n-----------\n\n.. note::\n\n   Needs a compiler.\n\nUsage\n=====\n\nSee :ref:`usage-label` and `Docs <http://x>`_.\n";
-        let doc = load_bytes(rst.as_bytes(), Format::ReStructuredText).unwrap();
+        let doc = load_bytes(rst.as_bytes(), Format::ReStructuredText, &Limits::default()).unwrap();
         let got = outline(&doc);
         assert_eq!(
             got,
@@ -173,6 +173,7 @@ mod tests {
         let doc = load_bytes(
             b"Example::\n\n    code here\n\nA\n\n",
             Format::ReStructuredText,
+            &Limits::default(),
         )
         .unwrap();
         assert_eq!(doc.sections[0].text, "Example:\n\ncode here\n\nA");

@@ -10,11 +10,16 @@ pub(super) fn load(text: &str) -> Document {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Format, load};
+    use super::super::{Format, Limits, load};
 
     #[test]
     fn one_section_with_paragraphs() {
-        let doc = load(b"First para\nline two.\n\nSecond para.", Format::Text).unwrap();
+        let doc = load(
+            b"First para\nline two.\n\nSecond para.",
+            Format::Text,
+            &Limits::default(),
+        )
+        .unwrap();
         assert_eq!(doc.sections.len(), 1);
         assert!(doc.sections[0].headings.is_empty());
         assert_eq!(

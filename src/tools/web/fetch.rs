@@ -172,13 +172,15 @@ impl Tool for WebFetch {
         let deadline = deadline_in(self.timeout_seconds);
         let page = run(NAME, deadline, self.get(&url, deadline))?;
         let source = page.url.to_string();
-        let doc = load::load(page.text.as_bytes(), page.format).map_err(|e| {
-            ToolError::new(
-                NAME,
-                ToolErrorKind::Failed,
-                format!("{}: {e}", shown(&page.url)),
-            )
-        })?;
+        let doc = load::load(page.text.as_bytes(), page.format, &load::Limits::default()).map_err(
+            |e| {
+                ToolError::new(
+                    NAME,
+                    ToolErrorKind::Failed,
+                    format!("{}: {e}", shown(&page.url)),
+                )
+            },
+        )?;
         let title = doc.title.clone().unwrap_or_default();
         let candidates: Vec<Passage> = chunk_sections(&doc.sections, self.chunking)
             .into_iter()
