@@ -96,11 +96,6 @@ impl<'a> Archive<'a> {
         })
     }
 
-    /// Whether the archive has an entry `name`.
-    pub(super) fn has(&self, name: &str) -> bool {
-        self.zip.index_for_name(name).is_some()
-    }
-
     /// The entry `name`, decompressed; `Ok(None)` when there is none.
     pub(super) fn read(&mut self, name: &str) -> Result<Option<Vec<u8>>, LoadError> {
         let format = self.format;
@@ -119,6 +114,15 @@ impl<'a> Archive<'a> {
         let bytes = read_capped(&mut entry, cap.min(left), on_cap, format)?;
         self.read += bytes.len() as u64;
         Ok(Some(bytes))
+    }
+
+    /// The entry `name` as UTF-8 text, which the format requires.
+    pub(super) fn required_text(&mut self, name: &str) -> Result<String, LoadError> {
+        let format = self.format;
+        self.read_text(name)?.ok_or_else(|| LoadError::Malformed {
+            format,
+            message: format!("no {name} in the archive"),
+        })
     }
 
     /// The entry `name` as UTF-8 text; `Ok(None)` when there is none.

@@ -21,12 +21,7 @@ const MAX_HEADING_CHARS: usize = 300;
 
 pub(super) fn load(bytes: &[u8], limits: &Limits) -> Result<Document, LoadError> {
     let mut archive = Archive::open(bytes, FORMAT, limits)?;
-    let body = archive
-        .read_text("word/document.xml")?
-        .ok_or_else(|| LoadError::Malformed {
-            format: FORMAT,
-            message: "no word/document.xml in the archive".into(),
-        })?;
+    let body = archive.required_text("word/document.xml")?;
     let styles = match archive.read_text("word/styles.xml")? {
         Some(xml) => heading_styles(&xml)?,
         None => HashMap::new(),

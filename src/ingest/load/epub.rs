@@ -16,9 +16,7 @@ pub(super) fn load(bytes: &[u8], limits: &Limits) -> Result<Document, LoadError>
         message,
     };
     let mut archive = Archive::open(bytes, FORMAT, limits)?;
-    let container = archive
-        .read_text("META-INF/container.xml")?
-        .ok_or_else(|| malformed("no META-INF/container.xml in the archive".into()))?;
+    let container = archive.required_text("META-INF/container.xml")?;
     let mut package_path = None;
     walk(&container, FORMAT, |node| {
         if let Node::Open {
@@ -31,9 +29,7 @@ pub(super) fn load(bytes: &[u8], limits: &Limits) -> Result<Document, LoadError>
     })?;
     let package_path =
         package_path.ok_or_else(|| malformed("container.xml names no package file".into()))?;
-    let package = archive
-        .read_text(&package_path)?
-        .ok_or_else(|| malformed(format!("no {package_path} in the archive")))?;
+    let package = archive.required_text(&package_path)?;
     let (title, chapters) = spine(&package)?;
     if chapters.len() > limits.max_pages {
         return Err(LoadError::TooMany {
@@ -48,11 +44,7 @@ pub(super) fn load(bytes: &[u8], limits: &Limits) -> Result<Document, LoadError>
         sections: Vec::new(),
     };
     for href in chapters {
-        let path = resolve(base, &href);
-        if !archive.has(&path) {
-            continue;
-        }
-        let Some(xhtml) = archive.read(&path)? else {
+        let Some(xhtml) = archive.read(&resolve(base, &href))? else {
             continue;
         };
         let text = String::from_utf8_lossy(&xhtml);

@@ -83,23 +83,6 @@ impl Format {
     fn is_text(self) -> bool {
         !matches!(self, Self::Pdf | Self::Docx | Self::Odt | Self::Epub)
     }
-
-    /// The format's name in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Markdown => "Markdown",
-            Self::Text => "text",
-            Self::ReStructuredText => "reStructuredText",
-            Self::Html => "HTML",
-            Self::Pdf => "PDF",
-            Self::Docx => "DOCX",
-            Self::Odt => "ODT",
-            Self::Epub => "EPUB",
-            Self::Man => "man page",
-            Self::QaCsv => "Q&A CSV",
-            Self::QaJsonl => "Q&A JSONL",
-        }
-    }
 }
 
 /// `1`…`9`, optionally followed by up to four ASCII letters.

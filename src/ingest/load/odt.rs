@@ -14,12 +14,7 @@ const MAX_LEVEL: usize = 10;
 
 pub(super) fn load(bytes: &[u8], limits: &Limits) -> Result<Document, LoadError> {
     let mut archive = Archive::open(bytes, FORMAT, limits)?;
-    let content = archive
-        .read_text("content.xml")?
-        .ok_or_else(|| LoadError::Malformed {
-            format: FORMAT,
-            message: "no content.xml in the archive".into(),
-        })?;
+    let content = archive.required_text("content.xml")?;
     let mut out = SectionBuilder::default();
     let mut tables = Tables::default();
     let mut para = String::new();
