@@ -494,6 +494,16 @@ impl Agent<'_> {
 
     /// One generation, with one more try after a transient error.
     fn generate(&self, request: &GenerateRequest) -> crate::llm::Result<crate::llm::Generation> {
+        let answering = std::time::Instant::now();
+        let generation = self.generate_once_more_if_transient(request);
+        crate::telemetry::phase(crate::telemetry::Phase::Answer, answering.elapsed());
+        generation
+    }
+
+    fn generate_once_more_if_transient(
+        &self,
+        request: &GenerateRequest,
+    ) -> crate::llm::Result<crate::llm::Generation> {
         match self.llm.generate(request) {
             Err(LlmError::Transient { .. } | LlmError::Timeout { .. })
                 if !self.cancel.load(Ordering::Relaxed) =>

@@ -63,6 +63,19 @@ pub enum Decision {
     NeedsInput,
 }
 
+impl Decision {
+    /// The decision as the API spells it (`needs_input`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Answer => "answer",
+            Decision::Caveat => "caveat",
+            Decision::Escalate => "escalate",
+            Decision::Decline => "decline",
+            Decision::NeedsInput => "needs_input",
+        }
+    }
+}
+
 impl RunReport {
     /// The factors the run's last answer was scored on (`None` when no
     /// answer step finished): what calibration fits.
@@ -922,6 +935,19 @@ fn output_value(output: &ToolOutput) -> Value {
 mod tests {
     use super::*;
     use crate::tools::Urgency;
+
+    #[test]
+    fn a_decision_reads_as_the_api_spells_it() {
+        for d in [
+            Decision::Answer,
+            Decision::Caveat,
+            Decision::Escalate,
+            Decision::Decline,
+            Decision::NeedsInput,
+        ] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
+    }
 
     fn escalated() -> RunReport {
         RunReport {

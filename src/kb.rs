@@ -169,7 +169,9 @@ impl KnowledgeBase {
             config: &self.config.ingest,
             manifest_path: &manifest_path,
         };
-        Ok(ingestor.run(paths, options, on_event)?)
+        let report = ingestor.run(paths, options, on_event)?;
+        record_ingest(&report);
+        Ok(report)
     }
 
     /// Searches the collection; `limit` defaults to `qdrant.search_limit`.
@@ -204,7 +206,12 @@ impl KnowledgeBase {
             &request,
         )?;
         let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
-        if let Some(probabilities) = self.reader.probabilities(query.trim(), &texts)? {
+        let reading = std::time::Instant::now();
+        let read = self.reader.probabilities(query.trim(), &texts)?;
+        if read.is_some() {
+            crate::telemetry::phase(crate::telemetry::Phase::Read, reading.elapsed());
+        }
+        if let Some(probabilities) = read {
             for (p, prob) in passages.iter_mut().zip(probabilities) {
                 p.reader_score = Some(prob);
             }
@@ -284,6 +291,17 @@ pub(crate) fn open_store(
             Box::new(QdrantStore::open_or_create(&config.qdrant, dimension)?)
         }
     })
+}
+
+/// Counts an ingest run's files and chunks (see [`crate::telemetry`]).
+fn record_ingest(report: &IngestReport) {
+    use crate::telemetry::{ingest_chunks, ingest_files};
+    ingest_files("added", report.added);
+    ingest_files("updated", report.updated);
+    ingest_files("unchanged", report.unchanged);
+    ingest_files("removed", report.removed.len());
+    ingest_files("skipped", report.skipped.len());
+    ingest_chunks(report.chunks_written);
 }
 
 /// The status of the configured collection without loading the embedding

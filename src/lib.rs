@@ -60,6 +60,7 @@ pub mod service;
 pub mod session;
 mod sqlite;
 pub mod store;
+pub mod telemetry;
 pub mod text;
 pub mod tools;
 

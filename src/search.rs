@@ -124,6 +124,7 @@ pub fn search(
             request.limit
         )));
     }
+    let started = std::time::Instant::now();
     let candidates = config.candidates.max(request.limit);
     // Both rankings carry ids and scores only; the payload and vector of
     // the few passages kept are read afterwards (`fetch`).
@@ -137,6 +138,7 @@ pub fn search(
     // The lexical ranking does not need the question's embedding: it runs
     // on a second thread while the model embeds the question, so a hybrid
     // search costs the longer of the two, not their sum.
+    let mut embed_took = std::time::Duration::ZERO;
     let (q, lexical_hits) = std::thread::scope(|scope| {
         let span = tracing::Span::current();
         let lexical_leg = config.hybrid.then(|| {
@@ -144,7 +146,9 @@ pub fn search(
                 .name("grace-lexical".into())
                 .spawn_scoped(scope, move || span.in_scope(lexical_ranking))
         });
+        let embedding = std::time::Instant::now();
         let q = embedder.embed_query(query);
+        embed_took = embedding.elapsed();
         let hits = match lexical_leg {
             None => Ok(Vec::new()),
             Some(Ok(leg)) => leg
@@ -264,6 +268,12 @@ pub fn search(
             });
         }
     }
+    // The store's part: the whole search but the question's embedding.
+    crate::telemetry::phase(crate::telemetry::Phase::Embed, embed_took);
+    crate::telemetry::phase(
+        crate::telemetry::Phase::Search,
+        started.elapsed().saturating_sub(embed_took),
+    );
     Ok(passages)
 }
 

@@ -709,6 +709,7 @@ impl Grace {
             }
             Err(e) => return Err(e.into()),
         };
+        crate::telemetry::decision(report.decision.as_str(), report.confidence);
         let review_id = if report.decision == Decision::Escalate && options.queue {
             let e = self.inner.queue.escalate(NewEscalation {
                 report: &report,

@@ -35,6 +35,16 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, open ones first.
+    pub const ALL: [Status; 6] = [
+        Status::Pending,
+        Status::Claimed,
+        Status::Answered,
+        Status::Rejected,
+        Status::Expired,
+        Status::Cancelled,
+    ];
+
     /// The name stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -446,6 +456,31 @@ impl ReviewQueue {
             }
         }
         Ok(out)
+    }
+
+    /// How many escalations have each status (every status, zeros
+    /// included), once those past their time are settled.
+    pub fn counts(&self) -> Result<Vec<(Status, u64)>> {
+        self.settle_due()?;
+        let found: Vec<(String, i64)> = self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT status, COUNT(*) FROM escalations GROUP BY status")
+                .map_err(db_error(&self.path))?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(db_error(&self.path))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(db_error(&self.path))
+        })?;
+        Ok(Status::ALL
+            .iter()
+            .map(|&status| {
+                let n = found
+                    .iter()
+                    .find(|(name, _)| name == status.as_str())
+                    .map_or(0, |(_, n)| u64::try_from(*n).unwrap_or(0));
+                (status, n)
+            })
+            .collect())
     }
 
     /// One escalation; a restricted one the viewer may not see is

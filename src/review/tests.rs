@@ -806,3 +806,27 @@ fn listing_pages_and_filters_in_sql_with_the_same_visibility() {
     let all = f.queue.list(Viewer::Reviewer("alice"), None).unwrap();
     assert_eq!(all.len(), newest_first(&|i| i % 3 != 0).len());
 }
+
+#[test]
+fn counts_name_every_status_and_settle_the_expired_first() {
+    let f = fixture(false);
+    let zero: Vec<u64> = f.queue.counts().unwrap().iter().map(|c| c.1).collect();
+    assert_eq!(zero, [0; 6]);
+    let answered = escalate(&f.queue, None, None);
+    f.queue.answer(answered.id, "alice", &text("Yes.")).unwrap();
+    escalate(&f.queue, None, None);
+    escalate(&f.queue, None, Some(Duration::from_millis(50)));
+    std::thread::sleep(Duration::from_millis(120));
+    // Nothing read the late one since its time passed: counting settles it.
+    let counts = f.queue.counts().unwrap();
+    let of = |s: Status| counts.iter().find(|c| c.0 == s).unwrap().1;
+    assert_eq!(
+        (
+            of(Status::Pending),
+            of(Status::Answered),
+            of(Status::Expired)
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(counts.len(), Status::ALL.len());
+}

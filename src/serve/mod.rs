@@ -9,6 +9,8 @@
 //! - [`gate`]: what every request passes first: 503 while shutting down,
 //!   bearer-token auth, 429 beyond `server.max_concurrency`, the request
 //!   timeout, and JSON bodies for every error;
+//! - [`metrics_api`]: `GET /metrics` (Prometheus) and the middleware that
+//!   counts every request by route and status;
 //! - [`openapi`]: the OpenAPI document at `/openapi.json`.
 //!
 //! Without `server.api_key` the server refuses to bind beyond loopback.
@@ -19,6 +21,7 @@ pub mod api;
 pub mod body;
 pub mod error;
 pub mod gate;
+pub mod metrics_api;
 pub mod openapi;
 pub mod review_api;
 pub mod runtime_tools_api;
@@ -122,6 +125,8 @@ const REVIEW_PAGE: &str = include_str!("review_page.html");
 
 /// The whole router.
 pub fn router(state: AppState) -> Router {
+    // The recorder is in place before the first request is counted.
+    metrics_api::handle();
     // Work that costs CPU: bounded by `server.max_concurrency`.
     let work = Router::new()
         .route("/v1/ask", post(api::ask))
@@ -149,6 +154,7 @@ pub fn router(state: AppState) -> Router {
         .route("/review", get(|| async { Html(REVIEW_PAGE) }))
         .route("/health", get(gate::health))
         .route("/openapi.json", get(openapi::document))
+        .route("/metrics", get(metrics_api::metrics))
         .merge(v1)
         .layer(axum::extract::DefaultBodyLimit::max(
             state.grace.config().server.max_body_bytes,
@@ -162,6 +168,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn(gate::json_errors))
         .layer(axum::middleware::from_fn(gate::security_headers))
+        .layer(axum::middleware::from_fn(metrics_api::track))
         .with_state(state)
 }
 

@@ -28,7 +28,8 @@ use super::error::{ErrorBody, ErrorDetail};
           super::review_api::put_context, super::sessions_api::create, super::sessions_api::show,
           super::sessions_api::delete, super::tools_api::list, super::tools_api::call,
           super::runtime_tools_api::create, super::runtime_tools_api::list,
-          super::runtime_tools_api::remove, super::runtime_tools_api::history),
+          super::runtime_tools_api::remove, super::runtime_tools_api::history,
+          super::metrics_api::metrics),
     components(schemas(ErrorBody, ErrorDetail, crate::tools::runtime::ToolSpec, crate::tools::runtime::Example, crate::review::Status, crate::review::MessageStatus)),
     modifiers(&BearerAuth, &GateResponses)
 )]

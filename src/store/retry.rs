@@ -67,6 +67,7 @@ pub fn with_retries<T>(
         match write() {
             Err(error) if error.is_transient() && attempt < policy.retries => {
                 attempt += 1;
+                crate::telemetry::store_retry();
                 let wait = policy.wait(attempt);
                 tracing::warn!(%error, attempt, of = policy.retries, wait_secs = wait.as_secs_f64(), "store write failed for now; trying again");
                 on_retry(&Retry {

@@ -212,7 +212,10 @@ impl Tool for Reasoning {
             }),
             ..Default::default()
         };
-        let generation = self.llm.generate(&request).map_err(|e| {
+        let answering = std::time::Instant::now();
+        let generation = self.llm.generate(&request);
+        crate::telemetry::phase(crate::telemetry::Phase::Answer, answering.elapsed());
+        let generation = generation.map_err(|e| {
             let kind = match e {
                 LlmError::Transient { .. } => ToolErrorKind::Transient,
                 LlmError::Timeout { .. } => ToolErrorKind::Timeout,

@@ -1,0 +1,175 @@
+//! `GET /metrics`: what [`crate::telemetry`] recorded, in Prometheus's
+//! text format, behind the same key as the rest of the API; and the
+//! middleware that counts and times every request by its route.
+//!
+//! The recorder is `metrics-exporter-prometheus`'s, installed once per
+//! process as the `metrics` facade's global recorder (no listener of its
+//! own: the API's router serves it). A process that installed another
+//! recorder first gets 501 here and keeps its own.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use utoipa::OpenApi;
+
+use super::AppState;
+use super::error::{ApiError, ErrorBody};
+use crate::telemetry;
+
+/// The process's recorder, installed on first use; `None` when another
+/// recorder was installed first.
+pub fn handle() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE.get_or_init(install).as_ref()
+}
+
+fn install() -> Option<PrometheusHandle> {
+    let buckets = |builder: PrometheusBuilder, name: &str, bounds: &[f64]| {
+        builder.set_buckets_for_metric(Matcher::Full(name.to_string()), bounds)
+    };
+    let built = [telemetry::HTTP_SECONDS, telemetry::PHASE_SECONDS]
+        .iter()
+        .try_fold(PrometheusBuilder::new(), |b, name| {
+            buckets(b, name, telemetry::SECONDS_BUCKETS)
+        })
+        .and_then(|b| buckets(b, telemetry::CONFIDENCE, telemetry::CONFIDENCE_BUCKETS));
+    let recorder = match built {
+        Ok(builder) => builder.build_recorder(),
+        Err(e) => {
+            tracing::warn!(error = %e, "the metrics recorder cannot be built; /metrics is off");
+            return None;
+        }
+    };
+    let handle = recorder.handle();
+    match metrics::set_global_recorder(recorder) {
+        Ok(()) => {
+            telemetry::describe();
+            Some(handle)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "another metrics recorder is installed; /metrics is off");
+            None
+        }
+    }
+}
+
+/// The metrics in Prometheus's text exposition format (version 0.0.4):
+/// requests by route and status, question phases' latencies, decisions
+/// and their confidence, escalations by status, ingest counts and store
+/// retries.
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"),
+        (status = 501, description = "Another metrics recorder owns this process", body = ErrorBody)))]
+pub async fn metrics(State(s): State<AppState>) -> Response {
+    let Some(handle) = handle() else {
+        return ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "not_implemented",
+            "another metrics recorder is installed in this process, so GRACE's /metrics is off",
+        )
+        .into_response();
+    };
+    let queue = s.grace.escalations().clone();
+    match tokio::task::spawn_blocking(move || queue.counts()).await {
+        Ok(Ok(counts)) => {
+            for (status, n) in counts {
+                telemetry::escalations(status.as_str(), n);
+            }
+        }
+        Ok(Err(e)) => return ApiError::internal(e).into_response(),
+        Err(e) => return ApiError::internal(e).into_response(),
+    }
+    handle.run_upkeep();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        handle.render(),
+    )
+        .into_response()
+}
+
+/// Counts and times every request, refused ones included (401, 429, 503,
+/// 504), by its route's template (`/v1/escalations/{id}`): labels come
+/// from a fixed set, never from what a client sends. An event stream is
+/// timed to its first byte.
+pub async fn track(request: Request, next: Next) -> Response {
+    let route = route_of(request.uri().path());
+    let method = request.method().as_str().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    telemetry::request(
+        route.to_string(),
+        method,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
+}
+
+/// The route template `path` falls under: the documented paths (OpenAPI)
+/// and the pages, a `{…}` segment matching any one segment, the template
+/// with the most literal segments winning; `unmatched` for any other.
+fn route_of(path: &str) -> &'static str {
+    static TEMPLATES: OnceLock<Vec<String>> = OnceLock::new();
+    let templates = TEMPLATES.get_or_init(|| {
+        let mut t: Vec<String> = super::openapi::ApiDoc::openapi()
+            .paths
+            .paths
+            .keys()
+            .cloned()
+            .collect();
+        t.extend(["/", "/review", "/openapi.json"].map(String::from));
+        t
+    });
+    let segments: Vec<&str> = path.split('/').collect();
+    templates
+        .iter()
+        .filter_map(|t| {
+            let parts: Vec<&str> = t.split('/').collect();
+            if parts.len() != segments.len() {
+                return None;
+            }
+            let mut literal = 0;
+            for (p, s) in parts.iter().zip(&segments) {
+                if p.starts_with('{') && p.ends_with('}') && !s.is_empty() {
+                    continue;
+                }
+                if p != s {
+                    return None;
+                }
+                literal += 1;
+            }
+            Some((literal, t.as_str()))
+        })
+        .max_by_key(|(literal, _)| *literal)
+        .map_or("unmatched", |(_, t)| t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::route_of;
+
+    #[test]
+    fn a_path_is_labelled_by_its_template_never_by_what_the_client_sent() {
+        assert_eq!(route_of("/v1/ask"), "/v1/ask");
+        assert_eq!(route_of("/v1/escalations/42"), "/v1/escalations/{id}");
+        assert_eq!(route_of("/v1/review/me"), "/v1/review/me");
+        assert_eq!(
+            route_of("/v1/review/reviewers/ann/token"),
+            "/v1/review/reviewers/{id}/token"
+        );
+        assert_eq!(route_of("/metrics"), "/metrics");
+        assert_eq!(route_of("/"), "/");
+        assert_eq!(route_of("/v1/escalations/"), "unmatched");
+        assert_eq!(route_of("/v1/../../etc/passwd"), "unmatched");
+        assert_eq!(route_of(&"/x".repeat(10_000)), "unmatched");
+    }
+}
