@@ -66,7 +66,7 @@ const MAX_CALLS_PER_TURN: usize = 4;
 pub type Clarifier<'a> = &'a dyn Fn(&UserRequest) -> Option<String>;
 
 /// Why the loop ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case", tag = "reason", content = "detail")]
 pub enum AgentStop {
     /// The model gave its final answer.
@@ -102,7 +102,7 @@ impl AgentStop {
 }
 
 /// One tool call and what came of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentCall {
     /// The call as the model made it.
     pub call: ToolCall,
@@ -116,7 +116,7 @@ pub struct AgentCall {
 }
 
 /// One model turn: its thought, its calls, or its answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentTurn {
     /// 1-based turn number.
     pub turn: usize,
@@ -137,7 +137,7 @@ pub struct AgentTurn {
 
 /// The agent's part of a run report: every turn, why it stopped, the
 /// model and what it used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentTrace {
     /// The model (`gemini:…`, `ollama:…`).
     pub model: String,

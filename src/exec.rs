@@ -47,7 +47,7 @@ pub enum HumanReply {
 }
 
 /// What the run does with its answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Confident: the answer stands.
@@ -89,7 +89,7 @@ impl RunReport {
 }
 
 /// The outcome of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunReport {
     /// The question as asked.
     pub question: String,

@@ -41,7 +41,7 @@ pub struct PriorTurn<'a> {
 }
 
 /// Who rewrote a follow-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RewriteBy {
     /// The language model.
@@ -51,7 +51,7 @@ pub enum RewriteBy {
 }
 
 /// A follow-up made standalone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Rewrite {
     /// The question as run.
     pub question: String,

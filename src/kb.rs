@@ -437,7 +437,7 @@ fn confidence_status(
 }
 
 /// How answers are scored: which weights, and the fit in use.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ConfidenceStatus {
     /// `labelled` (`confidence.calibration`), `self` (the collection's
     /// self-calibration) or `configured` (`confidence.weights`).
@@ -453,10 +453,11 @@ pub struct ConfidenceStatus {
 }
 
 /// A calibration in use and how well it still describes the knowledge base.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct FitStatus {
     /// Its file; left out of the HTTP API's view.
     #[serde(skip_serializing_if = "is_empty_path")]
+    #[schema(value_type = String)]
     pub file: PathBuf,
     /// When it was fitted.
     pub created: String,
@@ -476,7 +477,8 @@ pub struct FitStatus {
 }
 
 /// What `grace status` reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = KnowledgeBaseStatus)]
 pub struct Status {
     /// The collection's name (`qdrant.collection`).
     pub collection: String,
@@ -486,6 +488,7 @@ pub struct Status {
     /// `<url>/collections/<name>` on a Qdrant server (`qdrant`); left out
     /// of the HTTP API's view ([`Status::for_clients`]).
     #[serde(skip_serializing_if = "is_empty_path")]
+    #[schema(value_type = String)]
     pub path: PathBuf,
     /// Size and index state of the collection.
     pub store: StoreInfo,
@@ -508,6 +511,7 @@ pub struct Status {
     /// The configured model folder (`embedding.model_dir`); left out of the
     /// HTTP API's view.
     #[serde(skip_serializing_if = "is_empty_path")]
+    #[schema(value_type = String)]
     pub model_dir: PathBuf,
     /// Whether searches fuse a lexical ranking with the dense one
     /// (`qdrant.hybrid`).
@@ -517,7 +521,7 @@ pub struct Status {
 }
 
 /// The index settings an embedded store was built with.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct IndexStatus {
     /// What the store saved (`storage.quantization`, `hnsw_*`, ...).
     #[serde(flatten)]

@@ -301,7 +301,7 @@ pub struct ToolSpec {
 }
 
 /// How a run's plan was made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum PlanOrigin {
     /// The default plan; no planner is configured.

@@ -42,7 +42,7 @@ pub enum SearchError {
 }
 
 /// A passage found by a search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Passage {
     /// The point's id in the store ([`crate::store::point_id`]).
     pub id: u64,

@@ -77,7 +77,7 @@ struct RunCounters {
 }
 
 /// Questions answered so far by this handle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunCounts {
     /// Runs in progress now.
     pub in_flight: usize,
@@ -119,7 +119,7 @@ impl Default for AskOptions {
 
 /// The outcome of a question: the run's report and, when it was escalated
 /// and queued, the escalation's id (`grace answer ID`, [`Grace::escalation`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AskOutcome {
     /// How the run ended, in one word.
     #[serde(default)]
@@ -155,7 +155,7 @@ type RunWith<'a> = dyn FnMut(
 type History = Vec<(String, Option<String>)>;
 
 /// How a run ended, in one word (`status` in an outcome's JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// Answered (decision `answer` or `caveat`).

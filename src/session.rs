@@ -132,7 +132,7 @@ pub enum SessionError {
 }
 
 /// One question and what GRACE did with it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Turn {
     /// The question as the asker typed it.
     pub question: String,
@@ -190,7 +190,7 @@ impl Turn {
 }
 
 /// A session and its turns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Session {
     /// The session's id.
     pub id: String,

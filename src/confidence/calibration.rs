@@ -107,7 +107,7 @@ pub struct Calibration {
 }
 
 /// The questions a self-calibration built from the knowledge base.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SelfFit {
     /// Sections in the knowledge base (source and heading path).
     pub sections: usize,

@@ -30,7 +30,19 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Aggregation, ConfidenceConfig, ConfidenceModel, Thresholds, Weights};
 
 /// What a step can report about how much to trust its result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Factor {
     /// Number of passages retrieved.
@@ -150,7 +162,7 @@ impl Factor {
 
 /// The factors one step reported (a factor a step does not measure is
 /// absent, and contributes nothing).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(transparent)]
 pub struct Factors(pub BTreeMap<Factor, f64>);
 
@@ -186,7 +198,7 @@ pub fn failed_score() -> Score {
 }
 
 /// One term of a score: why the score is what it is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Contribution {
     /// The factor this term comes from.
     pub factor: Factor,
@@ -201,13 +213,14 @@ pub struct Contribution {
 }
 
 /// A scored step, with its explanation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Score {
     /// In [0, 1].
     pub score: f64,
     /// `bias + Σ terms` (minus infinity for a failed step, which JSON
     /// writes as `null`).
     #[serde(deserialize_with = "null_as_minus_infinity")]
+    #[schema(value_type = Option<f64>)]
     pub logit: f64,
     /// The configured bias the logit starts from.
     pub bias: f64,
@@ -280,7 +293,9 @@ pub fn sigmoid(x: f64) -> f64 {
 }
 
 /// What a score means for the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     /// Below `confirm`: a human must look at it.

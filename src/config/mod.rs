@@ -165,7 +165,7 @@ pub struct StorageConfig {
 
 /// How the embedded store compresses the dense vectors it keeps in memory
 /// (`storage.quantization`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Quantization {
     /// The full 32-bit vectors.
@@ -863,7 +863,7 @@ impl SelfCalibrationMode {
 }
 
 /// The formula that turns a step's factors into a score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfidenceModel {
     /// `sigmoid(bias + Σ weight·feature)` with `confidence.weights` (or the

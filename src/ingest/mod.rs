@@ -210,16 +210,17 @@ pub enum IngestEvent<'a> {
 }
 
 /// A file that was not ingested.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SkippedFile {
     /// The path as walked (canonical when it could be resolved).
+    #[schema(value_type = String)]
     pub path: PathBuf,
     /// Why it was not ingested (too large, unreadable, unsupported type, …).
     pub reason: String,
 }
 
 /// Summary of a run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct IngestReport {
     /// Files the walk found (files passed over during the walk are in
     /// `skipped` only).

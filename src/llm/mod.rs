@@ -136,7 +136,7 @@ pub struct ToolSpec {
 }
 
 /// A model's call of a tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ToolCall {
     /// The call's id: the provider's when it gives one, else `call_<n>`,
     /// unique within the conversation.
@@ -248,7 +248,7 @@ pub struct GenerateRequest {
 }
 
 /// Token counts, where the generator reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Usage {
     /// Prompt tokens (0 when not reported).
     pub input_tokens: u64,
@@ -257,7 +257,7 @@ pub struct Usage {
 }
 
 /// Why generation stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The generator finished its output.

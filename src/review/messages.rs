@@ -19,7 +19,7 @@ use super::queue::ReviewQueue;
 use super::{Result, ReviewError, non_empty, plain_id};
 
 /// A registered human reviewer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Reviewer {
     /// Unique id, without spaces; names the reviewer in claims and answers.
     pub id: String,
@@ -62,7 +62,7 @@ impl MessageStatus {
 }
 
 /// A message as one reader sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Message {
     /// Id in the review database.
     pub id: i64,
@@ -83,8 +83,9 @@ pub struct Message {
 }
 
 /// Who may read a context value besides its owner.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "access", content = "allowed", rename_all = "snake_case")]
+#[schema(as = ContextAccess)]
 pub enum Access {
     /// Every reader may read it.
     Public,
@@ -93,7 +94,7 @@ pub enum Access {
 }
 
 /// A shared context value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ContextValue {
     /// The key, unique in the review database.
     pub key: String,

@@ -89,7 +89,7 @@ impl std::str::FromStr for Status {
 }
 
 /// What the asker got when the escalation was settled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// A reviewer's answer.
@@ -104,7 +104,7 @@ pub enum Outcome {
 }
 
 /// How an escalation was settled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Resolution {
     /// What the asker got.
     pub outcome: Outcome,
@@ -121,7 +121,7 @@ pub struct Resolution {
 }
 
 /// One escalated question.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Escalation {
     /// Id in the queue (the SQLite row id).
     pub id: i64,
@@ -161,7 +161,7 @@ pub struct Escalation {
 }
 
 /// One recorded transition or action.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct AuditEntry {
     /// When it happened.
     pub at: DateTime<Utc>,

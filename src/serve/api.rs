@@ -72,7 +72,7 @@ impl AskBody {
 #[utoipa::path(post, path = "/v1/ask", operation_id = "ask", request_body = AskBody,
     responses(
         (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
-            content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
+            content((crate::service::AskOutcome = "application/json"), (StreamEvent = "text/event-stream"))),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
         (status = 404, description = "`session_id` names no live session", body = super::error::ErrorBody),
         (status = 413, body = super::error::ErrorBody), (status = 429, body = super::error::ErrorBody),
@@ -170,7 +170,7 @@ pub struct ReplyBody {
     params(("id" = String, Path, pattern = r"^run_[0-9a-f]{32}$")),
     responses(
         (status = 200, description = "The outcome (JSON), or a `text/event-stream` of run events",
-            content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
+            content((crate::service::AskOutcome = "application/json"), (StreamEvent = "text/event-stream"))),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody),
         (status = 429, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody),
@@ -246,7 +246,6 @@ pub struct SearchBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SearchResponse {
     /// Best first.
-    #[schema(value_type = Vec<Object>)]
     pub passages: Vec<Passage>,
 }
 
@@ -291,7 +290,7 @@ pub struct IngestBody {
 /// is configured); `multipart/form-data` uploads them (each file part is
 /// saved under `<data_dir>/uploads/<collection>/` and ingested).
 #[utoipa::path(post, path = "/v1/ingest", operation_id = "ingest", request_body(content = IngestBody, description = "JSON, or multipart/form-data with file parts"),
-    responses((status = 200, description = "The ingest report", body = Object),
+    responses((status = 200, description = "The ingest report", body = crate::ingest::IngestReport),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
         (status = 403, description = "A path outside ingest.allowed_roots or none configured; a foreign Origin or Host", body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody), (status = 413, body = super::error::ErrorBody),
@@ -434,10 +433,8 @@ fn safe_file_name(name: &str) -> Option<String> {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StatusResponse {
     /// The collection, its size and model (as `grace status --json`).
-    #[schema(value_type = Object)]
     pub knowledge_base: crate::Status,
     /// Runs in flight, finished and cancelled since the server started.
-    #[schema(value_type = Object)]
     pub runs: RunCounts,
     /// Requests doing work now, and the most served at once.
     pub busy: usize,
@@ -446,12 +443,11 @@ pub struct StatusResponse {
     /// GRACE's version (the crate's).
     pub version: String,
     /// Usage of the tools HTTP clients may call (as `GET /v1/tools`, without schemas).
-    #[schema(value_type = Vec<Object>)]
     pub tools: Vec<ToolLine>,
 }
 
 /// One tool's usage in `/v1/status`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ToolLine {
     /// The tool's name.
     pub name: String,

@@ -188,6 +188,75 @@ mod tests {
         }
     }
 
+    /// Where in `value` a schema is an object that says nothing of its
+    /// properties (`{"type": "object"}` alone): what a generated client
+    /// cannot type.
+    fn bare_objects(value: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+        let mut stack = vec![(value, at.to_string())];
+        while let Some((v, path)) = stack.pop() {
+            match v {
+                serde_json::Value::Object(m) => {
+                    let is_object = m.get("type").is_some_and(|t| t == "object");
+                    let described = [
+                        "properties",
+                        "additionalProperties",
+                        "$ref",
+                        "allOf",
+                        "oneOf",
+                        "anyOf",
+                    ]
+                    .iter()
+                    .any(|k| m.contains_key(*k));
+                    if is_object && !described {
+                        out.push(path.clone());
+                    }
+                    for (k, child) in m {
+                        stack.push((child, format!("{path}/{k}")));
+                    }
+                }
+                serde_json::Value::Array(a) => {
+                    for (i, child) in a.iter().enumerate() {
+                        stack.push((child, format!("{path}/{i}")));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn every_success_body_is_described_by_its_type() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut bare = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for (code, response) in op["responses"].as_object().unwrap() {
+                    if code.starts_with('2') {
+                        bare_objects(response, &format!("{method} {path} {code}"), &mut bare);
+                    }
+                }
+            }
+        }
+        bare_objects(&doc["components"]["schemas"], "components", &mut bare);
+        // Values that are free-form by nature: a tool's input and output,
+        // JSON Schemas, a context value, an agent's tool-call arguments.
+        let free_form = [
+            "/input",
+            "/output",
+            "/input_schema",
+            "/schema",
+            "/value",
+            "/arguments",
+            "/details",
+        ];
+        bare.retain(|p| {
+            !free_form
+                .iter()
+                .any(|f| p.ends_with(f) || p.contains(&format!("{f}/")))
+        });
+        assert!(bare.is_empty(), "bare objects: {bare:#?}");
+    }
+
     #[test]
     fn the_published_patterns_are_the_ones_the_server_checks() {
         let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();

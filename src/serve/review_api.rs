@@ -32,7 +32,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::AppState;
 use super::body::JsonObject;
@@ -41,8 +41,8 @@ use super::gate::Caller;
 use crate::Grace;
 use crate::exec::HumanReply;
 use crate::review::{
-    Access, ListFilter, MessageStatus, ReviewAnswer, ReviewError, ReviewQueue, Reviewer, Status,
-    Viewer,
+    Access, AuditEntry, ContextValue, Escalation, ListFilter, Message, MessageStatus, Resolution,
+    ReviewAnswer, ReviewError, ReviewQueue, Reviewer, Status, Viewer,
 };
 use crate::tools::Citation;
 
@@ -69,18 +69,18 @@ pub(super) fn routes() -> Router<AppState> {
         )
 }
 
-type ApiResult = std::result::Result<Json<Value>, ApiError>;
+type ApiResult<T> = std::result::Result<Json<T>, ApiError>;
 
 /// Runs blocking queue work off the async threads.
 async fn blocking<T: serde::Serialize + Send + 'static>(
     state: &AppState,
     f: impl FnOnce(&ReviewQueue, &Grace) -> crate::Result<T> + Send + 'static,
-) -> ApiResult {
+) -> ApiResult<T> {
     let grace = state.grace.clone();
     let out = tokio::task::spawn_blocking(move || f(grace.escalations(), &grace))
         .await
         .map_err(|e| ApiError::internal(format!("the request's task failed: {e}")))??;
-    Ok(Json(serde_json::to_value(out).unwrap_or(Value::Null)))
+    Ok(Json(out))
 }
 
 /// [`blocking`] for review actions that search or ingest (a redraft, a
@@ -89,11 +89,78 @@ async fn blocking<T: serde::Serialize + Send + 'static>(
 async fn blocking_with_permit<T: serde::Serialize + Send + 'static>(
     state: &AppState,
     f: impl FnOnce(&ReviewQueue, &Grace) -> crate::Result<T> + Send + 'static,
-) -> ApiResult {
+) -> ApiResult<T> {
     let permit = super::gate::try_permit(&state.gate)?;
     let grace = state.grace.clone();
     let out = super::gate::held(permit, move |_| f(grace.escalations(), &grace)).await?;
-    Ok(Json(serde_json::to_value(out).unwrap_or(Value::Null)))
+    Ok(Json(out))
+}
+
+/// The asker's view of an escalation (`GET /v1/escalations/{id}`): no
+/// run, reviewer or audit detail.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct AskerView {
+    /// The escalation's id.
+    pub id: i64,
+    /// Where it stands.
+    pub status: Status,
+    /// The question as asked.
+    pub question: String,
+    /// How it was settled, once it is.
+    pub resolution: Option<crate::review::Resolution>,
+}
+
+/// A reviewer's token, shown only this once: at registration (with the
+/// reviewer's name and description) and at rotation.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct IssuedToken {
+    /// The reviewer's id.
+    pub id: String,
+    /// The display name (at registration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the reviewer covers (at registration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The bearer token that names the reviewer.
+    pub token: String,
+}
+
+/// Who a review token names.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// `server.admin_api_key` (or no key on loopback).
+    Admin,
+    /// A reviewer's own token.
+    Reviewer,
+    /// Neither (the gate lets no such caller through).
+    None,
+}
+
+/// `GET /v1/review/me`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Me {
+    /// The caller's role.
+    pub role: Role,
+    /// The reviewer's id, for a reviewer's token.
+    pub reviewer: Option<String>,
+}
+
+/// A message sent.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct MessageId {
+    /// The new message's id.
+    pub id: i64,
+}
+
+/// A message's state after marking it.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct MessageState {
+    /// The message's id.
+    pub id: i64,
+    /// Its state now.
+    pub status: MessageStatus,
 }
 
 /// What `caller` may see: the admin everything, a reviewer what is
@@ -145,12 +212,12 @@ pub(crate) struct ListQuery {
     before: Option<i64>,
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations", operation_id = "listEscalations", params(ListQuery), responses((status = 200, description = "Escalations this caller may see, newest first (open ones by default)", body = [Object]), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations", operation_id = "listEscalations", params(ListQuery), responses((status = 200, description = "Escalations this caller may see, newest first (open ones by default)", body = [Escalation]), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn list(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Query(q): Query<ListQuery>,
-) -> ApiResult {
+) -> ApiResult<Vec<Escalation>> {
     let status = q.status;
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_LIST_LIMIT).contains(&limit) {
@@ -170,31 +237,31 @@ pub(crate) async fn list(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations/{id}", operation_id = "getEscalation", params(("id" = i64, Path)), responses((status = 200, description = "One escalation: question, reason, run (factors, sources), options", body = Object), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations/{id}", operation_id = "getEscalation", params(("id" = i64, Path)), responses((status = 200, description = "One escalation: question, reason, run (factors, sources), options", body = Escalation), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn show(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-) -> ApiResult {
+) -> ApiResult<Escalation> {
     blocking(&s, move |queue, _| Ok(queue.get(id, viewer(&caller))?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/claim", operation_id = "claimEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Claims it for this reviewer", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/claim", operation_id = "claimEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Claims it for this reviewer", body = Escalation), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn claim(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-) -> ApiResult {
+) -> ApiResult<Escalation> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.claim(id, &who)?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/release", operation_id = "releaseEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Gives a claim back", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/release", operation_id = "releaseEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Gives a claim back", body = Escalation), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn release(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-) -> ApiResult {
+) -> ApiResult<Escalation> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.release(id, &who)?)).await
 }
@@ -251,13 +318,13 @@ pub(crate) struct SourceBody {
     section: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", operation_id = "answerEscalation", params(("id" = i64, Path)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", operation_id = "answerEscalation", params(("id" = i64, Path)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Escalation), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn answer(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
     JsonObject(body): JsonObject<AnswerBody>,
-) -> ApiResult {
+) -> ApiResult<Escalation> {
     let who = acting_reviewer(caller)?;
     let (reply, sources, confidence, promote) = match body {
         AnswerBody::Text(t) => (HumanReply::Text(t.text), t.sources, t.confidence, t.promote),
@@ -318,23 +385,23 @@ pub(crate) struct RejectBody {
     why: String,
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/reject", operation_id = "rejectEscalation", params(("id" = i64, Path)), request_body = RejectBody, responses((status = 200, description = "Rejects it with a reason", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/reject", operation_id = "rejectEscalation", params(("id" = i64, Path)), request_body = RejectBody, responses((status = 200, description = "Rejects it with a reason", body = Resolution), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn reject(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
     JsonObject(body): JsonObject<RejectBody>,
-) -> ApiResult {
+) -> ApiResult<Resolution> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.reject(id, &who, &body.why)?)).await
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/retract", operation_id = "retractEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Removes a promoted answer from the knowledge base", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/retract", operation_id = "retractEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Removes a promoted answer from the knowledge base", body = Escalation), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn retract(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-) -> ApiResult {
+) -> ApiResult<Escalation> {
     let who = acting_reviewer(caller)?;
     // Retracting rewrites the knowledge base.
     blocking_with_permit(&s, move |queue, grace| {
@@ -346,12 +413,12 @@ pub(crate) async fn retract(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/escalations/{id}/log", operation_id = "getEscalationLog", params(("id" = i64, Path)), responses((status = 200, description = "The audit log: who did what, when", body = [Object]), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/escalations/{id}/log", operation_id = "getEscalationLog", params(("id" = i64, Path)), responses((status = 200, description = "The audit log: who did what, when", body = [AuditEntry]), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn log(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-) -> ApiResult {
+) -> ApiResult<Vec<AuditEntry>> {
     blocking(&s, move |queue, _| Ok(queue.log(id, viewer(&caller))?)).await
 }
 
@@ -368,12 +435,12 @@ pub(crate) struct WaitQuery {
     handle: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/escalations/{id}", operation_id = "getEscalationForAsker", params(("id" = i64, Path), WaitQuery), responses((status = 200, description = "The asker's view: status and resolution", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/escalations/{id}", operation_id = "getEscalationForAsker", params(("id" = i64, Path), WaitQuery), responses((status = 200, description = "The asker's view: status and resolution", body = AskerView), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn asker_view(
     State(s): State<AppState>,
     Path(id): Path<i64>,
     Query(q): Query<WaitQuery>,
-) -> ApiResult {
+) -> ApiResult<AskerView> {
     // Without the asker's handle an escalation reads as missing: ids are a
     // counter, and any client could read any question and its answer.
     s.grace
@@ -435,16 +502,16 @@ pub(crate) async fn asker_view(
                 .map_err(ApiError::internal)??
         }
     };
-    Ok(Json(json!({
-        "id": e.id,
-        "status": e.status,
-        "question": e.question,
-        "resolution": e.resolution,
-    })))
+    Ok(Json(AskerView {
+        id: e.id,
+        status: e.status,
+        question: e.question,
+        resolution: e.resolution,
+    }))
 }
 
-#[utoipa::path(get, path = "/v1/review/reviewers", operation_id = "listReviewers", responses((status = 200, description = "Registered reviewers", body = [Object]), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
-pub(crate) async fn reviewers(State(s): State<AppState>) -> ApiResult {
+#[utoipa::path(get, path = "/v1/review/reviewers", operation_id = "listReviewers", responses((status = 200, description = "Registered reviewers", body = [Reviewer]), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn reviewers(State(s): State<AppState>) -> ApiResult<Vec<Reviewer>> {
     blocking(&s, |queue, _| Ok(queue.reviewers()?)).await
 }
 
@@ -468,12 +535,12 @@ pub(crate) struct RegisterBody {
     description: String,
 }
 
-#[utoipa::path(post, path = "/v1/review/reviewers", operation_id = "registerReviewer", request_body = RegisterBody, responses((status = 200, description = "Registers a new reviewer; the answer carries the reviewer's token, shown only this once", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/reviewers", operation_id = "registerReviewer", request_body = RegisterBody, responses((status = 200, description = "Registers a new reviewer; the answer carries the reviewer's token, shown only this once", body = IssuedToken), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody), (status = 409, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn register(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     JsonObject(body): JsonObject<RegisterBody>,
-) -> ApiResult {
+) -> ApiResult<IssuedToken> {
     admin_only(&caller)?;
     let r = Reviewer {
         id: body.id,
@@ -483,33 +550,44 @@ pub(crate) async fn register(
     blocking(&s, move |queue, _| {
         queue.register_new_reviewer(&r)?;
         let token = queue.issue_token(&r.id)?;
-        Ok(json!({"id": r.id, "name": r.name, "description": r.description, "token": token}))
+        Ok(IssuedToken {
+            id: r.id,
+            name: Some(r.name),
+            description: Some(r.description),
+            token,
+        })
     })
     .await
 }
 
-#[utoipa::path(post, path = "/v1/review/reviewers/{id}/token", operation_id = "rotateReviewerToken", params(("id" = String, Path)), responses((status = 200, description = "A new token for the reviewer, shown only this once; the old one stops working", body = Object), (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/reviewers/{id}/token", operation_id = "rotateReviewerToken", params(("id" = String, Path)), responses((status = 200, description = "A new token for the reviewer, shown only this once; the old one stops working", body = IssuedToken), (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn rotate(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult {
+) -> ApiResult<IssuedToken> {
     admin_only(&caller)?;
     blocking(&s, move |queue, _| {
         let token = queue.issue_token(&id)?;
-        Ok(json!({"id": id, "token": token}))
+        Ok(IssuedToken {
+            id,
+            name: None,
+            description: None,
+            token,
+        })
     })
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/me", operation_id = "getCurrentReviewer", responses((status = 200, description = "Who the token names: `{\"role\": \"admin\" | \"reviewer\", \"reviewer\"}`", body = Object), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
-pub(crate) async fn me(Extension(caller): Extension<Caller>) -> ApiResult {
-    Ok(Json(match caller {
-        Caller::Reviewer(id) => json!({"role": "reviewer", "reviewer": id}),
-        Caller::Admin => json!({"role": "admin", "reviewer": null}),
+#[utoipa::path(get, path = "/v1/review/me", operation_id = "getCurrentReviewer", responses((status = 200, description = "Who the token names: `{\"role\": \"admin\" | \"reviewer\", \"reviewer\"}`", body = Me), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn me(Extension(caller): Extension<Caller>) -> ApiResult<Me> {
+    let (role, reviewer) = match caller {
+        Caller::Reviewer(id) => (Role::Reviewer, Some(id)),
+        Caller::Admin => (Role::Admin, None),
         // The gate lets no other caller through to the review paths.
-        Caller::Service | Caller::Anyone => json!({"role": "none", "reviewer": null}),
-    }))
+        Caller::Service | Caller::Anyone => (Role::None, None),
+    };
+    Ok(Json(Me { role, reviewer }))
 }
 
 /// `GET /v1/review/messages`'s query.
@@ -520,12 +598,12 @@ pub(crate) struct MessagesQuery {
     status: Option<MessageStatus>,
 }
 
-#[utoipa::path(get, path = "/v1/review/messages", operation_id = "listMessages", params(MessagesQuery), responses((status = 200, description = "This reviewer's messages (direct and broadcast)", body = [Object]), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/messages", operation_id = "listMessages", params(MessagesQuery), responses((status = 200, description = "This reviewer's messages (direct and broadcast)", body = [Message]), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn messages(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Query(q): Query<MessagesQuery>,
-) -> ApiResult {
+) -> ApiResult<Vec<Message>> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.messages(&who, q.status)?)).await
 }
@@ -543,52 +621,58 @@ pub(crate) struct SendBody {
     body: String,
 }
 
-#[utoipa::path(post, path = "/v1/review/messages", operation_id = "sendMessage", request_body = SendBody, responses((status = 200, description = "Sends a message to a reviewer, or to every reviewer without `recipient`", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, description = "No such recipient", body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages", operation_id = "sendMessage", request_body = SendBody, responses((status = 200, description = "Sends a message to a reviewer, or to every reviewer without `recipient`", body = MessageId), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, description = "No such recipient", body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn send(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     JsonObject(m): JsonObject<SendBody>,
-) -> ApiResult {
+) -> ApiResult<MessageId> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| {
         let id = queue.send_message(&who, m.recipient.as_deref(), &m.subject, &m.body)?;
-        Ok(json!({"id": id}))
+        Ok(MessageId { id })
     })
     .await
 }
 
-#[utoipa::path(post, path = "/v1/review/messages/{id}/read", operation_id = "markMessageRead", params(("id" = i64, Path)), responses((status = 200, description = "Marks a message read", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, description = "The message is past that state", body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages/{id}/read", operation_id = "markMessageRead", params(("id" = i64, Path)), responses((status = 200, description = "Marks a message read", body = MessageState), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, description = "The message is past that state", body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn read(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-) -> ApiResult {
+) -> ApiResult<MessageState> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| {
-        Ok(json!({"id": id, "status": queue.mark_as_read(id, &who)?}))
+        Ok(MessageState {
+            id,
+            status: queue.mark_as_read(id, &who)?,
+        })
     })
     .await
 }
 
-#[utoipa::path(post, path = "/v1/review/messages/{id}/archive", operation_id = "archiveMessage", params(("id" = i64, Path)), responses((status = 200, description = "Archives a message", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, description = "The message is past that state", body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/messages/{id}/archive", operation_id = "archiveMessage", params(("id" = i64, Path)), responses((status = 200, description = "Archives a message", body = MessageState), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody), (status = 409, description = "The message is past that state", body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn archive(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
-) -> ApiResult {
+) -> ApiResult<MessageState> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| {
-        Ok(json!({"id": id, "status": queue.archive_message(id, &who)?}))
+        Ok(MessageState {
+            id,
+            status: queue.archive_message(id, &who)?,
+        })
     })
     .await
 }
 
-#[utoipa::path(get, path = "/v1/review/context/{key}", operation_id = "getContext", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), responses((status = 200, description = "A shared context value (not found when restricted to others)", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(get, path = "/v1/review/context/{key}", operation_id = "getContext", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), responses((status = 200, description = "A shared context value (not found when restricted to others)", body = ContextValue), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn get_context(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(key): Path<String>,
-) -> ApiResult {
+) -> ApiResult<ContextValue> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| Ok(queue.get_context(&key, &who)?)).await
 }
@@ -602,13 +686,13 @@ pub(crate) struct ContextBody {
     allowed: Option<Vec<String>>,
 }
 
-#[utoipa::path(put, path = "/v1/review/context/{key}", operation_id = "putContext", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), request_body = ContextBody, responses((status = 200, description = "Writes a shared context value owned by this reviewer", body = Object), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(put, path = "/v1/review/context/{key}", operation_id = "putContext", params(("key" = String, Path, pattern = r"[^\s\x00-\x1f\x7f-\x9f]", description = "not blank")), request_body = ContextBody, responses((status = 200, description = "Writes a shared context value owned by this reviewer", body = ContextValue), (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn put_context(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(key): Path<String>,
     JsonObject(b): JsonObject<ContextBody>,
-) -> ApiResult {
+) -> ApiResult<ContextValue> {
     let who = acting_reviewer(caller)?;
     blocking(&s, move |queue, _| {
         let access = match b.allowed {

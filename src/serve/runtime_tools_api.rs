@@ -9,13 +9,14 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
-use serde_json::{Value, json};
 
 use super::AppState;
 use super::body::JsonObject;
 use super::error::ApiError;
 use super::gate::{Caller, held, try_permit};
-use crate::tools::runtime::{Actor, RuntimeError, RuntimeTools, ToolSpec};
+use crate::tools::runtime::{
+    Actor, Created, History, RuntimeError, RuntimeTools, StoredTool, ToolSpec,
+};
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -69,10 +70,26 @@ async fn with_tools<T: Send + 'static>(
     out.map_err(api_error)
 }
 
+/// `GET /v1/tools/runtime`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct RuntimeToolList {
+    /// Each live tool at its latest version.
+    pub tools: Vec<StoredTool>,
+}
+
+/// `DELETE /v1/tools/runtime/{name}`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Deleted {
+    /// The tool's name (shortened past 60 characters).
+    pub deleted: String,
+    /// Its last version.
+    pub version: u32,
+}
+
 /// Creates a run-time tool, or a new version of one: checked, run on its
 /// examples, stored; registered as `rt.<name>` when `verified`.
 #[utoipa::path(post, path = "/v1/tools/runtime", operation_id = "createRuntimeTool", request_body = ToolSpec,
-    responses((status = 201, description = "Stored: the version, its status (`verified` or `failed`), quality, each example's outcome, and whether it is registered", body = Object),
+    responses((status = 201, description = "Stored: the version, its status (`verified` or `failed`), quality, each example's outcome, and whether it is registered", body = Created),
         (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
         (status = 409, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody),
         (status = 429, body = super::error::ErrorBody)),
@@ -81,33 +98,32 @@ pub(crate) async fn create(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     JsonObject(spec): JsonObject<ToolSpec>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Created>), ApiError> {
     admin_only(&caller)?;
     let created = with_tools(&s, move |tools, grace| {
         tools.create_in(&grace.registry().registrar(), spec, Actor::Http)
     })
     .await?;
-    let body = serde_json::to_value(&created).map_err(ApiError::internal)?;
-    Ok((StatusCode::CREATED, Json(body)))
+    Ok((StatusCode::CREATED, Json(created)))
 }
 
 /// The live run-time tools, each at its latest version.
 #[utoipa::path(get, path = "/v1/tools/runtime", operation_id = "listRuntimeTools",
-    responses((status = 200, description = "`{tools: [...]}`: name, version, status, quality, description, schema, code, examples", body = Object),
+    responses((status = 200, description = "The tools: name, version, status, quality, description, schema, code, examples", body = RuntimeToolList),
         (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub(crate) async fn list(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RuntimeToolList>, ApiError> {
     admin_only(&caller)?;
     let tools = with_tools(&s, |tools, _| tools.list()).await?;
-    Ok(Json(json!({"tools": tools})))
+    Ok(Json(RuntimeToolList { tools }))
 }
 
 /// Deletes a run-time tool: unregistered, marked deleted, history kept.
 #[utoipa::path(delete, path = "/v1/tools/runtime/{name}", operation_id = "deleteRuntimeTool", params(("name" = String, Path)),
-    responses((status = 200, description = "`{deleted, version}`", body = Object),
+    responses((status = 200, description = "The tool deleted and its last version", body = Deleted),
         (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
@@ -115,19 +131,22 @@ pub(crate) async fn remove(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Deleted>, ApiError> {
     admin_only(&caller)?;
     let shown = crate::text::ellipsized(&name, 60);
     let version = with_tools(&s, move |tools, grace| {
         tools.delete(Some(&grace.registry().registrar()), &name, Actor::Http)
     })
     .await?;
-    Ok(Json(json!({"deleted": shown, "version": version})))
+    Ok(Json(Deleted {
+        deleted: shown,
+        version,
+    }))
 }
 
 /// A run-time tool's versions and audit log (also after deletion).
 #[utoipa::path(get, path = "/v1/tools/runtime/{name}/history", operation_id = "getRuntimeToolHistory", params(("name" = String, Path)),
-    responses((status = 200, description = "`{name, deleted, versions, audit}`", body = Object),
+    responses((status = 200, description = "Its versions and audit log", body = History),
         (status = 401, body = super::error::ErrorBody), (status = 403, body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
@@ -135,10 +154,9 @@ pub(crate) async fn history(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<History>, ApiError> {
     admin_only(&caller)?;
-    let history = with_tools(&s, move |tools, _| tools.history(&name)).await?;
     Ok(Json(
-        serde_json::to_value(history).map_err(ApiError::internal)?,
+        with_tools(&s, move |tools, _| tools.history(&name)).await?,
     ))
 }

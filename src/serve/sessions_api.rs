@@ -15,7 +15,7 @@ use crate::session::Session;
 /// Starts a conversation: its id, creation and expiry (extended by every
 /// turn by `sessions.ttl_seconds`).
 #[utoipa::path(post, path = "/v1/sessions", operation_id = "createSession",
-    responses((status = 201, description = "The new session (id, created_at, expires_at, turns: [])", body = Object),
+    responses((status = 201, description = "The new session (no turns yet)", body = Session),
         (status = 401, body = super::error::ErrorBody), (status = 429, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create(State(s): State<AppState>) -> Result<(StatusCode, Json<Session>), ApiError> {
@@ -29,7 +29,7 @@ pub async fn create(State(s): State<AppState>) -> Result<(StatusCode, Json<Sessi
 /// A conversation's turns: question, standalone rewrite, answer, sources,
 /// decision and confidence.
 #[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "getSession", params(("id" = String, Path, pattern = r"^ses_[0-9a-f]{32}$")),
-    responses((status = 200, description = "The session and its turns", body = Object),
+    responses((status = 200, description = "The session and its turns", body = Session),
         (status = 401, body = super::error::ErrorBody), (status = 404, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn show(

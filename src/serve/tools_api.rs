@@ -20,7 +20,6 @@ use crate::tools::{ToolInfo, ToolResult};
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ToolsResponse {
     /// The tools an HTTP client may call, in registration order.
-    #[schema(value_type = Vec<Object>)]
     pub tools: Vec<ToolInfo>,
 }
 
@@ -62,7 +61,7 @@ pub struct CallBody {
 /// offered to HTTP clients is 404.
 #[utoipa::path(post, path = "/v1/tools/{name}/call", operation_id = "callTool", request_body = CallBody,
     params(("name" = String, Path, pattern = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$", example = "rag_search")),
-    responses((status = 200, description = "The call's result", body = Object),
+    responses((status = 200, description = "The call's result", body = ToolResult),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody), (status = 429, body = super::error::ErrorBody)),
     security(("bearer" = [])))]

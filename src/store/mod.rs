@@ -321,7 +321,7 @@ pub fn sort_hits(hits: &mut [StoredHit]) {
 }
 
 /// Size and index state of a collection.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct StoreInfo {
     /// Points in the collection.
     pub points: usize,

@@ -12,7 +12,7 @@ use crate::confidence::Factors;
 const NAME: &str = "ask_user";
 
 /// Whether the run must wait for the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Urgency {
     /// The run cannot go on without an answer.
@@ -22,7 +22,7 @@ pub enum Urgency {
 }
 
 /// A question for a human.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct UserRequest {
     /// The question to put to the human.
     pub question: String,

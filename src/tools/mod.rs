@@ -64,7 +64,7 @@ pub trait Tool: Send + Sync {
 }
 
 /// What a tool call produced.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum ToolOutput {
     /// Ranked passages (`rag_search`).
@@ -81,7 +81,7 @@ pub enum ToolOutput {
 }
 
 /// The result of one tool call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ToolResult {
     /// Whether the call produced its output; on `false`, `output` is
     /// [`ToolOutput::None`] and `error` says why.
@@ -101,6 +101,7 @@ pub struct ToolResult {
     pub suggestions: Vec<String>,
     /// Wall time of the call, retries included.
     #[serde(with = "duration_secs")]
+    #[schema(value_type = f64)]
     pub duration: Duration,
     /// Attempts made (1 without retries).
     pub attempts: u32,
@@ -139,7 +140,7 @@ impl ToolResult {
 }
 
 /// Where a tool comes from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Origin {
     /// One of GRACE's own tools.
@@ -163,7 +164,7 @@ pub enum Origin {
 }
 
 /// How a call failed, which decides whether it is retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolErrorKind {
     /// The input does not match the schema: never retried.
@@ -277,7 +278,7 @@ mod duration_secs {
 
 /// One executed step: a tool call (a plan's step or the agent's call),
 /// its result, and how it was scored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StepRecord {
     /// The step's id in the plan.
     pub id: String,

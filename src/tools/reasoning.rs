@@ -29,7 +29,7 @@ set abstained to true and cite nothing. Do not use outside knowledge. \
 Reply with JSON: {\"answer\": string, \"citations\": [numbers], \"confidence\": number between 0 and 1 or null, \"abstained\": boolean}.";
 
 /// A source an answer cites.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Citation {
     /// The `[n]` number in the answer: the source's 1-based position in the
     /// call's `sources`.
@@ -44,7 +44,7 @@ pub struct Citation {
 }
 
 /// An answer with its citations.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Answer {
     /// The answer text, with `[n]` citation markers.
     pub text: String,

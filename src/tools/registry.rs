@@ -72,7 +72,7 @@ pub struct CatalogueEntry {
 }
 
 /// Everything about a registered tool (`grace tools list`, `GET /v1/tools`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ToolInfo {
     /// The tool's name.
     pub name: String,

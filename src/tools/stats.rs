@@ -76,7 +76,7 @@ pub enum StatsError {
 }
 
 /// Whether a tool may be offered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case", tag = "health", content = "reason")]
 pub enum Health {
     /// Working, as far as GRACE knows.
@@ -101,7 +101,7 @@ pub struct CallOutcome<'a> {
 }
 
 /// A tool's statistics.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ToolUsage {
     /// Calls recorded.
     pub calls: u64,

@@ -14,7 +14,7 @@ use super::super::{DENSE_VECTOR, LEXICAL_VECTOR};
 use crate::config::{Quantization, StorageConfig};
 
 /// The index settings a store holds (`storage.*` as it applied them).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct IndexSettings {
     /// `storage.quantization`.
     pub quantization: Quantization,

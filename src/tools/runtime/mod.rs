@@ -109,7 +109,7 @@ pub struct Example {
 }
 
 /// How one example went in the verification run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExampleOutcome {
     /// Whether the output was the expected one.
     pub passed: bool,
@@ -180,7 +180,7 @@ impl RuntimeError {
 }
 
 /// What a creation did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Created {
     /// The registered name (`rt.<name>`).
     pub tool: String,

@@ -91,7 +91,7 @@ pub enum StoreError {
 }
 
 /// One stored version of a tool.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct StoredTool {
     /// The name (without `rt.`).
     pub name: String,
@@ -118,7 +118,8 @@ pub struct StoredTool {
 }
 
 /// One audit entry.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(as = RuntimeToolAuditEntry)]
 pub struct AuditEntry {
     /// When.
     pub at: DateTime<Utc>,
@@ -135,7 +136,8 @@ pub struct AuditEntry {
 }
 
 /// A tool's versions and audit entries, oldest first.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(as = RuntimeToolHistory)]
 pub struct History {
     /// The name.
     pub name: String,
