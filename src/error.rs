@@ -58,6 +58,9 @@ pub enum Error {
     /// A calibration file could not be read or written.
     #[error(transparent)]
     Calibration(#[from] crate::confidence::calibration::CalibrationError),
+    /// Watching folders failed (`grace ingest --watch`, `server.watch`).
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
     /// The HTTP server could not start or stopped with an error.
     #[error("server: {0}")]
     Server(String),
@@ -123,6 +126,8 @@ impl Error {
                 | IngestError::Cancelled { .. } => EXIT_FAILURE,
             },
             Error::Lexical(_) | Error::Server(_) | Error::ToolStats(_) => EXIT_FAILURE,
+            Error::Watch(crate::watch::WatchError::Watch { .. }) => EXIT_NOT_FOUND,
+            Error::Watch(crate::watch::WatchError::Stopped(_)) => EXIT_FAILURE,
             Error::Calibration(crate::confidence::calibration::CalibrationError::Invalid {
                 ..
             }) => EXIT_BAD_INPUT,

@@ -63,6 +63,7 @@ pub mod store;
 pub mod telemetry;
 pub mod text;
 pub mod tools;
+pub mod watch;
 
 pub use config::Config;
 pub use error::{

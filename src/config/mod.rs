@@ -296,6 +296,10 @@ pub struct IngestConfig {
     /// links that lead out of them are not followed. The CLI is not bound
     /// by it.
     pub allowed_roots: Vec<PathBuf>,
+    /// Seconds without a file-system event that end a batch of changes
+    /// (`grace ingest --watch`, `server.watch`); the batch is then
+    /// ingested.
+    pub watch_debounce_seconds: f64,
 }
 
 impl Default for IngestConfig {
@@ -336,6 +340,7 @@ impl Default for IngestConfig {
             store_retries: 5,
             store_retry_seconds: 1.0,
             allowed_roots: Vec::new(),
+            watch_debounce_seconds: 0.5,
         }
     }
 }
@@ -706,6 +711,10 @@ pub struct ServerConfig {
     /// uploads and reviewed folders, else by file name (see
     /// [`crate::display`]).
     pub display_root: PathBuf,
+    /// Folders (or files) `grace serve` keeps the knowledge base in step
+    /// with: ingested at start, then re-ingested (changed files written
+    /// again, deleted ones pruned) a moment after they change.
+    pub watch: Vec<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -719,6 +728,7 @@ impl Default for ServerConfig {
             max_concurrency: 16,
             shutdown_grace_seconds: 30.0,
             display_root: PathBuf::new(),
+            watch: Vec::new(),
         }
     }
 }
@@ -1090,6 +1100,7 @@ impl Config {
         };
         for p in [&mut self.storage.data_dir, &mut self.server.display_root]
             .into_iter()
+            .chain(self.server.watch.iter_mut())
             .chain(self.confidence.calibration.as_mut())
         {
             join(p, base);

@@ -89,6 +89,26 @@ fn model_paths_follow_the_file_that_sets_them_else_grace_home() {
 }
 
 #[test]
+fn a_watched_folder_that_does_not_exist_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "server:\n  watch: [/no/such/folder]\n");
+    let msg = Config::load_with_env(Some(&p), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("`server.watch[0]`"), "{msg}");
+    assert!(msg.contains("/no/such/folder does not exist"), "{msg}");
+}
+
+#[test]
+fn watched_folders_in_a_file_follow_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    let p = write(dir.path(), "server:\n  watch: [docs]\n");
+    let c = Config::load_with_env(Some(&p), &[]).unwrap();
+    assert_eq!(c.server.watch, [dir.path().join("docs")]);
+}
+
+#[test]
 fn file_overrides_defaults_and_keeps_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "qdrant:\n  search_limit: 9\n");
@@ -390,6 +410,11 @@ fn out_of_range_values_name_key_and_line() {
             2,
         ),
         ("ingest:\n  max_pages: 0\n", "ingest.max_pages", 2),
+        (
+            "ingest:\n  watch_debounce_seconds: 0\n",
+            "ingest.watch_debounce_seconds",
+            2,
+        ),
         (
             "ingest:\n  qa_question_column: \" \"\n",
             "ingest.qa_question_column",

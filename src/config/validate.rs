@@ -149,6 +149,13 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
             format!("{} is out of range 1..=10000000", i.max_files),
         ));
     }
+    if !(i.watch_debounce_seconds.is_finite() && (0.05..=60.0).contains(&i.watch_debounce_seconds))
+    {
+        return Err(invalid(
+            "ingest.watch_debounce_seconds",
+            format!("{} is out of range [0.05, 60]", i.watch_debounce_seconds),
+        ));
+    }
     for (n, root) in i.allowed_roots.iter().enumerate() {
         if !root.is_dir() {
             return Err(invalid(
@@ -768,8 +775,28 @@ fn validate_server(s: &super::ServerConfig) -> Result<()> {
             format!("{} is out of range 1..=1024", s.max_concurrency),
         ));
     }
+    if s.watch.len() > MAX_WATCHED {
+        return Err(invalid(
+            "server.watch",
+            format!(
+                "{} paths; at most {MAX_WATCHED} (watch their common folder)",
+                s.watch.len()
+            ),
+        ));
+    }
+    for (n, path) in s.watch.iter().enumerate() {
+        if !path.exists() {
+            return Err(invalid(
+                &format!("server.watch[{n}]"),
+                format!("{} does not exist", path.display()),
+            ));
+        }
+    }
     Ok(())
 }
+
+/// Most paths `server.watch` may name.
+pub const MAX_WATCHED: usize = 100;
 
 fn validate_reader(c: &Config) -> Result<()> {
     let r = &c.reader;

@@ -18,7 +18,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use utoipa::OpenApi;
 
 use super::AppState;
-use super::error::{ApiError, ErrorBody};
+use super::error::ApiError;
 use crate::telemetry;
 
 /// The process's recorder, installed on first use; `None` when another
@@ -58,14 +58,8 @@ fn install() -> Option<PrometheusHandle> {
     }
 }
 
-/// The metrics in Prometheus's text exposition format (version 0.0.4):
-/// requests by route and status, question phases' latencies, decisions
-/// and their confidence, escalations by status, ingest counts and store
-/// retries.
-#[utoipa::path(get, path = "/metrics", operation_id = "metrics", security(("bearer" = [])),
-    responses(
-        (status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"),
-        (status = 501, description = "Another metrics recorder owns this process", body = ErrorBody)))]
+/// `GET /metrics` (documented in [`super::openapi`]): the metrics in
+/// Prometheus's text exposition format (version 0.0.4).
 pub async fn metrics(State(s): State<AppState>) -> Response {
     let Some(handle) = handle() else {
         return ApiError::new(

@@ -6,6 +6,7 @@
 //! - [`tools_api`]: `GET /v1/tools` and `POST /v1/tools/{name}/call`;
 //! - [`review_api`]: the review endpoints, also used by the reviewer page
 //!   at `/review`;
+//! - [`follow`]: the `server.watch` folders, kept in step while serving;
 //! - [`gate`]: what every request passes first: 503 while shutting down,
 //!   bearer-token auth, 429 beyond `server.max_concurrency`, the request
 //!   timeout, and JSON bodies for every error;
@@ -20,6 +21,7 @@
 pub mod api;
 pub mod body;
 pub mod error;
+pub mod follow;
 pub mod gate;
 pub mod metrics_api;
 pub mod openapi;
@@ -221,6 +223,7 @@ pub async fn run(
     // When the shutdown's grace ends, set as it begins.
     let deadline = Arc::new(std::sync::OnceLock::<tokio::time::Instant>::new());
     let (began, shutdown_began) = tokio::sync::oneshot::channel::<()>();
+    let follower = follow::Follower::start(&grace);
     let (signal_gate, signal_deadline) = (gate.clone(), deadline.clone());
     let server = axum::serve(listener, router(state))
         .with_graceful_shutdown(async move {
@@ -254,6 +257,9 @@ pub async fn run(
             gate.cut.send_replace(true);
             let _ = tokio::time::timeout(CLOSE_WAIT, &mut server).await;
         }
+    }
+    if let Some(follower) = follower {
+        let _ = tokio::task::spawn_blocking(move || follower.stop()).await;
     }
     // Blocking work holds its permit until it has stopped (a request that
     // timed out, one cancelled above): wait for it, within the grace, so

@@ -28,8 +28,7 @@ use super::error::{ErrorBody, ErrorDetail};
           super::review_api::put_context, super::sessions_api::create, super::sessions_api::show,
           super::sessions_api::delete, super::tools_api::list, super::tools_api::call,
           super::runtime_tools_api::create, super::runtime_tools_api::list,
-          super::runtime_tools_api::remove, super::runtime_tools_api::history,
-          super::metrics_api::metrics),
+          super::runtime_tools_api::remove, super::runtime_tools_api::history, metrics),
     components(schemas(ErrorBody, ErrorDetail, crate::tools::runtime::ToolSpec, crate::tools::runtime::Example, crate::review::Status, crate::review::MessageStatus)),
     modifiers(&BearerAuth, &GateResponses)
 )]
@@ -127,6 +126,17 @@ impl Modify for BearerAuth {
     responses((status = 200, description = "Serving"), (status = 503, body = ErrorBody)))]
 #[allow(dead_code)] // documents super::gate::health, which the router uses
 fn health() {}
+
+/// The metrics in Prometheus's text exposition format (version 0.0.4):
+/// requests by route and status, question phases' latencies, decisions
+/// and their confidence, escalations by status, ingest counts and store
+/// retries.
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"),
+        (status = 501, description = "Another metrics recorder owns this process", body = ErrorBody)))]
+#[allow(dead_code)] // documents the metrics handler (metrics_api.rs), which the router uses
+fn metrics() {}
 
 /// `GET /openapi.json`.
 pub async fn document() -> Json<utoipa::openapi::OpenApi> {

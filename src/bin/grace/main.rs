@@ -43,7 +43,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Add or update documents (Markdown, text, reStructuredText, HTML)
+    /// Add or update documents (Markdown, text, reStructuredText, HTML,
+    /// PDF, DOCX, ODT, EPUB, man pages, Q&A tables)
     Ingest {
         /// Files, folders or quoted glob patterns
         #[arg(required = true, value_name = "PATHS")]
@@ -51,6 +52,11 @@ enum Command {
         /// Remove chunks of files that are gone from the given folders
         #[arg(long)]
         prune: bool,
+        /// Then keep following the files and folders: a moment after they
+        /// change (ingest.watch_debounce_seconds), ingest again, with
+        /// --prune; Ctrl-C stops
+        #[arg(long)]
+        watch: bool,
     },
     /// Find the passages that best match a query
     Search {
@@ -137,6 +143,10 @@ enum Command {
         /// only with server.api_key set
         #[arg(long, value_name = "ADDR")]
         bind: Option<std::net::SocketAddr>,
+        /// Keep the knowledge base in step with this folder or file while
+        /// serving (repeatable; added to server.watch)
+        #[arg(long, value_name = "PATH")]
+        watch: Vec<PathBuf>,
     },
     /// Serve GRACE's tools to an MCP client over stdin/stdout
     Mcp,
@@ -248,6 +258,144 @@ fn quiet_on_broken_pipe() {
     }));
 }
 
+/// Ingests `paths` with a progress bar, prints the report (with `--json`,
+/// on one line when `lines`: the first of `--watch`'s JSON lines), and
+/// fits the confidence again when `confidence.self_calibration.mode:
+/// auto` says the knowledge base changed enough.
+fn ingest(
+    cli: &Cli,
+    kb: &std::sync::Arc<KnowledgeBase>,
+    paths: &[PathBuf],
+    prune: bool,
+    lines: bool,
+) -> grace::Result<()> {
+    let bar = progress_bar(cli);
+    let (mut files, mut done) = (0, 0);
+    let report = kb.ingest(
+        paths,
+        &IngestOptions {
+            prune,
+            ..Default::default()
+        },
+        &mut |event| match event {
+            IngestEvent::Found { files: n, bytes } => {
+                files = n;
+                bar.set_length(bytes);
+            }
+            IngestEvent::Advanced { bytes } => bar.inc(bytes),
+            IngestEvent::File { path, .. } => {
+                done += 1;
+                let name = output::display_path(&path.to_string_lossy());
+                bar.set_message(format!("{done}/{files} files  {name}"));
+            }
+            IngestEvent::Optimizing => bar.set_message("building the search index"),
+            IngestEvent::StoreRetry {
+                attempt,
+                of,
+                wait_secs,
+                error,
+            } => bar.suspend(|| {
+                if !cli.quiet {
+                    eprintln!(
+                        "grace: a store write failed ({error}); trying again in {wait_secs:.0} s ({attempt}/{of})"
+                    );
+                }
+            }),
+        },
+    );
+    bar.finish_and_clear();
+    let report = report?;
+    if cli.json && lines {
+        output::print_json_line(&report);
+    } else if !cli.quiet || cli.json {
+        output::ingest_report(&report, &kb.config().qdrant.collection, cli.json);
+    }
+    // With `confidence.self_calibration.mode: auto`, a knowledge
+    // base that changed enough is fitted again.
+    let bar = count_bar(cli, "self-calibration: asking its own questions");
+    let refit = grace::selfcal::after_ingest(kb, &mut |p| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+    });
+    bar.finish_and_clear();
+    if let Some(outcome) = refit? {
+        output::self_calibration_note(&outcome, cli.quiet);
+    }
+    Ok(())
+}
+
+/// The paths `--watch` follows, canonical: files and folders that exist
+/// (a glob pattern cannot be followed).
+fn watched(paths: &[PathBuf]) -> grace::Result<Vec<PathBuf>> {
+    paths
+        .iter()
+        .map(|p| {
+            std::fs::canonicalize(p).map_err(|_| {
+                grace::Error::InvalidInput(format!(
+                    "--watch follows files and folders, not patterns: {} is neither",
+                    p.display()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// How `--watch` gathers changes: `ingest.watch_debounce_seconds`, and
+/// GRACE's own data folder left out.
+fn watch_options(kb: &KnowledgeBase) -> grace::watch::WatchOptions {
+    let config = kb.config();
+    grace::watch::WatchOptions {
+        debounce: std::time::Duration::from_secs_f64(config.ingest.watch_debounce_seconds),
+        ignore: std::fs::canonicalize(&config.storage.data_dir)
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// `grace ingest --watch`: after the first ingest, follows `paths` and
+/// ingests them again (with pruning) after each batch of changes, until
+/// Ctrl-C. An ingest that fails is reported and tried again at the next
+/// change; a kill in the middle is repaired by the next start's ingest.
+fn follow(
+    cli: &Cli,
+    kb: &std::sync::Arc<KnowledgeBase>,
+    roots: &[PathBuf],
+    watch: &grace::watch::Watch,
+) -> grace::Result<()> {
+    let config = kb.config();
+    if !cli.quiet {
+        eprintln!(
+            "grace: following {} path(s); changes are ingested {} s after they settle (Ctrl-C stops)",
+            roots.len(),
+            config.ingest.watch_debounce_seconds
+        );
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    watch.run(&stop, &mut |batch| {
+        let started = std::time::Instant::now();
+        let report = kb.ingest(
+            roots,
+            &IngestOptions {
+                prune: true,
+                ..Default::default()
+            },
+            &mut |_| {},
+        );
+        match report {
+            Ok(report) => {
+                output::watch_batch(batch, &report, started.elapsed(), cli.json, cli.quiet);
+                match grace::selfcal::after_ingest(kb, &mut |_| {}) {
+                    Ok(Some(outcome)) => output::self_calibration_note(&outcome, cli.quiet),
+                    Ok(None) => {}
+                    Err(e) => eprintln!("grace: self-calibration failed: {e}"),
+                }
+            }
+            Err(e) => eprintln!("grace: {e}; the next change tries again"),
+        }
+    })?;
+    Ok(())
+}
+
 fn init_logging(cli: &Cli) {
     // qdrant-edge logs start-up warnings meant for the Qdrant server
     // ("Feature flags not initialized!"); its errors still show. pdf_oxide
@@ -286,58 +434,23 @@ fn load_config(cli: &Cli) -> grace::Result<Config> {
 fn run(cli: &Cli) -> grace::Result<u8> {
     let config = load_config(cli)?;
     match &cli.command {
-        Command::Ingest { paths, prune } => {
-            let kb = KnowledgeBase::open(config, OpenMode::Create)?;
-            let bar = progress_bar(cli);
-            let (mut files, mut done) = (0, 0);
-            let report = kb.ingest(
-                paths,
-                &IngestOptions {
-                    prune: *prune,
-                    ..Default::default()
-                },
-                &mut |event| match event {
-                    IngestEvent::Found { files: n, bytes } => {
-                        files = n;
-                        bar.set_length(bytes);
-                    }
-                    IngestEvent::Advanced { bytes } => bar.inc(bytes),
-                    IngestEvent::File { path, .. } => {
-                        done += 1;
-                        let name = output::display_path(&path.to_string_lossy());
-                        bar.set_message(format!("{done}/{files} files  {name}"));
-                    }
-                    IngestEvent::Optimizing => bar.set_message("building the search index"),
-                    IngestEvent::StoreRetry {
-                        attempt,
-                        of,
-                        wait_secs,
-                        error,
-                    } => bar.suspend(|| {
-                        if !cli.quiet {
-                            eprintln!(
-                                "grace: a store write failed ({error}); trying again in {wait_secs:.0} s ({attempt}/{of})"
-                            );
-                        }
-                    }),
-                },
-            );
-            bar.finish_and_clear();
-            let report = report?;
-            if !cli.quiet || cli.json {
-                output::ingest_report(&report, &kb.config().qdrant.collection, cli.json);
-            }
-            // With `confidence.self_calibration.mode: auto`, a knowledge
-            // base that changed enough is fitted again.
-            let kb = std::sync::Arc::new(kb);
-            let bar = count_bar(cli, "self-calibration: asking its own questions");
-            let refit = grace::selfcal::after_ingest(&kb, &mut |p| {
-                bar.set_length(p.total as u64);
-                bar.set_position(p.done as u64);
-            });
-            bar.finish_and_clear();
-            if let Some(outcome) = refit? {
-                output::self_calibration_note(&outcome, cli.quiet);
+        Command::Ingest {
+            paths,
+            prune,
+            watch,
+        } => {
+            // Patterns cannot be followed: refused before any work.
+            let roots = if *watch { Some(watched(paths)?) } else { None };
+            let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Create)?);
+            // Watching from before the first ingest: what changes while it
+            // runs is the first batch, not lost.
+            let watcher = match &roots {
+                Some(roots) => Some(grace::watch::Watch::start(roots, &watch_options(&kb))?),
+                None => None,
+            };
+            ingest(cli, &kb, paths, *prune || *watch, *watch)?;
+            if let (Some(roots), Some(watcher)) = (roots, watcher) {
+                follow(cli, &kb, &roots, &watcher)?;
             }
         }
         Command::Search {
@@ -462,7 +575,9 @@ fn run(cli: &Cli) -> grace::Result<u8> {
         Command::Review { reviewer, command } => {
             return review::run(&config, reviewer.as_deref(), command, cli.json);
         }
-        Command::Serve { bind } => {
+        Command::Serve { bind, watch } => {
+            let mut config = config;
+            config.server.watch.extend(watched(watch)?);
             let bind = match bind {
                 Some(b) => *b,
                 None => config.server.bind.parse().map_err(|_| {

@@ -70,6 +70,57 @@ pub fn error(e: &grace::Error, json: bool) {
     eprintln!("error: {message}");
 }
 
+/// One batch of `grace ingest --watch`: a line of text, or of JSON.
+pub fn watch_batch(
+    batch: &grace::watch::Batch,
+    r: &IngestReport,
+    took: std::time::Duration,
+    json: bool,
+    quiet: bool,
+) {
+    if json {
+        print_json_line(&serde_json::json!({
+            "changes": batch.events,
+            "rescan": batch.rescan,
+            "paths": batch.sample,
+            "seconds": took.as_secs_f64(),
+            "report": r,
+        }));
+        return;
+    }
+    if quiet {
+        return;
+    }
+    let names: Vec<String> = batch
+        .sample
+        .iter()
+        .map(|p| display_path(&p.to_string_lossy()))
+        .collect();
+    let more = if batch.events > names.len() {
+        ", …"
+    } else {
+        ""
+    };
+    println!(
+        "{} change(s) ({}{more}): {} added, {} updated, {} removed, {} skipped in {:.1} s; {} chunks",
+        batch.events,
+        names.join(", "),
+        r.added,
+        r.updated,
+        r.removed.len(),
+        r.skipped.len(),
+        took.as_secs_f64(),
+        r.points_total
+    );
+    for skipped in &r.skipped {
+        println!(
+            "  skipped {}: {}",
+            display_path(&skipped.path.to_string_lossy()),
+            skipped.reason
+        );
+    }
+}
+
 pub fn ingest_report(r: &IngestReport, collection: &str, json: bool) {
     if json {
         print_json(r);

@@ -1,0 +1,114 @@
+//! `server.watch`: the folders `grace serve` keeps its knowledge base in
+//! step with. A thread of its own ingests them at start (with pruning:
+//! what was deleted while the server was down goes), then again after
+//! each batch of changes ([`crate::watch`]). It takes no request permit:
+//! answering goes on while it ingests, and the ingest takes the same
+//! writer lock as `/v1/ingest`, so the two never interleave. At shutdown
+//! the ingest in progress stops at its next file, committed as far as it
+//! got; the next start finishes it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::Grace;
+use crate::ingest::IngestOptions;
+use crate::watch::{Batch, WatchOptions};
+
+/// The thread that follows `server.watch`, and its stop flag.
+pub struct Follower {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Follower {
+    /// Starts following `grace`'s `server.watch` paths; `None` when there
+    /// are none.
+    pub fn start(grace: &Grace) -> Option<Self> {
+        let config = grace.config();
+        if config.server.watch.is_empty() {
+            return None;
+        }
+        let roots: Vec<PathBuf> = config
+            .server
+            .watch
+            .iter()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .collect();
+        let options = WatchOptions {
+            debounce: Duration::from_secs_f64(config.ingest.watch_debounce_seconds),
+            ignore: std::fs::canonicalize(&config.storage.data_dir)
+                .into_iter()
+                .collect(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (grace, stop) = (grace.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("grace-watch".into())
+                .spawn(move || follow(&grace, &roots, &options, &stop))
+        };
+        match thread {
+            Ok(thread) => Some(Self {
+                stop,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the thread that follows server.watch");
+                None
+            }
+        }
+    }
+
+    /// Stops following: the ingest in progress stops at its next file.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn follow(grace: &Grace, roots: &[PathBuf], options: &WatchOptions, stop: &Arc<AtomicBool>) {
+    let ingest = |batch: Option<&Batch>| {
+        let started = Instant::now();
+        let options = IngestOptions {
+            prune: true,
+            roots: None,
+            cancel: Some(stop.clone()),
+        };
+        match grace.ingest_blocking(roots, &options, &mut |_| {}) {
+            Ok(r) => tracing::info!(
+                changes = batch.map_or(0, |b| b.events),
+                added = r.added,
+                updated = r.updated,
+                removed = r.removed.len(),
+                skipped = r.skipped.len(),
+                seconds = started.elapsed().as_secs_f64(),
+                "server.watch: ingested"
+            ),
+            Err(e) if stop.load(Ordering::SeqCst) => {
+                tracing::info!(error = %e, "server.watch: ingest stopped by the shutdown");
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "server.watch: ingest failed; the next change tries again")
+            }
+        }
+    };
+    // Watching before the first ingest: a change made while it runs is
+    // a batch afterwards, not lost.
+    let watch = match crate::watch::Watch::start(roots, options) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(error = %e, "server.watch: cannot follow the folders");
+            return;
+        }
+    };
+    ingest(None);
+    eprintln!("GRACE is following {} path(s) of server.watch", roots.len());
+    if let Err(e) = watch.run(stop, &mut |b| ingest(Some(b))) {
+        tracing::error!(error = %e, "server.watch: no longer following the folders");
+    }
+}
