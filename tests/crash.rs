@@ -43,23 +43,6 @@ fn run_to_end(config: &Path, args: &[&str]) {
     assert!(status.success(), "grace {args:?} failed: {status}");
 }
 
-/// Committed and pending sources in the manifest at `data` (read directly:
-/// the store is not opened).
-fn progress(data: &Path) -> (usize, usize) {
-    let path = data.join("manifests/grace.json");
-    match Manifest::load(&path).unwrap() {
-        Some(m) => {
-            let pending = m
-                .sources
-                .values()
-                .filter(|e| e.state == EntryState::Pending)
-                .count();
-            (m.sources.len() - pending, pending)
-        }
-        None => (0, 0),
-    }
-}
-
 /// Runs `grace args` repeatedly, killing it after each delay, until a run
 /// finishes by itself; returns, per killed run, the manifest's committed and
 /// pending source counts right after the kill.
@@ -84,7 +67,7 @@ fn run_with_kills(
             if started.elapsed() >= Duration::from_millis(delay) {
                 child.kill().unwrap(); // SIGKILL
                 child.wait().unwrap();
-                killed.push(progress(data));
+                killed.push(common::manifest_progress(data));
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));

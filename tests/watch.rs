@@ -288,21 +288,6 @@ fn follower(tmp: &Path, data: &Path, docs: &Path) -> Child {
         .unwrap()
 }
 
-/// Committed and pending sources in the manifest at `data`.
-fn progress(data: &Path) -> (usize, usize) {
-    match Manifest::load(&data.join("manifests/grace.json")) {
-        Ok(Some(m)) => {
-            let pending = m
-                .sources
-                .values()
-                .filter(|e| e.state == EntryState::Pending)
-                .count();
-            (m.sources.len() - pending, pending)
-        }
-        _ => (0, 0),
-    }
-}
-
 /// Per source, its content hash and point ids; and the store's count.
 fn snapshot(data: &Path) -> (Vec<(String, String, Vec<u64>)>, usize) {
     let kb =
@@ -342,7 +327,9 @@ fn a_follower_killed_mid_burst_catches_up_at_its_next_start_with_nothing_lost_or
     );
     let data = tmp.path().join("followed");
     let mut child = follower(tmp.path(), &data, &docs);
-    wait_for("the first ingest", || progress(&data) == (2, 0));
+    wait_for("the first ingest", || {
+        common::manifest_progress(&data) == (2, 0)
+    });
 
     // A burst; killed once part of it is written.
     for i in 0..300 {
@@ -353,12 +340,12 @@ fn a_follower_killed_mid_burst_catches_up_at_its_next_start_with_nothing_lost_or
         );
     }
     wait_for("the burst to be half-written", || {
-        let (committed, _) = progress(&data);
+        let (committed, _) = common::manifest_progress(&data);
         committed > 2 && committed < 302
     });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let (committed, pending) = progress(&data);
+    let (committed, pending) = common::manifest_progress(&data);
     println!("killed with {committed} sources committed, {pending} pending");
     assert!(committed < 302, "the kill came after the burst was done");
 
@@ -371,7 +358,9 @@ fn a_follower_killed_mid_burst_catches_up_at_its_next_start_with_nothing_lost_or
     fs::remove_file(&doomed).unwrap();
 
     let mut child = follower(tmp.path(), &data, &docs);
-    let caught_up = wait_for("the restart to catch up", || progress(&data) == (301, 0));
+    let caught_up = wait_for("the restart to catch up", || {
+        common::manifest_progress(&data) == (301, 0)
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     println!(

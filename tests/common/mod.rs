@@ -294,3 +294,20 @@ pub fn read_all(
         }
     }
 }
+
+/// Committed and pending sources in the manifest at `data` (read directly:
+/// the store is not opened; none yet: `(0, 0)`).
+pub fn manifest_progress(data: &Path) -> (usize, usize) {
+    use grace::ingest::manifest::{EntryState, Manifest};
+    match Manifest::load(&data.join("manifests/grace.json")) {
+        Ok(Some(m)) => {
+            let pending = m
+                .sources
+                .values()
+                .filter(|e| e.state == EntryState::Pending)
+                .count();
+            (m.sources.len() - pending, pending)
+        }
+        _ => (0, 0),
+    }
+}
