@@ -11,8 +11,9 @@
 //! safety: the manifest, not the events, says what the store holds.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 use notify::{Event, EventKind, RecursiveMode, Watcher};
@@ -25,6 +26,44 @@ const POLL: Duration = Duration::from_millis(200);
 const MAX_WAIT_PERIODS: u32 = 20;
 /// Paths a batch remembers to show (the rest are counted).
 const SAMPLE: usize = 5;
+/// Events queued between two looks at the queue (a burst during an
+/// ingest); past it events are dropped and the next batch is a rescan,
+/// so a flood of changes costs bounded memory and loses nothing.
+const MAX_QUEUED: usize = 10_000;
+
+/// The watcher's side of the queue: never blocks the watcher, drops what
+/// does not fit and says so.
+struct Bounded {
+    tx: SyncSender<notify::Result<Event>>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl notify::EventHandler for Bounded {
+    fn handle_event(&mut self, event: notify::Result<Event>) {
+        if let Err(std::sync::mpsc::TrySendError::Full(_)) = self.tx.try_send(event) {
+            self.dropped.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The reading side: events, and whether any were dropped.
+struct Queue {
+    rx: Receiver<notify::Result<Event>>,
+    dropped: Arc<AtomicBool>,
+}
+
+/// A queue of at most `capacity` events.
+fn queue(capacity: usize) -> (Bounded, Queue) {
+    let (tx, rx) = sync_channel(capacity);
+    let dropped = Arc::new(AtomicBool::new(false));
+    (
+        Bounded {
+            tx,
+            dropped: dropped.clone(),
+        },
+        Queue { rx, dropped },
+    )
+}
 
 /// What went wrong while watching.
 #[derive(Debug, thiserror::Error)]
@@ -90,7 +129,7 @@ pub fn watch(
 pub struct Watch {
     // Dropping the watcher ends the events.
     _watcher: notify::RecommendedWatcher,
-    rx: Receiver<notify::Result<Event>>,
+    queue: Queue,
     scope: Scope,
     debounce: Duration,
 }
@@ -99,7 +138,7 @@ impl Watch {
     /// Starts watching `paths`: folders recursively, a file through its
     /// folder.
     pub fn start(paths: &[PathBuf], options: &WatchOptions) -> Result<Self> {
-        let (tx, rx) = channel::<notify::Result<Event>>();
+        let (tx, queue) = queue(MAX_QUEUED);
         let mut watcher = notify::recommended_watcher(tx).map_err(|e| WatchError::Watch {
             path: PathBuf::from("."),
             message: e.to_string(),
@@ -128,7 +167,7 @@ impl Watch {
         }
         Ok(Self {
             _watcher: watcher,
-            rx,
+            queue,
             scope: Scope {
                 dirs: paths.iter().filter(|p| p.is_dir()).cloned().collect(),
                 files,
@@ -141,7 +180,7 @@ impl Watch {
     /// Hands each batch of changes to `on_change` until `stop` is set.
     pub fn run(&self, stop: &AtomicBool, on_change: &mut dyn FnMut(&Batch)) -> Result<()> {
         while !stop.load(Ordering::Relaxed) {
-            if let Some(batch) = next_batch(&self.rx, &self.scope, self.debounce, stop)? {
+            if let Some(batch) = next_batch(&self.queue, &self.scope, self.debounce, stop)? {
                 on_change(&batch);
             }
         }
@@ -168,7 +207,7 @@ impl Scope {
 /// then gathers events until `debounce` passes without one; `None` when
 /// `stop` was set first.
 fn next_batch(
-    rx: &Receiver<notify::Result<Event>>,
+    queue: &Queue,
     scope: &Scope,
     debounce: Duration,
     stop: &AtomicBool,
@@ -184,7 +223,7 @@ fn next_batch(
             None => POLL,
             Some(_) => debounce.saturating_sub(last.elapsed()).min(POLL),
         };
-        match rx.recv_timeout(wait) {
+        match queue.rx.recv_timeout(wait) {
             Ok(event) => {
                 if add(&mut batch, event, scope) {
                     first.get_or_insert_with(Instant::now);
@@ -195,6 +234,13 @@ fn next_batch(
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(WatchError::Stopped("its channel closed".into()));
             }
+        }
+        if queue.dropped.swap(false, Ordering::Relaxed) {
+            tracing::warn!("more than {MAX_QUEUED} file-system events at once; rescanning");
+            batch.rescan = true;
+            batch.events += 1;
+            first.get_or_insert_with(Instant::now);
+            last = Instant::now();
         }
         if let Some(started) = first
             && (last.elapsed() >= debounce || started.elapsed() >= debounce * MAX_WAIT_PERIODS)
@@ -280,16 +326,17 @@ mod tests {
     #[test]
     fn a_burst_is_one_batch_with_a_bounded_sample_and_an_overflow_asks_for_a_rescan() {
         let s = scope(Path::new("/kb"), Path::new("/kb/.grace"));
-        let (tx, rx) = channel();
+        let (mut tx, rx) = queue(MAX_QUEUED);
         for i in 0..1000 {
-            tx.send(event(
-                EventKind::Create(notify::event::CreateKind::File),
-                &format!("/kb/{i}.md"),
-            ))
-            .unwrap();
+            notify::EventHandler::handle_event(
+                &mut tx,
+                event(
+                    EventKind::Create(notify::event::CreateKind::File),
+                    &format!("/kb/{i}.md"),
+                ),
+            );
         }
-        tx.send(Err(notify::Error::generic("queue overflow")))
-            .unwrap();
+        notify::EventHandler::handle_event(&mut tx, Err(notify::Error::generic("queue overflow")));
         let stop = AtomicBool::new(false);
         let batch = next_batch(&rx, &s, Duration::from_millis(50), &stop)
             .unwrap()
@@ -297,6 +344,34 @@ mod tests {
         assert_eq!(batch.events, 1001);
         assert_eq!(batch.sample.len(), SAMPLE);
         assert!(batch.rescan);
+    }
+
+    #[test]
+    fn a_flood_beyond_the_queue_is_dropped_and_becomes_a_rescan() {
+        let s = scope(Path::new("/kb"), Path::new("/kb/.grace"));
+        let (mut tx, rx) = queue(10);
+        for i in 0..50 {
+            notify::EventHandler::handle_event(
+                &mut tx,
+                event(
+                    EventKind::Modify(notify::event::ModifyKind::Any),
+                    &format!("/kb/{i}.md"),
+                ),
+            );
+        }
+        let stop = AtomicBool::new(false);
+        let batch = next_batch(&rx, &s, Duration::from_millis(50), &stop)
+            .unwrap()
+            .unwrap();
+        // The ten that fitted, and the drop as one more.
+        assert_eq!(batch.events, 11);
+        assert!(batch.rescan);
+        // Nothing is left over: the next look finds the queue empty.
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(
+            next_batch(&rx, &s, Duration::from_millis(50), &stop).unwrap(),
+            None
+        );
     }
 
     #[test]
