@@ -114,8 +114,8 @@ pub fn decision(decision: &'static str, confidence: f64) {
 }
 
 /// Records one request.
-pub fn request(route: String, method: String, status: u16, took: Duration) {
-    metrics::histogram!(HTTP_SECONDS, "route" => route.clone()).record(took.as_secs_f64());
+pub fn request(route: &'static str, method: String, status: u16, took: Duration) {
+    metrics::histogram!(HTTP_SECONDS, "route" => route).record(took.as_secs_f64());
     metrics::counter!(HTTP_REQUESTS, "route" => route, "method" => method, "status" => status.to_string())
         .increment(1);
 }

@@ -98,6 +98,19 @@ pub struct WatchOptions {
     pub ignore: Vec<PathBuf>,
 }
 
+impl WatchOptions {
+    /// `ingest.watch_debounce_seconds`, and GRACE's own data folder left
+    /// out (it changes with every ingest).
+    pub fn for_config(config: &crate::config::Config) -> Self {
+        Self {
+            debounce: Duration::from_secs_f64(config.ingest.watch_debounce_seconds),
+            ignore: std::fs::canonicalize(&config.storage.data_dir)
+                .into_iter()
+                .collect(),
+        }
+    }
+}
+
 /// Changes gathered over one debounce.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Batch {

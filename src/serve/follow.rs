@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::Grace;
 use crate::ingest::IngestOptions;
@@ -37,12 +37,7 @@ impl Follower {
             .iter()
             .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
             .collect();
-        let options = WatchOptions {
-            debounce: Duration::from_secs_f64(config.ingest.watch_debounce_seconds),
-            ignore: std::fs::canonicalize(&config.storage.data_dir)
-                .into_iter()
-                .collect(),
-        };
+        let options = WatchOptions::for_config(config);
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (grace, stop) = (grace.clone(), stop.clone());

@@ -29,15 +29,15 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
 }
 
 fn install() -> Option<PrometheusHandle> {
-    let buckets = |builder: PrometheusBuilder, name: &str, bounds: &[f64]| {
-        builder.set_buckets_for_metric(Matcher::Full(name.to_string()), bounds)
-    };
-    let built = [telemetry::HTTP_SECONDS, telemetry::PHASE_SECONDS]
-        .iter()
-        .try_fold(PrometheusBuilder::new(), |b, name| {
-            buckets(b, name, telemetry::SECONDS_BUCKETS)
+    let full = |name: &str| Matcher::Full(name.to_string());
+    let built = PrometheusBuilder::new()
+        .set_buckets_for_metric(full(telemetry::HTTP_SECONDS), telemetry::SECONDS_BUCKETS)
+        .and_then(|b| {
+            b.set_buckets_for_metric(full(telemetry::PHASE_SECONDS), telemetry::SECONDS_BUCKETS)
         })
-        .and_then(|b| buckets(b, telemetry::CONFIDENCE, telemetry::CONFIDENCE_BUCKETS));
+        .and_then(|b| {
+            b.set_buckets_for_metric(full(telemetry::CONFIDENCE), telemetry::CONFIDENCE_BUCKETS)
+        });
     let recorder = match built {
         Ok(builder) => builder.build_recorder(),
         Err(e) => {
@@ -99,12 +99,7 @@ pub async fn track(request: Request, next: Next) -> Response {
     let method = request.method().as_str().to_string();
     let started = Instant::now();
     let response = next.run(request).await;
-    telemetry::request(
-        route.to_string(),
-        method,
-        response.status().as_u16(),
-        started.elapsed(),
-    );
+    telemetry::request(route, method, response.status().as_u16(), started.elapsed());
     response
 }
 
@@ -112,27 +107,27 @@ pub async fn track(request: Request, next: Next) -> Response {
 /// and the pages, a `{…}` segment matching any one segment, the template
 /// with the most literal segments winning; `unmatched` for any other.
 fn route_of(path: &str) -> &'static str {
-    static TEMPLATES: OnceLock<Vec<String>> = OnceLock::new();
+    // Each template once, split into its segments.
+    static TEMPLATES: OnceLock<Vec<(String, Vec<String>)>> = OnceLock::new();
     let templates = TEMPLATES.get_or_init(|| {
-        let mut t: Vec<String> = super::openapi::ApiDoc::openapi()
-            .paths
-            .paths
-            .keys()
-            .cloned()
-            .collect();
-        t.extend(["/", "/review", "/openapi.json"].map(String::from));
-        t
+        let documented = super::openapi::ApiDoc::openapi().paths.paths.into_keys();
+        documented
+            .chain(["/", "/review", "/openapi.json"].map(String::from))
+            .map(|t| {
+                let parts = t.split('/').map(String::from).collect();
+                (t, parts)
+            })
+            .collect()
     });
-    let segments: Vec<&str> = path.split('/').collect();
+    // Counted without collecting: a hostile path of many segments costs
+    // one pass.
+    let segments = path.split('/').count();
     templates
         .iter()
-        .filter_map(|t| {
-            let parts: Vec<&str> = t.split('/').collect();
-            if parts.len() != segments.len() {
-                return None;
-            }
+        .filter(|(_, parts)| parts.len() == segments)
+        .filter_map(|(t, parts)| {
             let mut literal = 0;
-            for (p, s) in parts.iter().zip(&segments) {
+            for (p, s) in parts.iter().zip(path.split('/')) {
                 if p.starts_with('{') && p.ends_with('}') && !s.is_empty() {
                     continue;
                 }

@@ -340,18 +340,6 @@ fn watched(paths: &[PathBuf]) -> grace::Result<Vec<PathBuf>> {
         .collect()
 }
 
-/// How `--watch` gathers changes: `ingest.watch_debounce_seconds`, and
-/// GRACE's own data folder left out.
-fn watch_options(kb: &KnowledgeBase) -> grace::watch::WatchOptions {
-    let config = kb.config();
-    grace::watch::WatchOptions {
-        debounce: std::time::Duration::from_secs_f64(config.ingest.watch_debounce_seconds),
-        ignore: std::fs::canonicalize(&config.storage.data_dir)
-            .into_iter()
-            .collect(),
-    }
-}
-
 /// `grace ingest --watch`: after the first ingest, follows `paths` and
 /// ingests them again (with pruning) after each batch of changes, until
 /// Ctrl-C. An ingest that fails is reported and tried again at the next
@@ -445,7 +433,10 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             // Watching from before the first ingest: what changes while it
             // runs is the first batch, not lost.
             let watcher = match &roots {
-                Some(roots) => Some(grace::watch::Watch::start(roots, &watch_options(&kb))?),
+                Some(roots) => Some(grace::watch::Watch::start(
+                    roots,
+                    &grace::watch::WatchOptions::for_config(kb.config()),
+                )?),
                 None => None,
             };
             ingest(cli, &kb, paths, *prune || *watch, *watch)?;
