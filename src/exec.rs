@@ -736,6 +736,18 @@ impl<'a> Executor<'a> {
         )
     }
 
+    /// Puts a finished run to a person because the asker asked for one
+    /// (`AskOptions::escalate`), whatever it decided: its answer becomes the
+    /// reviewer's draft. `None` when `ask_user` is disabled.
+    pub fn escalation_for_asker(&self, report: &RunReport) -> Option<UserRequest> {
+        let reason = format!(
+            "the asker asked for a person (GRACE decided {} at confidence {:.2})",
+            report.decision.as_str(),
+            report.confidence
+        );
+        self.escalation(&report.question, reason, report.answer.as_ref())
+    }
+
     /// The question for a reviewer, with `reason`, through `ask_user`.
     fn escalation(
         &self,

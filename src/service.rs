@@ -103,6 +103,11 @@ pub struct AskOptions {
     /// a follow-up is read against its earlier turns, and the turn is
     /// added to it.
     pub session_id: Option<String>,
+    /// Put the question to a person whatever GRACE decides (the asker
+    /// asked for one, e.g. after a decline): the run is escalated with its
+    /// answer as the reviewer's draft. A run that needs the asker's input
+    /// asks for it first.
+    pub escalate: bool,
 }
 
 impl Default for AskOptions {
@@ -113,6 +118,7 @@ impl Default for AskOptions {
             reviewers: Vec::new(),
             asker: "service".to_string(),
             session_id: None,
+            escalate: false,
         }
     }
 }
@@ -709,6 +715,16 @@ impl Grace {
             }
             Err(e) => return Err(e.into()),
         };
+        if options.escalate
+            && !matches!(report.decision, Decision::Escalate | Decision::NeedsInput)
+            && let Some(request) = executor.escalation_for_asker(&report)
+        {
+            on_event(RunEvent::Escalated {
+                request: request.clone(),
+            });
+            report.escalation = Some(request);
+            report.decision = Decision::Escalate;
+        }
         crate::telemetry::decision(report.decision.as_str(), report.confidence);
         let review_id = if report.decision == Decision::Escalate && options.queue {
             let e = self.inner.queue.escalate(NewEscalation {

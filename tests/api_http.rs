@@ -109,6 +109,65 @@ fn error_type(body: &Value) -> &str {
     body["error"]["type"].as_str().unwrap_or("<no error body>")
 }
 
+/// An asker may ask for a person whatever GRACE decides (the asker's page
+/// offers it after a decline): the run is queued with its answer as the
+/// reviewer's draft, and the asker follows it like any escalation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_asker_who_asks_for_a_person_is_queued_whatever_grace_decided() {
+    let api = Api::start(|_| {}).await;
+    let question = "How long are nightly backups kept?";
+    let (s, plain) = api.post("/v1/ask", json!({ "question": question })).await;
+    assert_eq!(s, StatusCode::OK, "{plain}");
+    assert_eq!(plain["decision"], "answer", "{plain}");
+    let (s, asked) = api
+        .post("/v1/ask", json!({ "question": question, "escalate": true }))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{asked}");
+    assert_eq!(asked["decision"], "escalate", "{asked}");
+    assert_eq!(asked["status"], "escalated");
+    let id = asked["review_id"].as_i64().expect("queued");
+    let handle = asked["review_handle"].as_str().unwrap();
+    let (s, view) = api
+        .get(&format!("/v1/escalations/{id}?handle={handle}"))
+        .await;
+    assert_eq!(
+        (s, view["status"].as_str()),
+        (StatusCode::OK, Some("pending"))
+    );
+    let escalation = api
+        .grace
+        .escalations()
+        .get(id, grace::review::Viewer::Admin)
+        .unwrap();
+    assert!(
+        escalation.reason.contains("the asker asked for a person"),
+        "{}",
+        escalation.reason
+    );
+    // The draft is offered to the reviewer to confirm, never sent as an answer.
+    assert!(
+        escalation.request.options[0].contains("35 days"),
+        "{:?}",
+        escalation.request.options
+    );
+    // Not queued when the asker says so: escalated, no id.
+    let (_, unqueued) = api
+        .post(
+            "/v1/ask",
+            json!({ "question": question, "escalate": true, "queue": false }),
+        )
+        .await;
+    assert_eq!(unqueued["decision"], "escalate");
+    assert!(unqueued["review_id"].is_null());
+    let (s, bad) = api
+        .post(
+            "/v1/ask",
+            json!({ "question": question, "escalate": "yes" }),
+        )
+        .await;
+    assert!(s.is_client_error(), "{bad}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_endpoint_answers_and_reports_errors_as_json() {
     // Remote callers may name server paths only inside ingest.allowed_roots.
@@ -356,6 +415,15 @@ async fn with_an_api_key_every_endpoint_but_health_needs_the_token() {
         call("/review", None).await.unwrap().status(),
         StatusCode::OK
     );
+    // The asker's page and its files hold no data: open; its key goes
+    // with each API call it makes.
+    for page in ["/", "/assets/ask.js", "/assets/ask.css"] {
+        assert_eq!(
+            call(page, None).await.unwrap().status(),
+            StatusCode::OK,
+            "{page}"
+        );
+    }
 
     let r = call("/v1/status", None).await.unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);

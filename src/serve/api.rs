@@ -50,6 +50,10 @@ pub struct AskBody {
     /// follow-up is read against its earlier turns, and the turn is added.
     #[schema(pattern = r"^ses_[0-9a-f]{32}$")]
     pub session_id: Option<String>,
+    /// Put the question to a person whatever GRACE decides (the asker
+    /// asked for one, e.g. after a decline); queued like any escalation.
+    #[serde(default)]
+    pub escalate: bool,
 }
 
 impl AskBody {
@@ -62,6 +66,7 @@ impl AskBody {
             reviewers: self.reviewers.clone(),
             asker: self.asker.clone().unwrap_or(defaults.asker),
             session_id: self.session_id.clone(),
+            escalate: self.escalate,
         }
     }
 }
