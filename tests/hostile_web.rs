@@ -144,7 +144,7 @@ async fn a_cross_site_post_is_refused_and_a_same_origin_one_is_not() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_reviewer_page_and_every_response_carry_the_security_headers() {
+async fn the_pages_and_every_response_carry_the_security_headers() {
     let s = start(|_| {}).await;
     let r = s
         .http
@@ -165,6 +165,39 @@ async fn the_reviewer_page_and_every_response_carry_the_security_headers() {
     assert_eq!(h["x-frame-options"], "DENY");
     assert_eq!(h["x-content-type-options"], "nosniff");
     assert_eq!(h["referrer-policy"], "no-referrer");
+    // The asker's page runs only its own files: no inline script or style.
+    let r = s.http.get(format!("{}/", s.base)).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let csp = r.headers()["content-security-policy"].to_str().unwrap();
+    for part in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(part), "{csp}");
+    }
+    assert!(!csp.contains("unsafe"), "{csp}");
+    for (file, kind) in [
+        ("/assets/ask.js", "text/javascript"),
+        ("/assets/ask.css", "text/css"),
+    ] {
+        let r = s
+            .http
+            .get(format!("{}{file}", s.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(kind)
+        );
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+    }
     // An error from the API too.
     let r = s
         .http

@@ -161,11 +161,16 @@ fn is_loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The browser security headers, on every response; the reviewer page
-/// (HTML) also gets a content security policy that allows only its own
-/// inline script and style and requests to this server.
+/// The browser security headers, on every response; the two pages also
+/// get a content security policy: the asker's page runs only the script
+/// and style files it is served with, the reviewer page only its own
+/// inline ones, and both talk to this server only.
 pub async fn security_headers(request: Request, next: Next) -> Response {
-    let page = request.uri().path() == "/review";
+    let policy = match request.uri().path() {
+        "/review" => Some(REVIEW_PAGE_POLICY),
+        "/" => Some(super::ask_page::POLICY),
+        _ => None,
+    };
     let mut response = next.run(request).await;
     let h = response.headers_mut();
     h.insert(
@@ -180,23 +185,25 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
         header::REFERRER_POLICY,
         header::HeaderValue::from_static("no-referrer"),
     );
-    if page {
+    if let Some(policy) = policy {
         h.insert(
             header::CONTENT_SECURITY_POLICY,
-            header::HeaderValue::from_static(
-                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-                 connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
-                 frame-ancestors 'none'",
-            ),
+            header::HeaderValue::from_static(policy),
         );
     }
     response
 }
 
+/// The reviewer page's policy: its own inline script and style only,
+/// requests to this server only.
+const REVIEW_PAGE_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+    style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
+    form-action 'none'; frame-ancestors 'none'";
+
 /// Which token a path needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
-    /// `/health`, `/openapi.json`, the reviewer page: anyone.
+    /// `/health`, `/openapi.json`, the two pages and their files: anyone.
     Open,
     /// The review endpoints: a reviewer's own token or the admin key.
     Reviewer,
@@ -206,7 +213,8 @@ enum Access {
 
 fn access(path: &str) -> Access {
     match path {
-        "/" | "/health" | "/openapi.json" | "/review" => Access::Open,
+        "/health" | "/openapi.json" | "/review" => Access::Open,
+        p if super::ask_page::PATHS.contains(&p) => Access::Open,
         p if p.starts_with("/v1/review/") => Access::Reviewer,
         _ => Access::Service,
     }
@@ -435,6 +443,8 @@ mod tests {
         assert_eq!(access("/health"), Access::Open);
         assert_eq!(access("/openapi.json"), Access::Open);
         assert_eq!(access("/review"), Access::Open);
+        assert_eq!(access("/assets/ask.js"), Access::Open);
+        assert_eq!(access("/assets/other.js"), Access::Service);
         assert_eq!(access("/v1/review/escalations"), Access::Reviewer);
         assert_eq!(access("/v1/ask"), Access::Service);
         assert_eq!(access("/v1/escalations/3"), Access::Service);

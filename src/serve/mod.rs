@@ -1,5 +1,6 @@
 //! `grace serve`: the HTTP API (axum) over one shared [`Grace`] handle.
 //!
+//! - [`ask_page`]: the asker's page at `/` (the chat);
 //! - [`api`]: `POST /v1/ask` (JSON, or server-sent events), `/v1/search`,
 //!   `/v1/ingest`, `GET /v1/status`;
 //! - [`sessions_api`]: conversations (`/v1/sessions`);
@@ -19,6 +20,7 @@
 //! requests in flight, and flushes the store.
 
 pub mod api;
+pub mod ask_page;
 pub mod body;
 pub mod error;
 pub mod follow;
@@ -37,7 +39,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
-use axum::response::{Html, Redirect};
+use axum::response::Html;
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
@@ -152,7 +154,9 @@ pub fn router(state: AppState) -> Router {
         .merge(runtime_tools_api::routes())
         .route_layer(from_fn_with_state(state.clone(), gate::show_sources));
     Router::new()
-        .route("/", get(|| async { Redirect::to("/review") }))
+        .route("/", get(ask_page::page))
+        .route(ask_page::SCRIPT_PATH, get(ask_page::script))
+        .route(ask_page::STYLE_PATH, get(ask_page::style))
         .route("/review", get(|| async { Html(REVIEW_PAGE) }))
         .route("/health", get(gate::health))
         .route("/openapi.json", get(openapi::document))
@@ -197,7 +201,7 @@ pub fn serve(config: Config, bind: SocketAddr) -> Result<()> {
             .map_err(|e| Error::Server(format!("cannot listen on {bind}: {e}")))?;
         tracing::info!(%local, "serving");
         eprintln!(
-            "GRACE is serving http://{local} (API reference: /openapi.json, reviewer page: /review; Ctrl-C stops)"
+            "GRACE is serving http://{local} (ask: /, reviewer page: /review, API reference: /openapi.json; Ctrl-C stops)"
         );
         run(listener, state, shutdown_signal()).await
     });

@@ -1,0 +1,75 @@
+//! The asker's page at `/`: a chat over `/v1/ask` (server-sent events),
+//! `/v1/sessions`, `/v1/runs/{id}/reply` and `/v1/escalations/{id}`.
+//! Plain HTML, CSS and JavaScript, embedded in the binary and served from
+//! this server only: no build step, no CDN, no external fonts. The page's
+//! policy (see [`super::gate::security_headers`]) runs only these files'
+//! script and style; the page writes every text from the API as text,
+//! never as markup.
+
+use axum::http::header;
+use axum::response::{Html, IntoResponse};
+
+/// The page.
+const HTML: &str = include_str!("ask_page/index.html");
+/// Its script: streaming, sessions, escalations, the texts in English and
+/// Japanese.
+const SCRIPT: &str = include_str!("ask_page/ask.js");
+/// Its style.
+const STYLE: &str = include_str!("ask_page/ask.css");
+
+/// The paths the page is made of (open to anyone, like the reviewer page:
+/// they hold no data).
+pub const PATHS: [&str; 3] = ["/", SCRIPT_PATH, STYLE_PATH];
+/// Where the page loads its script from.
+pub const SCRIPT_PATH: &str = "/assets/ask.js";
+/// Where the page loads its style from.
+pub const STYLE_PATH: &str = "/assets/ask.css";
+
+/// The content security policy of `/`: its own script and style only,
+/// requests to this server only.
+pub const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+    connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+    frame-ancestors 'none'";
+
+/// `GET /`.
+pub async fn page() -> Html<&'static str> {
+    Html(HTML)
+}
+
+/// `GET /assets/ask.js`.
+pub async fn script() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        SCRIPT,
+    )
+}
+
+/// `GET /assets/ask.css`.
+pub async fn style() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_loads_only_its_own_files() {
+        assert!(HTML.contains(&format!("src=\"{SCRIPT_PATH}\"")));
+        assert!(HTML.contains(&format!("href=\"{STYLE_PATH}\"")));
+        // Nothing from elsewhere, nothing inline for the policy to allow.
+        for page in [HTML, SCRIPT, STYLE] {
+            assert!(!page.contains("http://") && !page.contains("https://"));
+        }
+        assert!(!HTML.contains("<script>") && !HTML.contains("<style>"));
+        // No inline event handlers (`onclick=` and the like).
+        let handlers = HTML
+            .split(|c: char| c.is_whitespace())
+            .filter(|w| w.starts_with("on") && w.contains('='))
+            .count();
+        assert_eq!(handlers, 0);
+        // The script writes text, never markup.
+        assert!(!SCRIPT.contains("innerHTML") && !SCRIPT.contains("outerHTML"));
+        assert!(!SCRIPT.contains("insertAdjacentHTML") && !SCRIPT.contains("document.write"));
+    }
+}

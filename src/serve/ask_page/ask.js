@@ -1,0 +1,912 @@
+// GRACE, the asker's page: a chat over the HTTP API.
+//
+// - A question streams from POST /v1/ask (server-sent events): the steps as
+//   they run, then the outcome with its decision, confidence and citations.
+// - Follow-ups continue a session (POST /v1/sessions); the page shows the
+//   standalone question GRACE understood.
+// - An escalation is followed with GET /v1/escalations/{id}?handle=&wait=
+//   until a reviewer settles it; a clarifying question (needs_input) is
+//   answered with POST /v1/runs/{id}/reply.
+// - The conversation is kept in this tab's session storage, so a reload
+//   shows the same state; the link #escalation=ID&handle=H reopens one
+//   escalation anywhere.
+//
+// Every text from the server is written with textContent: a question or a
+// passage holding HTML is shown as text, never run.
+"use strict";
+
+// ------------------------------------------------------------- texts ---
+const TEXTS = {
+  en: {
+    skip: "Skip to the question",
+    tagline: "Answers from the knowledge base, and a person when GRACE is not sure.",
+    new: "New conversation",
+    language: "Language",
+    key: "Service key",
+    keyHelp: "Only if this server has one (server.api_key). Kept in this tab only.",
+    conversation: "Conversation",
+    empty: "Ask a question about the knowledge base. GRACE shows how sure it is and why, and asks a person when it is not sure enough.",
+    question: "Your question",
+    send: "Ask",
+    questionHelp: "Enter sends; Shift+Enter adds a line.",
+    close: "Close",
+    you: "You asked",
+    understood: "Understood as: {0}",
+    decision: {
+      answer: "Confident answer",
+      caveat: "Answer with a caveat",
+      escalate: "Not sure: a person is asked",
+      decline: "Not in the knowledge base",
+      needs_input: "GRACE needs more from you",
+    },
+    heading: {
+      answer: "Answer",
+      caveat: "Answer, with a caveat",
+      escalate: "A person has been asked",
+      decline: "Not answered",
+      needs_input: "A question for you",
+    },
+    confidence: "Confidence {0}%",
+    caveatNote: "GRACE is fairly, but not fully, sure. Check the passages it cites before you rely on this.",
+    declined: "The knowledge base does not cover this question, so GRACE does not answer it.",
+    askPerson: "Ask a person",
+    askingPerson: "Asking a person…",
+    escalated: "GRACE is not sure enough to answer this alone, so it has asked a person.",
+    status: {
+      pending: "Waiting for a reviewer. You can leave this page; the link below brings you back.",
+      claimed: "A reviewer is working on it.",
+      answered: "A reviewer answered.",
+      rejected: "The reviewer could not answer this.",
+      expired: "No reviewer answered in time.",
+      cancelled: "The question was withdrawn.",
+    },
+    statusLabel: "Status",
+    reviewerNote: "The reviewer's note: {0}",
+    unreviewed: "GRACE's own answer, not reviewed by a person:",
+    comeBack: "Link to come back to this question",
+    reviewerAnswer: "Answer from a reviewer",
+    reviewerAnswerBy: "Answer from a reviewer ({0})",
+    sources: "Sources",
+    why: "Why this confidence?",
+    raised: "What raised it",
+    lowered: "What lowered it",
+    noFactors: "No measurements were recorded for this answer.",
+    effect: "effect {0}",
+    clarify: "GRACE needs to know more",
+    otherReply: "Or write your own reply",
+    sendReply: "Send reply",
+    skipReply: "Skip: let GRACE assume",
+    replied: "You replied: {0}",
+    skipped: "You let GRACE go on without a reply.",
+    page: "p. {0}",
+    passageMissing: "The passage could not be found in the knowledge base any more.",
+    stepStarted: {
+      rag_search: "Searching the knowledge base…",
+      reasoning: "Reading the passages and writing the answer…",
+      other: "Running {0}…",
+    },
+    stepFinished: {
+      rag_search: "Searched the knowledge base",
+      reasoning: "Answer written",
+      other: "Ran {0}",
+    },
+    stepFailed: "{0} failed: {1}",
+    recovering: "Not sure yet: searching more widely…",
+    thinking: "Thinking: {0}",
+    searchingFor: "Searching for “{0}”…",
+    calling: "Using {0}…",
+    writing: "Writing the answer…",
+    escalating: "Asking a person…",
+    failed: "Something went wrong",
+    keyRejected: "The service key was not accepted. Enter this server's key (server.api_key) above and ask again.",
+    keyNeeded: "This server needs a service key. Enter it above and ask again.",
+    busy: "The server is busy; try again in a moment.",
+    sessionExpired: "The earlier conversation expired; this question starts a new one.",
+    notFound: "This escalation is not known here, or the link's handle is wrong.",
+    answerReady: "GRACE replied: {0}.",
+    personAnswered: "A reviewer answered your question.",
+    offline: "Cannot reach the server; retrying…",
+    newStarted: "A new conversation started.",
+    factors: {
+      max_score: ["The best passage matches the question closely", "No passage matches the question closely"],
+      mean_score: ["The passages found are close to the question overall", "The passages found are mostly far from the question"],
+      min_score: ["Even the weakest passage found is related", "Some passages found are barely related"],
+      score_variance: ["The passages found match the question evenly", "The passages found match the question very unevenly"],
+      margin: ["The best passage stands out from the others", "Several passages compete and none stands out"],
+      result_count: ["Enough passages were found", "Few passages were found"],
+      neighbour_score: ["The best passage is specific to this question", "The best passage is generic: many others look like it"],
+      query_coverage: ["The passages contain the question's words", "Words of the question are missing from the passages"],
+      groundedness: ["The answer's words come from the passages", "The answer says things the passages do not"],
+      citation_validity: ["The answer cites passages that were found", "Some of the answer's citations point at nothing found"],
+      self_assessment: ["The answering model was sure of its answer", "The answering model was unsure of its answer"],
+      abstained: ["The answerer found something to answer with", "The answerer found nothing to answer with"],
+      reader: ["A reading model found the answer in a passage", "A reading model found no answer in the passages"],
+      reader_margin: ["One passage answers clearly better than the rest", "No passage answers clearly better than the rest"],
+      identifier_coverage: ["The passages hold the codes and names the question uses", "A code or name in the question is missing from the passages"],
+      follow_up_coverage: ["The passages hold the follow-up's own words", "The follow-up's own words are missing from the passages"],
+    },
+    factorOther: ["{0} raised it", "{0} lowered it"],
+  },
+  ja: {
+    skip: "質問欄へ移動",
+    tagline: "ナレッジベースから回答し、確信がないときは担当者に確認します。",
+    new: "新しい会話",
+    language: "言語",
+    key: "サービスキー",
+    keyHelp: "サーバーに設定されている場合のみ（server.api_key）。このタブにだけ保存されます。",
+    conversation: "会話",
+    empty: "ナレッジベースについて質問してください。GRACE はどのくらい確かか、その理由を示し、確信が足りないときは担当者に確認します。",
+    question: "質問",
+    send: "質問する",
+    questionHelp: "Enter で送信、Shift+Enter で改行します。",
+    close: "閉じる",
+    you: "あなたの質問",
+    understood: "次のように解釈しました：{0}",
+    decision: {
+      answer: "確かな回答",
+      caveat: "注意付きの回答",
+      escalate: "確信なし：担当者に確認中",
+      decline: "ナレッジベースにありません",
+      needs_input: "追加の情報が必要です",
+    },
+    heading: {
+      answer: "回答",
+      caveat: "回答（注意付き）",
+      escalate: "担当者に確認を依頼しました",
+      decline: "回答できません",
+      needs_input: "確認したいことがあります",
+    },
+    confidence: "確信度 {0}%",
+    caveatNote: "GRACE はある程度確かですが、完全ではありません。使う前に引用元を確認してください。",
+    declined: "この質問はナレッジベースの範囲外のため、GRACE は回答しません。",
+    askPerson: "担当者に聞く",
+    askingPerson: "担当者に確認しています…",
+    escalated: "GRACE だけでは確信が足りないため、担当者に確認を依頼しました。",
+    status: {
+      pending: "担当者の回答を待っています。このページを離れても、下のリンクから戻れます。",
+      claimed: "担当者が対応中です。",
+      answered: "担当者が回答しました。",
+      rejected: "担当者はこの質問に回答できませんでした。",
+      expired: "期限内に担当者の回答がありませんでした。",
+      cancelled: "質問は取り下げられました。",
+    },
+    statusLabel: "状況",
+    reviewerNote: "担当者のメモ：{0}",
+    unreviewed: "担当者の確認を受けていない GRACE の回答：",
+    comeBack: "この質問に戻るためのリンク",
+    reviewerAnswer: "担当者の回答",
+    reviewerAnswerBy: "担当者の回答（{0}）",
+    sources: "出典",
+    why: "この確信度の理由",
+    raised: "上げた要因",
+    lowered: "下げた要因",
+    noFactors: "この回答には測定値が記録されていません。",
+    effect: "影響 {0}",
+    clarify: "GRACE から確認したいことがあります",
+    otherReply: "または自由に返答する",
+    sendReply: "返答を送る",
+    skipReply: "省略して GRACE に任せる",
+    replied: "あなたの返答：{0}",
+    skipped: "返答せずに GRACE に続けてもらいました。",
+    page: "{0} ページ",
+    passageMissing: "この箇所はナレッジベースに見つかりませんでした。",
+    stepStarted: {
+      rag_search: "ナレッジベースを検索しています…",
+      reasoning: "文書を読み、回答を書いています…",
+      other: "{0} を実行しています…",
+    },
+    stepFinished: {
+      rag_search: "ナレッジベースを検索しました",
+      reasoning: "回答を書きました",
+      other: "{0} を実行しました",
+    },
+    stepFailed: "{0} に失敗しました：{1}",
+    recovering: "まだ確信がないため、範囲を広げて検索しています…",
+    thinking: "考えています：{0}",
+    searchingFor: "「{0}」を検索しています…",
+    calling: "{0} を使っています…",
+    writing: "回答を書いています…",
+    escalating: "担当者に確認しています…",
+    failed: "問題が発生しました",
+    keyRejected: "サービスキーが受け付けられませんでした。上の欄にこのサーバーのキー（server.api_key）を入力して、もう一度質問してください。",
+    keyNeeded: "このサーバーにはサービスキーが必要です。上の欄に入力して、もう一度質問してください。",
+    busy: "サーバーが混み合っています。少し待ってからもう一度お試しください。",
+    sessionExpired: "前の会話は期限切れです。この質問から新しい会話を始めます。",
+    notFound: "このエスカレーションは見つからないか、リンクのハンドルが正しくありません。",
+    answerReady: "GRACE の返答：{0}。",
+    personAnswered: "担当者があなたの質問に回答しました。",
+    offline: "サーバーに接続できません。再試行しています…",
+    newStarted: "新しい会話を始めました。",
+    factors: {
+      max_score: ["最も近い箇所が質問とよく一致しています", "質問とよく一致する箇所がありません"],
+      mean_score: ["見つかった箇所が全体として質問に近いです", "見つかった箇所の多くが質問から離れています"],
+      min_score: ["最も弱い箇所でも質問に関係しています", "ほとんど関係のない箇所が含まれています"],
+      score_variance: ["見つかった箇所が質問に均等に一致しています", "見つかった箇所の一致度に大きなばらつきがあります"],
+      margin: ["最も近い箇所が他より際立っています", "複数の箇所が競合し、際立つものがありません"],
+      result_count: ["十分な数の箇所が見つかりました", "見つかった箇所が少ないです"],
+      neighbour_score: ["最も近い箇所はこの質問に特有のものです", "最も近い箇所は一般的で、似た箇所が多くあります"],
+      query_coverage: ["見つかった箇所に質問の語が含まれています", "質問の語が見つかった箇所にありません"],
+      groundedness: ["回答の言葉は見つかった箇所に基づいています", "回答には見つかった箇所にない内容が含まれています"],
+      citation_validity: ["回答は見つかった箇所を引用しています", "回答の引用の一部が見つかった箇所を指していません"],
+      self_assessment: ["回答したモデルは自信を持っていました", "回答したモデルは自信がありませんでした"],
+      abstained: ["回答に使える内容が見つかりました", "回答に使える内容が見つかりませんでした"],
+      reader: ["読解モデルが箇所の中に答えを見つけました", "読解モデルは答えを見つけられませんでした"],
+      reader_margin: ["一つの箇所が明らかに他より良く答えています", "明らかに良く答えている箇所がありません"],
+      identifier_coverage: ["質問のコードや名前が見つかった箇所にあります", "質問のコードや名前が見つかった箇所にありません"],
+      follow_up_coverage: ["追加質問の語が見つかった箇所にあります", "追加質問の語が見つかった箇所にありません"],
+    },
+    factorOther: ["{0} が上げました", "{0} が下げました"],
+  },
+};
+
+const params = new URLSearchParams(location.search);
+let lang = pickLanguage();
+
+function pickLanguage() {
+  const asked = params.get("lang") || localStorage.getItem("grace-lang");
+  if (asked && TEXTS[asked]) return asked;
+  for (const l of navigator.languages || [navigator.language || "en"]) {
+    const base = String(l).toLowerCase().split("-")[0];
+    if (TEXTS[base]) return base;
+  }
+  return "en";
+}
+
+/** The text `key` (dotted) in the page's language, `{0}`… filled in. */
+function t(key, ...args) {
+  const find = (texts) => key.split(".").reduce((o, k) => (o == null ? o : o[k]), texts);
+  let s = find(TEXTS[lang]);
+  if (s == null) s = find(TEXTS.en);
+  if (s == null) return key;
+  return String(s).replace(/\{(\d)\}/g, (_, i) => String(args[Number(i)] ?? ""));
+}
+
+// -------------------------------------------------------------- state ---
+// The conversation, kept in this tab: survives a reload, not the tab.
+const STORE = "grace-ask";
+/** The most turns kept (older ones leave the page and the storage). */
+const MAX_ENTRIES = 30;
+let state = load();
+/** Bumped by "New conversation": loops of the old one stop. */
+let generation = 0;
+
+function load() {
+  try {
+    const s = JSON.parse(sessionStorage.getItem(STORE) || "null");
+    if (s && Array.isArray(s.entries)) return s;
+  } catch (_) { /* a damaged store starts afresh */ }
+  return { sessionId: null, entries: [] };
+}
+
+function save() {
+  state.entries = state.entries.slice(-MAX_ENTRIES);
+  for (;;) {
+    try {
+      sessionStorage.setItem(STORE, JSON.stringify(state));
+      return;
+    } catch (_) {
+      // Over the browser's quota: drop the oldest turn and try again.
+      if (state.entries.length <= 1) return;
+      state.entries.shift();
+    }
+  }
+}
+
+// ---------------------------------------------------------------- dom ---
+const $ = (id) => document.getElementById(id);
+const conversationEl = $("conversation");
+const questionEl = $("question");
+const keyEl = $("key");
+const noticeEl = $("notice");
+const sendEl = $("send");
+
+/** An element with attributes and children (strings become text). */
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function say(text, isError) {
+  noticeEl.textContent = text;
+  noticeEl.className = isError ? "error" : "";
+}
+
+// ---------------------------------------------------------------- api ---
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function headers(extra) {
+  const h = Object.assign({ "Content-Type": "application/json" }, extra || {});
+  const key = keyEl.value.trim();
+  if (key) h.Authorization = "Bearer " + key;
+  return h;
+}
+
+async function failure(res) {
+  const data = await res.json().catch(() => ({}));
+  return new ApiError(res.status, (data.error && data.error.message) || res.statusText || String(res.status));
+}
+
+async function api(method, path, body) {
+  const res = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!res.ok) throw await failure(res);
+  if (res.status === 204) return null;
+  return res.json();
+}
+
+/** POSTs `body` to `path` as a stream; calls `onEvent(name, data)` per event. */
+async function stream(path, body, onEvent) {
+  const res = await fetch(path, {
+    method: "POST",
+    headers: headers({ Accept: "text/event-stream" }),
+    body: JSON.stringify(Object.assign({}, body, { stream: true })),
+  });
+  if (!res.ok) throw await failure(res);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const dispatch = (block) => {
+    let name = "message";
+    const data = [];
+    for (const line of block.split(/\r?\n/)) {
+      if (line.startsWith("event:")) name = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (!data.length) return; // a keep-alive comment
+    let value;
+    try { value = JSON.parse(data.join("\n")); } catch (_) { value = { error: data.join("\n") }; }
+    onEvent(name, value);
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
+      dispatch(block);
+    }
+  }
+  if (buffer.trim()) dispatch(buffer);
+}
+
+/** Shows a refused key on the page and moves focus to the key field. */
+function keyProblem(err) {
+  if (!(err instanceof ApiError) || err.status !== 401) return false;
+  keyEl.setAttribute("aria-invalid", "true");
+  say(keyEl.value.trim() ? t("keyRejected") : t("keyNeeded"), true);
+  keyEl.focus();
+  return true;
+}
+
+function problem(err) {
+  if (keyProblem(err)) return;
+  if (err instanceof ApiError && err.status === 429) say(t("busy"), true);
+  else say(`${t("failed")}: ${err.message}`, true);
+}
+
+// ------------------------------------------------------------ rendering ---
+/** The answer step's score: what raised and lowered the confidence. */
+function scoreOf(outcome) {
+  const steps = (outcome.steps || []).filter((s) => s.confidence && (s.confidence.contributions || []).length);
+  return steps.length ? steps[steps.length - 1].confidence : null;
+}
+
+function factorText(factor, raised) {
+  const pair = TEXTS[lang].factors[factor] || TEXTS.en.factors[factor];
+  if (Array.isArray(pair)) return pair[raised ? 0 : 1];
+  return t(`factorOther.${raised ? 0 : 1}`, factor.replace(/_/g, " "));
+}
+
+function whyOf(outcome) {
+  const score = scoreOf(outcome);
+  const details = el("details", { class: "why" }, el("summary", { text: t("why") }));
+  if (!score) {
+    details.append(el("p", { text: t("noFactors") }));
+    return details;
+  }
+  // The largest effects first; tiny ones say nothing to a reader.
+  const terms = score.contributions
+    .filter((c) => Number.isFinite(c.term) && Math.abs(c.term) >= 0.01)
+    .sort((a, b) => Math.abs(b.term) - Math.abs(a.term));
+  for (const [raised, cls, title] of [[true, "raised", t("raised")], [false, "lowered", t("lowered")]]) {
+    const mine = terms.filter((c) => (c.term > 0) === raised).slice(0, 5);
+    if (!mine.length) continue;
+    const ul = el("ul", { "aria-label": title });
+    for (const c of mine) {
+      const effect = (c.term > 0 ? "+" : "−") + Math.abs(c.term).toFixed(2);
+      ul.append(el("li", { class: cls, "data-factor": c.factor }, factorText(c.factor, raised), " ",
+        el("span", { class: "help", text: `(${t("effect", effect)})` })));
+    }
+    details.append(el("p", { class: "help", text: title }), ul);
+  }
+  return details;
+}
+
+function confidenceOf(outcome) {
+  const percent = Math.round((outcome.confidence || 0) * 100);
+  const decision = outcome.decision;
+  const bar = el("span", { class: "bar", role: "img", "aria-label": t("confidence", percent) }, el("span"));
+  bar.firstChild.style.width = `${percent}%`;
+  return el("div", { class: "confidence", "data-decision": decision },
+    el("span", { class: `badge ${decision}`, text: t(`decision.${decision}`) }),
+    bar,
+    el("span", { class: "percent", text: t("confidence", percent) }));
+}
+
+/** `[n]` markers become links to citation n; the rest stays text. */
+function answerText(text, citations, outcome) {
+  const p = el("p", { class: "text" });
+  const parts = String(text).split(/(\[\d{1,3}\])/);
+  for (const part of parts) {
+    const m = /^\[(\d{1,3})\]$/.exec(part);
+    const c = m && citations.find((x) => x.number === Number(m[1]));
+    if (c) p.append(citationLink(`[${c.number}]`, c, outcome));
+    else p.append(part);
+  }
+  return p;
+}
+
+function where(c) {
+  const bits = [];
+  if (c.page) bits.push(t("page", c.page));
+  if (c.section) bits.push(`§ ${c.section}`);
+  return bits.join(" · ");
+}
+
+function citationLink(label, c, outcome) {
+  return el("a", {
+    href: "#passage",
+    class: "cite",
+    "data-number": c.number,
+    onclick: (e) => { e.preventDefault(); openPassage(c, outcome, e.currentTarget); },
+  }, label);
+}
+
+function citationsOf(citations, outcome) {
+  if (!citations.length) return null;
+  const ol = el("ol", { class: "citations", "aria-label": t("sources") });
+  for (const c of citations) {
+    const label = [c.source || "?", where(c)].filter(Boolean).join(" · ");
+    ol.append(el("li", { value: c.number }, citationLink(label, c, outcome)));
+  }
+  return ol;
+}
+
+/** A cited passage's text: from the run's own search, else searched for. */
+async function passageFor(c, outcome) {
+  const same = (p) => p.source === c.source && (!c.section || p.section === c.section) && (!c.page || !p.page || p.page === c.page);
+  for (const s of outcome.steps || []) {
+    const out = s.result && s.result.output;
+    if (out && out.type === "passages") {
+      const hit = out.data.find(same);
+      if (hit) return hit;
+    }
+  }
+  if (!c.source) return null;
+  const query = (outcome.rewrite && outcome.rewrite.question) || outcome.question || c.section || c.source;
+  const found = await api("POST", "/v1/search", { query, source: c.source, limit: 50 });
+  return found.passages.find(same) || found.passages[0] || null;
+}
+
+async function openPassage(c, outcome, opener) {
+  const dialog = $("passage");
+  $("passage-title").textContent = c.source || "";
+  $("passage-where").textContent = where(c);
+  $("passage-text").textContent = "…";
+  dialog.dataset.number = c.number;
+  dialog.showModal();
+  $("passage-close").focus();
+  dialog.addEventListener("close", () => opener && opener.focus(), { once: true });
+  try {
+    const p = await passageFor(c, outcome);
+    $("passage-text").textContent = p ? p.text : t("passageMissing");
+  } catch (err) {
+    $("passage-text").textContent = err.message;
+    keyProblem(err);
+  }
+}
+
+/** The reply card of a finished run. */
+function replyOf(entry, outcome) {
+  const decision = outcome.decision;
+  const answer = outcome.answer && !outcome.answer.abstained ? outcome.answer : null;
+  const card = el("section", { class: `reply ${decision.replace("_", "-")}`, "data-decision": decision });
+  card.append(el("h3", { text: t(`heading.${decision}`) }));
+  if (decision === "answer" || decision === "caveat") {
+    if (decision === "caveat") card.append(el("p", { class: "caveat-note", text: t("caveatNote") }));
+    if (answer) {
+      card.append(answerText(answer.text, answer.citations || [], outcome));
+      const sources = citationsOf(answer.citations || [], outcome);
+      if (sources) card.append(sources);
+    }
+  } else if (decision === "decline") {
+    card.append(el("p", { class: "text", text: t("declined") }));
+    if (!entry.askedPerson) {
+      card.append(el("div", { class: "actions" }, el("button", {
+        type: "button", class: "ask-person", text: t("askPerson"),
+        onclick: (e) => { e.currentTarget.disabled = true; askPerson(entry); },
+      })));
+    }
+  } else if (decision === "escalate") {
+    card.append(el("p", { class: "text", text: t("escalated") }));
+    card.append(escalationOf(entry));
+  } else if (decision === "needs_input") {
+    card.append(clarificationOf(entry, outcome));
+  }
+  card.append(confidenceOf(outcome), whyOf(outcome));
+  return card;
+}
+
+/** The live status of an escalation, and the reviewer's answer once given. */
+function escalationOf(entry) {
+  const e = entry.escalation;
+  const box = el("div", { class: "escalation", "data-id": e ? e.id : "" });
+  if (!e) return box;
+  const status = (e.view && e.view.status) || "pending";
+  box.append(el("p", { class: "status-line", role: "status", "data-status": status },
+    `${t("statusLabel")}: `, t(`status.${status}`)));
+  const link = `${location.pathname}#escalation=${encodeURIComponent(e.id)}&handle=${encodeURIComponent(e.handle)}`;
+  if (status === "pending" || status === "claimed") {
+    box.append(el("p", { class: "handle" }, el("a", { href: link, class: "come-back", text: t("comeBack") })));
+  }
+  const r = e.view && e.view.resolution;
+  if (r && r.note) box.append(el("p", { class: "help", text: t("reviewerNote", r.note) }));
+  return box;
+}
+
+/** A reviewer's answer (or GRACE's unreviewed one after a timeout). */
+function settledOf(entry) {
+  const e = entry.escalation;
+  const r = e && e.view && e.view.resolution;
+  const answer = r && r.report && r.report.answer;
+  if (!answer || !(r.outcome === "answered" || r.outcome === "proceeded_unreviewed")) return null;
+  const byReviewer = r.outcome === "answered";
+  const who = String(r.decided_by || "").replace(/^reviewer:/, "");
+  const card = el("section", { class: byReviewer ? "reply reviewer" : "reply caveat", "data-decision": byReviewer ? "reviewer" : "unreviewed" });
+  card.append(el("h3", { text: byReviewer ? (who ? t("reviewerAnswerBy", who) : t("reviewerAnswer")) : t("unreviewed") }));
+  card.append(answerText(answer.text, answer.citations || [], r.report));
+  const sources = citationsOf(answer.citations || [], r.report);
+  if (sources) card.append(sources);
+  return card;
+}
+
+function clarificationOf(entry, outcome) {
+  const c = outcome.clarification || { question: "", options: [] };
+  const box = el("div", { class: "clarification" });
+  box.append(el("p", { class: "text clarify-question", text: c.question }));
+  if (c.reason) box.append(el("p", { class: "help", text: c.reason }));
+  if (entry.reply !== undefined) {
+    box.append(el("p", { class: "help replied", text: entry.reply === null ? t("skipped") : t("replied", entry.reply) }));
+    return box;
+  }
+  const actions = el("div", { class: "actions", role: "group", "aria-label": t("clarify") });
+  for (const option of c.options || []) {
+    actions.append(el("button", { type: "button", class: "option", text: option, onclick: () => reply(entry, option) }));
+  }
+  actions.append(el("button", { type: "button", class: "skip-reply", text: t("skipReply"), onclick: () => reply(entry, null) }));
+  const own = el("input", { type: "text", class: "own-reply", maxlength: 4000, "aria-label": t("otherReply"), placeholder: t("otherReply") });
+  own.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.isComposing && own.value.trim()) { e.preventDefault(); reply(entry, own.value.trim()); }
+  });
+  const send = el("button", { type: "button", class: "send-reply", text: t("sendReply"), onclick: () => own.value.trim() && reply(entry, own.value.trim()) });
+  box.append(actions, el("div", { class: "actions" }, own, send));
+  return box;
+}
+
+/** One streamed event as a line in the turn's step list. */
+function stepLine(name, data) {
+  switch (name) {
+    case "step_started":
+      return { key: `step:${data.id}`, text: TEXTS[lang].stepStarted[data.action] ? t(`stepStarted.${data.action}`) : t("stepStarted.other", data.action) };
+    case "step_finished": {
+      if (!data.success) return { key: `step:${data.id}`, text: t("stepFailed", data.action, data.error || ""), cls: "failed" };
+      const text = TEXTS[lang].stepFinished[data.action] ? t(`stepFinished.${data.action}`) : t("stepFinished.other", data.action);
+      return { key: `step:${data.id}`, text, cls: "done" };
+    }
+    case "recovering": return { text: t("recovering") };
+    case "think": return { text: t("thinking", data.text || "") };
+    case "tool_call": {
+      const query = data.arguments && data.arguments.query;
+      return { key: `call:${data.id}`, text: data.name === "rag_search" && query ? t("searchingFor", query) : t("calling", data.name) };
+    }
+    case "observation": return { key: `call:${data.id}`, text: data.summary || data.name, cls: data.success ? "done" : "failed" };
+    case "answer": return { text: t("writing") };
+    case "escalated": return { text: t("escalating") };
+    default: return null;
+  }
+}
+
+function turnView(entry) {
+  const li = el("li", { class: "turn", "data-entry": entry.id });
+  li.append(el("p", { class: "asked" }, el("span", { class: "visually-hidden", text: `${t("you")}: ` }),
+    el("span", { class: "question-text", text: entry.question })));
+  const outcome = entry.outcome;
+  const rewrite = outcome && outcome.rewrite && outcome.rewrite.question;
+  if (rewrite && rewrite !== entry.question) li.append(el("p", { class: "understood", text: t("understood", rewrite) }));
+  const steps = el("ol", { class: "steps" });
+  for (const s of entry.steps || []) steps.append(el("li", { class: s.cls || "", text: s.text }));
+  li.append(steps);
+  for (const o of entry.history || []) li.append(replyOf(Object.assign({}, entry, { reply: o.reply }), o.outcome));
+  if (outcome) li.append(replyOf(entry, outcome));
+  else if (entry.linked && entry.escalation) {
+    // Opened from a link: the escalation alone, without the run.
+    li.append(el("section", { class: "reply escalate", "data-decision": "escalate" },
+      el("h3", { text: t("heading.escalate") }), escalationOf(entry)));
+  }
+  if (entry.error) li.append(el("section", { class: "reply failed" }, el("h3", { text: t("failed") }), el("p", { class: "text", text: entry.error })));
+  const settled = settledOf(entry);
+  if (settled) li.append(settled);
+  return li;
+}
+
+function render() {
+  conversationEl.replaceChildren(...state.entries.map(turnView));
+  $("empty").hidden = state.entries.length > 0;
+}
+
+/** Re-renders one turn in place. */
+function update(entry) {
+  const old = conversationEl.querySelector(`li[data-entry="${entry.id}"]`);
+  const fresh = turnView(entry);
+  if (old) old.replaceWith(fresh); else conversationEl.append(fresh);
+  $("empty").hidden = true;
+  return fresh;
+}
+
+// -------------------------------------------------------------- asking ---
+let busy = false;
+
+async function ensureSession() {
+  if (state.sessionId) return state.sessionId;
+  const s = await api("POST", "/v1/sessions");
+  state.sessionId = s.id;
+  save();
+  return s.id;
+}
+
+/** Runs `path` with `body` as a stream into `entry`, then follows it. */
+async function runInto(entry, path, body) {
+  const mine = generation;
+  const onEvent = (name, data) => {
+    if (mine !== generation) return;
+    if (name === "done") {
+      entry.outcome = data.outcome;
+      if (data.outcome.review_id != null && data.outcome.review_handle) {
+        entry.escalation = { id: data.outcome.review_id, handle: data.outcome.review_handle, view: null };
+      }
+    } else if (name === "failed") {
+      entry.error = data.error || t("failed");
+    } else {
+      const line = stepLine(name, data);
+      if (!line) return;
+      entry.steps = entry.steps || [];
+      const at = line.key ? entry.steps.findIndex((s) => s.key === line.key) : -1;
+      if (at >= 0) entry.steps[at] = line; else entry.steps.push(line);
+    }
+    update(entry);
+  };
+  await stream(path, body, onEvent);
+  if (mine !== generation) return;
+  save();
+  const fresh = update(entry);
+  if (entry.outcome) {
+    say(t("answerReady", t(`decision.${entry.outcome.decision}`)));
+    if (entry.outcome.decision === "needs_input") {
+      const first = fresh.querySelector("button.option, input.own-reply");
+      if (first) first.focus();
+    }
+  }
+  if (entry.escalation) follow(entry);
+}
+
+async function ask(question) {
+  if (busy) return;
+  busy = true;
+  sendEl.disabled = true;
+  say("");
+  let entry = null;
+  try {
+    let sessionId = await ensureSession();
+    entry = { id: Date.now() + Math.random(), question, steps: [] };
+    state.entries.push(entry);
+    questionEl.value = "";
+    update(entry).scrollIntoView({ block: "nearest" });
+    try {
+      await runInto(entry, "/v1/ask", { question, session_id: sessionId, asker: "web page" });
+    } catch (err) {
+      // An expired conversation: this question starts a new one.
+      if (!(err instanceof ApiError && err.status === 404)) throw err;
+      state.sessionId = null;
+      sessionId = await ensureSession();
+      say(t("sessionExpired"));
+      await runInto(entry, "/v1/ask", { question, session_id: sessionId, asker: "web page" });
+    }
+  } catch (err) {
+    if (entry && !entry.outcome) {
+      // Nothing was answered: the question goes back in the box.
+      state.entries = state.entries.filter((e) => e !== entry);
+      render();
+      if (!questionEl.value) questionEl.value = question;
+    }
+    problem(err);
+  } finally {
+    save();
+    busy = false;
+    sendEl.disabled = false;
+    if (document.activeElement === document.body) questionEl.focus();
+  }
+}
+
+/** Puts a declined question to a person (`escalate: true`). */
+async function askPerson(entry) {
+  entry.askedPerson = true;
+  entry.history = (entry.history || []).concat([{ outcome: entry.outcome }]);
+  entry.outcome = null;
+  entry.steps = [{ text: t("askingPerson") }];
+  update(entry);
+  try {
+    const sessionId = await ensureSession();
+    await runInto(entry, "/v1/ask", { question: entry.question, session_id: sessionId, escalate: true, asker: "web page" });
+  } catch (err) {
+    entry.outcome = entry.history.pop().outcome;
+    entry.askedPerson = false;
+    update(entry);
+    problem(err);
+  }
+  save();
+}
+
+/** Sends the asker's reply to a clarifying question (`null`: skip). */
+async function reply(entry, text) {
+  const runId = entry.outcome && entry.outcome.run_id;
+  if (!runId || busy) return;
+  busy = true;
+  entry.history = (entry.history || []).concat([{ outcome: entry.outcome, reply: text }]);
+  entry.outcome = null;
+  update(entry);
+  try {
+    await runInto(entry, `/v1/runs/${encodeURIComponent(runId)}/reply`, { reply: text });
+  } catch (err) {
+    const last = entry.history.pop();
+    entry.outcome = last.outcome;
+    update(entry);
+    problem(err);
+  } finally {
+    busy = false;
+    save();
+    questionEl.focus();
+  }
+}
+
+// ---------------------------------------------------------- escalations ---
+const SETTLED = ["answered", "rejected", "expired", "cancelled"];
+/** Seconds each long poll waits: a claim shows within this. */
+const WAIT_SECONDS = 5;
+
+/** Follows `entry`'s escalation until it is settled (or the page moves on). */
+async function follow(entry) {
+  const e = entry.escalation;
+  if (!e || e.following) return;
+  e.following = true;
+  const mine = generation;
+  let wait = 0;
+  while (mine === generation) {
+    try {
+      const path = `/v1/escalations/${encodeURIComponent(e.id)}?handle=${encodeURIComponent(e.handle)}&wait=${wait}`;
+      const view = await api("GET", path);
+      if (mine !== generation) break;
+      const changed = !e.view || e.view.status !== view.status;
+      e.view = view;
+      if (!entry.question) entry.question = view.question;
+      if (changed) {
+        save();
+        update(entry);
+        if (view.status === "answered") say(t("personAnswered"));
+      }
+      if (SETTLED.includes(view.status)) break;
+      wait = WAIT_SECONDS;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) {
+        entry.error = t("notFound");
+        update(entry);
+        break;
+      }
+      if (keyProblem(err)) break;
+      say(t("offline"), true);
+      await new Promise((r) => setTimeout(r, 3000));
+    }
+  }
+  e.following = false;
+  save();
+}
+
+/** `#escalation=ID&handle=H`: shows that escalation and follows it. */
+function openLinkedEscalation() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  const id = Number(h.get("escalation"));
+  const handle = h.get("handle");
+  if (!Number.isSafeInteger(id) || id <= 0 || !handle) return;
+  let entry = state.entries.find((x) => x.escalation && x.escalation.id === id);
+  if (!entry) {
+    entry = { id: Date.now() + Math.random(), question: "", linked: true, steps: [],
+      outcome: null, escalation: { id, handle, view: null } };
+    state.entries.push(entry);
+    save();
+  }
+  render();
+  follow(entry);
+}
+
+// --------------------------------------------------------------- wiring ---
+function applyLanguage() {
+  document.documentElement.lang = lang;
+  for (const node of document.querySelectorAll("[data-t]")) node.textContent = t(node.dataset.t);
+  $("language").value = lang;
+  render();
+}
+
+keyEl.value = sessionStorage.getItem("grace-key") || "";
+keyEl.addEventListener("input", () => {
+  sessionStorage.setItem("grace-key", keyEl.value.trim());
+  keyEl.removeAttribute("aria-invalid");
+});
+
+$("language").addEventListener("change", (e) => {
+  lang = TEXTS[e.target.value] ? e.target.value : "en";
+  localStorage.setItem("grace-lang", lang);
+  applyLanguage();
+});
+
+$("new-conversation").addEventListener("click", () => {
+  generation += 1;
+  const old = state.sessionId;
+  state = { sessionId: null, entries: [] };
+  save();
+  if (old) api("DELETE", `/v1/sessions/${encodeURIComponent(old)}`).catch(() => {});
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+  render();
+  say(t("newStarted"));
+  questionEl.focus();
+});
+
+$("ask-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const q = questionEl.value.trim();
+  if (q) ask(q);
+});
+
+questionEl.addEventListener("keydown", (e) => {
+  // Enter sends, Shift+Enter adds a line; Enter that ends an input
+  // method's composition (Japanese) only commits the text.
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing && e.keyCode !== 229) {
+    e.preventDefault();
+    $("ask-form").requestSubmit();
+  }
+});
+
+$("passage-close").addEventListener("click", () => $("passage").close());
+
+applyLanguage();
+for (const entry of state.entries) {
+  // A reload resumes what was waiting.
+  if (entry.escalation && !(entry.escalation.view && SETTLED.includes(entry.escalation.view.status))) {
+    entry.escalation.following = false;
+    follow(entry);
+  }
+}
+openLinkedEscalation();
+window.addEventListener("hashchange", openLinkedEscalation);

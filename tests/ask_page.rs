@@ -1,0 +1,624 @@
+//! The asker's page (`/`) in headless Chromium, end to end on the sample
+//! knowledge base with the real store and model (`tests/support/browser.rs`
+//! drives Debian's chromium over WebDriver):
+//!
+//! - a question asked with the keyboard streams its steps, then an answer
+//!   whose citation opens the passage it cites, with the confidence and its
+//!   "why";
+//! - a follow-up in the conversation shows the question GRACE understood,
+//!   and a reload shows the same conversation;
+//! - an off-topic question is declined, and "Ask a person" queues it;
+//! - an escalation waits on the page while a reviewer claims and answers it
+//!   through the API, then the reviewer's answer appears; the link with the
+//!   handle shows it anywhere;
+//! - a question or a passage holding HTML is shown as text, never run;
+//! - the page's texts in Japanese;
+//! - axe-core, run in the page, finds no serious or critical violation at
+//!   1280 and at 360 px wide;
+//! - a clarifying question answered with a button (a scripted model);
+//! - a wrong service key, said on the page.
+//!
+//! The tests save screenshots (an answer, a caveat, a waiting escalation and
+//! its answer, at 1280 and 360 px) under `$GRACE_SCREENSHOTS` (default: the
+//! build's temporary folder); README.md shows those of `docs/screenshots`.
+//!
+//! A confident wrong answer is the worst outcome: the page never shows an
+//! escalated run's draft as an answer, only a reviewer's.
+
+mod common;
+mod support {
+    pub mod browser;
+    pub mod mock_llm;
+}
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use grace::Grace;
+use grace::config::Config;
+use serde_json::{Value, json};
+use support::browser::Browser;
+use support::mock_llm::{Mode, Provider, ScriptedModel, Turn};
+
+/// WebDriver's Enter, Shift and "release the modifiers" keys.
+const ENTER: &str = "\u{E007}";
+const SHIFT: &str = "\u{E008}";
+const RELEASE: &str = "\u{E000}";
+
+/// A passage that holds markup: the page must show it as text.
+const HOSTILE: &str = "Widget colours\n\nThe widget colour is teal <img src=x id=pwned-passage> \
+     <script>document.title='pwned'</script> and never changes.\n";
+
+fn screenshots() -> PathBuf {
+    std::env::var_os("GRACE_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("ask-page-screenshots"))
+}
+
+/// The sample knowledge base and one hostile file, copied to `dir/kb`.
+fn knowledge_base(dir: &Path) -> PathBuf {
+    let kb = dir.join("kb");
+    std::fs::create_dir_all(&kb).unwrap();
+    for entry in std::fs::read_dir(common::repo().join("examples/kb")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), kb.join(entry.file_name())).unwrap();
+    }
+    std::fs::write(kb.join("widgets.txt"), HOSTILE).unwrap();
+    kb
+}
+
+/// A served GRACE over the sample knowledge base; sources shown relative to
+/// `dir` (`kb/handbook.pdf`).
+fn grace_for(dir: &Path, tweak: impl FnOnce(&mut Config), model: Option<&ScriptedModel>) -> Grace {
+    let kb = knowledge_base(dir);
+    let mut config = common::config(&dir.join("data"));
+    config.server.display_root = dir.to_path_buf();
+    tweak(&mut config);
+    let mut builder = Grace::builder(config).embedder(common::embedder());
+    if let Some(model) = model {
+        builder = builder.generator(model.client());
+    }
+    let grace = builder.build().unwrap();
+    grace
+        .ingest_blocking(&[kb], &Default::default(), &mut |_| {})
+        .unwrap();
+    grace
+}
+
+/// Types `question` into the page's box and sends it with Enter.
+async fn ask(b: &Browser, question: &str) {
+    let field = b.must_find("#question").await;
+    b.type_into(&field, &format!("{question}{ENTER}")).await;
+}
+
+/// The reply card of turn `n` (from 1), once it is there.
+async fn reply_of(b: &Browser, n: usize) -> String {
+    let css = format!("#conversation > li:nth-child({n}) section.reply[data-decision]");
+    b.must_find(&css).await;
+    b.run(
+        "return document.querySelector(arguments[0]).dataset.decision;",
+        json!([css]),
+    )
+    .await
+    .as_str()
+    .unwrap()
+    .to_string()
+}
+
+async fn new_conversation(b: &Browser) {
+    let button = b.must_find("#new-conversation").await;
+    b.click(&button).await;
+    b.wait_text("#notice", "new conversation", |t| {
+        t.contains("new conversation")
+    })
+    .await;
+    assert_eq!(b.count("#conversation > li").await, 0);
+}
+
+/// Both screenshots of the page as it is now.
+async fn shoot(b: &Browser, name: &str) {
+    for (width, height) in [(1280, 860), (360, 780)] {
+        b.viewport(width, height).await;
+        b.run("window.scrollTo(0, document.body.scrollHeight);", json!([]))
+            .await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        b.screenshot(&screenshots().join(format!("{name}-{width}.png")))
+            .await;
+    }
+    b.viewport(1280, 860).await;
+}
+
+/// axe-core (the pinned copy `scripts/setup --browser` installs), run in the
+/// page: its serious and critical violations.
+async fn accessibility(b: &Browser) -> Vec<String> {
+    let home = std::env::var_os("HOME").expect("HOME");
+    let axe = PathBuf::from(home).join(".cache/grace/axe/node_modules/axe-core/axe.min.js");
+    let source = std::fs::read_to_string(&axe).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run scripts/setup --browser: it installs axe-core)",
+            axe.display()
+        )
+    });
+    let loaded = b
+        .run(&format!("{source}\n;return typeof axe;"), json!([]))
+        .await;
+    assert_eq!(loaded, "object", "axe-core did not load: {loaded}");
+    let result = b
+        .run_async(
+            "const done = arguments[arguments.length - 1];
+             axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice']})
+               .then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+                  help: v.help, targets: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))))
+               .catch(e => done({error: String(e)}));",
+            json!([]),
+        )
+        .await;
+    let violations = result
+        .as_array()
+        .unwrap_or_else(|| panic!("axe-core failed: {result}"));
+    for v in violations {
+        eprintln!(
+            "axe: {} ({}): {} at {}",
+            v["id"], v["impact"], v["help"], v["targets"]
+        );
+    }
+    violations
+        .iter()
+        .filter(|v| v["impact"] == "serious" || v["impact"] == "critical")
+        .map(|v| v.to_string())
+        .collect()
+}
+
+#[test]
+fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let grace = grace_for(dir.path(), |_| {}, None);
+    let alice = common::reviewer(grace.escalations(), "alice", "Alice");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let server = common::serve(grace.clone()).await;
+        let base = server.base.clone();
+        let http = reqwest::Client::new();
+        let b = Browser::start().await;
+        b.viewport(1280, 860).await;
+        b.open(&format!("{base}/")).await;
+        b.must_find("#question").await;
+
+        // Records every rendering of a turn: the steps must show before
+        // the answer does.
+        b.run(
+            "window.renderings = [];
+             new MutationObserver(records => { for (const r of records) for (const n of r.addedNodes) {
+               if (n.matches && n.matches('li.turn')) window.renderings.push([
+                 n.querySelectorAll('.steps li').length, n.querySelectorAll('section.reply').length]);
+             }}).observe(document.getElementById('conversation'), {childList: true, subtree: true});",
+            json!([]),
+        )
+        .await;
+
+        // --- Keyboard: Shift+Enter adds a line, Enter sends.
+        let field = b.must_find("#question").await;
+        b.type_into(&field, &format!("How long are nightly{SHIFT}{ENTER}{RELEASE}"))
+            .await;
+        let typed = b
+            .run("return document.getElementById('question').value;", json!([]))
+            .await;
+        assert_eq!(typed, "How long are nightly\n", "Shift+Enter adds a line");
+        assert_eq!(b.count("#conversation > li").await, 0, "nothing sent yet");
+        b.run("document.getElementById('question').value = '';", json!([]))
+            .await;
+        ask(&b, "How long are nightly backups kept?").await;
+        assert_eq!(reply_of(&b, 1).await, "answer");
+        let renderings = b.run("return window.renderings;", json!([])).await;
+        let streamed = renderings
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r[0].as_u64() > Some(0) && r[1] == 0);
+        assert!(streamed, "no step shown before the answer: {renderings}");
+        let steps = b.text_of("#conversation > li:nth-child(1) .steps").await;
+        assert!(
+            steps.contains("Searched the knowledge base") && steps.contains("Answer written"),
+            "{steps}"
+        );
+        let card = "#conversation > li:nth-child(1) section.reply";
+        let text = b.text_of(&format!("{card} .text")).await;
+        assert!(text.contains("35 days"), "{text}");
+        let badge = b.text_of(&format!("{card} .badge")).await;
+        assert_eq!(badge, "Confident answer");
+        let percent = b.text_of(&format!("{card} .percent")).await;
+        assert!(percent.starts_with("Confidence ") && percent.ends_with('%'), "{percent}");
+        // The why: plain-language factors that raised and lowered it.
+        let summary = b.must_find(&format!("{card} details.why summary")).await;
+        b.click(&summary).await;
+        let why = b.text_of(&format!("{card} details.why")).await;
+        assert!(why.contains("What raised it"), "{why}");
+        assert!(b.count(&format!("{card} details.why li.raised")).await >= 1);
+        assert!(!why.contains("max_score"), "factor names are put in words: {why}");
+        // A citation opens the passage it cites, its source shown relative.
+        let cite = b.must_find(&format!("{card} ol.citations a.cite")).await;
+        let label = b
+            .cmd("GET", &format!("/element/{cite}/text"), Value::Null)
+            .await;
+        let label = label.as_str().unwrap();
+        assert!(label.starts_with("kb/handbook.pdf · p. 2"), "{label}");
+        b.click(&cite).await;
+        let passage = b
+            .wait_text("#passage-text", "the cited passage", |t| t.contains("35 days"))
+            .await;
+        // The whole passage, not only the answer's sentence.
+        assert!(passage.contains("first day of each month"), "{passage}");
+        assert_eq!(b.text_of("#passage-title").await, "kb/handbook.pdf");
+        let open = b
+            .run("return document.getElementById('passage').open;", json!([]))
+            .await;
+        assert_eq!(open, true);
+        let close = b.must_find("#passage-close").await;
+        b.click(&close).await;
+        let focused = b
+            .run("return document.activeElement.classList.contains('cite');", json!([]))
+            .await;
+        assert_eq!(focused, true, "focus goes back to the citation");
+        shoot(&b, "answer").await;
+
+        // --- A caveat, then a follow-up in the same conversation.
+        new_conversation(&b).await;
+        ask(&b, "How do I roll back a production deployment?").await;
+        assert_eq!(reply_of(&b, 1).await, "caveat");
+        let note = b
+            .text_of("#conversation > li:nth-child(1) .caveat-note")
+            .await;
+        assert!(note.contains("Check the passages"), "{note}");
+        shoot(&b, "caveat").await;
+        ask(&b, "and on staging?").await;
+        reply_of(&b, 2).await;
+        let understood = b
+            .text_of("#conversation > li:nth-child(2) .understood")
+            .await;
+        assert!(
+            understood.starts_with("Understood as: and on staging?") && understood.contains("roll back"),
+            "{understood}"
+        );
+        let session = b
+            .run(
+                "return JSON.parse(sessionStorage.getItem('grace-ask')).sessionId;",
+                json!([]),
+            )
+            .await;
+        let session = session.as_str().unwrap();
+        let turns: Value = http
+            .get(format!("{base}/v1/sessions/{session}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(turns["turns"].as_array().unwrap().len(), 2, "{turns}");
+        assert_eq!(turns["turns"][1]["question"], "and on staging?");
+        // A reload shows the same conversation.
+        b.cmd("POST", "/refresh", json!({})).await;
+        reply_of(&b, 2).await;
+        assert_eq!(b.count("#conversation > li").await, 2);
+        assert!(b
+            .text_of("#conversation > li:nth-child(2) .understood")
+            .await
+            .contains("roll back"));
+
+        // --- Off the knowledge base: declined, then put to a person.
+        new_conversation(&b).await;
+        ask(&b, "What is the boiling point of mercury?").await;
+        assert_eq!(reply_of(&b, 1).await, "decline");
+        let said = b.text_of("#conversation > li:nth-child(1) section.reply").await;
+        assert!(said.contains("does not cover"), "{said}");
+        let button = b.must_find("#conversation button.ask-person").await;
+        b.click(&button).await;
+        b.must_find("#conversation section.reply[data-decision='escalate'] .status-line")
+            .await;
+        let queued: Value = http
+            .get(format!("{base}/v1/review/escalations"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(
+            queued.as_array().unwrap().iter().any(|e| e["question"]
+                == "What is the boiling point of mercury?"
+                && e["reason"].as_str().unwrap().contains("asked for a person")),
+            "{queued}"
+        );
+
+        // --- An escalation: the page waits while a reviewer answers.
+        new_conversation(&b).await;
+        ask(&b, "Can I deploy on Fridays?").await;
+        assert_eq!(reply_of(&b, 1).await, "escalate");
+        let card = "#conversation > li:nth-child(1) section.reply[data-decision='escalate']";
+        let status = b.text_of(&format!("{card} .status-line")).await;
+        assert!(status.contains("Waiting for a reviewer"), "{status}");
+        // No draft is shown as an answer: only a reviewer's will be.
+        assert_eq!(b.count(&format!("{card} .text ~ ol.citations")).await, 0);
+        let stored = b
+            .run(
+                "return JSON.parse(sessionStorage.getItem('grace-ask')).entries[0].escalation;",
+                json!([]),
+            )
+            .await;
+        let id = stored["id"].as_i64().unwrap();
+        let handle = stored["handle"].as_str().unwrap().to_string();
+        shoot(&b, "escalation-waiting").await;
+        // A reload keeps waiting.
+        b.cmd("POST", "/refresh", json!({})).await;
+        let status = b.text_of(&format!("{card} .status-line")).await;
+        assert!(status.contains("Waiting for a reviewer"), "{status}");
+        let reviewer = |path: String| http.post(format!("{base}{path}")).bearer_auth(&alice);
+        let claimed = reviewer(format!("/v1/review/escalations/{id}/claim"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(claimed.status(), 200);
+        b.wait_text(&format!("{card} .status-line"), "claimed", |t| {
+            t.contains("A reviewer is working on it")
+        })
+        .await;
+        let answer = "Yes, but only before 15:00, and never during a freeze.";
+        let answered = reviewer(format!("/v1/review/escalations/{id}/answer"))
+            .json(&json!({ "text": answer }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answered.status(), 200);
+        let from_reviewer = b
+            .wait_text("#conversation section.reply.reviewer", "the reviewer's answer", |t| {
+                t.contains(answer)
+            })
+            .await;
+        assert!(from_reviewer.starts_with("Answer from a reviewer (alice)"), "{from_reviewer}");
+        let status = b.text_of(&format!("{card} .status-line")).await;
+        assert!(status.contains("A reviewer answered"), "{status}");
+        shoot(&b, "escalation-answered").await;
+        // The link with the handle shows it in a fresh tab's state.
+        new_conversation(&b).await;
+        b.open(&format!("{base}/#escalation={id}&handle={handle}"))
+            .await;
+        let linked = b
+            .wait_text("#conversation section.reply.reviewer", "the linked answer", |t| {
+                t.contains(answer)
+            })
+            .await;
+        assert!(linked.contains(answer));
+        assert!(b
+            .text_of("#conversation .status-line")
+            .await
+            .contains("A reviewer answered"));
+        // A wrong handle reads as unknown.
+        new_conversation(&b).await;
+        b.open(&format!("{base}/#escalation={id}&handle=wrong")).await;
+        b.wait_text("#conversation section.reply.failed", "a wrong handle", |t| {
+            t.contains("not known here")
+        })
+        .await;
+
+        // --- Hostile input: markup in a question and in a passage is text.
+        new_conversation(&b).await;
+        let question = "<b id=pwned-question>What</b> colour is the widget? <img src=x id=pwned-img>";
+        ask(&b, question).await;
+        reply_of(&b, 1).await;
+        let asked = b
+            .text_of("#conversation > li:nth-child(1) .asked .question-text")
+            .await;
+        assert_eq!(asked, question);
+        // The passage's markup is shown as written, in the answer and in
+        // the passage its citation opens.
+        let shown = b.text_of("#conversation > li:nth-child(1) section.reply .text").await;
+        let markup = "teal <img src=x id=pwned-passage> <script>document.title='pwned'</script>";
+        assert!(shown.contains(markup), "{shown}");
+        let cite = b.must_find("#conversation a.cite").await;
+        b.click(&cite).await;
+        b.wait_text("#passage-text", "the hostile passage", |t| t.contains(markup))
+            .await;
+        let close = b.must_find("#passage-close").await;
+        b.click(&close).await;
+        let injected = b
+            .run(
+                "return document.querySelectorAll('#pwned-question, #pwned-img, #pwned-passage, #conversation script, #passage script').length;",
+                json!([]),
+            )
+            .await;
+        assert_eq!(injected, 0, "markup from a question or passage became elements");
+        let title = b.run("return document.title;", json!([])).await;
+        assert_eq!(title, "GRACE");
+
+        // --- Accessibility, on a page holding every kind of reply.
+        new_conversation(&b).await;
+        ask(&b, "How long are nightly backups kept?").await;
+        reply_of(&b, 1).await;
+        ask(&b, "How do I roll back a production deployment?").await;
+        reply_of(&b, 2).await;
+        ask(&b, "What is the boiling point of mercury?").await;
+        reply_of(&b, 3).await;
+        b.open(&format!("{base}/#escalation={id}&handle={handle}"))
+            .await;
+        b.must_find("#conversation section.reply.reviewer").await;
+        let summary = b.must_find("#conversation details.why summary").await;
+        b.click(&summary).await;
+        for width in [1280, 360] {
+            b.viewport(width, 800).await;
+            let serious = accessibility(&b).await;
+            assert!(serious.is_empty(), "at {width} px: {serious:?}");
+            // Usable at 360 px: nothing wider than the screen.
+            let wide = b
+                .run(
+                    "return document.documentElement.scrollWidth;",
+                    json!([]),
+                )
+                .await;
+            assert!(wide.as_u64().unwrap() <= u64::from(width), "{width} px: scrolls sideways to {wide}");
+        }
+        b.viewport(1280, 860).await;
+
+        // --- Japanese: the page's own texts follow the chosen language.
+        b.run(
+            "const s = document.getElementById('language'); s.value = 'ja'; s.dispatchEvent(new Event('change'));",
+            json!([]),
+        )
+        .await;
+        assert_eq!(b.text_of("#send").await, "質問する");
+        assert_eq!(
+            b.run("return document.documentElement.lang;", json!([])).await,
+            "ja"
+        );
+        let badge = b.text_of("#conversation > li:nth-child(1) .badge").await;
+        assert_eq!(badge, "確かな回答");
+        b.open(&format!("{base}/?lang=en")).await;
+        assert_eq!(b.text_of("#send").await, "Ask");
+
+        b.quit().await;
+        server.stop().await;
+    });
+}
+
+/// The script of a run that asks which error the asker sees, then answers
+/// from the passage on it (as in tests/agent.rs).
+fn clarifying_script() -> Vec<Turn> {
+    vec![
+        Turn::call(
+            "ask_user",
+            json!({
+                "question": "Which error code do you see?",
+                "reason": "Several errors can stop a deployment.",
+                "options": ["ORB-1042", "ORB-2001"],
+                "urgency": "blocking"
+            }),
+        ),
+        Turn::call("rag_search", json!({"query": "ORB-2001"})),
+        Turn::answer(
+            "The new pods started but did not become healthy within the rollout timeout \
+             (300 seconds by default), and Orbit rolls back automatically [1].",
+        ),
+    ]
+}
+
+#[test]
+fn a_clarifying_question_is_answered_with_a_button() {
+    let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
+    let dir = tempfile::tempdir().unwrap();
+    let grace = grace_for(
+        dir.path(),
+        |c| {
+            c.planner.strategy = grace::config::Strategy::Agent;
+            c.confidence.weights = common::hand_set_weights();
+        },
+        Some(&model),
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let server = common::serve(grace.clone()).await;
+        let b = Browser::start().await;
+        b.open(&format!("{}/", server.base)).await;
+        ask(&b, "Why did my deployment fail?").await;
+        assert_eq!(reply_of(&b, 1).await, "needs_input");
+        let question = b.text_of("#conversation .clarify-question").await;
+        assert_eq!(question, "Which error code do you see?");
+        // Focus moves to the first option.
+        let focused = b
+            .run("return document.activeElement.textContent;", json!([]))
+            .await;
+        assert_eq!(focused, "ORB-1042");
+        let options = b
+            .run(
+                "return [...document.querySelectorAll('#conversation button.option')].map(b => b.textContent);",
+                json!([]),
+            )
+            .await;
+        assert_eq!(options, json!(["ORB-1042", "ORB-2001"]));
+        let second = b
+            .must_find("#conversation button.option:nth-of-type(2)")
+            .await;
+        b.click(&second).await;
+        let decision = {
+            let started = Instant::now();
+            loop {
+                let d = b
+                    .run(
+                        "const r = document.querySelectorAll('#conversation > li:nth-child(1) section.reply[data-decision]');
+                         return r.length ? r[r.length - 1].dataset.decision : null;",
+                        json!([]),
+                    )
+                    .await;
+                if d != "needs_input" && !d.is_null() {
+                    break d;
+                }
+                if started.elapsed() > Duration::from_secs(30) {
+                    let turn = b.text_of("#conversation").await;
+                    let notice = b.text_of("#notice").await;
+                    let stored = b
+                        .run("return sessionStorage.getItem('grace-ask');", json!([]))
+                        .await;
+                    panic!("no answer after the reply:\n{turn}\nnotice: {notice}\n{stored}");
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        assert!(decision == "answer" || decision == "caveat", "{decision}");
+        let replied = b.text_of("#conversation .replied").await;
+        assert_eq!(replied, "You replied: ORB-2001");
+        let text = b
+            .text_of("#conversation > li:nth-child(1) section.reply:last-of-type .text")
+            .await;
+        assert!(text.contains("rolls back automatically"), "{text}");
+        b.quit().await;
+        server.stop().await;
+    });
+}
+
+#[test]
+fn a_wrong_key_is_said_on_the_page_and_the_right_one_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let grace = grace_for(
+        dir.path(),
+        |c| c.server.api_key = "the-right-key".into(),
+        None,
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let server = common::serve(grace.clone()).await;
+        let b = Browser::start().await;
+        b.open(&format!("{}/", server.base)).await;
+        // No key: the page says one is needed.
+        ask(&b, "How long are nightly backups kept?").await;
+        b.wait_text("#notice", "no key", |t| t.contains("needs a service key"))
+            .await;
+        let key = b.must_find("#key").await;
+        b.type_into(&key, "a-wrong-key").await;
+        let send = b.must_find("#send").await;
+        b.click(&send).await;
+        b.wait_text("#notice", "a wrong key", |t| t.contains("was not accepted"))
+            .await;
+        let state = b
+            .run(
+                "return [document.activeElement.id, document.getElementById('key').getAttribute('aria-invalid'),
+                         document.getElementById('question').value, document.querySelectorAll('#conversation > li').length];",
+                json!([]),
+            )
+            .await;
+        assert_eq!(
+            state,
+            json!(["key", "true", "How long are nightly backups kept?", 0]),
+            "focus on the key, the question kept, nothing asked"
+        );
+        // The right key: the same question is answered.
+        b.run("document.getElementById('key').value = '';", json!([]))
+            .await;
+        b.type_into(&key, "the-right-key").await;
+        b.click(&send).await;
+        assert_eq!(reply_of(&b, 1).await, "answer");
+        let invalid = b
+            .run("return document.getElementById('key').getAttribute('aria-invalid');", json!([]))
+            .await;
+        assert!(invalid.is_null());
+        b.quit().await;
+        server.stop().await;
+    });
+}
