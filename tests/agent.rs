@@ -24,12 +24,7 @@ use grace::config::{Config, Strategy};
 use grace::exec::Decision;
 use grace::{AskOptions, AskOutcome, Grace};
 use serde_json::{Value, json};
-use support::mock_llm::{Mode, Provider, ScriptedModel, Turn};
-
-/// The passage of troubleshooting.md on ORB-2001, nearly verbatim: grounded
-/// in the passage the first search for "ORB-2001" ranks first.
-const GROUNDED: &str = "The new pods started but did not become healthy within the rollout \
-                        timeout (300 seconds by default), and Orbit rolls back automatically [1].";
+use support::mock_llm::{GROUNDED, Mode, Provider, ScriptedModel, Turn, clarifying_script};
 
 struct Run {
     _dir: tempfile::TempDir,
@@ -421,23 +416,6 @@ fn the_trace_and_json_show_every_turn() {
     assert_eq!(turns[0]["calls"][0]["call"]["name"], "rag_search");
     assert_eq!(json["agent"]["stop"]["reason"], "final");
     assert!(json.get("parked").is_none());
-}
-
-/// The script of a run that asks which error the asker sees, then answers.
-fn clarifying_script() -> Vec<Turn> {
-    vec![
-        Turn::call(
-            "ask_user",
-            json!({
-                "question": "Which error code do you see?",
-                "reason": "Several errors can stop a deployment.",
-                "options": ["ORB-1042", "ORB-2001"],
-                "urgency": "blocking"
-            }),
-        ),
-        Turn::call("rag_search", json!({"query": "ORB-2001"})),
-        Turn::answer(GROUNDED),
-    ]
 }
 
 #[test]

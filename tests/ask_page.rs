@@ -38,7 +38,7 @@ use grace::Grace;
 use grace::config::Config;
 use serde_json::{Value, json};
 use support::browser::Browser;
-use support::mock_llm::{Mode, Provider, ScriptedModel, Turn};
+use support::mock_llm::{Mode, Provider, ScriptedModel, clarifying_script};
 
 /// WebDriver's Enter, Shift and "release the modifiers" keys.
 const ENTER: &str = "\u{E007}";
@@ -113,6 +113,19 @@ async fn new_conversation(b: &Browser) {
     })
     .await;
     assert_eq!(b.count("#conversation > li").await, 0);
+}
+
+/// What the page keeps in the tab's session storage (its session, its turns).
+async fn stored(b: &Browser) -> Value {
+    b.run(
+        "return JSON.parse(sessionStorage.getItem('grace-ask'));",
+        json!([]),
+    )
+    .await
+}
+
+async fn get_json(http: &reqwest::Client, url: String) -> Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
 }
 
 /// Both screenshots of the page as it is now.
@@ -279,21 +292,9 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
             understood.starts_with("Understood as: and on staging?") && understood.contains("roll back"),
             "{understood}"
         );
-        let session = b
-            .run(
-                "return JSON.parse(sessionStorage.getItem('grace-ask')).sessionId;",
-                json!([]),
-            )
-            .await;
+        let session = stored(&b).await["sessionId"].clone();
         let session = session.as_str().unwrap();
-        let turns: Value = http
-            .get(format!("{base}/v1/sessions/{session}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let turns = get_json(&http, format!("{base}/v1/sessions/{session}")).await;
         assert_eq!(turns["turns"].as_array().unwrap().len(), 2, "{turns}");
         assert_eq!(turns["turns"][1]["question"], "and on staging?");
         // A reload shows the same conversation.
@@ -315,14 +316,7 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         b.click(&button).await;
         b.must_find("#conversation section.reply[data-decision='escalate'] .status-line")
             .await;
-        let queued: Value = http
-            .get(format!("{base}/v1/review/escalations"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let queued = get_json(&http, format!("{base}/v1/review/escalations")).await;
         assert!(
             queued.as_array().unwrap().iter().any(|e| e["question"]
                 == "What is the boiling point of mercury?"
@@ -339,14 +333,9 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         assert!(status.contains("Waiting for a reviewer"), "{status}");
         // No draft is shown as an answer: only a reviewer's will be.
         assert_eq!(b.count(&format!("{card} .text ~ ol.citations")).await, 0);
-        let stored = b
-            .run(
-                "return JSON.parse(sessionStorage.getItem('grace-ask')).entries[0].escalation;",
-                json!([]),
-            )
-            .await;
-        let id = stored["id"].as_i64().unwrap();
-        let handle = stored["handle"].as_str().unwrap().to_string();
+        let escalation = stored(&b).await["entries"][0]["escalation"].clone();
+        let id = escalation["id"].as_i64().unwrap();
+        let handle = escalation["handle"].as_str().unwrap().to_string();
         shoot(&b, "escalation-waiting").await;
         // A reload keeps waiting.
         b.cmd("POST", "/refresh", json!({})).await;
@@ -477,27 +466,6 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         b.quit().await;
         server.stop().await;
     });
-}
-
-/// The script of a run that asks which error the asker sees, then answers
-/// from the passage on it (as in tests/agent.rs).
-fn clarifying_script() -> Vec<Turn> {
-    vec![
-        Turn::call(
-            "ask_user",
-            json!({
-                "question": "Which error code do you see?",
-                "reason": "Several errors can stop a deployment.",
-                "options": ["ORB-1042", "ORB-2001"],
-                "urgency": "blocking"
-            }),
-        ),
-        Turn::call("rag_search", json!({"query": "ORB-2001"})),
-        Turn::answer(
-            "The new pods started but did not become healthy within the rollout timeout \
-             (300 seconds by default), and Orbit rolls back automatically [1].",
-        ),
-    ]
 }
 
 #[test]

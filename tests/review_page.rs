@@ -10,7 +10,6 @@ mod support {
 }
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -49,13 +48,10 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
 
     let http = reqwest::Client::new();
     let port = free_port();
-    let _server = Killed(
-        grace_cmd(d, &["serve", "--bind", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _server = Killed::spawn(grace_cmd(
+        d,
+        &["serve", "--bind", &format!("127.0.0.1:{port}")],
+    ));
     let base = format!("http://127.0.0.1:{port}");
     wait_until_up(&http, &format!("{base}/health"), "grace serve").await;
 

@@ -6,8 +6,10 @@
 //! script and style; the page writes every text from the API as text,
 //! never as markup.
 
+use axum::Router;
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
+use axum::routing::get;
 
 /// The page.
 const HTML: &str = include_str!("ask_page/index.html");
@@ -17,13 +19,13 @@ const SCRIPT: &str = include_str!("ask_page/ask.js");
 /// Its style.
 const STYLE: &str = include_str!("ask_page/ask.css");
 
+/// Where the page loads its script from.
+const SCRIPT_PATH: &str = "/assets/ask.js";
+/// Where the page loads its style from.
+const STYLE_PATH: &str = "/assets/ask.css";
 /// The paths the page is made of (open to anyone, like the reviewer page:
 /// they hold no data).
 pub const PATHS: [&str; 3] = ["/", SCRIPT_PATH, STYLE_PATH];
-/// Where the page loads its script from.
-pub const SCRIPT_PATH: &str = "/assets/ask.js";
-/// Where the page loads its style from.
-pub const STYLE_PATH: &str = "/assets/ask.css";
 
 /// The content security policy of `/`: its own script and style only,
 /// requests to this server only.
@@ -31,22 +33,15 @@ pub const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self
     connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
     frame-ancestors 'none'";
 
-/// `GET /`.
-pub async fn page() -> Html<&'static str> {
-    Html(HTML)
-}
-
-/// `GET /assets/ask.js`.
-pub async fn script() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        SCRIPT,
-    )
-}
-
-/// `GET /assets/ask.css`.
-pub async fn style() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE)
+/// `GET /` and its two files.
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    let file = |kind: &'static str, body: &'static str| {
+        get(move || async move { ([(header::CONTENT_TYPE, kind)], body).into_response() })
+    };
+    Router::new()
+        .route("/", get(|| async { Html(HTML) }))
+        .route(SCRIPT_PATH, file("text/javascript; charset=utf-8", SCRIPT))
+        .route(STYLE_PATH, file("text/css; charset=utf-8", STYLE))
 }
 
 #[cfg(test)]

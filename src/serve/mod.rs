@@ -154,9 +154,7 @@ pub fn router(state: AppState) -> Router {
         .merge(runtime_tools_api::routes())
         .route_layer(from_fn_with_state(state.clone(), gate::show_sources));
     Router::new()
-        .route("/", get(ask_page::page))
-        .route(ask_page::SCRIPT_PATH, get(ask_page::script))
-        .route(ask_page::STYLE_PATH, get(ask_page::style))
+        .merge(ask_page::routes())
         .route("/review", get(|| async { Html(REVIEW_PAGE) }))
         .route("/health", get(gate::health))
         .route("/openapi.json", get(openapi::document))

@@ -26,10 +26,33 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A child process killed when the test ends, pass or fail.
-pub struct Killed(pub Child);
+/// A child process, and what it started, killed when the test ends, pass
+/// or fail (chromedriver's browser too: it runs in the driver's process
+/// group).
+pub struct Killed(Child);
+
+impl Killed {
+    /// Starts `command` in a process group of its own, output discarded.
+    pub fn spawn(mut command: Command) -> Killed {
+        use std::os::unix::process::CommandExt as _;
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        Killed(child)
+    }
+}
+
 impl Drop for Killed {
     fn drop(&mut self) {
+        // The whole group: a browser outlives its driver otherwise.
+        if let Ok(group) = libc::pid_t::try_from(self.0.id()) {
+            // SAFETY: killpg only sends a signal; the group is the child's
+            // own (`process_group(0)`), never this test's.
+            unsafe { libc::killpg(group, libc::SIGKILL) };
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -63,14 +86,9 @@ impl Browser {
         );
         let http = reqwest::Client::new();
         let driver_port = free_port();
-        let driver = Killed(
-            Command::new(CHROMEDRIVER)
-                .arg(format!("--port={driver_port}"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        );
+        let mut command = Command::new(CHROMEDRIVER);
+        command.arg(format!("--port={driver_port}"));
+        let driver = Killed::spawn(command);
         let base = format!("http://127.0.0.1:{driver_port}");
         wait_until_up(&http, &format!("{base}/status"), "chromedriver").await;
         let profile = tempfile::tempdir().unwrap();

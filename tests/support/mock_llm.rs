@@ -562,3 +562,27 @@ fn ollama(turn: &Turn, mode: Mode, index: usize, ids: bool) -> Value {
         "eval_count": OUTPUT_TOKENS
     })
 }
+
+/// The passage of troubleshooting.md on ORB-2001, nearly verbatim: grounded
+/// in the passage the first search for "ORB-2001" ranks first.
+pub const GROUNDED: &str = "The new pods started but did not become healthy within the rollout \
+                        timeout (300 seconds by default), and Orbit rolls back automatically [1].";
+
+/// The script of a run that asks which error the asker sees (options
+/// `ORB-1042`, `ORB-2001`), then searches for `ORB-2001` and answers
+/// [`GROUNDED`] (tests/agent.rs, tests/ask_page.rs).
+pub fn clarifying_script() -> Vec<Turn> {
+    vec![
+        Turn::call(
+            "ask_user",
+            json!({
+                "question": "Which error code do you see?",
+                "reason": "Several errors can stop a deployment.",
+                "options": ["ORB-1042", "ORB-2001"],
+                "urgency": "blocking"
+            }),
+        ),
+        Turn::call("rag_search", json!({"query": "ORB-2001"})),
+        Turn::answer(GROUNDED),
+    ]
+}

@@ -520,8 +520,9 @@ async function openPassage(c, outcome, opener) {
   }
 }
 
-/** The reply card of a finished run. */
-function replyOf(entry, outcome) {
+/** The reply card of a run; `past` is the turn's history item when the
+ * asker has acted on it already (a reply sent, a person asked). */
+function replyOf(entry, outcome, past) {
   const decision = outcome.decision;
   const answer = outcome.answer && !outcome.answer.abstained ? outcome.answer : null;
   const card = el("section", { class: `reply ${decision.replace("_", "-")}`, "data-decision": decision });
@@ -535,17 +536,17 @@ function replyOf(entry, outcome) {
     }
   } else if (decision === "decline") {
     card.append(el("p", { class: "text", text: t("declined") }));
-    if (!entry.askedPerson) {
+    if (!past) {
       card.append(el("div", { class: "actions" }, el("button", {
         type: "button", class: "ask-person", text: t("askPerson"),
-        onclick: (e) => { e.currentTarget.disabled = true; askPerson(entry); },
+        onclick: () => askPerson(entry),
       })));
     }
   } else if (decision === "escalate") {
     card.append(el("p", { class: "text", text: t("escalated") }));
     card.append(escalationOf(entry));
   } else if (decision === "needs_input") {
-    card.append(clarificationOf(entry, outcome));
+    card.append(clarificationOf(entry, outcome, past));
   }
   card.append(confidenceOf(outcome), whyOf(outcome));
   return card;
@@ -584,13 +585,13 @@ function settledOf(entry) {
   return card;
 }
 
-function clarificationOf(entry, outcome) {
+function clarificationOf(entry, outcome, past) {
   const c = outcome.clarification || { question: "", options: [] };
   const box = el("div", { class: "clarification" });
   box.append(el("p", { class: "text clarify-question", text: c.question }));
   if (c.reason) box.append(el("p", { class: "help", text: c.reason }));
-  if (entry.reply !== undefined) {
-    box.append(el("p", { class: "help replied", text: entry.reply === null ? t("skipped") : t("replied", entry.reply) }));
+  if (past) {
+    box.append(el("p", { class: "help replied", text: past.reply === null ? t("skipped") : t("replied", past.reply) }));
     return box;
   }
   const actions = el("div", { class: "actions", role: "group", "aria-label": t("clarify") });
@@ -607,16 +608,19 @@ function clarificationOf(entry, outcome) {
   return box;
 }
 
+/** A plan step's line: the tool's own words when it has some, else its name. */
+function actionText(kind, action) {
+  return TEXTS.en[kind][action] ? t(`${kind}.${action}`) : t(`${kind}.other`, action);
+}
+
 /** One streamed event as a line in the turn's step list. */
 function stepLine(name, data) {
   switch (name) {
     case "step_started":
-      return { key: `step:${data.id}`, text: TEXTS[lang].stepStarted[data.action] ? t(`stepStarted.${data.action}`) : t("stepStarted.other", data.action) };
-    case "step_finished": {
+      return { key: `step:${data.id}`, text: actionText("stepStarted", data.action) };
+    case "step_finished":
       if (!data.success) return { key: `step:${data.id}`, text: t("stepFailed", data.action, data.error || ""), cls: "failed" };
-      const text = TEXTS[lang].stepFinished[data.action] ? t(`stepFinished.${data.action}`) : t("stepFinished.other", data.action);
-      return { key: `step:${data.id}`, text, cls: "done" };
-    }
+      return { key: `step:${data.id}`, text: actionText("stepFinished", data.action), cls: "done" };
     case "recovering": return { text: t("recovering") };
     case "think": return { text: t("thinking", data.text || "") };
     case "tool_call": {
@@ -640,8 +644,8 @@ function turnView(entry) {
   const steps = el("ol", { class: "steps" });
   for (const s of entry.steps || []) steps.append(el("li", { class: s.cls || "", text: s.text }));
   li.append(steps);
-  for (const o of entry.history || []) li.append(replyOf(Object.assign({}, entry, { reply: o.reply }), o.outcome));
-  if (outcome) li.append(replyOf(entry, outcome));
+  for (const past of entry.history || []) li.append(replyOf(entry, past.outcome, past));
+  if (outcome) li.append(replyOf(entry, outcome, null));
   else if (entry.linked && entry.escalation) {
     // Opened from a link: the escalation alone, without the run.
     li.append(el("section", { class: "reply escalate", "data-decision": "escalate" },
@@ -668,6 +672,8 @@ function update(entry) {
 }
 
 // -------------------------------------------------------------- asking ---
+/** Who asks, as reviewers see it. */
+const ASKER = "web page";
 let busy = false;
 
 async function ensureSession() {
@@ -726,14 +732,14 @@ async function ask(question) {
     questionEl.value = "";
     update(entry).scrollIntoView({ block: "nearest" });
     try {
-      await runInto(entry, "/v1/ask", { question, session_id: sessionId, asker: "web page" });
+      await runInto(entry, "/v1/ask", { question, session_id: sessionId, asker: ASKER });
     } catch (err) {
       // An expired conversation: this question starts a new one.
       if (!(err instanceof ApiError && err.status === 404)) throw err;
       state.sessionId = null;
       sessionId = await ensureSession();
       say(t("sessionExpired"));
-      await runInto(entry, "/v1/ask", { question, session_id: sessionId, asker: "web page" });
+      await runInto(entry, "/v1/ask", { question, session_id: sessionId, asker: ASKER });
     }
   } catch (err) {
     if (entry && !entry.outcome) {
@@ -751,45 +757,43 @@ async function ask(question) {
   }
 }
 
-/** Puts a declined question to a person (`escalate: true`). */
-async function askPerson(entry) {
-  entry.askedPerson = true;
-  entry.history = (entry.history || []).concat([{ outcome: entry.outcome }]);
+/** Runs a turn on from its outcome: the outcome moves to the turn's
+ * history (`past` says what the asker did with it) and `run` streams the
+ * next one in; if that fails, the turn is as it was. */
+async function continueTurn(entry, past, run) {
+  if (busy) return;
+  busy = true;
+  entry.history = (entry.history || []).concat([Object.assign({ outcome: entry.outcome }, past)]);
   entry.outcome = null;
-  entry.steps = [{ text: t("askingPerson") }];
   update(entry);
   try {
-    const sessionId = await ensureSession();
-    await runInto(entry, "/v1/ask", { question: entry.question, session_id: sessionId, escalate: true, asker: "web page" });
+    await run();
   } catch (err) {
     entry.outcome = entry.history.pop().outcome;
-    entry.askedPerson = false;
-    update(entry);
-    problem(err);
-  }
-  save();
-}
-
-/** Sends the asker's reply to a clarifying question (`null`: skip). */
-async function reply(entry, text) {
-  const runId = entry.outcome && entry.outcome.run_id;
-  if (!runId || busy) return;
-  busy = true;
-  entry.history = (entry.history || []).concat([{ outcome: entry.outcome, reply: text }]);
-  entry.outcome = null;
-  update(entry);
-  try {
-    await runInto(entry, `/v1/runs/${encodeURIComponent(runId)}/reply`, { reply: text });
-  } catch (err) {
-    const last = entry.history.pop();
-    entry.outcome = last.outcome;
     update(entry);
     problem(err);
   } finally {
     busy = false;
     save();
-    questionEl.focus();
   }
+}
+
+/** Puts a declined question to a person (`escalate: true`). */
+function askPerson(entry) {
+  return continueTurn(entry, {}, async () => {
+    entry.steps = [{ text: t("askingPerson") }];
+    update(entry);
+    await runInto(entry, "/v1/ask", { question: entry.question, session_id: await ensureSession(), escalate: true, asker: ASKER });
+  });
+}
+
+/** Sends the asker's reply to a clarifying question (`null`: skip). */
+async function reply(entry, text) {
+  const runId = entry.outcome && entry.outcome.run_id;
+  if (!runId) return;
+  await continueTurn(entry, { reply: text },
+    () => runInto(entry, `/v1/runs/${encodeURIComponent(runId)}/reply`, { reply: text }));
+  questionEl.focus();
 }
 
 // ---------------------------------------------------------- escalations ---
@@ -797,11 +801,15 @@ const SETTLED = ["answered", "rejected", "expired", "cancelled"];
 /** Seconds each long poll waits: a claim shows within this. */
 const WAIT_SECONDS = 5;
 
+/** The escalations this page is following now (not kept: a reload starts
+ * following again). */
+const following = new Set();
+
 /** Follows `entry`'s escalation until it is settled (or the page moves on). */
 async function follow(entry) {
   const e = entry.escalation;
-  if (!e || e.following) return;
-  e.following = true;
+  if (!e || following.has(e.id)) return;
+  following.add(e.id);
   const mine = generation;
   let wait = 0;
   while (mine === generation) {
@@ -830,7 +838,7 @@ async function follow(entry) {
       await new Promise((r) => setTimeout(r, 3000));
     }
   }
-  e.following = false;
+  following.delete(e.id);
   save();
 }
 
@@ -903,10 +911,7 @@ $("passage-close").addEventListener("click", () => $("passage").close());
 applyLanguage();
 for (const entry of state.entries) {
   // A reload resumes what was waiting.
-  if (entry.escalation && !(entry.escalation.view && SETTLED.includes(entry.escalation.view.status))) {
-    entry.escalation.following = false;
-    follow(entry);
-  }
+  if (entry.escalation && !(entry.escalation.view && SETTLED.includes(entry.escalation.view.status))) follow(entry);
 }
 openLinkedEscalation();
 window.addEventListener("hashchange", openLinkedEscalation);
