@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::Config;
+use crate::config::Config;
 
 /// The folders remote callers see sources relative to, longest first.
 #[derive(Debug, Clone, Default)]

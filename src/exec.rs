@@ -262,7 +262,11 @@ impl<'a> Executor<'a> {
     /// An executor for `config`: its confidence settings, and a planner
     /// that asks the generator for plans when `planner.strategy` is `plan`
     /// and the generator is a language model.
-    pub fn new(registry: &'a ToolRegistry, config: &'a crate::Config, limit: usize) -> Self {
+    pub fn new(
+        registry: &'a ToolRegistry,
+        config: &'a crate::config::Config,
+        limit: usize,
+    ) -> Self {
         let llm = (config.planner.strategy == crate::config::Strategy::Plan)
             .then(|| registry.generator())
             .flatten();

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::Result;
 use crate::confidence::calibration::Calibration;
 use crate::config::Rerank;
 use crate::config::{Backend, Config};
 use crate::embed::{CachedEmbedder, Embedder, FastEmbedder};
+use crate::error::Result;
 use crate::ingest::manifest::{EntryState, Manifest};
 use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
 use crate::lexical::LexicalEncoder;
@@ -330,7 +330,7 @@ fn check_model(config: &Config, model_id: &str) -> Result<()> {
     if stored.is_empty() || stored == model_id {
         return Ok(());
     }
-    Err(crate::Error::ModelMismatch {
+    Err(crate::error::Error::ModelMismatch {
         collection: config.qdrant.collection.clone(),
         stored: stored.to_string(),
         configured: model_id.to_string(),

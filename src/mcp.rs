@@ -44,7 +44,11 @@ use serde_json::{Value, json};
 use crate::config::Caller;
 use crate::exec::HumanReply;
 use crate::review::{ReviewAnswer, Status, Viewer};
-use crate::{AskOptions, Config, Error, Grace, Result};
+use crate::{
+    config::Config,
+    error::{Error, Result},
+    service::{AskOptions, Grace},
+};
 
 /// Questions to the asker one `ask` call puts through MCP elicitation.
 pub const MAX_ELICITATIONS: usize = 3;
@@ -247,9 +251,9 @@ impl McpServer {
     /// `run_id` that `ask` with `run_id` and `reply` continues.
     async fn clarify(
         &self,
-        mut outcome: crate::AskOutcome,
+        mut outcome: crate::service::AskOutcome,
         peer: &Peer<RoleServer>,
-    ) -> std::result::Result<crate::AskOutcome, Failure> {
+    ) -> std::result::Result<crate::service::AskOutcome, Failure> {
         if !peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form)

@@ -12,13 +12,13 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::config::{Backend, Config};
+use crate::error::{Error, Result};
 use crate::ingest::manifest::Manifest;
 use crate::kb::{OpenMode, open_store};
 use crate::store::StoreError;
 use crate::store::edge::EdgeStore;
 use crate::store::qdrant::QdrantStore;
 use crate::store::retry::{RetryPolicy, with_retries};
-use crate::{Error, Result};
 
 /// How to copy.
 #[derive(Debug, Clone)]

@@ -200,7 +200,7 @@ fn sigmoid(x: f32) -> f32 {
 /// Reorders `passages` by their `reader_score`, highest first, keeping
 /// pinned passages (exact identifier matches) above the rest; ties keep the
 /// given order, and a passage the reader did not read counts 0.
-pub fn rerank(passages: &mut [crate::Passage]) {
+pub fn rerank(passages: &mut [crate::search::Passage]) {
     passages.sort_by(|a, b| {
         b.pinned.cmp(&a.pinned).then_with(|| {
             let (a, b) = (a.reader_score.unwrap_or(0.0), b.reader_score.unwrap_or(0.0));
@@ -213,8 +213,8 @@ pub fn rerank(passages: &mut [crate::Passage]) {
 mod tests {
     use super::*;
 
-    fn passage(id: u64, pinned: bool) -> crate::Passage {
-        crate::Passage {
+    fn passage(id: u64, pinned: bool) -> crate::search::Passage {
+        crate::search::Passage {
             id,
             source: format!("/kb/{id}.md"),
             section: String::new(),

@@ -44,7 +44,12 @@ use crate::review::{Escalation, EscalationHandle, NewEscalation, ReviewQueue};
 use crate::session::{Session, SessionStore, Turn};
 use crate::store::PayloadFilter;
 use crate::tools::{ToolRegistry, UserRequest};
-use crate::{Config, Error, KnowledgeBase, OpenMode, Passage, Result};
+use crate::{
+    config::Config,
+    error::{Error, Result},
+    kb::{KnowledgeBase, OpenMode},
+    search::Passage,
+};
 
 /// A shared handle on one knowledge base and everything that answers from
 /// it. See the [module documentation](self).
@@ -519,7 +524,7 @@ impl Grace {
     }
 
     /// Size and provenance of the collection.
-    pub fn status(&self) -> Result<crate::Status> {
+    pub fn status(&self) -> Result<crate::kb::Status> {
         self.inner.kb.status()
     }
 

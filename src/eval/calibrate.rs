@@ -15,7 +15,7 @@ use crate::confidence::calibration::{Calibration, FittedOn, VERSION};
 use crate::confidence::fit::{self, Fare, Sample, features};
 use crate::config::ConfidenceModel;
 use crate::embed::Embedder;
-use crate::{Config, Result};
+use crate::{config::Config, error::Result};
 
 /// Asks the set's questions and fits a calibration with `folds`-fold
 /// cross-validation (`k` passages per search, as `grace eval`).

@@ -21,7 +21,11 @@ use crate::embed::Embedder;
 use crate::exec::{Decision, RunReport};
 use crate::ingest::IngestOptions;
 use crate::tools::ToolOutput;
-use crate::{AskOptions, Config, Grace, Result};
+use crate::{
+    config::Config,
+    error::Result,
+    service::{AskOptions, Grace},
+};
 
 /// Turns a conversation may have.
 const MAX_TURNS: usize = 100;

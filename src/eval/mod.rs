@@ -35,7 +35,11 @@ use crate::exec::{Decision, Executor, RunReport, StepRecord};
 use crate::ingest::IngestOptions;
 use crate::search::Passage;
 use crate::tools::{ToolOutput, ToolRegistry};
-use crate::{Config, KnowledgeBase, OpenMode, Result};
+use crate::{
+    config::Config,
+    error::Result,
+    kb::{KnowledgeBase, OpenMode},
+};
 
 /// How well one score separates answerable from unanswerable questions.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use super::ReviewError;
 use super::queue::{Outcome, ReviewQueue, Viewer};
-use crate::KnowledgeBase;
 use crate::ingest::IngestOptions;
+use crate::kb::KnowledgeBase;
 
 /// Promotes the answer of escalation `id`; returns the document's path.
 pub fn promote(
@@ -18,7 +18,7 @@ pub fn promote(
     queue: &ReviewQueue,
     id: i64,
     who: &str,
-) -> crate::Result<PathBuf> {
+) -> crate::error::Result<PathBuf> {
     let e = queue.get(id, Viewer::Asker)?;
     let resolution = e
         .resolution
@@ -98,7 +98,12 @@ pub fn promote(
 }
 
 /// Removes a promoted answer from the knowledge base.
-pub fn retract(kb: &KnowledgeBase, queue: &ReviewQueue, id: i64, who: &str) -> crate::Result<()> {
+pub fn retract(
+    kb: &KnowledgeBase,
+    queue: &ReviewQueue,
+    id: i64,
+    who: &str,
+) -> crate::error::Result<()> {
     let e = queue.get(id, Viewer::Asker)?;
     if e.resolution
         .as_ref()

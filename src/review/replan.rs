@@ -10,7 +10,10 @@ use super::ReviewError;
 use super::queue::{Escalation, ReviewQueue, Viewer};
 use crate::exec::Executor;
 use crate::tools::ToolRegistry;
-use crate::{Config, KnowledgeBase, OpenMode};
+use crate::{
+    config::Config,
+    kb::{KnowledgeBase, OpenMode},
+};
 
 /// The hint in feedback whose first word is one of `words`
 /// (`review.replan_words`): "redo: look under rollback" → "look under
@@ -28,7 +31,7 @@ pub fn hint(text: &str, words: &[String]) -> Option<String> {
 
 /// Escalation `id` as `reviewer` sees it, when it can still be reviewed
 /// (checked before the knowledge base is opened, and again by the redraft).
-fn open_for(queue: &ReviewQueue, id: i64, reviewer: &str) -> crate::Result<Escalation> {
+fn open_for(queue: &ReviewQueue, id: i64, reviewer: &str) -> crate::error::Result<Escalation> {
     let e = queue.get(id, Viewer::Reviewer(reviewer))?;
     if !e.status.is_open() {
         return Err(ReviewError::Conflict {
@@ -49,7 +52,7 @@ pub fn redraft(
     id: i64,
     reviewer: &str,
     hint: &str,
-) -> crate::Result<Escalation> {
+) -> crate::error::Result<Escalation> {
     open_for(queue, id, reviewer)?;
     let kb = Arc::new(KnowledgeBase::open(config.clone(), OpenMode::Existing)?);
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
@@ -64,7 +67,7 @@ pub fn redraft_with(
     id: i64,
     reviewer: &str,
     hint: &str,
-) -> crate::Result<Escalation> {
+) -> crate::error::Result<Escalation> {
     let e = open_for(queue, id, reviewer)?;
     let executor = Executor::new(registry, config, config.tools.rag_search.limit);
     let run = executor.ask_with_hint(&e.question, hint, &mut |_| {})?;

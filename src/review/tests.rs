@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::Config;
 use crate::confidence::Level;
+use crate::config::Config;
 use crate::exec::{CONFIRM_OPTION_PREFIX, Decision, HumanReply, NOT_ANSWERED_OPTION, RunReport};
 use crate::plan::PlanOrigin;
 use crate::tools::{Answer, Citation, Urgency, UserRequest};

@@ -89,7 +89,7 @@ impl ReviewQueue {
 
 #[cfg(test)]
 mod tests {
-    use crate::Config;
+    use crate::config::Config;
     use crate::review::{ReviewQueue, Reviewer};
 
     fn queue(dir: &std::path::Path) -> ReviewQueue {

@@ -40,7 +40,7 @@ use crate::llm::LlmClient;
 use crate::rng::Rng;
 use crate::store::{QueryVector, StoreQuery};
 use crate::tools::{RagSearch, ToolRegistry, Withheld};
-use crate::{Config, KnowledgeBase, Result};
+use crate::{config::Config, error::Result, kb::KnowledgeBase};
 
 /// GRACE's general questions, one per line (`#` comments): the
 /// out-of-domain negatives.

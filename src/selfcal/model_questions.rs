@@ -100,7 +100,7 @@ fn without_list_mark(line: &str) -> &str {
 /// its reply is unusable ([`vet`]) or stopped for safety. An error of the
 /// model (unreachable, out of retries) is returned: the user asked for
 /// its questions, and silently using patterns instead would hide it.
-pub fn write(llm: &dyn LlmClient, path: &str, text: &str) -> crate::Result<Option<String>> {
+pub fn write(llm: &dyn LlmClient, path: &str, text: &str) -> crate::error::Result<Option<String>> {
     let generation = llm.generate(&request(path, text))?;
     if generation.stop_reason == StopReason::Safety {
         return Ok(None);

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::Result;
+use crate::error::Result;
 use crate::rng::Rng;
 use crate::store::VectorStore;
 

@@ -21,7 +21,10 @@ use super::error::ApiError;
 use super::gate::{Permit, held};
 use crate::ingest::{IngestOptions, IngestReport};
 use crate::store::PayloadFilter;
-use crate::{AskOptions, AskOutcome, Passage, RunCounts, RunEvent};
+use crate::{
+    search::Passage,
+    service::{AskOptions, AskOutcome, RunCounts, RunEvent},
+};
 
 /// `POST /v1/ask`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -115,7 +118,7 @@ pub async fn ask(
 /// or, past the request timeout or at shutdown, with a `failed` event;
 /// dropping the stream (client gone) cancels the run. The stream holds the
 /// concurrency permit until it ends.
-fn event_stream(s: &AppState, permit: Permit, run: crate::RunStream) -> Response {
+fn event_stream(s: &AppState, permit: Permit, run: crate::service::RunStream) -> Response {
     let deadline = tokio::time::Instant::now() + s.gate.timeout;
     let gate = s.gate.clone();
     let events = futures_util::stream::unfold(Some((run, permit)), move |state| {
@@ -194,7 +197,7 @@ pub async fn reply(
         .as_ref()
         .is_some_and(|r| r.chars().count() > crate::service::MAX_REPLY_CHARS)
     {
-        return Err(crate::Error::InvalidInput(format!(
+        return Err(crate::error::Error::InvalidInput(format!(
             "the reply is longer than {} characters",
             crate::service::MAX_REPLY_CHARS
         ))
@@ -438,7 +441,7 @@ fn safe_file_name(name: &str) -> Option<String> {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StatusResponse {
     /// The collection, its size and model (as `grace status --json`).
-    pub knowledge_base: crate::Status,
+    pub knowledge_base: crate::kb::Status,
     /// Runs in flight, finished and cancelled since the server started.
     pub runs: RunCounts,
     /// Requests doing work now, and the most served at once.
@@ -467,7 +470,7 @@ pub struct ToolLine {
 pub async fn status(State(s): State<AppState>) -> Result<Json<StatusResponse>, ApiError> {
     let grace = s.grace.clone();
     let knowledge_base =
-        tokio::task::spawn_blocking(move || grace.status().map(crate::Status::for_clients))
+        tokio::task::spawn_blocking(move || grace.status().map(crate::kb::Status::for_clients))
             .await
             .map_err(ApiError::internal)??;
     let state = s.clone();

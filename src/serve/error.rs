@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use crate::Error;
+use crate::error::Error;
 use crate::ingest::IngestError;
 use crate::plan::PlanError;
 use crate::review::ReviewError;

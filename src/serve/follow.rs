@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use crate::Grace;
 use crate::ingest::IngestOptions;
+use crate::service::Grace;
 use crate::watch::{Batch, WatchOptions};
 
 /// The thread that follows `server.watch`, and its stop flag.

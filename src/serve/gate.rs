@@ -33,7 +33,7 @@ pub struct Permit(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
 /// its next check (an ask between steps, an ingest between files).
 pub async fn held<T: Send + 'static>(
     permit: Permit,
-    f: impl FnOnce(Arc<AtomicBool>) -> crate::Result<T> + Send + 'static,
+    f: impl FnOnce(Arc<AtomicBool>) -> crate::error::Result<T> + Send + 'static,
 ) -> Result<T, ApiError> {
     let cancel = Arc::new(AtomicBool::new(false));
     let _on_drop = crate::service::CancelOnDrop(cancel.clone());

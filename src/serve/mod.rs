@@ -43,7 +43,11 @@ use axum::response::Html;
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
-use crate::{Config, Error, Grace, Result};
+use crate::{
+    config::Config,
+    error::{Error, Result},
+    service::Grace,
+};
 
 /// What every handler shares.
 #[derive(Clone)]

@@ -38,12 +38,12 @@ use super::AppState;
 use super::body::JsonObject;
 use super::error::ApiError;
 use super::gate::Caller;
-use crate::Grace;
 use crate::exec::HumanReply;
 use crate::review::{
     Access, AuditEntry, ContextValue, Escalation, ListFilter, Message, MessageStatus, Resolution,
     ReviewAnswer, ReviewError, ReviewQueue, Reviewer, Status, Viewer,
 };
+use crate::service::Grace;
 use crate::tools::Citation;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -74,7 +74,7 @@ type ApiResult<T> = std::result::Result<Json<T>, ApiError>;
 /// Runs blocking queue work off the async threads.
 async fn blocking<T: serde::Serialize + Send + 'static>(
     state: &AppState,
-    f: impl FnOnce(&ReviewQueue, &Grace) -> crate::Result<T> + Send + 'static,
+    f: impl FnOnce(&ReviewQueue, &Grace) -> crate::error::Result<T> + Send + 'static,
 ) -> ApiResult<T> {
     let grace = state.grace.clone();
     let out = tokio::task::spawn_blocking(move || f(grace.escalations(), &grace))
@@ -88,7 +88,7 @@ async fn blocking<T: serde::Serialize + Send + 'static>(
 /// is free) and hold it until the work ends, like an ask.
 async fn blocking_with_permit<T: serde::Serialize + Send + 'static>(
     state: &AppState,
-    f: impl FnOnce(&ReviewQueue, &Grace) -> crate::Result<T> + Send + 'static,
+    f: impl FnOnce(&ReviewQueue, &Grace) -> crate::error::Result<T> + Send + 'static,
 ) -> ApiResult<T> {
     let permit = super::gate::try_permit(&state.gate)?;
     let grace = state.grace.clone();

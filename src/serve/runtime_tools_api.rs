@@ -57,7 +57,7 @@ fn api_error(e: RuntimeError) -> ApiError {
 /// thread holding a concurrency permit (verification runs scripts).
 async fn with_tools<T: Send + 'static>(
     s: &AppState,
-    f: impl FnOnce(&RuntimeTools, &crate::Grace) -> Result<T, RuntimeError> + Send + 'static,
+    f: impl FnOnce(&RuntimeTools, &crate::service::Grace) -> Result<T, RuntimeError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let permit = try_permit(&s.gate)?;
     let grace = s.grace.clone();

@@ -7,7 +7,7 @@
 use crate::confidence::{Factors, retrieval_factors};
 use crate::search::Passage;
 use crate::tools::{ToolError, ToolErrorKind};
-use crate::{KnowledgeBase, embed};
+use crate::{embed, kb::KnowledgeBase};
 
 /// Candidates embedded at most per call; the rest are dropped first.
 pub const MAX_CANDIDATES: usize = 200;

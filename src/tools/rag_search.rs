@@ -12,7 +12,7 @@ use crate::confidence::{Factor, retrieval_factors};
 const NEIGHBOURS: usize = 10;
 use crate::config::MAX_RAG_SEARCH_LIMIT;
 use crate::store::PayloadFilter;
-use crate::{Error, KnowledgeBase};
+use crate::{error::Error, kb::KnowledgeBase};
 
 const NAME: &str = "rag_search";
 /// Longest `focus` (characters).

@@ -18,11 +18,15 @@ use serde_json::Value;
 use super::stats::{CallOutcome, Health, ToolStats, ToolUsage};
 use super::{AskUser, Origin, RagSearch, Reasoning, Tool, ToolError, ToolErrorKind, ToolResult};
 use crate::config::{Caller, Callers, Config, ToolPolicy};
-use crate::{KnowledgeBase, llm};
+use crate::{kb::KnowledgeBase, llm};
 
 /// Registers the tools beyond the built-in ones that config enables: the
 /// web tools, stored run-time tools, and other MCP servers' tools.
-fn extend(registry: &ToolRegistry, config: &Config, kb: &Arc<KnowledgeBase>) -> crate::Result<()> {
+fn extend(
+    registry: &ToolRegistry,
+    config: &Config,
+    kb: &Arc<KnowledgeBase>,
+) -> crate::error::Result<()> {
     // The web tools first: run-time tools are granted `web_fetch` if it is there.
     super::web::register(registry, config, kb)?;
     super::runtime::extend(registry, config, kb)?;
@@ -223,7 +227,7 @@ impl ToolRegistry {
     /// statistics in `<data_dir>/tool_stats.sqlite3`. A generator that is
     /// not set up (Gemini without `GEMINI_API_KEY`) fails here, before any
     /// question is asked.
-    pub fn from_config(config: &Config, kb: Arc<KnowledgeBase>) -> crate::Result<Self> {
+    pub fn from_config(config: &Config, kb: Arc<KnowledgeBase>) -> crate::error::Result<Self> {
         let generator = if config.tools.enabled.iter().any(|n| n == "reasoning") {
             Some(llm::from_config(&config.llm, kb.embedder_handle())?)
         } else {
@@ -238,7 +242,7 @@ impl ToolRegistry {
         config: &Config,
         kb: Arc<KnowledgeBase>,
         generator: Option<Arc<dyn llm::LlmClient>>,
-    ) -> crate::Result<Self> {
+    ) -> crate::error::Result<Self> {
         let stats = ToolStats::open(&config.tool_stats_path(), config.tools.reflection.clone())?;
         let registry = Self::builtins(config, kb.clone(), generator)?.with_stats(Arc::new(stats));
         extend(&registry, config, &kb)?;

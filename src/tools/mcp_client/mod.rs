@@ -23,7 +23,7 @@ pub use self::result::MAX_PASSAGE_CHARS;
 
 use crate::config::McpServerConfig;
 use crate::tools::{Registrar, ToolRegistry};
-use crate::{Config, KnowledgeBase};
+use crate::{config::Config, kb::KnowledgeBase};
 
 /// Registers the tools of every enabled server in `tools.mcp_servers`.
 /// Never fails GRACE's start: a server that cannot be reached is tried

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::connection::Connection;
 use super::result::{self, one_line};
-use crate::KnowledgeBase;
+use crate::kb::KnowledgeBase;
 use crate::tools::{Origin, Tool, ToolError, ToolErrorKind, ToolResult};
 
 /// Characters of a remote tool's description kept.

@@ -9,8 +9,8 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
-use crate::KnowledgeBase;
 use crate::confidence::Factors;
+use crate::kb::KnowledgeBase;
 use crate::search::Passage;
 use crate::tools::{ToolError, ToolErrorKind, ToolOutput, ToolResult, outside};
 

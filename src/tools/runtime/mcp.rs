@@ -18,7 +18,7 @@ pub const NAMES: &[&str] = &[
 ];
 
 /// Whether `grace mcp` offers them.
-pub fn offered(config: &crate::Config) -> bool {
+pub fn offered(config: &crate::config::Config) -> bool {
     config.tools.runtime.enabled && config.tools.runtime.allow_mcp_create
 }
 
@@ -64,7 +64,7 @@ pub fn tools() -> Vec<(&'static str, &'static str, Value, bool)> {
 /// registry (blocking: verification runs scripts).
 pub fn call(
     config: &Config,
-    kb: &std::sync::Arc<crate::KnowledgeBase>,
+    kb: &std::sync::Arc<crate::kb::KnowledgeBase>,
     registry: &ToolRegistry,
     name: &str,
     args: &Value,

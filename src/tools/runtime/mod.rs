@@ -222,7 +222,7 @@ impl RuntimeTools {
     /// and it is registered in `registry`.
     pub fn host_for(
         config: &Config,
-        kb: &Arc<crate::KnowledgeBase>,
+        kb: &Arc<crate::kb::KnowledgeBase>,
         registry: &ToolRegistry,
     ) -> Host {
         let fetch = if config.tools.web.fetch.enabled {
@@ -394,7 +394,7 @@ impl RuntimeTools {
 }
 
 /// `grace.search` over a knowledge base.
-pub fn search_in(kb: Arc<crate::KnowledgeBase>) -> sandbox::SearchFn {
+pub fn search_in(kb: Arc<crate::kb::KnowledgeBase>) -> sandbox::SearchFn {
     Arc::new(move |query: &str, k: usize| {
         let passages = kb
             .search(query, Some(k), None)
@@ -582,8 +582,8 @@ pub fn spec_schema() -> Value {
 pub fn extend(
     registry: &ToolRegistry,
     config: &Config,
-    kb: &Arc<crate::KnowledgeBase>,
-) -> crate::Result<()> {
+    kb: &Arc<crate::kb::KnowledgeBase>,
+) -> crate::error::Result<()> {
     if !config.tools.runtime.enabled {
         return Ok(());
     }

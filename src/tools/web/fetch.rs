@@ -18,7 +18,7 @@ use crate::config::WebConfig;
 use crate::ingest::chunk::{ChunkParams, chunk_sections};
 use crate::ingest::load::{self, Format};
 use crate::tools::{Origin, Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, outside};
-use crate::{KnowledgeBase, search::Passage};
+use crate::{kb::KnowledgeBase, search::Passage};
 
 const NAME: &str = "web_fetch";
 

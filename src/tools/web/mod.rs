@@ -23,14 +23,14 @@ pub use self::fetch::WebFetch;
 pub use self::search::WebSearch;
 
 use super::{ToolError, ToolErrorKind, ToolRegistry};
-use crate::{Config, KnowledgeBase};
+use crate::{config::Config, kb::KnowledgeBase};
 
 /// Registers the web tools that `tools.web` enables.
 pub fn register(
     registry: &ToolRegistry,
     config: &Config,
     kb: &Arc<KnowledgeBase>,
-) -> crate::Result<()> {
+) -> crate::error::Result<()> {
     let web = &config.tools.web;
     if web.fetch.enabled {
         let chunking = crate::ingest::chunk::ChunkParams {
