@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Subcommand;
 use grace::tools::runtime::sandbox::Host;
 use grace::tools::runtime::{self, Actor, Example, RuntimeError, RuntimeTools, ToolSpec};
-use grace::tools::{Tool, ToolOutput, ToolRegistry};
+use grace::tools::{Tool, ToolRegistry};
 use grace::{Config, KnowledgeBase, OpenMode};
 use serde_json::Value;
 
@@ -92,29 +92,7 @@ pub fn run(cmd: &RuntimeCommand, config: &Config, json: bool) -> grace::Result<u
             };
             let tools = open(config, &spec.code)?;
             let stored = tools.create(spec, Actor::Cli).map_err(to_error)?;
-            output::json_or(json, &stored, || {
-                println!(
-                    "rt.{} version {}: {} (quality {:.2}){}",
-                    stored.name,
-                    stored.version,
-                    stored.status,
-                    stored.quality,
-                    if stored.status == "verified" {
-                        ""
-                    } else {
-                        "; not offered to callers until a version passes its examples"
-                    }
-                );
-                for (i, o) in stored.verification.iter().enumerate() {
-                    let how = match (&o.error, &o.output) {
-                        (Some(e), _) => format!("error: {e}"),
-                        (None, Some(v)) => format!("gave {v}"),
-                        (None, None) => String::new(),
-                    };
-                    let mark = if o.passed { "pass" } else { "FAIL" };
-                    println!("  example {}: {mark} {how}", i + 1);
-                }
-            });
+            output::runtime_tool_created(&stored, json);
             Ok(if stored.status == "verified" { 0 } else { 1 })
         }
         RuntimeCommand::Delete { name } => {
@@ -131,31 +109,7 @@ pub fn run(cmd: &RuntimeCommand, config: &Config, json: bool) -> grace::Result<u
         RuntimeCommand::History { name } => {
             let tools = open(config, "")?;
             let history = tools.history(name).map_err(to_error)?;
-            output::json_or(json, &history, || {
-                let state = if history.deleted { " (deleted)" } else { "" };
-                println!("rt.{}{state}", history.name);
-                for v in &history.versions {
-                    println!(
-                        "  v{} {} quality {:.2} by {} at {}",
-                        v.version,
-                        v.status,
-                        v.quality,
-                        v.actor,
-                        v.created_at.format("%Y-%m-%d %H:%M:%S UTC")
-                    );
-                }
-                for a in &history.audit {
-                    let version = a.version.map(|v| format!(" v{v}")).unwrap_or_default();
-                    println!(
-                        "  {} {} {}{version} by {}: {}",
-                        a.at.format("%Y-%m-%d %H:%M:%S UTC"),
-                        a.action,
-                        a.name,
-                        a.actor,
-                        a.detail
-                    );
-                }
-            });
+            output::runtime_tool_history(&history, json);
             Ok(0)
         }
         RuntimeCommand::Run { name, input } => {
@@ -180,14 +134,7 @@ pub fn run(cmd: &RuntimeCommand, config: &Config, json: bool) -> grace::Result<u
                 Err(e) => tracing::warn!(error = %e, "no tool statistics"),
             }
             let result = registry.call(tool.name(), &input);
-            output::json_or(json, &result, || match (&result.output, &result.error) {
-                (ToolOutput::Data(v), _) => println!(
-                    "{}",
-                    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
-                ),
-                (_, Some(e)) => eprintln!("error: {e}"),
-                _ => {}
-            });
+            output::tool_result(&result, json);
             Ok(if result.success { 0 } else { 1 })
         }
     }

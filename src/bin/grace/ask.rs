@@ -1,0 +1,188 @@
+//! `grace ask`: one question, answered with citations and a confidence,
+//! escalated to a person or declined; at a terminal GRACE asks back when
+//! the agent needs input and offers to settle an escalation on the spot.
+
+use std::io::IsTerminal;
+
+use clap::Args;
+use grace::config::Config;
+use grace::{EXIT_NEEDS_INPUT, EXIT_NOT_ANSWERED};
+use grace::{KnowledgeBase, OpenMode};
+
+use crate::cli::Cli;
+use crate::output;
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question
+    pub question: String,
+    /// Passages retrieved [default: tools.rag_search.limit]
+    #[arg(short = 'k', long = "limit", value_name = "N")]
+    pub limit: Option<usize>,
+    /// Show every step with its confidence factors and weights
+    #[arg(long)]
+    pub trace: bool,
+    /// Never prompt: an escalation is printed and the exit code is 4
+    /// (the default when stdin or stdout is not a terminal, or with --json)
+    #[arg(long)]
+    pub no_input: bool,
+    /// When escalated, wait for a reviewer's answer (see `grace review`)
+    #[arg(long)]
+    pub wait: bool,
+    /// Seconds to wait with --wait [default: review.asker_wait_seconds]
+    #[arg(long, value_name = "SECONDS", requires = "wait")]
+    pub timeout: Option<f64>,
+    /// Only these reviewers may see the escalation (comma-separated ids)
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub reviewers: Vec<String>,
+    /// Your name, shown to reviewers
+    #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
+    pub asker: String,
+}
+
+/// Runs `grace ask`; the exit code (4 when escalated or declined, 3 when
+/// the agent's question found no one to answer it).
+pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
+    if args.question.trim().is_empty() {
+        return Err(grace::Error::InvalidInput("the question is empty".into()));
+    }
+    if let Some(k) = args.limit {
+        grace::service::check_ask_limit(k)?;
+    }
+    let limit = args.limit.unwrap_or(config.tools.rag_search.limit);
+    let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
+    let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
+    let interactive = !args.no_input
+        && !cli.json
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal();
+    let mut executor = grace::exec::Executor::new(&registry, kb.config(), limit);
+    if interactive {
+        executor = executor.with_clarifier(&clarify);
+    }
+    let mut report = executor.ask(&args.question, &mut |_| {})?;
+    if report.decision == grace::exec::Decision::NeedsInput {
+        output::run_report(&report, args.trace, cli.json);
+        if !cli.json {
+            println!(
+                "\n(no terminal to answer at: ask again with the answer in the question, or use `grace chat`)"
+            );
+        }
+        return Ok(EXIT_NEEDS_INPUT);
+    }
+    if !cli.json {
+        output::run_report(&report, args.trace, false);
+    }
+    if interactive && report.decision == grace::exec::Decision::Escalate {
+        prompt_for_reply(&mut report);
+    }
+    // Still escalated: a durable request for the reviewers.
+    let review_id = if report.decision == grace::exec::Decision::Escalate {
+        Some(crate::review::enqueue(
+            kb.config(),
+            &report,
+            &args.reviewers,
+            &args.asker,
+        )?)
+    } else {
+        None
+    };
+    if cli.json {
+        output::run_report_with_review(&report, review_id);
+    } else if let Some(id) = review_id {
+        println!(
+            "\nQueued for review as escalation #{id}: `grace answer {id}` shows the answer once a reviewer gives it."
+        );
+    }
+    if let (Some(id), true) = (review_id, args.wait) {
+        let seconds = args
+            .timeout
+            .unwrap_or(kb.config().review.asker_wait_seconds);
+        let config = kb.config().clone();
+        drop(executor);
+        drop(registry);
+        drop(kb);
+        if !cli.json {
+            println!("Waiting up to {seconds:.0} s for a reviewer…");
+        }
+        return crate::review::answer(&config, id, Some(wait_for(seconds)?), false, cli.json);
+    }
+    if matches!(
+        report.decision,
+        grace::exec::Decision::Escalate | grace::exec::Decision::Decline
+    ) {
+        return Ok(EXIT_NOT_ANSWERED);
+    }
+    Ok(0)
+}
+
+/// A wait of `seconds`, checked.
+pub fn wait_for(seconds: f64) -> grace::Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+        grace::Error::InvalidInput(format!("--timeout {seconds} is not a number of seconds"))
+    })
+}
+
+/// Asks the person at the terminal to settle an escalated run: a number
+/// picks an offered option, other text is their own answer, an empty line
+/// leaves the run escalated.
+/// The agent's question to the asker, at the terminal: a number picks an
+/// option, other text is the reply, Enter gives none (the agent proceeds on
+/// its best assumption).
+fn clarify(request: &grace::tools::UserRequest) -> Option<String> {
+    use std::io::{BufRead, Write};
+    let texts = grace::lang::Lang::of(&request.question).texts();
+    println!("\n{}{}", texts.asks, request.question);
+    if !request.reason.trim().is_empty() {
+        println!("({})", request.reason);
+    }
+    for (i, o) in request.options.iter().enumerate() {
+        println!("  {}. {o}", i + 1);
+    }
+    print!("{}", texts.your_answer);
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let line = line.trim();
+    if line.is_empty() {
+        return None;
+    }
+    Some(output::chosen(&request.options, line))
+}
+
+fn prompt_for_reply(report: &mut grace::exec::RunReport) {
+    use std::io::{BufRead, Write};
+    let options = report
+        .escalation
+        .as_ref()
+        .map(|r| r.options.len())
+        .unwrap_or(0);
+    let stdin = std::io::stdin();
+    for _ in 0..3 {
+        print!(
+            "\nYour choice (1-{options}), an answer in your own words, or Enter to leave it escalated: "
+        );
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim();
+        let reply = if line.is_empty() {
+            grace::exec::HumanReply::Skip
+        } else if let Ok(n) = line.parse::<usize>() {
+            grace::exec::HumanReply::Option(n)
+        } else {
+            grace::exec::HumanReply::Text(line.to_string())
+        };
+        match report.apply_reply(&reply, "user") {
+            Ok(()) => {
+                output::human_decision(report);
+                return;
+            }
+            Err(e) => println!("{e}"),
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The command line: global flags and one variant per command, with the
+//! help text clap prints.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// GRACE: knowledge-base question answering that knows when it does not know.
+#[derive(Debug, Parser)]
+#[command(name = "grace", version, about, long_about = None)]
+pub struct Cli {
+    /// Configuration file [default: ./grace_config.yml when present]
+    #[arg(long, global = true, env = "GRACE_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Data folder (overrides storage.data_dir)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// More log output (-v info, -vv debug); RUST_LOG overrides
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Print only errors (and --json output)
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Add or update documents (Markdown, text, reStructuredText, HTML,
+    /// PDF, DOCX, ODT, EPUB, man pages, Q&A tables)
+    Ingest {
+        /// Files, folders or quoted glob patterns
+        #[arg(required = true, value_name = "PATHS")]
+        paths: Vec<PathBuf>,
+        /// Remove chunks of files that are gone from the given folders
+        #[arg(long)]
+        prune: bool,
+        /// Then keep following the files and folders: a moment after they
+        /// change (ingest.watch_debounce_seconds), ingest again, with
+        /// --prune; Ctrl-C stops
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Find the passages that best match a query
+    Search {
+        /// What to look for
+        query: String,
+        /// Number of passages [default: qdrant.search_limit]
+        #[arg(short = 'k', long = "limit", value_name = "N")]
+        limit: Option<usize>,
+        /// Only passages of this source file
+        #[arg(long, value_name = "PATH")]
+        source: Option<PathBuf>,
+    },
+    /// Answer a question from the knowledge base, with citations and a
+    /// confidence that decides: answer, caveat, escalate or decline
+    /// (exit 4 when not answered)
+    Ask(crate::ask::AskArgs),
+    /// A conversation: one question a line in one session, so follow-ups
+    /// ("and on sparc?") are read against the turns before. At a terminal
+    /// it prompts; from a pipe it answers each line. /sources, /trace,
+    /// /new, /quit
+    Chat {
+        /// Continue this session (an id `grace chat` or the API printed)
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Passages retrieved [default: tools.rag_search.limit]
+        #[arg(short = 'k', long = "limit", value_name = "N")]
+        limit: Option<usize>,
+        /// Your name, shown to reviewers
+        #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
+        asker: String,
+    },
+    /// The answer to an escalated question, once a reviewer gave it
+    /// (exit 0 answered, 4 not answered yet or not at all)
+    Answer {
+        /// The escalation id `grace ask` printed
+        id: i64,
+        /// Wait until it is settled
+        #[arg(long)]
+        wait: bool,
+        /// Seconds to wait with --wait [default: review.asker_wait_seconds]
+        #[arg(long, value_name = "SECONDS", requires = "wait")]
+        timeout: Option<f64>,
+        /// Withdraw the question
+        #[arg(long, conflicts_with = "wait")]
+        cancel: bool,
+    },
+    /// Review escalated questions: list, claim, answer, reject, watch
+    Review {
+        /// Your reviewer id
+        #[arg(long = "as", env = "GRACE_REVIEWER", value_name = "REVIEWER")]
+        reviewer: Option<String>,
+        #[command(subcommand)]
+        command: crate::review::ReviewCommand,
+    },
+    /// Serve the HTTP API (ask, search, ingest, status, review; reference
+    /// at /openapi.json) and the reviewer page at /review
+    Serve {
+        /// Address to listen on [default: server.bind]; beyond loopback
+        /// only with server.api_key set
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<std::net::SocketAddr>,
+        /// Keep the knowledge base in step with this folder or file while
+        /// serving (repeatable; added to server.watch)
+        #[arg(long, value_name = "PATH")]
+        watch: Vec<PathBuf>,
+    },
+    /// Serve GRACE's tools to an MCP client over stdin/stdout
+    Mcp,
+    /// Show the collection, its size, the model and tool usage
+    Status,
+    /// The tools: list (schema, policy, origin, statistics), stats,
+    /// reflect (unreliable, slow, unused), enable; run-time tools (rt.NAME):
+    /// create, delete, history, run
+    Tools {
+        #[command(subcommand)]
+        command: crate::tools::ToolsCommand,
+    },
+    /// Copy the embedded collection to a Qdrant server without embedding again
+    Migrate(crate::migrate::MigrateArgs),
+    /// Evaluate retrieval and confidence on a question set (DIR holds
+    /// corpus/ and questions.jsonl); uses a temporary store
+    Eval {
+        /// The evaluation set folder
+        dir: PathBuf,
+        /// Passages retrieved per question
+        #[arg(short = 'k', long = "limit", value_name = "N", default_value_t = 5)]
+        limit: usize,
+        /// Also draw the confidence models' coverage/risk curves to this PNG
+        #[arg(long, value_name = "FILE", conflicts_with = "conversations")]
+        plot: Option<PathBuf>,
+        /// Self-calibrate on the ingested corpus first (never reading the
+        /// set's questions), then ask the questions with the fitted weights
+        #[arg(long, conflicts_with = "conversations")]
+        self_calibrate: bool,
+        /// Instead of the set's questions, ask these conversations (one JSON
+        /// line each: {"id", "turns": [{"question", "answerable",
+        /// "gold_sources"}]}) over its corpus, and report follow-up recall
+        /// with and without the history
+        #[arg(long, value_name = "FILE")]
+        conversations: Option<PathBuf>,
+    },
+    /// Fit the confidence weights to a question set (DIR as for eval) and
+    /// write them to a calibration file for `confidence.calibration`; or,
+    /// with --self, to questions built from the knowledge base itself
+    Calibrate {
+        /// The evaluation set folder (labelled questions)
+        #[arg(required_unless_present = "self_fit", conflicts_with = "self_fit")]
+        dir: Option<PathBuf>,
+        /// Calibrate on questions built from the knowledge base itself (no
+        /// question set); the fit is kept in the data folder and used for
+        /// this collection
+        #[arg(long = "self", id = "self_fit")]
+        self_fit: bool,
+        /// With --self: also write every question asked, its kind, outcome
+        /// and factors, one JSON line each, to this file
+        #[arg(long, value_name = "FILE", requires = "self_fit")]
+        questions_out: Option<PathBuf>,
+        /// The calibration file to write (with a question set)
+        #[arg(
+            long,
+            value_name = "FILE",
+            default_value = "calibration.json",
+            conflicts_with = "self_fit"
+        )]
+        out: PathBuf,
+        /// Cross-validation folds
+        #[arg(long, value_name = "N", default_value_t = 5)]
+        folds: usize,
+        /// Passages retrieved per question
+        #[arg(short = 'k', long = "limit", value_name = "N", default_value_t = 5)]
+        limit: usize,
+    },
+    /// Print the effective configuration (defaults + file + environment)
+    Config,
+}

@@ -1,0 +1,123 @@
+//! `grace eval` and `grace calibrate`: measure retrieval and confidence on
+//! a question set, and fit the confidence weights (to a set, or `--self` to
+//! questions built from the knowledge base).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use grace::config::Config;
+use grace::{KnowledgeBase, OpenMode};
+
+use crate::cli::Cli;
+use crate::output;
+use crate::progress::count_bar;
+
+/// Runs `grace eval DIR` (or its `--conversations FILE` form).
+pub fn eval(
+    cli: &Cli,
+    config: &Config,
+    dir: &Path,
+    limit: usize,
+    plot: Option<&Path>,
+    self_calibrate: bool,
+    conversations: Option<&Path>,
+) -> grace::Result<()> {
+    if limit == 0 {
+        return Err(grace::Error::InvalidInput("-k must be at least 1".into()));
+    }
+    if let Some(file) = conversations {
+        let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
+        let report = grace::eval::conversations::run(config, embedder, dir, file, limit)?;
+        output::conversation_report(&report, cli.json);
+        return Ok(());
+    }
+    // Say so before the evaluation runs, not after.
+    if let Some(folder) = plot
+        .and_then(|p| p.parent())
+        .filter(|f| !f.as_os_str().is_empty() && !f.is_dir())
+    {
+        return Err(grace::Error::InvalidInput(format!(
+            "--plot: folder {} does not exist",
+            folder.display()
+        )));
+    }
+    let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
+    let report = grace::eval::run(config, embedder, dir, limit, self_calibrate)?;
+    if let Some(path) = plot {
+        let title = format!("coverage vs risk: {}", dir.display());
+        grace::eval::plot::coverage_risk_png(path, &title, &report.models)
+            .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;
+    }
+    output::eval_report(&report, cli.json);
+    if let (Some(path), false) = (plot, cli.quiet || cli.json) {
+        println!("coverage/risk plot: {}", path.display());
+    }
+    Ok(())
+}
+
+/// Runs `grace calibrate --self [--questions-out FILE]`.
+pub fn calibrate_self(
+    cli: &Cli,
+    config: Config,
+    questions_out: Option<&Path>,
+) -> grace::Result<()> {
+    let kb = Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
+    let outcome = self_calibrate(&kb, cli)?;
+    if let (Some(file), grace::selfcal::Outcome::Fitted { asked, .. }) = (questions_out, &outcome) {
+        write_jsonl(file, asked)?;
+    }
+    output::self_calibration(&outcome, kb.config(), cli.json);
+    Ok(())
+}
+
+/// Runs `grace calibrate DIR --out FILE`.
+pub fn calibrate(
+    cli: &Cli,
+    config: &Config,
+    dir: Option<&PathBuf>,
+    out: &Path,
+    folds: usize,
+    limit: usize,
+) -> grace::Result<()> {
+    let Some(dir) = dir else {
+        return Err(grace::Error::InvalidInput(
+            "name a question set, or calibrate on the knowledge base with --self".into(),
+        ));
+    };
+    if limit == 0 || folds < 2 {
+        return Err(grace::Error::InvalidInput(
+            "-k must be at least 1 and --folds at least 2".into(),
+        ));
+    }
+    let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
+    let calibration = grace::eval::calibrate::calibrate(config, embedder, dir, limit, folds)?;
+    calibration
+        .save(out)
+        .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;
+    output::calibration(&calibration, out, cli.json);
+    Ok(())
+}
+
+/// `grace calibrate --self` with a progress bar.
+fn self_calibrate(kb: &Arc<KnowledgeBase>, cli: &Cli) -> grace::Result<grace::selfcal::Outcome> {
+    let bar = count_bar(cli, "asking the knowledge base's own questions");
+    let outcome = grace::selfcal::self_calibrate(kb, &mut |p| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+    });
+    bar.finish_and_clear();
+    outcome
+}
+
+/// Writes `items` to `file`, one JSON line each.
+fn write_jsonl<T: serde::Serialize>(file: &Path, items: &[T]) -> grace::Result<()> {
+    let mut text = String::new();
+    for item in items {
+        let line = serde_json::to_string(item)
+            .map_err(|e| grace::Error::InvalidInput(format!("cannot serialise: {e}")))?;
+        text.push_str(&line);
+        text.push('\n');
+    }
+    std::fs::write(file, text)
+        .map_err(|e| grace::Error::InvalidInput(format!("cannot write {}: {e}", file.display())))
+}

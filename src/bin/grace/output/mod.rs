@@ -1,0 +1,115 @@
+//! Rendering results for people (plain text) and machines (`--json`).
+//!
+//! Every command prints through here; this module imports none of them.
+//! The shared pieces (JSON, paths, errors, numbers) are below, each kind of
+//! result has its file.
+
+use std::error::Error as _;
+
+use serde::Serialize;
+
+mod eval;
+mod kb;
+mod review;
+mod run;
+mod tools;
+
+pub use eval::{
+    calibration, conversation_report, eval_report, self_calibration, self_calibration_note,
+};
+pub use kb::{config, ingest_report, passages, status, watch_batch};
+pub use review::{asker_view, audit, escalation, escalations, messages};
+pub use run::{human_decision, run_report, run_report_with_review};
+pub use tools::{
+    reflection, runtime_tool_created, runtime_tool_history, tool_list, tool_result, tool_usage,
+};
+
+/// A path as the user would type it: relative to the current folder when
+/// it lies below it.
+pub fn display_path(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    match std::env::current_dir() {
+        Ok(cwd) => p
+            .strip_prefix(&cwd)
+            .map(|r| r.display().to_string())
+            .unwrap_or_else(|_| path.to_string()),
+        Err(_) => path.to_string(),
+    }
+}
+
+/// A reply to GRACE's question: the option a number names, else the text.
+pub fn chosen(options: &[String], line: &str) -> String {
+    line.parse::<usize>()
+        .ok()
+        .and_then(|n| options.get(n.wrapping_sub(1)))
+        .cloned()
+        .unwrap_or_else(|| line.to_string())
+}
+
+/// One value as one line of JSON (`grace chat --json`: a line per turn).
+pub fn print_json_line<T: Serialize>(value: &T) {
+    match serde_json::to_string(value) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("error: cannot render JSON: {e}"),
+    }
+}
+
+pub fn print_json<T: Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("error: cannot render JSON: {e}"),
+    }
+}
+
+/// Prints an error with its causes, on stderr (and as JSON on stdout with `--json`).
+pub fn error(e: &grace::Error, json: bool) {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = s.source();
+    }
+    if json {
+        print_json(&serde_json::json!({
+            "error": { "message": message, "exit_code": e.exit_code() }
+        }));
+    }
+    eprintln!("error: {message}");
+}
+
+/// Prints `value` as JSON with `--json`, else runs `text`.
+pub fn json_or<T: Serialize>(json: bool, value: &T, text: impl FnOnce()) {
+    if json {
+        print_json(value);
+    } else {
+        text();
+    }
+}
+
+pub fn when(t: &chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+pub fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{:.1}%", v * 100.0))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+pub fn num(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into())
+}
+
+/// `text` on one line, cut at `max_chars` characters (with an ellipsis).
+pub fn snippet(text: &str, max_chars: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max_chars {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max_chars).collect();
+        format!("{}…", cut.trim_end())
+    }
+}

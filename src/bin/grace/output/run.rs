@@ -1,0 +1,246 @@
+//! A run's report: the decision, confidence, answer and citations of
+//! `grace ask`/`grace chat`, with the plan and the agent's trace on request.
+
+use grace::exec::{Decision, RunReport};
+use grace::plan::PlanOrigin;
+
+use super::{display_path, print_json};
+
+/// The run as JSON, with the review queue's id when it was escalated.
+pub fn run_report_with_review(r: &RunReport, review_id: Option<i64>) {
+    let mut value = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
+    if let (Some(id), Some(map)) = (review_id, value.as_object_mut()) {
+        map.insert("review_id".into(), id.into());
+    }
+    print_json(&value);
+}
+
+pub fn run_report(r: &RunReport, trace: bool, json: bool) {
+    if json {
+        print_json(r);
+        return;
+    }
+    let level = format!("{:?}", r.level).to_lowercase();
+    // GRACE's own words in the asker's language.
+    let texts = grace::lang::Lang::of(&r.question).texts();
+    let confidence = format!("{:.2}", r.confidence);
+    let with_confidence = |t: &str| grace::lang::fill(t, &[("confidence", &confidence)]);
+    match r.decision {
+        Decision::Answer | Decision::Caveat => {
+            if r.decision == Decision::Caveat {
+                println!("{}\n", with_confidence(texts.caveat));
+            }
+            if let Some(a) = &r.answer {
+                println!("{}", a.text);
+                print_citations(a);
+            }
+        }
+        Decision::NeedsInput => {
+            if let Some(req) = &r.clarification {
+                println!("{}{}", texts.needs_input, req.question);
+                println!("{}{}", texts.why, req.reason);
+                for (i, o) in req.options.iter().enumerate() {
+                    println!("  {}. {o}", i + 1);
+                }
+            }
+        }
+        Decision::Escalate => {
+            println!("{}", with_confidence(texts.escalated));
+            if let Some(req) = &r.escalation {
+                println!("\n{}{}", texts.question_for_reviewer, req.question);
+                println!("{}{}", texts.reason, req.reason);
+                for (i, o) in req.options.iter().enumerate() {
+                    println!("  {}. {o}", i + 1);
+                }
+            }
+        }
+        Decision::Decline => match r.steps.iter().find(|s| !s.result.success) {
+            Some(failed) => println!(
+                "{}",
+                grace::lang::fill(
+                    texts.failed,
+                    &[
+                        ("step", &failed.id),
+                        (
+                            "error",
+                            failed.result.error.as_deref().unwrap_or("unknown error")
+                        ),
+                    ]
+                )
+            ),
+            None => println!("{}", with_confidence(texts.declined)),
+        },
+    }
+    println!(
+        "\nconfidence {:.2} ({level}) -> {}{}",
+        r.confidence,
+        format!("{:?}", r.decision).to_lowercase(),
+        if r.recovered {
+            " (after a wider search)"
+        } else {
+            ""
+        }
+    );
+    if trace {
+        println!("\ntrace:");
+        if let Some(rw) = &r.rewrite {
+            let by = match rw.by {
+                grace::followup::RewriteBy::Model => "by the model",
+                grace::followup::RewriteBy::Rule => {
+                    "by the rule: the previous question's key terms"
+                }
+            };
+            println!("  follow-up read as: {:?} ({by})", rw.question);
+        }
+        match &r.plan {
+            PlanOrigin::Default => println!("  plan: default (search, then answer)"),
+            PlanOrigin::Llm { generator, usage } => println!(
+                "  plan: by {generator} ({} input + {} output tokens)",
+                usage.input_tokens, usage.output_tokens
+            ),
+            PlanOrigin::Fallback { generator, reason } => {
+                println!("  plan: default, because {generator}'s plan could not be used: {reason}")
+            }
+            PlanOrigin::Hint { hint } => {
+                println!("  plan: search, a second search for the reviewer's hint {hint:?}, answer")
+            }
+            PlanOrigin::Agent { generator } => {
+                println!(
+                    "  plan: none; the agent ({generator}) chose each step after reading the last"
+                )
+            }
+        }
+        if let Some(a) = &r.agent {
+            agent_trace(a);
+        }
+        if r.recovered {
+            println!("  (the steps below are the recovery run: the same question, more passages)");
+        }
+        for s in &r.steps {
+            let how = match s.confidence.model {
+                grace::config::ConfidenceModel::Logistic => format!(
+                    "logit {:.2} = bias {:.2} + terms",
+                    s.confidence.logit, s.confidence.bias
+                ),
+                grace::config::ConfidenceModel::GraceV1 => {
+                    "grace_v1: the sum of the terms, a weighted mean".to_string()
+                }
+            };
+            println!(
+                "  {} ({}): {} in {:.0} ms, {} attempt(s), step confidence {:.3} ({how})",
+                s.id,
+                s.action,
+                if s.result.success { "ok" } else { "failed" },
+                s.result.duration.as_secs_f64() * 1000.0,
+                s.result.attempts,
+                s.confidence.score,
+            );
+            if let Some(e) = &s.result.error {
+                println!("      error: {e}");
+            }
+            if let grace::tools::ToolOutput::Passages(ps) = &s.result.output {
+                for (i, p) in ps.iter().enumerate() {
+                    let reader = p
+                        .reader_score
+                        .map(|r| format!("reader {r:.3}"))
+                        .unwrap_or_else(|| "reader -".into());
+                    let rank = |r: Option<usize>| r.map_or("-".to_string(), |r| format!("#{r}"));
+                    println!(
+                        "      [{}] {reader}  cosine {:.3}  dense {} lexical {}{}  {}",
+                        i + 1,
+                        p.score,
+                        rank(p.dense_rank),
+                        rank(p.lexical_rank),
+                        if p.pinned { "  identifier match" } else { "" },
+                        display_path(&p.source)
+                    );
+                }
+            }
+            if let grace::tools::ToolOutput::Answer(a) = &s.result.output
+                && a.usage.input_tokens + a.usage.output_tokens > 0
+            {
+                println!(
+                    "      {}: {} input + {} output tokens",
+                    a.generator, a.usage.input_tokens, a.usage.output_tokens
+                );
+            }
+            for c in &s.confidence.contributions {
+                println!(
+                    "      {:<18} value {:>7.3}  feature {:>7.3}  x weight {:>6.2} = {:>7.3}",
+                    format!("{:?}", c.factor),
+                    c.value,
+                    c.feature,
+                    c.weight,
+                    c.term
+                );
+            }
+        }
+    }
+}
+
+pub(super) fn print_citations(a: &grace::tools::Answer) {
+    if a.citations.is_empty() {
+        return;
+    }
+    // In the answer's language (a Japanese answer: 出典).
+    println!("\n{}", grace::lang::Lang::of(&a.text).texts().sources);
+    for c in &a.citations {
+        let source = c
+            .source
+            .as_deref()
+            .map(display_path)
+            .unwrap_or_else(|| "(unnamed)".into());
+        let page = c.page.map(|n| format!(" p. {n}")).unwrap_or_default();
+        match &c.section {
+            Some(sec) => println!("  [{}] {source}{page} § {sec}", c.number),
+            None => println!("  [{}] {source}{page}", c.number),
+        }
+    }
+}
+
+/// The agent's turns: thought, calls and what came of them, the answer,
+/// and why it stopped.
+fn agent_trace(a: &grace::agent::AgentTrace) {
+    for t in &a.turns {
+        println!(
+            "  turn {} ({} + {} tokens, stop {:?}):",
+            t.turn, t.usage.input_tokens, t.usage.output_tokens, t.stop_reason
+        );
+        if let Some(thought) = &t.thought {
+            println!("    think: {thought}");
+        }
+        for c in &t.calls {
+            println!("    act:   {} {}", c.call.name, c.call.arguments);
+            println!("    observe: {}", c.summary);
+        }
+        if let Some(answer) = &t.answer {
+            println!("    answer: {answer}");
+        }
+    }
+    let stop = match &a.stop {
+        grace::agent::AgentStop::ModelFailed(e) => format!("model failed: {e}"),
+        other => format!("{other:?}").to_lowercase(),
+    };
+    println!(
+        "  agent stopped: {stop} after {} turn(s), {} + {} tokens, {:.1} s",
+        a.turns.len(),
+        a.usage.input_tokens,
+        a.usage.output_tokens,
+        a.seconds
+    );
+}
+
+/// What a human's reply made of an escalated run.
+pub fn human_decision(r: &RunReport) {
+    let who = r.decided_by.as_deref().unwrap_or("a human");
+    match (r.decision, &r.answer) {
+        (Decision::Answer, Some(a)) => {
+            println!("\nAnswer (decided by {who}):\n{}", a.text);
+            print_citations(a);
+        }
+        (Decision::Decline, _) => {
+            println!("\nRecorded (by {who}): the knowledge base does not answer this.")
+        }
+        _ => println!("\nLeft escalated."),
+    }
+}
