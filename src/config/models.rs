@@ -1,0 +1,67 @@
+//! The `embedding` and `reader` sections: the local models, the sentence
+//! embedder and the answerability reader.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The local sentence-embedding model (installed by `scripts/setup`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    /// Folder with `model.onnx`, `tokenizer.json`, `config.json`,
+    /// `special_tokens_map.json` and `tokenizer_config.json`.
+    pub model_dir: PathBuf,
+    /// The ONNX Runtime shared library (version 1.24 or newer).
+    pub runtime_path: PathBuf,
+    /// Longest input in model tokens; longer text is truncated.
+    pub max_length: usize,
+    /// Texts embedded per call to the model.
+    pub batch_size: usize,
+    /// 0: one single-threaded model session per core (at most 4), a call's
+    /// texts split between them; N: one session with N intra-op threads.
+    pub threads: usize,
+    /// Vectors of recently embedded questions and passage sentences kept
+    /// for answering (one generation; at most twice this many are held,
+    /// about 1.6 KiB each with MiniLM); 0 turns the cache off.
+    pub cache_size: usize,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        Self {
+            model_dir: PathBuf::from("models/minilm"),
+            runtime_path: PathBuf::from("models/libonnxruntime.so"),
+            max_length: 256,
+            batch_size: 1,
+            threads: 0,
+            cache_size: 8192,
+        }
+    }
+}
+
+/// The answerability reader: a cross-encoder that reads the question and a
+/// passage together and gives the probability that the passage answers it
+/// (GRACE's own, `scripts/train-reader`; see `models/reader/MODEL_CARD.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReaderConfig {
+    /// Folder with `model.onnx` and the tokenizer files (`tokenizer.json`,
+    /// `config.json`, `special_tokens_map.json`, `tokenizer_config.json`).
+    pub model_dir: PathBuf,
+    /// Longest question + passage in model tokens; longer passages are
+    /// truncated.
+    pub max_length: usize,
+    /// ONNX Runtime intra-op threads; 0 uses every core.
+    pub threads: usize,
+}
+
+impl Default for ReaderConfig {
+    fn default() -> Self {
+        Self {
+            model_dir: PathBuf::from("models/reader"),
+            max_length: 64,
+            threads: 0,
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! The `review`, `sessions`, `server` and `mcp` sections: what GRACE
+//! serves, to whom, and for how long it keeps what they leave.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Human review of escalated questions (see [`crate::review`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// Seconds an escalation stays in the queue for a reviewer before it
+    /// expires (a queue that people work through: hours, not minutes).
+    pub escalation_ttl_seconds: f64,
+    /// Seconds an asker waits for a reviewer by default (`grace ask
+    /// --wait`, `grace answer --wait`): the interactive wait, separate
+    /// from the escalation's life in the queue.
+    pub asker_wait_seconds: f64,
+    /// When the asker's wait ends, or the escalation expires, unanswered:
+    /// `true` gives the asker the best low-confidence answer, marked as
+    /// not reviewed; `false` gives no answer.
+    pub auto_proceed_on_timeout: bool,
+    /// Confidence recorded for a reviewer's answer when the reviewer gives
+    /// none.
+    pub reviewer_confidence: f64,
+    /// Feedback whose first word is one of these asks GRACE to search again
+    /// with the rest of the feedback as a hint, instead of answering.
+    pub replan_words: Vec<String>,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        Self {
+            escalation_ttl_seconds: 86_400.0,
+            asker_wait_seconds: 300.0,
+            auto_proceed_on_timeout: false,
+            reviewer_confidence: 1.0,
+            replan_words: ["modify", "redo", "replan", "retry"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
+/// Conversations (`grace chat`, `session_id` over HTTP and MCP), stored in
+/// `sessions.sqlite3` in the data folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// Seconds a session lives after its last turn.
+    pub ttl_seconds: f64,
+    /// Turns a session keeps; older ones are dropped.
+    pub max_turns: usize,
+    /// Bytes of turns (questions, answers, sources) a session keeps; the
+    /// oldest turns are dropped past it.
+    pub max_bytes: usize,
+    /// Sessions open at once; creating one more is refused.
+    pub max_sessions: usize,
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        Self {
+            ttl_seconds: 86_400.0,
+            max_turns: 50,
+            max_bytes: 262_144,
+            max_sessions: 10_000,
+        }
+    }
+}
+
+/// `grace serve`: the HTTP API (see [`crate::serve`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on when `--bind` is not given.
+    pub bind: String,
+    /// Bearer token every endpoint but `/health`, `/openapi.json` and the
+    /// reviewer page requires; empty: no authentication, and the server
+    /// refuses to bind beyond loopback. Best set through
+    /// `GRACE_SERVER__API_KEY` rather than in a file.
+    pub api_key: String,
+    /// The administrator's token: registers reviewers and rotates their
+    /// tokens over HTTP, reads every escalation, and opens the service
+    /// endpoints too. Empty: only the CLI administers reviewers. Reviewers
+    /// use their own tokens (`grace review register`), never this one.
+    pub admin_api_key: String,
+    /// Largest request body in bytes (uploads included); larger gets 413.
+    pub max_body_bytes: usize,
+    /// Seconds a request may take (`?wait=` on an escalation excepted);
+    /// longer gets 504 and its run is cancelled.
+    pub request_timeout: f64,
+    /// Asks, searches and ingests served at once; more get 429.
+    pub max_concurrency: usize,
+    /// Seconds a shutdown (Ctrl-C, SIGTERM) waits for the requests in
+    /// flight; those still running then are cancelled, and the store is
+    /// flushed.
+    pub shutdown_grace_seconds: f64,
+    /// Sources under this folder are shown to HTTP and MCP clients
+    /// relative to it; empty: relative to `ingest.allowed_roots`, the
+    /// uploads and reviewed folders, else by file name (see
+    /// [`crate::display`]).
+    pub display_root: PathBuf,
+    /// Folders (or files) `grace serve` keeps the knowledge base in step
+    /// with: ingested at start, then re-ingested (changed files written
+    /// again, deleted ones pruned) a moment after they change.
+    pub watch: Vec<PathBuf>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8080".to_string(),
+            api_key: String::new(),
+            admin_api_key: String::new(),
+            max_body_bytes: 10 * 1024 * 1024,
+            request_timeout: 60.0,
+            max_concurrency: 16,
+            shutdown_grace_seconds: 30.0,
+            display_root: PathBuf::new(),
+            watch: Vec::new(),
+        }
+    }
+}
+
+/// `grace mcp`: the MCP tool server (see [`crate::mcp`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Tools offered to MCP clients; a registry tool (`rag_search`,
+    /// `reasoning`, `ask_user`) also needs to be in `tools.enabled` and
+    /// `mcp` in its `callers`. Other registry tools (`mcp.<server>.<tool>`,
+    /// `web_*`, `rt.<name>`) are offered by their `callers` alone.
+    pub tools: Vec<String>,
+    /// Seconds an `ask` or `ingest` call may take (registry tools keep
+    /// their own `tools.<name>.timeout_seconds`).
+    pub timeout_seconds: f64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            // Not `list_escalations` nor `answer_escalation`: they take any
+            // reviewer's name, so an MCP client that has them can act as any
+            // reviewer. Offer them only to a client trusted with that.
+            tools: ["ask", "rag_search", "ingest"].map(String::from).to_vec(),
+            timeout_seconds: 120.0,
+        }
+    }
+}

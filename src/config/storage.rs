@@ -1,0 +1,102 @@
+//! The `storage` section: where the knowledge base is kept, by which
+//! vector store, and how that store indexes and compresses its vectors.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Where and how the knowledge base is stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Folder holding the vector store and the ingest manifest.
+    pub data_dir: PathBuf,
+    /// Vector store backend. `edge`: embedded qdrant-edge, on disk, in
+    /// process; `qdrant`: a Qdrant server (or cluster) at `qdrant.url`.
+    pub backend: Backend,
+    /// Threads the embedded store uses to search its segments in parallel
+    /// within one query; `0`: one per CPU. 1 searches on the caller's
+    /// thread: lowest latency on a small machine, and concurrent requests
+    /// already run in parallel with each other.
+    pub search_threads: usize,
+    /// How the embedded store keeps the dense vectors it searches in
+    /// memory: `int8` (a quarter of the size), `binary` (a thirty-second)
+    /// or `none` (the full vectors). Quantised candidates are scored again
+    /// with the full vectors, so scores stay exact cosines.
+    pub quantization: Quantization,
+    /// With quantisation, the candidates taken from the quantised vectors
+    /// per result wanted (≥ 1), then scored again with the full vectors.
+    pub oversampling: f64,
+    /// Keep the full dense vectors on disk (memory-mapped, read when
+    /// needed) instead of loaded in memory. Meant with quantisation: the
+    /// search runs on the quantised copy in memory.
+    pub vectors_on_disk: bool,
+    /// Keep the lexical (BM25) index on disk (memory-mapped) instead of
+    /// loaded in memory.
+    pub lexical_on_disk: bool,
+    /// Links per point in the dense index graph (HNSW `m`): more is more
+    /// accurate, bigger and slower to build.
+    pub hnsw_m: usize,
+    /// Candidates considered per point while building the graph (HNSW
+    /// `ef_construct`): more is more accurate and slower to build.
+    pub hnsw_ef_construct: usize,
+    /// Candidates a dense search keeps while walking the graph (HNSW `ef`);
+    /// at least the candidates asked for. More is more accurate and slower.
+    pub hnsw_ef: usize,
+    /// Points per segment at most. Writing indexes what it has every this
+    /// many points, so a large ingest never holds more than one segment's
+    /// worth unindexed, and the indexed segments are merged up to this size.
+    pub segment_points: usize,
+}
+
+/// How the embedded store compresses the dense vectors it keeps in memory
+/// (`storage.quantization`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantization {
+    /// The full 32-bit vectors.
+    None,
+    /// One byte per dimension (scalar quantisation).
+    Int8,
+    /// One bit per dimension.
+    Binary,
+}
+
+/// The vector store implementations GRACE can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// Embedded qdrant-edge shard in `storage.data_dir`.
+    Edge,
+    /// A Qdrant server or cluster over gRPC (`qdrant.url`); the ingest
+    /// manifest stays in `storage.data_dir`.
+    Qdrant,
+}
+
+impl Backend {
+    /// The name used in the configuration (`edge`, `qdrant`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Edge => "edge",
+            Backend::Qdrant => "qdrant",
+        }
+    }
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from(".grace"),
+            backend: Backend::Edge,
+            search_threads: 1,
+            quantization: Quantization::Int8,
+            oversampling: 2.0,
+            vectors_on_disk: true,
+            lexical_on_disk: true,
+            hnsw_m: 16,
+            hnsw_ef_construct: 100,
+            hnsw_ef: 128,
+            segment_points: 50_000,
+        }
+    }
+}

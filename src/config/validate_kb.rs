@@ -1,0 +1,311 @@
+//! Checks of the knowledge base's sections: where it is stored
+//! (`storage`), how documents are embedded (`embedding`) and read
+//! (`ingest`), and the collection and its server (`qdrant`).
+
+use super::Result;
+use super::check::invalid;
+
+/// The `storage` section; its index settings in [`validate_index`].
+pub(super) fn validate_storage(s: &super::StorageConfig) -> Result<()> {
+    if s.data_dir.as_os_str().is_empty() {
+        return Err(invalid("storage.data_dir", "must not be empty"));
+    }
+    if s.search_threads > 1024 {
+        return Err(invalid(
+            "storage.search_threads",
+            format!(
+                "{} is out of range 0..=1024 (0: one per CPU)",
+                s.search_threads
+            ),
+        ));
+    }
+    validate_index(s)?;
+    Ok(())
+}
+
+/// The embedded store's index settings (`storage.*`).
+fn validate_index(s: &super::StorageConfig) -> Result<()> {
+    if !(s.oversampling.is_finite() && (1.0..=16.0).contains(&s.oversampling)) {
+        return Err(invalid(
+            "storage.oversampling",
+            format!("{} is out of range 1..=16", s.oversampling),
+        ));
+    }
+    let ranges: [(&str, usize, std::ops::RangeInclusive<usize>, &str); 4] = [
+        ("storage.hnsw_m", s.hnsw_m, 4..=128, ""),
+        (
+            "storage.hnsw_ef_construct",
+            s.hnsw_ef_construct,
+            4..=4096,
+            "",
+        ),
+        ("storage.hnsw_ef", s.hnsw_ef, 1..=4096, ""),
+        (
+            "storage.segment_points",
+            s.segment_points,
+            10_000..=100_000_000,
+            " (the store indexes a segment from ~6,700 points: smaller ones would never be)",
+        ),
+    ];
+    for (key, value, range, why) in ranges {
+        if !range.contains(&value) {
+            return Err(invalid(
+                key,
+                format!(
+                    "{value} is out of range {}..={}{why}",
+                    range.start(),
+                    range.end()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `embedding` section.
+pub(super) fn validate_embedding(e: &super::EmbeddingConfig) -> Result<()> {
+    if e.model_dir.as_os_str().is_empty() {
+        return Err(invalid("embedding.model_dir", "must not be empty"));
+    }
+    if e.runtime_path.as_os_str().is_empty() {
+        return Err(invalid("embedding.runtime_path", "must not be empty"));
+    }
+    if !(16..=8192).contains(&e.max_length) {
+        return Err(invalid(
+            "embedding.max_length",
+            format!("{} is out of range 16..=8192", e.max_length),
+        ));
+    }
+    if !(1..=4096).contains(&e.batch_size) {
+        return Err(invalid(
+            "embedding.batch_size",
+            format!("{} is out of range 1..=4096", e.batch_size),
+        ));
+    }
+    if e.threads > 1024 {
+        return Err(invalid(
+            "embedding.threads",
+            format!("{} is out of range 0..=1024 (0 = all cores)", e.threads),
+        ));
+    }
+    if e.cache_size > 1_000_000 {
+        return Err(invalid(
+            "embedding.cache_size",
+            format!("{} is out of range 0..=1000000 (0 = off)", e.cache_size),
+        ));
+    }
+    Ok(())
+}
+
+/// The `ingest` section.
+pub(super) fn validate_ingest(i: &super::IngestConfig) -> Result<()> {
+    if !(20..=4000).contains(&i.chunk_size) {
+        return Err(invalid(
+            "ingest.chunk_size",
+            format!("{} words is out of range 20..=4000", i.chunk_size),
+        ));
+    }
+    if i.chunk_overlap * 2 > i.chunk_size {
+        return Err(invalid(
+            "ingest.chunk_overlap",
+            format!(
+                "{} must be at most half of ingest.chunk_size ({})",
+                i.chunk_overlap, i.chunk_size
+            ),
+        ));
+    }
+    if i.include.is_empty() {
+        return Err(invalid("ingest.include", "needs at least one glob pattern"));
+    }
+    for (key, patterns) in [
+        ("ingest.include", &i.include),
+        ("ingest.exclude", &i.exclude),
+    ] {
+        for p in patterns {
+            globset::Glob::new(p)
+                .map_err(|e| invalid(key, format!("`{p}` is not a valid glob: {e}")))?;
+        }
+    }
+    if i.store_retries > 20 {
+        return Err(invalid(
+            "ingest.store_retries",
+            format!("{} is out of range 0..=20", i.store_retries),
+        ));
+    }
+    if !(i.store_retry_seconds.is_finite() && (0.0..=60.0).contains(&i.store_retry_seconds)) {
+        return Err(invalid(
+            "ingest.store_retry_seconds",
+            format!("{} is out of range [0, 60]", i.store_retry_seconds),
+        ));
+    }
+    if !(1..=100_000).contains(&i.commit_chunks) {
+        return Err(invalid(
+            "ingest.commit_chunks",
+            format!("{} is out of range 1..=100000", i.commit_chunks),
+        ));
+    }
+    if i.max_file_bytes == 0 {
+        return Err(invalid("ingest.max_file_bytes", "must be greater than 0"));
+    }
+    for (key, value) in [
+        (
+            "ingest.max_compression_ratio",
+            i.max_compression_ratio as usize,
+        ),
+        ("ingest.max_archive_entries", i.max_archive_entries),
+        ("ingest.max_pages", i.max_pages),
+    ] {
+        if value == 0 {
+            return Err(invalid(key, "must be greater than 0"));
+        }
+    }
+    for (key, value) in [
+        ("ingest.qa_question_column", &i.qa_question_column),
+        ("ingest.qa_answer_column", &i.qa_answer_column),
+    ] {
+        if value.trim().is_empty() {
+            return Err(invalid(key, "must name a column"));
+        }
+    }
+    if i.qa_question_column
+        .trim()
+        .eq_ignore_ascii_case(i.qa_answer_column.trim())
+    {
+        return Err(invalid(
+            "ingest.qa_answer_column",
+            "must differ from ingest.qa_question_column",
+        ));
+    }
+    if !(1..=10_000_000).contains(&i.max_files) {
+        return Err(invalid(
+            "ingest.max_files",
+            format!("{} is out of range 1..=10000000", i.max_files),
+        ));
+    }
+    if !(i.watch_debounce_seconds.is_finite() && (0.05..=60.0).contains(&i.watch_debounce_seconds))
+    {
+        return Err(invalid(
+            "ingest.watch_debounce_seconds",
+            format!("{} is out of range [0.05, 60]", i.watch_debounce_seconds),
+        ));
+    }
+    for (n, root) in i.allowed_roots.iter().enumerate() {
+        if !root.is_dir() {
+            return Err(invalid(
+                &format!("ingest.allowed_roots[{n}]"),
+                format!("{} is not an existing folder", root.display()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `qdrant` section but `qdrant.candidates` (checked last, in
+/// [`super::validate::validate`]).
+pub(super) fn validate_qdrant(q: &super::QdrantConfig) -> Result<()> {
+    let name_ok = !q.collection.is_empty()
+        && q.collection.len() <= 64
+        && q.collection
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+    if !name_ok {
+        return Err(invalid(
+            "qdrant.collection",
+            format!(
+                "`{}` must be 1 to 64 characters of letters, digits, `_` or `-`",
+                q.collection
+            ),
+        ));
+    }
+    validate_qdrant_server(q)?;
+    if !(1..=1000).contains(&q.search_limit) {
+        return Err(invalid(
+            "qdrant.search_limit",
+            format!("{} is out of range 1..=1000", q.search_limit),
+        ));
+    }
+    if !(-1.0..=1.0).contains(&q.score_threshold) {
+        return Err(invalid(
+            "qdrant.score_threshold",
+            format!(
+                "{} is out of range -1.0..=1.0 (a cosine similarity)",
+                q.score_threshold
+            ),
+        ));
+    }
+    for (key, w) in [
+        ("qdrant.lexical_weight", q.lexical_weight),
+        ("qdrant.identifier_weight", q.identifier_weight),
+    ] {
+        if !(w.is_finite() && (0.0..=2.0).contains(&w)) {
+            return Err(invalid(
+                key,
+                format!("{w} is out of range 0.0..=2.0 (a bonus in cosine units)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The Qdrant server keys: checked whatever the backend, so a mistake shows
+/// before the day the backend is switched.
+fn validate_qdrant_server(q: &super::QdrantConfig) -> Result<()> {
+    let rest = q
+        .url
+        .strip_prefix("http://")
+        .or_else(|| q.url.strip_prefix("https://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    match host {
+        Some(h) if !h.is_empty() && !h.starts_with(':') && !h.contains(char::is_whitespace) => {}
+        _ => {
+            return Err(invalid(
+                "qdrant.url",
+                format!(
+                    "{:?} is not an http(s) URL with a host, such as http://localhost:6334 (the gRPC port)",
+                    q.url
+                ),
+            ));
+        }
+    }
+    if q.api_key
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(invalid(
+            "qdrant.api_key",
+            "must not contain spaces or control characters".to_string(),
+        ));
+    }
+    if !(q.timeout_seconds.is_finite() && q.timeout_seconds > 0.0 && q.timeout_seconds <= 3600.0) {
+        return Err(invalid(
+            "qdrant.timeout_seconds",
+            format!("{} is out of range (0, 3600]", q.timeout_seconds),
+        ));
+    }
+    for (key, value) in [
+        ("qdrant.shard_number", q.shard_number),
+        ("qdrant.replication_factor", q.replication_factor),
+        (
+            "qdrant.write_consistency_factor",
+            q.write_consistency_factor,
+        ),
+    ] {
+        if value > 1000 {
+            return Err(invalid(
+                key,
+                format!("{value} is out of range 0..=1000 (0: the server's default)"),
+            ));
+        }
+    }
+    if q.write_consistency_factor > q.replication_factor.max(1) {
+        return Err(invalid(
+            "qdrant.write_consistency_factor",
+            format!(
+                "{} is more than the replicas there are (qdrant.replication_factor {}): no write could ever be confirmed",
+                q.write_consistency_factor,
+                q.replication_factor.max(1)
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! Checks of what GRACE serves and for how long: `review`, `agent`,
+//! `sessions`, `server` and `mcp`.
+
+use super::Result;
+use super::check::invalid;
+
+pub(super) fn validate_review(r: &super::ReviewConfig) -> Result<()> {
+    for (key, value) in [
+        ("review.escalation_ttl_seconds", r.escalation_ttl_seconds),
+        ("review.asker_wait_seconds", r.asker_wait_seconds),
+    ] {
+        if !(value.is_finite() && value > 0.0 && value <= 31_536_000.0) {
+            return Err(invalid(
+                key,
+                format!("{value} must be a number of seconds above 0 and at most a year"),
+            ));
+        }
+    }
+    if !(0.0..=1.0).contains(&r.reviewer_confidence) {
+        return Err(invalid(
+            "review.reviewer_confidence",
+            format!("{} is out of range 0..=1", r.reviewer_confidence),
+        ));
+    }
+    if let Some(w) = r
+        .replan_words
+        .iter()
+        .find(|w| w.trim().is_empty() || w.contains(char::is_whitespace))
+    {
+        return Err(invalid(
+            "review.replan_words",
+            format!("{w:?} must be one word"),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn validate_agent(a: &super::AgentConfig) -> Result<()> {
+    if !(1..=64).contains(&a.max_steps) {
+        return Err(invalid(
+            "agent.max_steps",
+            format!("{} is out of range 1..=64", a.max_steps),
+        ));
+    }
+    if !(1..=10_000_000).contains(&a.max_tokens) {
+        return Err(invalid(
+            "agent.max_tokens",
+            format!("{} is out of range 1..=10000000", a.max_tokens),
+        ));
+    }
+    for (key, value, max) in [
+        ("agent.max_seconds", a.max_seconds, 3_600.0),
+        (
+            "agent.reply_timeout_seconds",
+            a.reply_timeout_seconds,
+            604_800.0,
+        ),
+    ] {
+        if !(value.is_finite() && value > 0.0 && value <= max) {
+            return Err(invalid(
+                key,
+                format!("{value} must be a number of seconds above 0 and at most {max}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn validate_sessions(s: &super::SessionsConfig) -> Result<()> {
+    if !(s.ttl_seconds.is_finite() && s.ttl_seconds > 0.0) {
+        return Err(invalid(
+            "sessions.ttl_seconds",
+            format!("{} must be a number of seconds above 0", s.ttl_seconds),
+        ));
+    }
+    for (key, value, max) in [
+        ("sessions.max_turns", s.max_turns, 10_000),
+        ("sessions.max_bytes", s.max_bytes, 64 << 20),
+        ("sessions.max_sessions", s.max_sessions, 10_000_000),
+    ] {
+        if !(1..=max).contains(&value) {
+            return Err(invalid(key, format!("{value} is out of range 1..={max}")));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn validate_server(s: &super::ServerConfig) -> Result<()> {
+    if s.bind.parse::<std::net::SocketAddr>().is_err() {
+        return Err(invalid(
+            "server.bind",
+            format!(
+                "{:?} is not an address and port such as 127.0.0.1:8080",
+                s.bind
+            ),
+        ));
+    }
+    for (key, value) in [
+        ("server.api_key", &s.api_key),
+        ("server.admin_api_key", &s.admin_api_key),
+    ] {
+        if !value.is_empty() && (value.len() < 16 || value.contains(char::is_whitespace)) {
+            return Err(invalid(
+                key,
+                "must be empty or at least 16 characters without spaces".to_string(),
+            ));
+        }
+    }
+    if !s.admin_api_key.is_empty() && s.api_key.is_empty() {
+        return Err(invalid(
+            "server.admin_api_key",
+            "is set but server.api_key is not: without server.api_key every endpoint is open, admin token or not; set server.api_key too".to_string(),
+        ));
+    }
+    if !s.admin_api_key.is_empty() && s.admin_api_key == s.api_key {
+        return Err(invalid(
+            "server.admin_api_key",
+            "equals server.api_key: every service client would be the administrator; give it its own value".to_string(),
+        ));
+    }
+    if s.max_body_bytes < 1024 {
+        return Err(invalid(
+            "server.max_body_bytes",
+            format!("{} is below the least useful size, 1024", s.max_body_bytes),
+        ));
+    }
+    if !(s.shutdown_grace_seconds.is_finite() && (0.0..=3600.0).contains(&s.shutdown_grace_seconds))
+    {
+        return Err(invalid(
+            "server.shutdown_grace_seconds",
+            format!(
+                "{} must be a number of seconds from 0 to 3600",
+                s.shutdown_grace_seconds
+            ),
+        ));
+    }
+    if !(s.request_timeout.is_finite() && s.request_timeout > 0.0) {
+        return Err(invalid(
+            "server.request_timeout",
+            format!("{} must be a number of seconds above 0", s.request_timeout),
+        ));
+    }
+    if !(1..=1024).contains(&s.max_concurrency) {
+        return Err(invalid(
+            "server.max_concurrency",
+            format!("{} is out of range 1..=1024", s.max_concurrency),
+        ));
+    }
+    if s.watch.len() > MAX_WATCHED {
+        return Err(invalid(
+            "server.watch",
+            format!(
+                "{} paths; at most {MAX_WATCHED} (watch their common folder)",
+                s.watch.len()
+            ),
+        ));
+    }
+    for (n, path) in s.watch.iter().enumerate() {
+        if !path.exists() {
+            return Err(invalid(
+                &format!("server.watch[{n}]"),
+                format!("{} does not exist", path.display()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Most paths `server.watch` may name.
+pub const MAX_WATCHED: usize = 100;
+
+/// The names in `mcp.tools` are checked by `McpServer::new` against the
+/// tools it offers.
+pub(super) fn validate_mcp(m: &super::McpConfig) -> Result<()> {
+    if !(m.timeout_seconds.is_finite() && m.timeout_seconds > 0.0) {
+        return Err(invalid(
+            "mcp.timeout_seconds",
+            format!("{} must be a number of seconds above 0", m.timeout_seconds),
+        ));
+    }
+    Ok(())
+}
