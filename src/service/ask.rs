@@ -1,0 +1,142 @@
+//! What an ask takes and gives: its options and their checks, and its
+//! outcome with the run's status in one word.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::MAX_RAG_SEARCH_LIMIT;
+use crate::error::{Error, Result};
+use crate::exec::{Decision, RunReport};
+
+// What the docs link to.
+#[cfg(doc)]
+use super::Grace;
+
+/// How to answer one question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskOptions {
+    /// Passages retrieved; `tools.rag_search.limit` when `None`.
+    pub limit: Option<usize>,
+    /// Put an escalated question in the review queue (default true).
+    pub queue: bool,
+    /// Only these reviewers may see the escalation; empty: any reviewer.
+    pub reviewers: Vec<String>,
+    /// Who asks, shown to reviewers.
+    pub asker: String,
+    /// The conversation this question continues ([`Grace::create_session`]):
+    /// a follow-up is read against its earlier turns, and the turn is
+    /// added to it.
+    pub session_id: Option<String>,
+    /// Put the question to a person whatever GRACE decides (the asker
+    /// asked for one, e.g. after a decline): the run is escalated with its
+    /// answer as the reviewer's draft. A run that needs the asker's input
+    /// asks for it first.
+    pub escalate: bool,
+}
+
+impl Default for AskOptions {
+    fn default() -> Self {
+        Self {
+            limit: None,
+            queue: true,
+            reviewers: Vec::new(),
+            asker: "service".to_string(),
+            session_id: None,
+            escalate: false,
+        }
+    }
+}
+
+/// The outcome of a question: the run's report and, when it was escalated
+/// and queued, the escalation's id (`grace answer ID`, [`Grace::escalation`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AskOutcome {
+    /// How the run ended, in one word.
+    #[serde(default)]
+    pub status: RunStatus,
+    /// The run's report (flattened into this object in JSON).
+    #[serde(flatten)]
+    pub report: RunReport,
+    /// The escalation's id in the review queue when the run was escalated and
+    /// queued; `None` otherwise.
+    pub review_id: Option<i64>,
+    /// The asker's handle on that escalation: needed to read it back over
+    /// HTTP (`GET /v1/escalations/{id}?handle=`); the id alone is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_handle: Option<String>,
+    /// The session the turn was added to, when the ask named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// When the run needs input (`decision: needs_input`): the id that
+    /// continues it with the asker's reply (`POST /v1/runs/{id}/reply`,
+    /// [`Grace::reply`]), within `agent.reply_timeout_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+/// How a run ended, in one word (`status` in an outcome's JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Answered (decision `answer` or `caveat`).
+    #[default]
+    Answered,
+    /// Put to a reviewer (decision `escalate`).
+    Escalated,
+    /// Not answered (decision `decline`).
+    Declined,
+    /// Waiting for the asker's reply to the run's `clarification`
+    /// (`run_id` continues it).
+    NeedsInput,
+}
+
+impl RunStatus {
+    /// The status of a run that decided `decision`.
+    pub fn of(decision: Decision) -> Self {
+        match decision {
+            Decision::Answer | Decision::Caveat => RunStatus::Answered,
+            Decision::Escalate => RunStatus::Escalated,
+            Decision::Decline => RunStatus::Declined,
+            Decision::NeedsInput => RunStatus::NeedsInput,
+        }
+    }
+}
+
+/// Longest reply to a question the agent put to the asker (characters).
+pub const MAX_REPLY_CHARS: usize = 4_000;
+
+/// Checks an ask before it runs: a question that is not blank, a limit in
+/// range, reviewer ids without spaces or control characters (checked now,
+/// not only if the run escalates). The HTTP API calls it before it
+/// chooses between JSON and an event stream, so a bad ask is a 400 either
+/// way.
+pub fn check_ask(question: &str, options: &AskOptions) -> Result<()> {
+    if crate::text::is_blank(question) {
+        return Err(Error::InvalidInput("the question is empty".into()));
+    }
+    if let Some(limit) = options.limit {
+        check_ask_limit(limit)?;
+    }
+    if let Some(bad) = options
+        .reviewers
+        .iter()
+        .find(|r| !crate::text::is_plain_id(r))
+    {
+        return Err(Error::InvalidInput(format!(
+            "the reviewer id {bad:?} must be non-empty, without spaces or control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the passages an ask retrieves (`limit`, the CLI's `-k`): 1 to
+/// [`MAX_RAG_SEARCH_LIMIT`], what one search may return.
+pub fn check_ask_limit(limit: usize) -> Result<()> {
+    if (1..=MAX_RAG_SEARCH_LIMIT).contains(&limit) {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "the passages to retrieve (`limit`, -k) must be 1..={MAX_RAG_SEARCH_LIMIT}, got {limit}"
+        )))
+    }
+}

@@ -1,0 +1,80 @@
+//! Self-calibration while serving: a refit after an ingest, and the
+//! configuration runs are scored with once it is written.
+
+use std::sync::atomic::Ordering;
+
+use super::Grace;
+use crate::config::Config;
+
+impl Grace {
+    /// The configuration runs are scored with: the knowledge base's, with
+    /// the weights of a self-calibration fitted since it was opened.
+    pub(super) fn scoring_config(&self) -> std::borrow::Cow<'_, Config> {
+        let refit = *self
+            .inner
+            .refit
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match refit {
+            Some(weights) => {
+                let mut config = self.config().clone();
+                config.confidence.fitted_weights = Some(weights);
+                std::borrow::Cow::Owned(config)
+            }
+            None => std::borrow::Cow::Borrowed(self.config()),
+        }
+    }
+
+    /// After an ingest: with `confidence.self_calibration.mode: auto`, fits
+    /// the knowledge base again on a thread of its own when enough of it
+    /// changed ([`crate::selfcal::after_ingest`]), and scores with the new
+    /// fit once it is written. One at a time; questions are answered
+    /// meanwhile with the weights they had.
+    pub(super) fn refit_in_background(&self) {
+        match crate::selfcal::due(&self.inner.kb) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot tell whether the knowledge base needs self-calibrating");
+                return;
+            }
+        }
+        if self.inner.refitting.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let this = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("self-calibration".into())
+            .spawn(move || {
+                match crate::selfcal::after_ingest(&this.inner.kb, &mut |_| {}) {
+                    Ok(Some(crate::selfcal::Outcome::Fitted {
+                        calibration, path, ..
+                    })) => {
+                        tracing::info!(
+                            questions = calibration.fitted_on.questions,
+                            ece = ?calibration.cross_validated.ece,
+                            auroc = ?calibration.cross_validated.auroc,
+                            file = %path.display(),
+                            "self-calibrated after the ingest; scoring with the new fit"
+                        );
+                        *this
+                            .inner
+                            .refit
+                            .write()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            Some(calibration.weights);
+                    }
+                    Ok(Some(crate::selfcal::Outcome::TooSmall { usable, min })) => tracing::info!(
+                        "too small to self-calibrate ({usable} sections, fewer than {min}); the configured weights stay"
+                    ),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %e, "self-calibration after the ingest failed; the weights stay as they were"),
+                }
+                this.inner.refitting.store(false, Ordering::Release);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the self-calibration thread");
+            self.inner.refitting.store(false, Ordering::Release);
+        }
+    }
+}

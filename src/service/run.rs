@@ -1,0 +1,198 @@
+//! Running an ask, or a reply that continues a run: the executor, then
+//! what the outcome calls for (park it, queue its escalation, add the turn
+//! to its session).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use super::Grace;
+use super::ask::{AskOptions, AskOutcome, MAX_REPLY_CHARS, RunStatus, check_ask};
+use super::events::RunEvent;
+use crate::error::{Error, Result};
+use crate::exec::{Decision, Executor, RunReport};
+use crate::followup::Rewrite;
+use crate::plan::PlanError;
+use crate::review::NewEscalation;
+use crate::session::Turn;
+
+/// What [`Grace::run`] runs: the executor, and where its events go.
+type RunWith<'a> = dyn FnMut(
+        &Executor<'_>,
+        &mut dyn FnMut(crate::exec::Event<'_>),
+    ) -> std::result::Result<RunReport, PlanError>
+    + 'a;
+
+/// A conversation's last turns: (question, answer).
+type History = Vec<(String, Option<String>)>;
+
+/// A run waiting for the asker's reply, as kept in the session database.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ParkedRun {
+    state: crate::agent::AgentState,
+    options: AskOptions,
+    question: String,
+    rewrite: Option<Rewrite>,
+}
+
+impl Grace {
+    /// Answers `question`; an escalated run is queued for reviewers when
+    /// `options.queue` is set. Stops with [`PlanError::Cancelled`] when
+    /// `cancel` is set.
+    pub fn ask_blocking(
+        &self,
+        question: &str,
+        options: &AskOptions,
+        cancel: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(RunEvent),
+    ) -> Result<AskOutcome> {
+        check_ask(question, options)?;
+        let (rewrite, history) = match &options.session_id {
+            Some(id) => self.follow_up(question, id)?,
+            None => (None, Vec::new()),
+        };
+        self.run(options, cancel, on_event, &mut |executor, on| {
+            executor.ask_turn(question, rewrite.clone(), &history, on)
+        })
+    }
+
+    /// Continues run `run_id`, which ended as `needs_input`, with the
+    /// asker's `reply` (`None` or blank: the agent proceeds on its best
+    /// assumption). A run not continued within
+    /// `agent.reply_timeout_seconds` is gone ([`SessionError::RunNotFound`]).
+    ///
+    /// [`SessionError::RunNotFound`]: crate::session::SessionError::RunNotFound
+    pub fn reply_blocking(
+        &self,
+        run_id: &str,
+        reply: Option<&str>,
+        cancel: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(RunEvent),
+    ) -> Result<AskOutcome> {
+        if let Some(r) = reply
+            && r.chars().count() > MAX_REPLY_CHARS
+        {
+            return Err(Error::InvalidInput(format!(
+                "the reply is longer than {MAX_REPLY_CHARS} characters"
+            )));
+        }
+        let parked: ParkedRun = self.inner.sessions.take_run(run_id)?;
+        let ParkedRun {
+            state,
+            options,
+            question,
+            rewrite,
+        } = parked;
+        let mut state = Some(state);
+        self.run(&options, cancel, on_event, &mut |executor, on| {
+            let state = state.take().ok_or(PlanError::Cancelled)?;
+            let mut report = executor.resume(state, reply, on)?;
+            report.question = question.clone();
+            report.rewrite = rewrite.clone();
+            Ok(report)
+        })
+    }
+
+    /// Runs `go` with an executor for `options`, then parks a run that
+    /// needs input, queues an escalation, and adds the turn to the session.
+    fn run(
+        &self,
+        options: &AskOptions,
+        cancel: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(RunEvent),
+        go: &mut RunWith<'_>,
+    ) -> Result<AskOutcome> {
+        let runs = &self.inner.runs;
+        runs.in_flight.fetch_add(1, Ordering::Relaxed);
+        let _in_flight = Decrement(&runs.in_flight);
+        let config = self.scoring_config();
+        let limit = options.limit.unwrap_or(config.tools.rag_search.limit);
+        let executor = Executor::new(&self.inner.registry, &config, limit).with_cancel(cancel);
+        let mut forward = |e: crate::exec::Event<'_>| {
+            if let Some(event) = RunEvent::from_exec(&e) {
+                on_event(event);
+            }
+        };
+        let mut report = match go(&executor, &mut forward) {
+            Ok(report) => report,
+            Err(PlanError::Cancelled) => {
+                runs.cancelled.fetch_add(1, Ordering::Relaxed);
+                return Err(PlanError::Cancelled.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if options.escalate
+            && !matches!(report.decision, Decision::Escalate | Decision::NeedsInput)
+            && let Some(request) = executor.escalation_for_asker(&report)
+        {
+            on_event(RunEvent::Escalated {
+                request: request.clone(),
+            });
+            report.escalation = Some(request);
+            report.decision = Decision::Escalate;
+        }
+        crate::telemetry::decision(report.decision.as_str(), report.confidence);
+        let review_id = if report.decision == Decision::Escalate && options.queue {
+            let e = self.inner.queue.escalate(NewEscalation {
+                report: &report,
+                collection: &config.qdrant.collection,
+                asker: &options.asker,
+                allowed: (!options.reviewers.is_empty()).then(|| options.reviewers.clone()),
+                timeout: None,
+            })?;
+            Some(e.id)
+        } else {
+            None
+        };
+        let run_id = match report.parked.take() {
+            Some(state) => Some(self.inner.sessions.park_run(
+                &ParkedRun {
+                    state: *state,
+                    options: options.clone(),
+                    question: report.question.clone(),
+                    rewrite: report.rewrite.clone(),
+                },
+                config.agent.reply_timeout_seconds,
+            )?),
+            None => None,
+        };
+        // A turn waiting for the asker is added once it is answered.
+        if let (Some(id), None) = (&options.session_id, &run_id) {
+            self.inner
+                .sessions
+                .append(id, &Turn::from_report(&report))?;
+        }
+        runs.finished.fetch_add(1, Ordering::Relaxed);
+        let review_handle = review_id.map(|id| self.inner.queue.asker_handle(id));
+        Ok(AskOutcome {
+            status: RunStatus::of(report.decision),
+            report,
+            review_id,
+            review_handle,
+            session_id: options.session_id.clone(),
+            run_id,
+        })
+    }
+
+    /// `question` made standalone from session `id`'s last turns (by the
+    /// language model when there is one, else by the rule; `None` when it
+    /// stands alone), and those turns as (question, answer) for the agent.
+    /// A missing or expired session is an error.
+    fn follow_up(&self, question: &str, id: &str) -> Result<(Option<Rewrite>, History)> {
+        let turns = self.inner.sessions.history(id)?;
+        let prior: Vec<_> = turns.iter().map(Turn::prior).collect();
+        let model = self.inner.registry.generator().filter(|g| g.can_plan());
+        let rewrite = crate::followup::resolve(question, &prior, model.as_deref());
+        let history = turns.into_iter().map(|t| (t.question, t.answer)).collect();
+        Ok((rewrite, history))
+    }
+}
+
+struct Decrement<'a>(&'a AtomicUsize);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
