@@ -1,0 +1,159 @@
+//! Creating the collection GRACE writes, and checking that an existing
+//! one has the vectors, parameters and layout GRACE needs.
+
+use qdrant_client::qdrant::{
+    CreateCollection, CreateFieldIndexCollection, Distance, FieldType, Modifier,
+    SparseVectorConfig, SparseVectorParams, VectorParams, VectorParamsMap, VectorsConfig,
+    vectors_config,
+};
+
+use super::QdrantStore;
+use crate::store::{DENSE_VECTOR, LEXICAL_VECTOR, Result, StoreError};
+
+impl QdrantStore {
+    pub(super) fn create_collection(&self, dimension: usize) -> Result<()> {
+        let name = self.target.collection.clone();
+        let request = CreateCollection {
+            collection_name: name.clone(),
+            vectors_config: Some(VectorsConfig {
+                config: Some(vectors_config::Config::ParamsMap(VectorParamsMap {
+                    map: [(
+                        DENSE_VECTOR.to_string(),
+                        VectorParams {
+                            size: dimension as u64,
+                            distance: Distance::Cosine as i32,
+                            ..Default::default()
+                        },
+                    )]
+                    .into(),
+                })),
+            }),
+            sparse_vectors_config: Some(SparseVectorConfig {
+                map: [(
+                    LEXICAL_VECTOR.to_string(),
+                    SparseVectorParams {
+                        index: None,
+                        modifier: Some(Modifier::Idf as i32),
+                    },
+                )]
+                .into(),
+            }),
+            shard_number: nonzero(self.layout.shard_number),
+            replication_factor: nonzero(self.layout.replication_factor),
+            write_consistency_factor: nonzero(self.layout.write_consistency_factor),
+            ..Default::default()
+        };
+        let client = self.client.clone();
+        let created = self.run(async move { client.create_collection(request).await });
+        if let Err(e) = created {
+            // Another process may have created it in the meantime.
+            let client = self.client.clone();
+            let again = name.clone();
+            if self.run(async move { client.collection_exists(again).await })? {
+                return Ok(());
+            }
+            return Err(e);
+        }
+        tracing::info!(url = %self.target.url, collection = %name, dimension, "created the collection");
+        // A keyword index on `source` makes delete-by-source and source
+        // filters cheap once the collection is large.
+        let request = CreateFieldIndexCollection {
+            collection_name: name,
+            wait: Some(true),
+            field_name: "source".to_string(),
+            field_type: Some(FieldType::Keyword as i32),
+            ..Default::default()
+        };
+        let client = self.client.clone();
+        let response = self.run(async move { client.create_field_index(request).await })?;
+        self.check_applied(&response, "create the `source` index")
+    }
+
+    /// The `dense` vector size of the collection, checking that it has the
+    /// vectors GRACE writes, with the parameters GRACE needs (cosine, the
+    /// IDF modifier) and the configured layout: a collection that exists
+    /// with other parameters is a [`StoreError::ParametersDiffer`].
+    pub(super) fn check_collection(&self) -> Result<usize> {
+        let client = self.client.clone();
+        let name = self.target.collection.clone();
+        let info = self.run(async move { client.collection_info(name).await })?;
+        let params = info
+            .result
+            .and_then(|i| i.config)
+            .and_then(|c| c.params)
+            .ok_or_else(|| {
+                self.target
+                    .server("the server sent no collection parameters")
+            })?;
+        let dense = params
+            .vectors_config
+            .as_ref()
+            .and_then(|v| v.config.as_ref())
+            .and_then(|c| match c {
+                vectors_config::Config::ParamsMap(m) => m.map.get(DENSE_VECTOR),
+                vectors_config::Config::Params(_) => None,
+            });
+        let lexical = params
+            .sparse_vectors_config
+            .as_ref()
+            .and_then(|s| s.map.get(LEXICAL_VECTOR));
+        let (Some(dense), Some(lexical)) = (dense, lexical) else {
+            return Err(self.target.server(format!(
+                "the collection has no `{DENSE_VECTOR}` and `{LEXICAL_VECTOR}` vectors; it was not written by grace"
+            )));
+        };
+        let mut differences = Vec::new();
+        if dense.distance != Distance::Cosine as i32 {
+            let found = Distance::try_from(dense.distance)
+                .map(|d| d.as_str_name())
+                .unwrap_or("unknown");
+            differences.push(format!(
+                "`{DENSE_VECTOR}` uses distance {found}, grace needs Cosine"
+            ));
+        }
+        if lexical.modifier != Some(Modifier::Idf as i32) {
+            differences.push(format!(
+                "`{LEXICAL_VECTOR}` has no IDF modifier, which grace's lexical ranking needs"
+            ));
+        }
+        let layout = [
+            (
+                "qdrant.shard_number",
+                self.layout.shard_number,
+                params.shard_number,
+                "shards are fixed when a collection is created",
+            ),
+            (
+                "qdrant.replication_factor",
+                self.layout.replication_factor,
+                params.replication_factor.unwrap_or(1),
+                "change it on the server (PATCH /collections/NAME) or in the setting",
+            ),
+            (
+                "qdrant.write_consistency_factor",
+                self.layout.write_consistency_factor,
+                params.write_consistency_factor.unwrap_or(1),
+                "change it on the server (PATCH /collections/NAME) or in the setting",
+            ),
+        ];
+        for (key, wanted, found, how) in layout {
+            if wanted != 0 && wanted != found {
+                differences.push(format!(
+                    "{key} is {wanted} but the collection has {found} ({how}; 0 accepts what it has)"
+                ));
+            }
+        }
+        if !differences.is_empty() {
+            return Err(StoreError::ParametersDiffer {
+                path: self.target.location(),
+                differences: differences.join("; "),
+            });
+        }
+        Ok(dense.size as usize)
+    }
+}
+
+/// `Some(n)` for a setting given, `None` (the server's default) for 0.
+fn nonzero(n: u32) -> Option<u32> {
+    (n != 0).then_some(n)
+}
