@@ -13,6 +13,9 @@ pub mod load;
 pub mod manifest;
 pub mod walk;
 
+mod commit;
+mod prepare;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,16 +23,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
-use self::chunk::{Chunk, ChunkParams};
-use self::load::{Format, LoadError};
-use self::manifest::{EntryState, Manifest, SourceEntry};
+use self::chunk::Chunk;
+use self::manifest::{EntryState, Manifest};
 use crate::config::IngestConfig;
 use crate::embed::{EmbedError, Embedder};
 use crate::lexical::LexicalEncoder;
-use crate::store::retry::{RetryPolicy, with_retries};
-use crate::store::{ChunkPayload, ChunkPoint, StoreError, VectorStore, point_id};
+use crate::store::{StoreError, VectorStore};
 
 /// Version of how text becomes chunks and sparse vectors; part of the
 /// pipeline fingerprint, bumped when loaders, chunker or lexical encoding
@@ -41,9 +41,6 @@ const PIPELINE_VERSION: &str = "chunks-v2+lexical-v2";
 pub fn pipeline_model(pipeline: &str) -> &str {
     pipeline.split('|').next().unwrap_or_default()
 }
-
-/// Chunks embedded per call to the embedder (and per progress event).
-const PROGRESS_STEP: usize = 64;
 
 /// The loaders' limits from the ingest settings.
 pub fn limits(config: &IngestConfig) -> load::Limits {
@@ -463,244 +460,9 @@ impl Ingestor<'_> {
         report.embed_secs = run.embed_time.as_secs_f64();
         Ok(report)
     }
-
-    /// Deletes the points of `sources` and drops their entries, with the
-    /// same pending → flush → commit order as writing.
-    fn remove_sources(&self, run: &mut Run, sources: &[String]) -> Result<()> {
-        for source in sources {
-            if let Some(entry) = run.manifest.sources.get_mut(source) {
-                entry.state = EntryState::Pending;
-            }
-        }
-        run.manifest.save(self.manifest_path)?;
-        for source in sources {
-            self.retrying(&mut run.report, &mut |_| {}, || {
-                self.store.delete_by_source(source)
-            })?;
-        }
-        self.store.flush()?;
-        for source in sources {
-            run.manifest.sources.remove(source);
-        }
-        run.manifest.save(self.manifest_path)?;
-        run.changed_store = true;
-        Ok(())
-    }
-
-    /// Reads, hashes and chunks a file; `Ok(None)` when it is unchanged,
-    /// `Err(reason)` when it cannot be ingested.
-    fn prepare(
-        &self,
-        candidate: &walk::Candidate,
-        source: &str,
-        previous: Option<&SourceEntry>,
-        pipeline_changed: bool,
-    ) -> std::result::Result<Option<Prepared>, String> {
-        let path = &candidate.path;
-        let bytes = read_capped(path, self.config.max_file_bytes)?;
-        let hash = crate::durable::hex(&Sha256::digest(&bytes));
-        if let Some(prev) = previous
-            && prev.state == EntryState::Committed
-            && prev.content_hash == hash
-            && !pipeline_changed
-        {
-            return Ok(None);
-        }
-        let format = match Format::from_path(path) {
-            Some(f) => f,
-            None if candidate.explicit => Format::Text,
-            None => return Err("unsupported file type".into()),
-        };
-        let doc = load::load(&bytes, format, &limits(self.config))
-            .map_err(|e: LoadError| e.to_string())?;
-        let params = ChunkParams {
-            size: self.config.chunk_size,
-            overlap: self.config.chunk_overlap,
-        };
-        let chunks = chunk::chunk_sections(&doc.sections, params);
-        Ok(Some(Prepared {
-            source: source.to_string(),
-            path: path.clone(),
-            hash,
-            chunks,
-            title: doc.title,
-            existed: previous.is_some(),
-            bytes: 0,
-        }))
-    }
-
-    /// Writes the prepared files waiting in `run.group` (see the module
-    /// docs for the order); does nothing when there are none.
-    fn commit_group(&self, run: &mut Run, on_event: &mut dyn FnMut(IngestEvent<'_>)) -> Result<()> {
-        if run.group.is_empty() {
-            return Ok(());
-        }
-        let group = std::mem::take(&mut run.group);
-        run.group_chunks = 0;
-        run.changed_store = true;
-        let now = manifest::now();
-        let (manifest, report) = (&mut run.manifest, &mut run.report);
-        for p in group.iter() {
-            let entry = manifest
-                .sources
-                .entry(p.source.clone())
-                .or_insert_with(|| SourceEntry {
-                    content_hash: p.hash.clone(),
-                    point_ids: Vec::new(),
-                    state: EntryState::Pending,
-                    updated_at: now,
-                });
-            entry.state = EntryState::Pending;
-        }
-        manifest.save(self.manifest_path)?;
-
-        let texts: Vec<String> = group
-            .iter()
-            .flat_map(|p| {
-                p.chunks
-                    .iter()
-                    .map(|c| c.embedding_text(p.title.as_deref()))
-            })
-            .collect();
-        // Each chunk stands for an equal share of its file's bytes.
-        let shares: Vec<f64> = group
-            .iter()
-            .flat_map(|p| {
-                let share = p.bytes as f64 / p.chunks.len().max(1) as f64;
-                std::iter::repeat_n(share, p.chunks.len())
-            })
-            .collect();
-        let mut vectors = Vec::with_capacity(texts.len());
-        let (mut done, mut reported) = (0.0, 0.0);
-        for (batch, batch_shares) in texts
-            .chunks(PROGRESS_STEP)
-            .zip(shares.chunks(PROGRESS_STEP))
-        {
-            let t = Instant::now();
-            vectors.extend(self.embedder.embed(batch)?);
-            run.embed_time += t.elapsed();
-            done += batch_shares.iter().sum::<f64>();
-            let bytes = (done - reported).floor();
-            reported += bytes;
-            on_event(IngestEvent::Advanced {
-                bytes: bytes as u64,
-            });
-        }
-
-        let mut vectors = vectors.into_iter();
-        let mut texts = texts.into_iter();
-        let mut points = Vec::with_capacity(texts.len());
-        let mut ids_per_file = Vec::with_capacity(group.len());
-        for p in group.iter() {
-            self.retrying(report, on_event, || self.store.delete_by_source(&p.source))?;
-            let mut ids = Vec::with_capacity(p.chunks.len());
-            for (i, c) in p.chunks.iter().enumerate() {
-                let (Some(dense), Some(text)) = (vectors.next(), texts.next()) else {
-                    return Err(EmbedError::Model("fewer vectors than texts".into()).into());
-                };
-                let id = point_id(&p.source, i, &p.hash);
-                ids.push(id);
-                points.push(ChunkPoint {
-                    id,
-                    dense,
-                    lexical: self.lexical.encode_document(&text),
-                    payload: ChunkPayload {
-                        source: p.source.clone(),
-                        section: c.section.clone(),
-                        chunk_index: i,
-                        text: c.text.clone(),
-                        content_hash: p.hash.clone(),
-                        page: c.page,
-                    },
-                });
-            }
-            ids_per_file.push(ids);
-        }
-        report.chunks_written += points.len();
-        // Upserts are idempotent (deterministic ids): sending the batch
-        // again after a timeout that was in fact applied duplicates nothing.
-        self.retrying(report, on_event, || self.store.upsert(points.clone()))?;
-        self.store.flush()?;
-
-        for (p, ids) in group.iter().zip(ids_per_file) {
-            let n = ids.len();
-            manifest.sources.insert(
-                p.source.clone(),
-                SourceEntry {
-                    content_hash: p.hash.clone(),
-                    point_ids: ids,
-                    state: EntryState::Committed,
-                    updated_at: now,
-                },
-            );
-            let status = if p.existed {
-                report.updated += 1;
-                FileStatus::Updated
-            } else {
-                report.added += 1;
-                FileStatus::Added
-            };
-            on_event(IngestEvent::File {
-                path: &p.path,
-                status: &status,
-                chunks: n,
-            });
-        }
-        manifest.save(self.manifest_path)?;
-        Ok(())
-    }
-
-    /// Runs a store write under `ingest.store_retries`, telling `on_event`
-    /// of each retry and counting them in the report.
-    fn retrying<T>(
-        &self,
-        report: &mut IngestReport,
-        on_event: &mut dyn FnMut(IngestEvent<'_>),
-        write: impl FnMut() -> crate::store::Result<T>,
-    ) -> crate::store::Result<T> {
-        let policy = RetryPolicy::new(self.config.store_retries, self.config.store_retry_seconds);
-        with_retries(
-            policy,
-            &mut |r| {
-                report.store_retries += 1;
-                on_event(IngestEvent::StoreRetry {
-                    attempt: r.attempt,
-                    of: r.of,
-                    wait_secs: r.wait.as_secs_f64(),
-                    error: &r.error.to_string(),
-                });
-            },
-            write,
-        )
-    }
 }
 
 /// The `source` of a file: its canonical path as text.
 pub fn source_key(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-/// Reads at most `max` bytes of `path`: a file over it (or one that grows
-/// past it while it is read) is refused, without reading more than `max`
-/// + 1 bytes, whatever its size said a moment before.
-fn read_capped(path: &Path, max: u64) -> std::result::Result<Vec<u8>, String> {
-    use std::io::Read;
-    let too_large =
-        |len: u64| format!("too large: {len} bytes, over ingest.max_file_bytes = {max}");
-    let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
-    let len = file
-        .metadata()
-        .map_err(|e| format!("unreadable: {e}"))?
-        .len();
-    if len > max {
-        return Err(too_large(len));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("unreadable: {e}"))?;
-    if bytes.len() as u64 > max {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
 }
