@@ -16,9 +16,11 @@
 //! when `tools.runtime.allow_agent_create` ([`CreateTool`]).
 
 pub mod check;
+mod create_tool;
 pub mod mcp;
 pub mod sandbox;
 pub mod store;
+mod tool;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,18 +28,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub use self::create_tool::{CreateTool, spec_schema};
 use self::sandbox::{Host, Limits};
 pub use self::store::{AuditEntry, History, Store, StoreError, StoredTool};
-use super::{
-    Origin, Registrar, Tool, ToolError, ToolErrorKind, ToolOutput, ToolRegistry, ToolResult,
-};
-use crate::confidence::Factors;
+pub use self::tool::RuntimeTool;
+use super::{Registrar, Tool, ToolError, ToolErrorKind, ToolOutput, ToolRegistry};
 use crate::config::{Callers, Config, RuntimeToolsConfig, ToolPolicy};
 
 /// Prefix of run-time tools' registered names.
 pub const PREFIX: &str = "rt.";
-/// Bytes of a call's input (as JSON) at most.
-const MAX_INPUT_BYTES: usize = 65_536;
 
 /// What an admin (or the agent) gives to create or change a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -432,147 +431,6 @@ pub fn fetch_through(web_fetch: Arc<dyn Tool>) -> sandbox::FetchFn {
             ToolOutput::Data(v) => v,
             _ => Value::Null,
         })
-    })
-}
-
-/// A stored version as a registry tool.
-pub struct RuntimeTool {
-    name: String,
-    description: String,
-    input_schema: Value,
-    code: String,
-    version: u32,
-    status: String,
-    limits: Limits,
-    host: Host,
-}
-
-impl RuntimeTool {
-    /// Checks what a call's input can be checked for without a schema
-    /// validator: an object, bounded, with the schema's `required` keys.
-    fn check_input(&self, input: &Value) -> Result<(), ToolError> {
-        let invalid = |m: String| ToolError::new(&self.name, ToolErrorKind::InvalidInput, m);
-        let Some(obj) = input.as_object() else {
-            return Err(invalid("the input must be an object".to_string()));
-        };
-        let size = serde_json::to_string(input).map_or(usize::MAX, |s| s.len());
-        if size > MAX_INPUT_BYTES {
-            return Err(invalid(format!(
-                "the input is {size} bytes, over the {MAX_INPUT_BYTES} allowed"
-            )));
-        }
-        let required = self
-            .input_schema
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str);
-        for key in required {
-            if !obj.contains_key(key) {
-                return Err(invalid(format!("`{key}` is required")));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Tool for RuntimeTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn input_schema(&self) -> Value {
-        self.input_schema.clone()
-    }
-
-    fn origin(&self) -> Origin {
-        Origin::Runtime {
-            version: self.version,
-            status: self.status.clone(),
-        }
-    }
-
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
-        self.check_input(input)?;
-        let out = sandbox::run(&self.code, input, self.limits, &self.host)
-            .map_err(|e| ToolError::new(&self.name, e.kind, e.message))?;
-        Ok(ToolResult::ok(
-            ToolOutput::Data(out),
-            Vec::new(),
-            Factors::default(),
-        ))
-    }
-}
-
-/// `create_tool` for the agent (only when
-/// `tools.runtime.allow_agent_create`): creations are audited as `agent`,
-/// and a verified tool is registered at once (the agent's catalogue is
-/// built once a run, so it sees the tool from its next run on).
-pub struct CreateTool {
-    tools: Arc<RuntimeTools>,
-    registrar: Registrar,
-}
-
-impl Tool for CreateTool {
-    fn name(&self) -> &str {
-        "create_tool"
-    }
-
-    fn description(&self) -> &str {
-        "Create a JavaScript tool (`function run(input)`) verified on examples; once verified it is offered as rt.<name> from the next question on."
-    }
-
-    fn input_schema(&self) -> Value {
-        spec_schema()
-    }
-
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
-        let spec: ToolSpec = serde_json::from_value(input.clone()).map_err(|e| {
-            ToolError::new("create_tool", ToolErrorKind::InvalidInput, e.to_string())
-        })?;
-        let created = self
-            .tools
-            .create_in(&self.registrar, spec, Actor::Agent)
-            .map_err(|e| ToolError::new("create_tool", ToolErrorKind::Failed, e.to_string()))?;
-        let stored = &created.stored;
-        Ok(ToolResult::ok(
-            ToolOutput::Data(json!({
-                "tool": created.tool,
-                "version": stored.version,
-                "status": stored.status,
-                "quality": stored.quality,
-                "registered": created.registered,
-                "verification": stored.verification,
-            })),
-            Vec::new(),
-            Factors::default(),
-        ))
-    }
-}
-
-/// JSON schema of a [`ToolSpec`] (`create_tool`'s input everywhere).
-pub fn spec_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,47}$",
-                     "description": "registered as rt.<name>"},
-            "description": {"type": "string", "maxLength": check::MAX_DESCRIPTION_CHARS},
-            "input_schema": {"type": "object", "description": "JSON schema of the input (type object)"},
-            "code": {"type": "string",
-                     "description": "JavaScript defining function run(input) that returns a JSON value; grace.search(query, k) searches the knowledge base"},
-            "examples": {"type": "array", "minItems": 1, "maxItems": check::MAX_EXAMPLES,
-                         "items": {"type": "object",
-                                   "properties": {"input": {"type": "object"}, "expect": {}},
-                                   "required": ["input", "expect"]}}
-        },
-        "required": ["name", "description", "code", "examples"],
-        "additionalProperties": false
     })
 }
 

@@ -1,0 +1,171 @@
+//! The input schemas of GRACE's own MCP tools, and the check of a call's
+//! arguments against a tool's schema.
+
+use serde_json::{Value, json};
+
+/// Checks `args` against the subset of JSON Schema GRACE's schemas use:
+/// `required`, `additionalProperties: false`, and each property's `type`,
+/// `minLength`, `minimum`, `maximum`, `enum`.
+pub fn check_arguments(schema: &Value, args: &Value) -> std::result::Result<(), String> {
+    let Some(obj) = args.as_object() else {
+        return Err("arguments must be a JSON object".into());
+    };
+    let props = schema["properties"].as_object();
+    for field in schema["required"].as_array().into_iter().flatten() {
+        if let Some(f) = field.as_str()
+            && obj.get(f).is_none_or(Value::is_null)
+        {
+            return Err(format!("`{f}` is required"));
+        }
+    }
+    for (key, value) in obj {
+        let Some(spec) = props.and_then(|p| p.get(key)) else {
+            if schema["additionalProperties"] == json!(false) {
+                return Err(format!("unknown argument `{key}`"));
+            }
+            continue;
+        };
+        if value.is_null() {
+            continue;
+        }
+        let ok = match spec["type"].as_str() {
+            Some("string") => value.is_string(),
+            Some("integer") => value.is_i64() || value.is_u64(),
+            Some("number") => value.is_number(),
+            Some("boolean") => value.is_boolean(),
+            Some("array") => value.is_array(),
+            Some("object") => value.is_object(),
+            _ => true,
+        };
+        if !ok {
+            return Err(format!(
+                "`{key}` must be of type {}, got {value}",
+                spec["type"].as_str().unwrap_or("?")
+            ));
+        }
+        if let (Some(min), Some(s)) = (spec["minLength"].as_u64(), value.as_str())
+            && (s.trim().chars().count() as u64) < min
+        {
+            return Err(format!("`{key}` must not be empty"));
+        }
+        if let Some(n) = value.as_f64() {
+            if spec["minimum"].as_f64().is_some_and(|m| n < m) {
+                return Err(format!("`{key}` must be at least {}", spec["minimum"]));
+            }
+            if spec["maximum"].as_f64().is_some_and(|m| n > m) {
+                return Err(format!("`{key}` must be at most {}", spec["maximum"]));
+            }
+        }
+        if let Some(allowed) = spec["enum"].as_array()
+            && !allowed.contains(value)
+        {
+            return Err(format!(
+                "`{key}` must be one of {}",
+                Value::Array(allowed.clone())
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn ask_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "minLength": 1, "description": "the question"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": crate::config::MAX_RAG_SEARCH_LIMIT, "description": "passages retrieved"},
+            "asker": {"type": "string", "description": "who asks, shown to reviewers"},
+            "run_id": {"type": "string", "pattern": "^run_[0-9a-f]{32}$",
+                       "description": "continue a run that needs input (decision needs_input) with `reply`; `question` is then ignored"},
+            "reply": {"type": "string", "maxLength": crate::service::MAX_REPLY_CHARS,
+                      "description": "with run_id: the answer to the run's clarification question (absent: none, GRACE proceeds on its best assumption)"},
+            "session_id": {"type": "string", "pattern": "^(new|ses_[0-9a-f]{32})$",
+                           "description": "continue a conversation: the session_id an earlier ask returned, or \"new\" to start one; follow-ups are read against its earlier turns"}
+        },
+        "required": [],
+        "additionalProperties": false
+    })
+}
+
+pub(super) fn ingest_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                      "description": "files, folders or glob patterns on the server"},
+            "prune": {"type": "boolean", "description": "remove chunks of files gone from the folders"}
+        },
+        "required": ["paths"],
+        "additionalProperties": false
+    })
+}
+
+pub(super) fn list_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["pending", "claimed", "answered", "rejected", "expired", "cancelled"]},
+            "reviewer": {"type": "string", "description": "list as this reviewer (restricted escalations)"}
+        },
+        "additionalProperties": false
+    })
+}
+
+pub(super) fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "minimum": 1},
+            "reviewer": {"type": "string", "minLength": 1, "description": "a registered reviewer id"},
+            "text": {"type": "string", "minLength": 1, "description": "the answer in the reviewer's words"},
+            "option": {"type": "integer", "minimum": 1, "description": "the number of an offered option"},
+            "promote": {"type": "boolean", "description": "add the answer to the knowledge base"}
+        },
+        "required": ["id", "reviewer"],
+        "additionalProperties": false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_checked_against_the_schema() {
+        let s = ask_schema();
+        assert!(check_arguments(&s, &json!({"question": "why?"})).is_ok());
+        assert!(check_arguments(&s, &json!({"question": "why?", "limit": 3})).is_ok());
+        // `ask` takes a question or a run_id: the call checks which.
+        assert!(check_arguments(&s, &json!({})).is_ok());
+        assert_eq!(
+            check_arguments(&answer_schema(), &json!({"reviewer": "alice"})).unwrap_err(),
+            "`id` is required"
+        );
+        assert!(
+            check_arguments(&s, &json!({"question": 3}))
+                .unwrap_err()
+                .contains("type string")
+        );
+        assert!(
+            check_arguments(&s, &json!({"question": " "}))
+                .unwrap_err()
+                .contains("empty")
+        );
+        assert!(
+            check_arguments(&s, &json!({"question": "q", "limit": 0}))
+                .unwrap_err()
+                .contains("at least")
+        );
+        assert!(
+            check_arguments(&s, &json!({"question": "q", "x": 1}))
+                .unwrap_err()
+                .contains("unknown argument")
+        );
+        let l = list_schema();
+        assert!(
+            check_arguments(&l, &json!({"status": "lost"}))
+                .unwrap_err()
+                .contains("one of")
+        );
+    }
+}
