@@ -1,0 +1,95 @@
+//! Escalations past their time: settled by the next write, with the
+//! draft marked as not reviewed or the run cancelled.
+
+use chrono::Utc;
+use rusqlite::{OptionalExtension, Transaction};
+
+use super::ReviewQueue;
+use super::types::{Outcome, Resolution, Status, Viewer};
+use crate::exec::Decision;
+use crate::review::Result;
+use crate::review::db::{db_error, now_ms};
+
+impl ReviewQueue {
+    /// Settles escalations past their time, taking the write lock only when
+    /// an index lookup finds one due (every write settles them first).
+    pub(super) fn settle_due(&self) -> Result<()> {
+        let due = self.read(|conn| {
+            conn.query_row(
+                "SELECT 1 FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1 LIMIT 1",
+                [now_ms()],
+                |_| Ok(()),
+            )
+            .optional()
+            .map_err(db_error(&self.path))
+        })?;
+        if due.is_some() {
+            self.write(|_| Ok(()))?;
+        }
+        Ok(())
+    }
+
+    /// Settles every open escalation past its time: with
+    /// `auto_proceed_on_timeout` the asker gets the draft marked as not
+    /// reviewed (when there is a draft), otherwise the run is cancelled.
+    pub(super) fn expire_due(&self, tx: &Transaction<'_>) -> Result<()> {
+        let now = now_ms();
+        let due: Vec<i64> = {
+            let mut stmt = tx
+                .prepare("SELECT id FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1")
+                .map_err(db_error(&self.path))?;
+            stmt.query_map([now], |r| r.get(0))
+                .map_err(db_error(&self.path))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(db_error(&self.path))?
+        };
+        for id in due {
+            let e = self.load(tx, id, Viewer::Asker)?;
+            let draft = e.run.answer.as_ref().filter(|a| !a.abstained);
+            let resolution = match draft {
+                Some(_) if self.config.auto_proceed_on_timeout => {
+                    let mut report = e.run.clone();
+                    report.decision = Decision::Caveat;
+                    report.decided_by = Some("timeout".into());
+                    report.escalation = None;
+                    Resolution {
+                        outcome: Outcome::ProceededUnreviewed,
+                        decided_by: "timeout".into(),
+                        at: Utc::now(),
+                        note: Some(format!(
+                            "not reviewed: no reviewer answered within {:.0} s; this is GRACE's own low-confidence answer",
+                            (e.expires_at - e.created_at).num_milliseconds() as f64 / 1000.0
+                        )),
+                        report: Some(report),
+                        promoted: None,
+                    }
+                }
+                _ => Resolution {
+                    outcome: Outcome::Cancelled,
+                    decided_by: "timeout".into(),
+                    at: Utc::now(),
+                    note: Some(if self.config.auto_proceed_on_timeout {
+                        "no reviewer answered in time and there is no draft answer to proceed with"
+                            .into()
+                    } else {
+                        "no reviewer answered in time (review.auto_proceed_on_timeout is off)"
+                            .into()
+                    }),
+                    report: None,
+                    promoted: None,
+                },
+            };
+            let detail = resolution.note.clone().unwrap_or_default();
+            self.set_status(
+                tx,
+                &e,
+                Status::Expired,
+                Some(&resolution),
+                "timeout",
+                "expired",
+                &detail,
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,243 @@
+//! Reading escalations back: lists and pages, counts by status, one
+//! escalation, its audit log; and who may see which.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::ReviewQueue;
+use super::types::{AuditEntry, Escalation, ListFilter, Status, Viewer};
+use crate::review::db::{allowed_list, db_error, from_json, to_time};
+use crate::review::{Result, ReviewError};
+
+const COLUMNS: &str = "id, question, reason, request, run, collection, asker, allowed, status, \
+     claimed_by, created_at, updated_at, expires_at, resolution";
+
+impl ReviewQueue {
+    /// Escalations the viewer may see, newest first, optionally of one status.
+    pub fn list(&self, viewer: Viewer<'_>, status: Option<Status>) -> Result<Vec<Escalation>> {
+        self.list_page(
+            viewer,
+            &ListFilter {
+                status,
+                ..ListFilter::default()
+            },
+        )
+    }
+
+    /// One page of the escalations the viewer may see, newest first. The
+    /// filter, the visibility check and the page are SQL: only the rows
+    /// returned are read and decoded, however many are stored.
+    pub fn list_page(&self, viewer: Viewer<'_>, filter: &ListFilter) -> Result<Vec<Escalation>> {
+        let (sees_all, reviewer) = match viewer {
+            Viewer::Admin | Viewer::Asker => (true, None),
+            Viewer::Reviewer(r) => (false, Some(r)),
+            Viewer::Anyone => (false, None),
+        };
+        let limit = filter
+            .limit
+            .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        self.settle_due()?;
+        let rows = self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM escalations \
+                     WHERE (?1 IS NULL OR status = ?1) \
+                       AND (?2 = 0 OR status IN ('pending', 'claimed')) \
+                       AND (?3 = 1 OR allowed IS NULL \
+                            OR EXISTS (SELECT 1 FROM json_each(escalations.allowed) WHERE value = ?4)) \
+                       AND (?5 IS NULL OR id < ?5) \
+                     ORDER BY id DESC LIMIT ?6"
+                ))
+                .map_err(db_error(&self.path))?;
+            stmt.query_map(
+                params![
+                    filter.status.map(Status::as_str),
+                    filter.open_only,
+                    sees_all,
+                    reviewer,
+                    filter.before,
+                    limit
+                ],
+                raw_row,
+            )
+            .map_err(db_error(&self.path))?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(db_error(&self.path))
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let e = self.decode(row)?;
+            if visible(&e, viewer) {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many escalations have each status (every status, zeros
+    /// included), once those past their time are settled.
+    pub fn counts(&self) -> Result<Vec<(Status, u64)>> {
+        self.settle_due()?;
+        let found: Vec<(String, i64)> = self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT status, COUNT(*) FROM escalations GROUP BY status")
+                .map_err(db_error(&self.path))?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(db_error(&self.path))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(db_error(&self.path))
+        })?;
+        Ok(Status::ALL
+            .iter()
+            .map(|&status| {
+                let n = found
+                    .iter()
+                    .find(|(name, _)| name == status.as_str())
+                    .map_or(0, |(_, n)| u64::try_from(*n).unwrap_or(0));
+                (status, n)
+            })
+            .collect())
+    }
+
+    /// One escalation; a restricted one the viewer may not see is
+    /// [`ReviewError::NotFound`], exactly like a missing one.
+    pub fn get(&self, id: i64, viewer: Viewer<'_>) -> Result<Escalation> {
+        self.write(|tx| self.load(tx, id, viewer))
+    }
+
+    /// Every recorded transition of an escalation, oldest first.
+    pub fn log(&self, id: i64, viewer: Viewer<'_>) -> Result<Vec<AuditEntry>> {
+        self.write(|tx| {
+            self.load(tx, id, viewer)?;
+            let mut stmt = tx
+                .prepare(
+                    "SELECT at, actor, action, from_status, to_status, detail FROM audit \
+                     WHERE escalation_id = ?1 ORDER BY id",
+                )
+                .map_err(db_error(&self.path))?;
+            let rows = stmt
+                .query_map([id], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                })
+                .map_err(db_error(&self.path))?
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(db_error(&self.path))?;
+            rows.into_iter()
+                .map(|(at, actor, action, from, to, detail)| {
+                    Ok(AuditEntry {
+                        at: to_time(at),
+                        actor,
+                        action,
+                        from: from.map(|s| s.parse()).transpose()?,
+                        to: to.map(|s| s.parse()).transpose()?,
+                        detail,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    pub(super) fn load(
+        &self,
+        conn: &Connection,
+        id: i64,
+        viewer: Viewer<'_>,
+    ) -> Result<Escalation> {
+        let row = conn
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM escalations WHERE id = ?1"),
+                [id],
+                raw_row,
+            )
+            .optional()
+            .map_err(db_error(&self.path))?;
+        let not_found = || ReviewError::NotFound {
+            what: "escalation",
+            id: id.to_string(),
+        };
+        let e = self.decode(row.ok_or_else(not_found)?)?;
+        if visible(&e, viewer) {
+            Ok(e)
+        } else {
+            Err(not_found())
+        }
+    }
+
+    fn decode(&self, r: RawRow) -> Result<Escalation> {
+        let p = &self.path;
+        let what = |field: &str| format!("escalation {} {field}", r.id);
+        Ok(Escalation {
+            id: r.id,
+            question: r.question,
+            reason: r.reason,
+            request: from_json(p, &what("request"), &r.request)?,
+            run: from_json(p, &what("run"), &r.run)?,
+            collection: r.collection,
+            asker: r.asker,
+            allowed: allowed_list(p, r.allowed)?,
+            status: r.status.parse()?,
+            claimed_by: r.claimed_by,
+            created_at: to_time(r.created_at),
+            updated_at: to_time(r.updated_at),
+            expires_at: to_time(r.expires_at),
+            asker_waits_until: to_time(r.created_at)
+                + chrono::Duration::milliseconds(
+                    (self.config.asker_wait_seconds * 1000.0).min(i64::MAX as f64) as i64,
+                ),
+            resolution: r
+                .resolution
+                .map(|t| from_json(p, &what("resolution"), &t))
+                .transpose()?,
+        })
+    }
+}
+
+struct RawRow {
+    id: i64,
+    question: String,
+    reason: String,
+    request: String,
+    run: String,
+    collection: String,
+    asker: String,
+    allowed: Option<String>,
+    status: String,
+    claimed_by: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+    expires_at: i64,
+    resolution: Option<String>,
+}
+
+fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
+    Ok(RawRow {
+        id: r.get(0)?,
+        question: r.get(1)?,
+        reason: r.get(2)?,
+        request: r.get(3)?,
+        run: r.get(4)?,
+        collection: r.get(5)?,
+        asker: r.get(6)?,
+        allowed: r.get(7)?,
+        status: r.get(8)?,
+        claimed_by: r.get(9)?,
+        created_at: r.get(10)?,
+        updated_at: r.get(11)?,
+        expires_at: r.get(12)?,
+        resolution: r.get(13)?,
+    })
+}
+
+fn visible(e: &Escalation, viewer: Viewer<'_>) -> bool {
+    match (viewer, &e.allowed) {
+        (Viewer::Asker | Viewer::Admin, _) | (_, None) => true,
+        (Viewer::Reviewer(r), Some(list)) => list.iter().any(|a| a == r),
+        (Viewer::Anyone, Some(_)) => false,
+    }
+}

@@ -1,0 +1,237 @@
+//! The escalation queue: escalations, their transitions, the audit log,
+//! expiry, and waiting for an answer.
+//!
+//! This file holds the queue itself (its connection and write
+//! transactions), putting a run in it, and the status change and audit
+//! record every transition shares. The rest, one job per file:
+//!
+//! - `types`: the escalation and the values around it;
+//! - `lookup`: reading escalations back (lists, counts, one, the log);
+//! - `claim`: a reviewer taking and giving back an escalation;
+//! - `answer`: settling it (answer, reject, cancel), a redraft, promotion;
+//! - `expiry`: escalations past their time;
+//! - `wait`: an asker waiting for the answer.
+
+mod answer;
+mod claim;
+mod expiry;
+mod lookup;
+mod types;
+mod wait;
+
+pub use self::types::{
+    AuditEntry, Escalation, ListFilter, NewEscalation, Outcome, Resolution, ReviewAnswer, Status,
+    Viewer,
+};
+pub use self::wait::EscalationHandle;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+
+use super::db::{self, db_error, now_ms, to_json};
+use super::{Result, ReviewError, non_empty, plain_id};
+use crate::config::{Config, ReviewConfig, Thresholds};
+
+/// The durable escalation queue (and, in `review::messages`, reviewers,
+/// messages and shared context). Cheap to share: one connection behind a
+/// mutex; other processes use their own.
+pub struct ReviewQueue {
+    pub(super) path: PathBuf,
+    conn: Mutex<Connection>,
+    /// Derives the askers' handles (see `review/handle.rs`).
+    asker_key: super::handle::AskerKey,
+    config: ReviewConfig,
+    thresholds: Thresholds,
+    /// Bumped after every committed write: askers waiting in this process
+    /// wake on it instead of polling the database.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl ReviewQueue {
+    /// Opens the queue in the configured data folder (`review.sqlite3`).
+    pub fn open(config: &Config) -> Result<Self> {
+        Self::open_at(&config.review_db_path(), config)
+    }
+
+    /// Opens the queue in a given database file.
+    pub fn open_at(path: &Path, config: &Config) -> Result<Self> {
+        let conn = db::open(path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            asker_key: super::handle::AskerKey::load_or_create(path)?,
+            config: config.review.clone(),
+            thresholds: config.confidence.thresholds.clone(),
+            changes: tokio::sync::watch::Sender::new(0),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The asker's handle on escalation `id`: what a remote asker shows to
+    /// read it back (`GET /v1/escalations/{id}?handle=`).
+    pub fn asker_handle(&self, id: i64) -> String {
+        self.asker_key.handle(id)
+    }
+
+    /// Checks an asker's handle; a wrong one reads as "no such escalation",
+    /// so ids cannot be probed.
+    pub fn check_asker_handle(&self, id: i64, handle: &str) -> Result<()> {
+        if self.asker_key.verify(id, handle) {
+            Ok(())
+        } else {
+            Err(ReviewError::NotFound {
+                what: "escalation",
+                id: id.to_string(),
+            })
+        }
+    }
+
+    /// Runs `f` in a write transaction, after settling escalations that
+    /// are past their time (so every caller sees expiry when it is due).
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_error(&self.path))?;
+        self.expire_due(&tx)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(db_error(&self.path))?;
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(out)
+    }
+
+    /// Runs `f` on the connection without a write transaction: for lookups
+    /// that must not wait on writers (each request's token check).
+    pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        f(&self.lock())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (the
+        // transaction rolls back on drop), so a poisoned lock is usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts an escalated run in the queue and tells the reviewers (a
+    /// broadcast, or a message to each allowed reviewer).
+    pub fn escalate(&self, new: NewEscalation<'_>) -> Result<Escalation> {
+        let request = new.report.escalation.as_ref().ok_or_else(|| {
+            ReviewError::Invalid("only an escalated run can be put to reviewers".into())
+        })?;
+        non_empty("the asker", new.asker)?;
+        if let Some(allowed) = &new.allowed {
+            if allowed.is_empty() {
+                return Err(ReviewError::Invalid(
+                    "a restricted escalation needs at least one reviewer".into(),
+                ));
+            }
+            for r in allowed {
+                plain_id("a reviewer id", r)?;
+            }
+        }
+        let timeout = new
+            .timeout
+            .unwrap_or_else(|| Duration::from_secs_f64(self.config.escalation_ttl_seconds));
+        let id = self.write(|tx| {
+            let now = now_ms();
+            let expires = now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
+            tx.execute(
+                "INSERT INTO escalations (question, reason, request, run, collection, asker, allowed, \
+                 status, created_at, updated_at, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?8, ?9)",
+                params![
+                    new.report.question,
+                    request.reason,
+                    to_json(request),
+                    to_json(new.report),
+                    new.collection,
+                    new.asker,
+                    new.allowed.as_ref().map(to_json),
+                    now,
+                    expires
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+            let id = tx.last_insert_rowid();
+            self.audit(tx, id, new.asker, "escalated", None, Some(Status::Pending), &request.reason)?;
+            let body = format!("{}\n\nWhy: {}", new.report.question, request.reason);
+            let subject = format!("Escalation #{id} needs a reviewer");
+            match &new.allowed {
+                None => {
+                    super::db::insert_message(tx, &self.path, "grace", None, &subject, &body, Some(id))?;
+                }
+                Some(list) => {
+                    for r in list {
+                        super::db::insert_message(tx, &self.path, "grace", Some(r), &subject, &body, Some(id))?;
+                    }
+                }
+            }
+            Ok(id)
+        })?;
+        tracing::info!(id, "escalation queued for review");
+        self.get(id, Viewer::Asker)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn set_status(
+        &self,
+        tx: &Transaction<'_>,
+        e: &Escalation,
+        to: Status,
+        resolution: Option<&Resolution>,
+        actor: &str,
+        action: &str,
+        detail: &str,
+    ) -> Result<()> {
+        let claimed_by = match to {
+            Status::Pending => None,
+            _ => e.claimed_by.clone(),
+        };
+        tx.execute(
+            "UPDATE escalations SET status = ?2, claimed_by = ?3, resolution = COALESCE(?4, resolution), \
+             updated_at = ?5 WHERE id = ?1",
+            params![e.id, to.as_str(), claimed_by, resolution.map(to_json), now_ms()],
+        )
+        .map_err(db_error(&self.path))?;
+        self.audit(tx, e.id, actor, action, Some(e.status), Some(to), detail)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn audit(
+        &self,
+        tx: &Transaction<'_>,
+        id: i64,
+        actor: &str,
+        action: &str,
+        from: Option<Status>,
+        to: Option<Status>,
+        detail: &str,
+    ) -> Result<()> {
+        tx.execute(
+            "INSERT INTO audit (escalation_id, at, actor, action, from_status, to_status, detail) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                id,
+                now_ms(),
+                actor,
+                action,
+                from.map(Status::as_str),
+                to.map(Status::as_str),
+                detail
+            ],
+        )
+        .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+}
+
+fn conflict(id: i64, message: String) -> ReviewError {
+    ReviewError::Conflict { id, message }
+}
