@@ -45,9 +45,9 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 pub use self::elicit::MAX_ELICITATIONS;
-pub use self::schema::check_arguments;
 use self::schema::{answer_schema, ask_schema, ingest_schema, list_schema};
 use crate::config::Caller;
+pub use crate::tools::check_arguments;
 use crate::{
     config::Config,
     error::{Error, Result},

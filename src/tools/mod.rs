@@ -9,7 +9,9 @@
 //! that a timeout can be enforced whatever the tool does (a timed-out call's
 //! thread is left to finish and its result discarded).
 
+mod arguments;
 mod ask_user;
+mod assemble;
 pub mod mcp_client;
 pub mod outside;
 mod rag_search;
@@ -24,6 +26,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use self::arguments::check_arguments;
 pub use self::ask_user::{AskUser, Urgency, UserRequest};
 pub use self::rag_search::{RagSearch, Withheld};
 pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION, answer_language};

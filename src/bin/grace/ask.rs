@@ -4,41 +4,12 @@
 
 use std::io::IsTerminal;
 
-use clap::Args;
 use grace::config::Config;
 use grace::{EXIT_NEEDS_INPUT, EXIT_NOT_ANSWERED};
 use grace::{KnowledgeBase, OpenMode};
 
-use crate::cli::Cli;
+use crate::cli::{AskArgs, Cli};
 use crate::output;
-
-#[derive(Debug, Args)]
-pub struct AskArgs {
-    /// The question
-    pub question: String,
-    /// Passages retrieved [default: tools.rag_search.limit]
-    #[arg(short = 'k', long = "limit", value_name = "N")]
-    pub limit: Option<usize>,
-    /// Show every step with its confidence factors and weights
-    #[arg(long)]
-    pub trace: bool,
-    /// Never prompt: an escalation is printed and the exit code is 4
-    /// (the default when stdin or stdout is not a terminal, or with --json)
-    #[arg(long)]
-    pub no_input: bool,
-    /// When escalated, wait for a reviewer's answer (see `grace review`)
-    #[arg(long)]
-    pub wait: bool,
-    /// Seconds to wait with --wait [default: review.asker_wait_seconds]
-    #[arg(long, value_name = "SECONDS", requires = "wait")]
-    pub timeout: Option<f64>,
-    /// Only these reviewers may see the escalation (comma-separated ids)
-    #[arg(long, value_delimiter = ',', value_name = "IDS")]
-    pub reviewers: Vec<String>,
-    /// Your name, shown to reviewers
-    #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
-    pub asker: String,
-}
 
 /// Runs `grace ask`; the exit code (4 when escalated or declined, 3 when
 /// the agent's question found no one to answer it).

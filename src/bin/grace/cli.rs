@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 /// GRACE: knowledge-base question answering that knows when it does not know.
 #[derive(Debug, Parser)]
@@ -59,7 +59,7 @@ pub enum Command {
     /// Answer a question from the knowledge base, with citations and a
     /// confidence that decides: answer, caveat, escalate or decline
     /// (exit 4 when not answered)
-    Ask(crate::ask::AskArgs),
+    Ask(AskArgs),
     /// A conversation: one question a line in one session, so follow-ups
     /// ("and on sparc?") are read against the turns before. At a terminal
     /// it prompts; from a pipe it answers each line. /sources, /trace,
@@ -178,4 +178,33 @@ pub enum Command {
     },
     /// Print the effective configuration (defaults + file + environment)
     Config,
+}
+
+/// `grace ask`'s arguments (the command's help is on `Command::Ask`).
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question
+    pub question: String,
+    /// Passages retrieved [default: tools.rag_search.limit]
+    #[arg(short = 'k', long = "limit", value_name = "N")]
+    pub limit: Option<usize>,
+    /// Show every step with its confidence factors and weights
+    #[arg(long)]
+    pub trace: bool,
+    /// Never prompt: an escalation is printed and the exit code is 4
+    /// (the default when stdin or stdout is not a terminal, or with --json)
+    #[arg(long)]
+    pub no_input: bool,
+    /// When escalated, wait for a reviewer's answer (see `grace review`)
+    #[arg(long)]
+    pub wait: bool,
+    /// Seconds to wait with --wait [default: review.asker_wait_seconds]
+    #[arg(long, value_name = "SECONDS", requires = "wait")]
+    pub timeout: Option<f64>,
+    /// Only these reviewers may see the escalation (comma-separated ids)
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub reviewers: Vec<String>,
+    /// Your name, shown to reviewers
+    #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
+    pub asker: String,
 }

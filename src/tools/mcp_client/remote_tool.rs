@@ -128,7 +128,7 @@ impl Tool for RemoteTool {
             args.remove("question");
         }
         let forwarded = Value::Object(args.clone());
-        if let Err(problem) = crate::mcp::check_arguments(&self.schema, &forwarded) {
+        if let Err(problem) = crate::tools::check_arguments(&self.schema, &forwarded) {
             return Err(ToolError::new(
                 &self.name,
                 ToolErrorKind::InvalidInput,
