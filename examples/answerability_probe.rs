@@ -9,7 +9,7 @@
 //! cargo run --release --example answerability_probe -- ../shared/eval/debian-faq > probe.jsonl
 //! ```
 //!
-//! What it showed on debian-faq is in README.md (Evaluation).
+//! What it showed on debian-faq is in the book (Evaluation).
 
 use std::collections::HashSet;
 use std::path::PathBuf;

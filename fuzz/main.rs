@@ -1,7 +1,7 @@
 //! The AFL++ harness: `grace-fuzz TARGET` reads inputs from AFL++ (in
 //! persistent mode) and runs them through one target of
 //! [`targets`](targets.rs). Built and run by `scripts/fuzz`, which
-//! instruments only this crate and `grace`; see README.md, "Fuzzing".
+//! instruments only this crate and `grace`; see the book, "Fuzzing".
 
 #[path = "targets.rs"]
 mod targets;

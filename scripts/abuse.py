@@ -1,4 +1,4 @@
-"""Sends hostile requests of every class issue 15 names to a running
+"""Sends hostile requests of every class the security review names to a running
 `grace serve` for a while, with bounded concurrency, on loopback only, and
 reports what came back. Run by scripts/abuse, which starts the server and
 checks it afterwards.

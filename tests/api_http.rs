@@ -728,7 +728,7 @@ async fn shutdown_finishes_the_request_in_flight_and_refuses_new_ones() {
     assert_eq!(api.grace.runs().finished, 1);
 }
 
-/// Issue 15, finding 9: a shutdown waited for every request in flight,
+/// Security review: a shutdown waited for every request in flight,
 /// however long. Now it waits `server.shutdown_grace_seconds`, cancels the
 /// rest and flushes the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

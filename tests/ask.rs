@@ -127,7 +127,7 @@ fn answer_sentences(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The examples issue 29 was filed with, on the sample knowledge base: a
+/// The examples users' own words were first reported with, on the sample knowledge base: a
 /// draft a reviewer confirms, or an answer an asker reads, must read as an
 /// answer. Before, "Can I deploy to production on Fridays?" got "Your first
 /// deployment [1] A deployment to production requires ...", and "What does
@@ -195,9 +195,9 @@ fn a_code_no_source_mentions_is_said_so_and_not_answered() {
 /// knowledge base says nothing about payments or winter. A confident
 /// wrong answer is the worst outcome; with the weights fitted on GRACE's
 /// questions in users' words it is no longer silent. It is still answered
-/// with a caveat: no factor measured for issue 29 tells "about the same
+/// with a caveat: no factor measured for users' own words tells "about the same
 /// thing" from "answers it" here without hurting answerable questions
-/// asked in users' own words (README, "In users' own words").
+/// asked in users' own words (the book, "In users' own words").
 #[test]
 fn a_question_about_what_the_knowledge_base_never_names_is_not_answered_silently() {
     let data = tempfile::tempdir().unwrap();

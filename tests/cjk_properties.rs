@@ -1,4 +1,4 @@
-//! Property tests on arbitrary Unicode for the text paths that issue 31
+//! Property tests on arbitrary Unicode for the text paths that were
 //! taught Japanese, Chinese and Korean: the lexical encoder (CJK bigrams
 //! beside English words and identifiers), sentence splitting, word counts
 //! and chunking. Inputs mix CJK, its punctuation, ASCII, identifiers'

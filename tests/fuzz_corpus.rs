@@ -1,10 +1,10 @@
-//! Issue 15, fuzzing: replays the fuzzing seeds (`fuzz/seeds/`) and the
+//! Security review, fuzzing: replays the fuzzing seeds (`fuzz/seeds/`) and the
 //! inputs the AFL++ campaigns found interesting or crashing
 //! (`fuzz/corpus/`, written by `scripts/fuzz`) through the same targets
 //! the campaigns ran (`fuzz/targets.rs`): config YAML with environment
 //! overrides, the four loaders, the chunker, the lexical encoder, the plan
 //! and answer parsers, and the HTTP request bodies. None may panic. The
-//! long campaigns are not run here; see README.md, "Fuzzing".
+//! long campaigns are not run here; see the book, "Fuzzing".
 
 #[path = "../fuzz/targets.rs"]
 mod targets;

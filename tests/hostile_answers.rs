@@ -1,4 +1,4 @@
-//! Issue 15, finding 8: documents and model output are untrusted input to
+//! Security review: documents and model output are untrusted input to
 //! the answerer. Retrieved passages were pasted into the prompt as
 //! `[n] (label)` blocks, so a document could forge further numbered sources
 //! or carry instructions; an LLM plan could put literal `sources` into a

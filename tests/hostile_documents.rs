@@ -1,4 +1,4 @@
-//! Issue 15, finding 3: documents nested deeper than a thread's stack.
+//! Security review: documents nested deeper than a thread's stack.
 //! The HTML loader walked the DOM recursively: about 100,000 nested
 //! `<div>`s (half a megabyte, well under `ingest.max_file_bytes`) overflowed
 //! the stack of the thread that loaded them, an abort that took the whole

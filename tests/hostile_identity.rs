@@ -1,4 +1,4 @@
-//! Issue 15, finding 6: reviewer identity was a header (`X-Grace-Reviewer:
+//! Security review: reviewer identity was a header (`X-Grace-Reviewer:
 //! alice` made anyone alice, with one token shared by all reviewers), any
 //! caller could register or overwrite a reviewer, a reviewer token without
 //! an API key left every endpoint open while looking protected, and

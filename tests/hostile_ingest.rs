@@ -1,4 +1,4 @@
-//! Issue 15, finding 4: `/v1/ingest` and MCP `ingest` read any path the
+//! Security review: `/v1/ingest` and MCP `ingest` read any path the
 //! server could read (absolute paths, `..`, symbolic links out of a
 //! folder, a glob walked from `/`), and the text came back through search.
 //! Now remote callers name server paths only inside `ingest.allowed_roots`

@@ -1,4 +1,4 @@
-//! Issue 15, finding 10 (paths): error bodies and `/v1/status` showed the
+//! Security review: error bodies and `/v1/status` showed the
 //! server's internal paths (the data folder, the manifest, the model
 //! folder) to any client. Now a server-side failure's text goes to the log
 //! and the client gets its kind; the status leaves the paths out.

@@ -1,4 +1,4 @@
-//! Issue 15, finding 1: numbers from outside (a client's `limit`, a model's
+//! Security review: numbers from outside (a client's `limit`, a model's
 //! plan `timeout`) are bounded at the edge. Before, an ask for 10^12
 //! passages overflowed `limit * 2` on the wider retry, an ask for 60 made
 //! that retry's search invalid (120 > 100), and a plan step's

@@ -1,4 +1,4 @@
-//! Issue 15, finding 2: text functions sliced by byte offsets, and one
+//! Security review: text functions sliced by byte offsets, and one
 //! non-ASCII letter before `.()` panicked (fixed with its own test in
 //! tests/identifiers.rs). These are property tests over generated hostile
 //! Unicode, for every text function a document or a question reaches: the

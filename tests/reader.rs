@@ -194,7 +194,7 @@ fn reranking_changes_the_order_when_the_reader_disagrees_with_the_fusion() {
     again.sort();
     assert_eq!(sorted, again);
     // Whether the reader's order is the better one is measured, not
-    // asserted here: with the fusion of issue 29 the page that says how
+    // asserted here: with the fusion fitted on users' own words the page that says how
     // long snapshots are kept is already first, and the small reader
     // GRACE ships (off by default) puts the overview above it
     // (models/reader/MODEL_CARD.md).

@@ -60,7 +60,7 @@ fn windows(chunks: &[ChunkPoint], n: usize) -> Vec<String> {
 /// more: [`windows`] of its text embedded by the same model, each under
 /// its own id and source.
 fn sample_and_filler(dir: &std::path::Path, filler: usize) -> Vec<ChunkPoint> {
-    // The sample's text documents only: the figures README gives for the
+    // The sample's text documents only: the figures the book gives for the
     // quantisations were measured on them, before the sample had a PDF, a
     // Word file and a man page.
     let mut config = common::config(&dir.join("sample"));
@@ -93,7 +93,7 @@ fn sample_and_filler(dir: &std::path::Path, filler: usize) -> Vec<ChunkPoint> {
 /// `quantization` with the graph walked wide (`hnsw_ef` 512 of ~8,000
 /// points): what is measured is the quantisation and its rescoring, not
 /// the graph's approximation (the bench measures that, as recall@10).
-/// Binary vectors are given the oversampling README advises for them (8).
+/// Binary vectors are given the oversampling the book advises for them (8).
 fn settings(quantization: Quantization) -> StorageConfig {
     let defaults = StorageConfig::default();
     StorageConfig {
@@ -157,7 +157,7 @@ fn quantised_search_returns_the_exact_top_five() {
                 assert_eq!(served, exact, "{quantization:?}: {q}");
             } else {
                 // One bit a dimension orders near-ties coarsely even with
-                // the candidates scored again (README: binary is for
+                // the candidates scored again (the book: binary is for
                 // memory, not for recall, with this 384-dimension model):
                 // the best passage stays first, the top 5 may swap one.
                 assert_eq!(served[0], exact[0], "{quantization:?}: {q}");

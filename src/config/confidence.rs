@@ -44,7 +44,7 @@ impl ConfidenceConfig {
 }
 
 /// Whether the reader is used (`confidence.reader`). Off by default: the
-/// shipped reader does not yet improve GRACE's figures (README, Evaluation).
+/// shipped reader does not yet improve GRACE's figures (the book, Evaluation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ReaderMode {
@@ -118,7 +118,7 @@ pub enum SelfCalibrationMode {
     Auto,
     /// Never fit on its own nor use a self-calibration (the default: on
     /// the evaluation sets a self-calibration is not yet better than the
-    /// shipped weights; README, "Self-calibration").
+    /// shipped weights; the book, "Self-calibration").
     #[default]
     Off,
 }

@@ -419,7 +419,7 @@ pub fn self_calibrate(
     // Recalibrated, not refitted: a full fit to questions built from the
     // sections' own words learns their quirks (every word of such a
     // question is in its section) and ranked the answers to people's
-    // questions worse (README, "Self-calibration").
+    // questions worse (the book, "Self-calibration").
     let (weights, cv) = fit::recalibrate(&samples, &kb.config().confidence.weights, FOLDS);
     let pairs = |scores: &mut dyn Iterator<Item = f64>| -> Vec<(f64, bool)> {
         scores.zip(&samples).map(|(p, s)| (p, s.y)).collect()

@@ -4,7 +4,7 @@
 //! answers, in the user's words rather than the section's, in the
 //! section's language. Questions built by fixed patterns share every word
 //! with their section, which makes them easier or harder than people's
-//! depending on the corpus (README, "Self-calibration"); a model's
+//! depending on the corpus (the book, "Self-calibration"); a model's
 //! paraphrase is the closer stand-in for a person.
 //!
 //! A reply that is no usable question (empty, several lines of prose, too

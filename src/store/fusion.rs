@@ -16,7 +16,7 @@
 //! questions in users' own words the lexical ranking's first place (a
 //! passage sharing common words) outweighed the dense ranking's. Measured
 //! on GRACE's training questions (`eval/users-words`, train split) and
-//! reported beside the evaluation sets in README ("In users' own words").
+//! reported beside the evaluation sets in the book ("In users' own words").
 
 use std::collections::HashMap;
 

@@ -64,7 +64,7 @@ fn a_restricted_escalation_is_invisible_to_reviewers_not_allowed() {
     assert_eq!(told("bob"), [Some(public.id)]);
 }
 
-/// Issue 15, finding 10: the reviewer page read and decoded every
+/// Security review: the reviewer page read and decoded every
 /// escalation ever stored on each 2 s poll. Now status, visibility and the
 /// page are SQL, and only the rows returned are decoded.
 #[test]

@@ -4,7 +4,7 @@
 //! a larger font than the body text. A PDF without any text (a scan) is an
 //! error, not an empty document.
 //!
-//! pdf_oxide was chosen over pdf-extract (README, "Formats"): on 31 damaged
+//! pdf_oxide was chosen over pdf-extract (the book, "Formats"): on 31 damaged
 //! copies of a Debian PDF pdf-extract panicked on 14 and read nothing of a
 //! truncated one; pdf_oxide read all of them, and it bounds decompression.
 
