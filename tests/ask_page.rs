@@ -20,7 +20,7 @@
 //!
 //! The tests save screenshots (an answer, a caveat, a waiting escalation and
 //! its answer, at 1280 and 360 px) under `$GRACE_SCREENSHOTS` (default: the
-//! build's temporary folder); README.md shows those of `docs/screenshots`.
+//! build's temporary folder); the book shows those of `docs/src/screenshots`.
 //!
 //! A confident wrong answer is the worst outcome: the page never shows an
 //! escalated run's draft as an answer, only a reviewer's.

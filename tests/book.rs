@@ -1,0 +1,385 @@
+//! The book (`docs/`) cannot drift from the code or break its links.
+//!
+//! - The configuration chapter's tables are generated from the config's own
+//!   doc comments (`src/config/*.rs`) and `Config::default()`: the test
+//!   fails when they differ, and `GRACE_BLESS=1 cargo test --test book`
+//!   writes them again.
+//! - Every relative link and image in the book, README.md, README.ja.md,
+//!   ARCHITECTURE.md and SECURITY.md points at a file that exists, and every
+//!   `#anchor` at a heading there; every chapter is in SUMMARY.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+// ---------------------------------------------------------------------------
+// Configuration tables
+
+/// A named field of a config struct: its key, type and doc comment.
+struct Field {
+    name: String,
+    ty: String,
+    doc: String,
+}
+
+/// The structs with named fields in `src/config/*.rs`, by name.
+fn config_structs() -> BTreeMap<String, Vec<Field>> {
+    let mut out = BTreeMap::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("src/config"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let Some(name) = lines[i]
+                .strip_prefix("pub struct ")
+                .and_then(|r| r.strip_suffix(" {"))
+            else {
+                i += 1;
+                continue;
+            };
+            let mut fields = Vec::new();
+            let (mut doc, mut skip) = (Vec::new(), false);
+            i += 1;
+            while i < lines.len() && lines[i] != "}" {
+                let line = lines[i].trim();
+                if let Some(d) = line.strip_prefix("///") {
+                    doc.push(d.trim().to_string());
+                } else if line.starts_with("#[") {
+                    skip |= line.contains("serde(skip)");
+                } else if let Some(field) = line.strip_prefix("pub ") {
+                    let (key, ty) = field.split_once(':').unwrap();
+                    if !skip {
+                        fields.push(Field {
+                            name: key.trim().to_string(),
+                            ty: ty.trim().trim_end_matches(',').to_string(),
+                            doc: doc.join(" "),
+                        });
+                    }
+                    (doc, skip) = (Vec::new(), false);
+                }
+                i += 1;
+            }
+            out.insert(name.to_string(), fields);
+        }
+    }
+    out
+}
+
+/// A doc comment as one table cell: links reduced to their text, pipes
+/// escaped.
+fn cell(doc: &str) -> String {
+    let mut out = String::new();
+    let mut rest = doc;
+    while let Some(start) = rest.find('[') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find(']') {
+            Some(end) => {
+                out.push_str(&after[..end]);
+                rest = &after[end + 1..];
+                // `[text](target)` or `[text]: …`: drop the target.
+                if let Some(target) = rest.strip_prefix('(') {
+                    rest = target.split_once(')').map_or("", |(_, r)| r);
+                }
+            }
+            None => {
+                out.push('[');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out.replace('|', "\\|")
+}
+
+fn default_cell(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) if s.is_empty() => "`\"\"`".into(),
+        serde_json::Value::String(s) => format!("`{s}`"),
+        serde_json::Value::Null => "none".into(),
+        other => format!("`{}`", other.to_string().replace('|', "\\|")),
+    }
+}
+
+/// The struct a field's type holds (`StorageConfig`, `Vec<McpServerConfig>`),
+/// if it is one of the config's, and whether it is a list or a map of them.
+fn nested<'a>(ty: &str, structs: &'a BTreeMap<String, Vec<Field>>) -> Option<(&'a str, &'a str)> {
+    let words: Vec<&str> = ty
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let inner = words.iter().rev().find(|w| structs.contains_key(**w))?;
+    let (name, _) = structs.get_key_value(*inner)?;
+    let shape = match words.first() {
+        Some(&"Vec") => "[]",
+        Some(&"BTreeMap") | Some(&"HashMap") => ".<name>",
+        _ => "",
+    };
+    Some((name.as_str(), shape))
+}
+
+fn rows(
+    prefix: &str,
+    fields: &[Field],
+    defaults: Option<&serde_json::Value>,
+    structs: &BTreeMap<String, Vec<Field>>,
+    out: &mut Vec<String>,
+) {
+    for f in fields {
+        let key = format!("{prefix}{}", f.name);
+        let value = defaults.and_then(|d| d.get(&f.name));
+        match nested(&f.ty, structs) {
+            Some((inner, "")) => rows(&format!("{key}."), &structs[inner], value, structs, out),
+            Some((inner, shape)) => {
+                let default = value.map_or("—".into(), default_cell);
+                out.push(format!("| `{key}` | {default} | {} |", cell(&f.doc)));
+                rows(
+                    &format!("{key}{shape}."),
+                    &structs[inner],
+                    None,
+                    structs,
+                    out,
+                );
+            }
+            None => {
+                let default = value.map_or("—".into(), default_cell);
+                out.push(format!("| `{key}` | {default} | {} |", cell(&f.doc)));
+            }
+        }
+    }
+}
+
+/// The generated part of the configuration chapter.
+fn config_tables() -> String {
+    let structs = config_structs();
+    let defaults = serde_json::to_value(grace::Config::default()).unwrap();
+    let mut out = vec![
+        "<!-- Generated from src/config/*.rs by tests/book.rs: edit the doc comments there, then run GRACE_BLESS=1 cargo test --test book. -->".to_string(),
+    ];
+    for section in &structs["Config"] {
+        let (inner, _) = nested(&section.ty, &structs).expect("a section is a struct");
+        out.push(String::new());
+        out.push(format!("## `{}`", section.name));
+        out.push(String::new());
+        out.push(cell(&section.doc));
+        out.push(String::new());
+        out.push("| key | default | what it does |".into());
+        out.push("| --- | --- | --- |".into());
+        rows(
+            &format!("{}.", section.name),
+            &structs[inner],
+            defaults.get(&section.name),
+            &structs,
+            &mut out,
+        );
+    }
+    out.join("\n") + "\n"
+}
+
+const BEGIN: &str = "<!-- config-tables:begin -->\n";
+const END: &str = "<!-- config-tables:end -->";
+
+#[test]
+fn the_configuration_chapter_is_the_configs_own_doc_comments() {
+    let path = root().join("docs/src/configuration.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find(BEGIN).expect("the begin marker") + BEGIN.len();
+    let end = text.find(END).expect("the end marker");
+    let generated = config_tables();
+    if std::env::var_os("GRACE_BLESS").is_some() {
+        let updated = format!("{}{generated}{}", &text[..start], &text[end..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert!(
+        text[start..end] == generated,
+        "docs/src/configuration.md's tables differ from src/config/*.rs: run \
+         `GRACE_BLESS=1 cargo test --test book` and commit the result"
+    );
+    // Every key of the defaults has its row.
+    for key in [
+        "storage.data_dir",
+        "confidence.thresholds.silent",
+        "server.bind",
+    ] {
+        assert!(generated.contains(&format!("| `{key}` |")), "{key}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Links
+
+/// `text` without fenced code blocks and inline code.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            out.push('\n');
+            continue;
+        }
+        if fenced {
+            out.push('\n');
+            continue;
+        }
+        let mut inline = false;
+        for c in line.chars() {
+            if c == '`' {
+                inline = !inline;
+            } else if !inline {
+                out.push(c);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// mdBook's (and GitHub's) anchor of a heading.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            c if c.is_alphanumeric() || c == '_' || c == '-' => Some(c),
+            c if c.is_whitespace() => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A markdown file with `{{#include …}}` expanded.
+fn read_markdown(path: &Path) -> String {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut out = String::new();
+    for line in text.lines() {
+        match line
+            .trim()
+            .strip_prefix("{{#include ")
+            .and_then(|r| r.strip_suffix("}}"))
+        {
+            Some(included) => out.push_str(&read_markdown(&path.parent().unwrap().join(included))),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn anchors(path: &Path) -> BTreeSet<String> {
+    let text = read_markdown(path);
+    let mut fenced = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        if !fenced && line.starts_with('#') {
+            out.insert(slug(&line.trim_start_matches('#').replace('`', "")));
+        }
+    }
+    out
+}
+
+/// The targets of `[text](target)` and `![alt](target)` in `text`.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("](") {
+        let rest = &text[i + 2..];
+        if let Some(end) = rest.find(')') {
+            let target = rest[..end].split_whitespace().next().unwrap_or("");
+            out.push(target.to_string());
+        }
+    }
+    out
+}
+
+fn broken_links(file: &Path) -> Vec<String> {
+    let text = prose(&read_markdown(file));
+    let dir = file.parent().unwrap();
+    let mut broken = Vec::new();
+    for target in link_targets(&text) {
+        if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+        let to = if path.is_empty() {
+            file.to_path_buf()
+        } else {
+            dir.join(path)
+        };
+        if !to.exists() {
+            broken.push(format!("{}: {target} (no such file)", file.display()));
+            continue;
+        }
+        let markdown = to.extension().is_some_and(|e| e == "md");
+        if !anchor.is_empty() && markdown && !anchors(&to).contains(anchor) {
+            broken.push(format!("{}: {target} (no such heading)", file.display()));
+        }
+    }
+    broken
+}
+
+#[test]
+fn every_link_and_image_resolves_and_every_chapter_is_in_the_summary() {
+    let book = root().join("docs/src");
+    let mut chapters: Vec<PathBuf> = std::fs::read_dir(&book)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    chapters.sort();
+    assert!(chapters.len() >= 12, "{chapters:?}");
+    let summary = std::fs::read_to_string(book.join("SUMMARY.md")).unwrap();
+    for chapter in &chapters {
+        let name = chapter.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name == "SUMMARY.md" || summary.contains(&format!("]({name})")),
+            "{name} is not in SUMMARY.md"
+        );
+    }
+    let mut broken = Vec::new();
+    for file in chapters.iter().cloned().chain(
+        [
+            "README.md",
+            "README.ja.md",
+            "ARCHITECTURE.md",
+            "SECURITY.md",
+        ]
+        .iter()
+        .map(|f| root().join(f)),
+    ) {
+        broken.extend(broken_links(&file));
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_link_check_finds_a_broken_link() {
+    let dir = std::env::temp_dir().join(format!("grace-book-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("b.md"), "# Real heading\n").unwrap();
+    std::fs::write(
+        dir.join("a.md"),
+        "[ok](b.md#real-heading) [gone](c.md) [bad](b.md#nothing) `[code](x.md)`\n\
+         ```\n[fenced](y.md)\n```\n[web](https://example.com)\n",
+    )
+    .unwrap();
+    let broken = broken_links(&dir.join("a.md"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(broken.len(), 2, "{broken:?}");
+    assert!(broken[0].contains("c.md") && broken[1].contains("b.md#nothing"));
+    assert_eq!(slug("What `grace mcp` returns"), "what-grace-mcp-returns");
+}
