@@ -1,8 +1,9 @@
 //! Rendering results for people (plain text) and machines (`--json`).
 //!
-//! Every command prints through here; this module imports none of them.
-//! The shared pieces (JSON, paths, errors, numbers) are below, each kind of
-//! result has its file.
+//! Every command renders its results through here (a command prints only
+//! its prompts and one-line confirmations itself); this module imports none
+//! of the commands. The shared pieces (JSON, paths, errors, numbers) are
+//! below; each kind of result has its file.
 
 use std::error::Error as _;
 
