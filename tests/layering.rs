@@ -155,6 +155,8 @@ fn paths_after(text: &str, prefix: &str) -> Vec<String> {
 /// A tree of modules with the names each re-exports.
 struct Tree {
     modules: BTreeMap<String, PathBuf>,
+    /// Each module's code, read once ([`code`]).
+    code: BTreeMap<String, String>,
     /// (module, name) → the path it re-exports, absolute in the tree.
     reexports: BTreeMap<(String, String), String>,
 }
@@ -176,9 +178,10 @@ fn join(base: &str, rest: &str) -> String {
 impl Tree {
     fn new(src: &Path, skip: &str) -> Tree {
         let modules = modules(src, skip);
+        let code: BTreeMap<String, String> =
+            modules.iter().map(|(m, p)| (m.clone(), code(p))).collect();
         let mut reexports = BTreeMap::new();
-        for (name, path) in &modules {
-            let text = code(path);
+        for (name, text) in &code {
             for (at, _) in text.match_indices("use ") {
                 let head = text[..at].trim_end();
                 if !(head.ends_with("pub") || head.ends_with(')')) {
@@ -200,7 +203,11 @@ impl Tree {
                 }
             }
         }
-        Tree { modules, reexports }
+        Tree {
+            modules,
+            code,
+            reexports,
+        }
     }
 
     /// The module that defines what `path` (absolute) names.
@@ -228,13 +235,12 @@ impl Tree {
     /// Each module's dependencies within the tree.
     fn graph(&self) -> BTreeMap<String, BTreeSet<String>> {
         let mut graph = BTreeMap::new();
-        for (name, path) in &self.modules {
-            let text = code(path);
+        for (name, text) in &self.code {
             let mut deps = BTreeSet::new();
-            for p in paths_after(&text, "crate::") {
+            for p in paths_after(text, "crate::") {
                 deps.extend(self.resolve(&p));
             }
-            for p in paths_after(&text, "super::") {
+            for p in paths_after(text, "super::") {
                 deps.extend(self.resolve(&join(&parent_of(name), &p)));
             }
             deps.remove(name);
@@ -247,8 +253,10 @@ impl Tree {
     }
 }
 
-fn library() -> Tree {
-    Tree::new(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), "bin")
+/// The library's tree, read once for every test here.
+fn library() -> &'static Tree {
+    static LIBRARY: std::sync::OnceLock<Tree> = std::sync::OnceLock::new();
+    LIBRARY.get_or_init(|| Tree::new(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), "bin"))
 }
 
 fn binary() -> Tree {
@@ -457,10 +465,10 @@ fn inside_the_library_names_come_from_their_defining_module() {
         if name.is_empty() {
             continue;
         }
-        let text = code(path);
-        let mut paths = paths_after(&text, "crate::");
+        let text = &tree.code[name];
+        let mut paths = paths_after(text, "crate::");
         if !name.contains("::") {
-            paths.extend(paths_after(&text, "super::"));
+            paths.extend(paths_after(text, "super::"));
         }
         for p in paths {
             if root.contains(p.split("::").next().unwrap_or("")) {

@@ -67,4 +67,20 @@ mod tests {
         assert!(!SCRIPT.contains("innerHTML") && !SCRIPT.contains("outerHTML"));
         assert!(!SCRIPT.contains("insertAdjacentHTML") && !SCRIPT.contains("document.write"));
     }
+
+    #[test]
+    fn every_confidence_factor_has_its_words_in_both_languages() {
+        // The page's texts name the factors as the API does; one added to
+        // the confidence model needs its sentences here too (else the page
+        // falls back to the factor's bare name).
+        for factor in crate::confidence::Factor::ALL {
+            let name = serde_json::to_value(factor).unwrap();
+            let key = format!("      {}: [", name.as_str().unwrap());
+            assert_eq!(
+                SCRIPT.matches(&key).count(),
+                2,
+                "{key:?} in English and Japanese"
+            );
+        }
+    }
 }

@@ -100,7 +100,10 @@ pub fn calibrate(
 
 /// `grace calibrate --self` with a progress bar.
 fn self_calibrate(kb: &Arc<KnowledgeBase>, cli: &Cli) -> grace::Result<grace::selfcal::Outcome> {
-    let bar = count_bar(cli, "asking the knowledge base's own questions");
+    let bar = count_bar(
+        cli.quiet || cli.json,
+        "asking the knowledge base's own questions",
+    );
     let outcome = grace::selfcal::self_calibrate(kb, &mut |p| {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);

@@ -50,7 +50,7 @@ fn ingest(
     prune: bool,
     lines: bool,
 ) -> grace::Result<()> {
-    let bar = progress_bar(cli);
+    let bar = progress_bar(cli.quiet || cli.json);
     let (mut files, mut done) = (0, 0);
     let report = kb.ingest(
         paths,
@@ -93,7 +93,10 @@ fn ingest(
     }
     // With `confidence.self_calibration.mode: auto`, a knowledge
     // base that changed enough is fitted again.
-    let bar = count_bar(cli, "self-calibration: asking its own questions");
+    let bar = count_bar(
+        cli.quiet || cli.json,
+        "self-calibration: asking its own questions",
+    );
     let refit = grace::selfcal::after_ingest(kb, &mut |p| {
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);

@@ -3,13 +3,10 @@
 //! file only parses the arguments, draws the progress bar and prints the
 //! report.
 
-use std::io::IsTerminal;
-
 use clap::{Args, ValueEnum};
 use grace::Config;
 use grace::config::Backend;
 use grace::migrate::{MigrateEvent, MigrateOptions, MigrateReport, migrate};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Where `grace migrate` copies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,7 +52,10 @@ pub fn run(mut config: Config, args: &MigrateArgs, quiet: bool, json: bool) -> g
         batch_size: args.batch_size,
         replace: args.replace,
     };
-    let bar = progress_bar(quiet || json);
+    let bar = crate::progress::bar(
+        quiet || json,
+        "{spinner} [{bar:30}] {pos}/{len} chunks ({eta})  {wide_msg}",
+    );
     bar.set_message(format!("copying to {}", to.as_str()));
     let report = migrate(&config, to, &options, &mut |event| match event {
         MigrateEvent::Started { points } => bar.set_length(points as u64),
@@ -111,18 +111,4 @@ fn print_report(r: &MigrateReport) {
         }
         _ => println!("To use it: set storage.backend: edge (the default)."),
     }
-}
-
-fn progress_bar(hidden: bool) -> ProgressBar {
-    if hidden || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} chunks ({eta})  {wide_msg}")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
 }
