@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use grace::config::{Callers, Config, McpServerConfig, Strategy};
+use grace::config::{Callers, Config, McpServerConfig, Strategy, ToolOverride};
 use grace::tools::{Origin, ToolErrorKind, ToolOutput, ToolRegistry, mcp_client};
 use grace::{AskOptions, Grace};
 use serde_json::json;
@@ -27,7 +27,17 @@ fn fixture_server(url: &str) -> McpServerConfig {
         name: "fx".into(),
         url: Some(url.into()),
         exclude: vec!["secret_*".into()],
-        timeout_seconds: 1.0,
+        // Generous for the tools that answer (a loaded 2-core CI machine
+        // once took over 1 s for one), short for the one that hangs.
+        timeout_seconds: 20.0,
+        tools: [(
+            "hang".to_string(),
+            ToolOverride {
+                timeout_seconds: Some(1.0),
+                ..ToolOverride::default()
+            },
+        )]
+        .into(),
         retry_count: 0,
         connect_timeout_seconds: 5.0,
         reconnect_max_seconds: 1.0,
@@ -104,7 +114,8 @@ fn a_misbehaving_server_s_tools_fail_cleanly_and_come_back_after_it_does() {
     let r = registry.call("mcp.fx.rpc_error", &json!({}));
     assert_eq!(r.error_kind, Some(ToolErrorKind::InvalidInput), "{r:?}");
 
-    // A hanging tool times out at its own 1 s.
+    // A hanging tool times out at its own 1 s (its override of the
+    // server's 20 s).
     let started = Instant::now();
     let r = registry.call("mcp.fx.hang", &json!({}));
     assert_eq!(r.error_kind, Some(ToolErrorKind::Timeout), "{r:?}");
