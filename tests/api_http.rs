@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use grace::llm::{GenerateRequest, Generation, LlmClient};
-use grace::serve::{AppState, run};
 use grace::{Config, Grace};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -40,8 +39,7 @@ struct Api {
     base: String,
     http: reqwest::Client,
     grace: Grace,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    server: Option<tokio::task::JoinHandle<grace::Result<()>>>,
+    server: Option<common::TestServer>,
     _dir: tempfile::TempDir,
 }
 
@@ -65,18 +63,11 @@ impl Api {
             .ingest(vec![common::repo().join("examples/kb")], Default::default())
             .await
             .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let state = AppState::new(grace.clone());
-        let server = tokio::spawn(run(listener, state, async move {
-            let _ = rx.await;
-        }));
+        let server = common::serve(grace.clone()).await;
         Self {
-            base,
+            base: server.base.clone(),
             http: reqwest::Client::new(),
             grace,
-            stop: Some(tx),
             server: Some(server),
             _dir: dir,
         }
@@ -707,7 +698,7 @@ async fn shutdown_finishes_the_request_in_flight_and_refuses_new_ones() {
         (status, r.json::<Value>().await.unwrap())
     });
     wait_for_runs(&api, Duration::from_secs(2), |r| r["in_flight"] == 1).await;
-    api.stop.take().unwrap().send(()).unwrap();
+    let server = api.server.take().unwrap().begin_stop();
     tokio::time::sleep(Duration::from_millis(200)).await;
     // New work is refused: a new connection is not accepted at all (or,
     // on a kept-alive one, gets 503).
@@ -719,7 +710,6 @@ async fn shutdown_finishes_the_request_in_flight_and_refuses_new_ones() {
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["question"], "How do I rotate an API key SLOWLY?");
     // The server then stops by itself, with the store flushed.
-    let server = api.server.take().unwrap();
     tokio::time::timeout(Duration::from_secs(5), server)
         .await
         .expect("the server did not stop")
@@ -744,8 +734,7 @@ async fn shutdown_ends_within_the_grace_period_cancelling_what_still_runs() {
     });
     wait_for_runs(&api, Duration::from_secs(2), |r| r["in_flight"] == 1).await;
     let started = std::time::Instant::now();
-    api.stop.take().unwrap().send(()).unwrap();
-    let server = api.server.take().unwrap();
+    let server = api.server.take().unwrap().begin_stop();
     tokio::time::timeout(Duration::from_secs(10), server)
         .await
         .expect("the server did not stop")

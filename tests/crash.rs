@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use grace::ingest::manifest::{EntryState, Manifest};
 use grace::store::PayloadFilter;
-use grace::{KnowledgeBase, OpenMode};
 
 fn write_config(dir: &Path, data: &Path) -> PathBuf {
     let repo = common::repo();
@@ -78,12 +77,7 @@ fn run_with_kills(
 
 /// The manifest and, per source, the store's point count.
 fn snapshot(data: &Path) -> (Manifest, Vec<(String, usize)>, usize) {
-    let kb =
-        KnowledgeBase::with_embedder(common::config(data), common::embedder(), OpenMode::Existing)
-            .unwrap();
-    let manifest = Manifest::load(&kb.config().manifest_path())
-        .unwrap()
-        .unwrap();
+    let (kb, manifest) = common::open_existing(data);
     let counts = manifest
         .sources
         .keys()

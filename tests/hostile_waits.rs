@@ -151,9 +151,8 @@ async fn a_redraft_or_a_promotion_needs_a_free_permit_and_a_plain_answer_does_no
     let state = grace::serve::AppState::new(grace);
     // Something else holds the only permit.
     let busy = state.gate.permits.clone().try_acquire_owned().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, grace::serve::router(state)).await });
+    let server = common::serve_state(state).await;
+    let base = server.base.clone();
     let http = reqwest::Client::new();
     let answer = |id: i64, body: Value| {
         http.post(format!("{base}/v1/review/escalations/{id}/answer"))

@@ -6,7 +6,6 @@ mod common;
 
 use std::collections::HashMap;
 
-use grace::serve::{AppState, run};
 use grace::store::StoreError;
 use grace::store::retry::{RetryPolicy, with_retries};
 use grace::{Config, Grace};
@@ -19,7 +18,7 @@ const KEY: &str = "metrics-test-key";
 struct Server {
     base: String,
     http: reqwest::Client,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    _server: common::TestServer,
     _dir: tempfile::TempDir,
 }
 
@@ -37,16 +36,11 @@ impl Server {
             .ingest(vec![common::repo().join("examples/kb")], Default::default())
             .await
             .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(run(listener, AppState::new(grace), async move {
-            let _ = rx.await;
-        }));
+        let server = common::serve(grace).await;
         Self {
-            base,
+            base: server.base.clone(),
             http: reqwest::Client::new(),
-            _stop: tx,
+            _server: server,
             _dir: dir,
         }
     }

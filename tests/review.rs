@@ -599,15 +599,9 @@ fn redo_feedback_over_http_searches_again() {
         .build()
         .unwrap();
     let e: serde_json::Value = runtime.block_on(async {
-        let state = grace::serve::AppState::new(service);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!(
-            "http://{}/v1/review/escalations/{id}/answer",
-            listener.local_addr().unwrap()
-        );
-        tokio::spawn(async move { axum::serve(listener, grace::serve::router(state)).await });
+        let server = common::serve(service).await;
         let res = reqwest::Client::new()
-            .post(url)
+            .post(format!("{}/v1/review/escalations/{id}/answer", server.base))
             .bearer_auth(&alice)
             .json(&serde_json::json!({"text": "redo: change freeze and maintenance"}))
             .send()

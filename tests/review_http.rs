@@ -10,7 +10,6 @@ use grace::confidence::Level;
 use grace::exec::{CONFIRM_OPTION_PREFIX, Decision, NOT_ANSWERED_OPTION, RunReport};
 use grace::plan::PlanOrigin;
 use grace::review::{NewEscalation, ReviewQueue};
-use grace::serve::{AppState, router};
 use grace::tools::{Answer, Urgency, UserRequest};
 use serde_json::{Value, json};
 
@@ -52,6 +51,7 @@ fn escalated_run(question: &str) -> RunReport {
 struct Server {
     _dir: tempfile::TempDir,
     base: String,
+    _server: common::TestServer,
     queue: Arc<ReviewQueue>,
     http: reqwest::Client,
     /// Each reviewer's own token: the only thing that names a reviewer.
@@ -71,13 +71,11 @@ impl Server {
         for id in ["alice", "bob"] {
             tokens.insert(id.to_string(), common::reviewer(&queue, id, id));
         }
-        let state = AppState::new(grace);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, router(state)).await });
+        let server = common::serve(grace).await;
         Self {
             _dir: dir,
-            base,
+            base: server.base.clone(),
+            _server: server,
             queue,
             http: reqwest::Client::new(),
             tokens: std::sync::Mutex::new(tokens),

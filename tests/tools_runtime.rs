@@ -437,16 +437,8 @@ async fn http_creation_needs_the_admin_key() {
     config.server.api_key = SERVICE.into();
     config.server.admin_api_key = ADMIN.into();
     let g = common::service(config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(grace::serve::run(
-        listener,
-        grace::serve::AppState::new(g.clone()),
-        async move {
-            let _ = rx.await;
-        },
-    ));
+    let server = common::serve(g.clone()).await;
+    let base = server.base.clone();
     let http = reqwest::Client::new();
     let url = format!("{base}/v1/tools/runtime");
     let spec = serde_json::to_value(word_count(1)).unwrap();
@@ -520,8 +512,7 @@ async fn http_creation_needs_the_admin_key() {
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
-    let _ = tx.send(());
-    server.await.unwrap().unwrap();
+    server.stop().await;
 }
 
 /// The MCP admin tools over the protocol, with rmcp's client and a real

@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use grace::ingest::manifest::{EntryState, Manifest};
-use grace::serve::{AppState, run};
-use grace::{Grace, KnowledgeBase, OpenMode};
+use grace::Grace;
+use grace::ingest::manifest::EntryState;
 use serde_json::{Value, json};
 
 /// Long enough for a loaded 2-core machine; the figures printed are the
@@ -38,8 +37,7 @@ struct Server {
     base: String,
     http: reqwest::Client,
     runtime: tokio::runtime::Runtime,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    server: Option<tokio::task::JoinHandle<grace::Result<()>>>,
+    server: Option<common::TestServer>,
 }
 
 impl Server {
@@ -55,19 +53,11 @@ impl Server {
             .build()
             .unwrap();
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let server = runtime.spawn(run(listener, AppState::new(grace), async move {
-            let _ = rx.await;
-        }));
+        let server = runtime.block_on(common::serve(grace));
         Self {
-            base,
+            base: server.base.clone(),
             http: reqwest::Client::new(),
             runtime,
-            stop: Some(tx),
             server: Some(server),
         }
     }
@@ -126,11 +116,8 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
         if let Some(server) = self.server.take() {
-            let _ = self.runtime.block_on(server);
+            let _ = self.runtime.block_on(server.begin_stop());
         }
     }
 }
@@ -290,12 +277,7 @@ fn follower(tmp: &Path, data: &Path, docs: &Path) -> Child {
 
 /// Per source, its content hash and point ids; and the store's count.
 fn snapshot(data: &Path) -> (Vec<(String, String, Vec<u64>)>, usize) {
-    let kb =
-        KnowledgeBase::with_embedder(common::config(data), common::embedder(), OpenMode::Existing)
-            .unwrap();
-    let manifest = Manifest::load(&kb.config().manifest_path())
-        .unwrap()
-        .unwrap();
+    let (kb, manifest) = common::open_existing(data);
     assert!(
         manifest
             .sources

@@ -74,6 +74,15 @@ pub fn open(config: Config) -> KnowledgeBase {
     KnowledgeBase::with_embedder(config, embedder(), OpenMode::Create).unwrap()
 }
 
+/// The knowledge base already in `data` and its ingest manifest.
+pub fn open_existing(data: &Path) -> (KnowledgeBase, grace::ingest::manifest::Manifest) {
+    let kb = KnowledgeBase::with_embedder(config(data), embedder(), OpenMode::Existing).unwrap();
+    let manifest = grace::ingest::manifest::Manifest::load(&kb.config().manifest_path())
+        .unwrap()
+        .expect("the ingest's manifest");
+    (kb, manifest)
+}
+
 pub fn shared_eval() -> PathBuf {
     repo().join("../shared/eval")
 }
@@ -206,16 +215,18 @@ pub struct TestServer {
 
 /// Starts serving `grace` (stop it with [`TestServer::stop`]).
 pub async fn serve(grace: grace::Grace) -> TestServer {
+    serve_state(grace::serve::AppState::new(grace)).await
+}
+
+/// Starts serving `state`, for a test that prepares the state first (holds
+/// one of its permits, say). Dropping the server begins its shutdown.
+pub async fn serve_state(state: grace::serve::AppState) -> TestServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(grace::serve::run(
-        listener,
-        grace::serve::AppState::new(grace),
-        async move {
-            let _ = rx.await;
-        },
-    ));
+    let task = tokio::spawn(grace::serve::run(listener, state, async move {
+        let _ = rx.await;
+    }));
     TestServer {
         base: format!("http://127.0.0.1:{port}"),
         port,
@@ -227,8 +238,14 @@ pub async fn serve(grace: grace::Grace) -> TestServer {
 impl TestServer {
     /// Shuts the server down and waits for it (the store is flushed).
     pub async fn stop(self) {
+        self.begin_stop().await.unwrap().unwrap();
+    }
+
+    /// Signals the shutdown and returns at once; the task it gives back
+    /// ends when the server has stopped.
+    pub fn begin_stop(self) -> tokio::task::JoinHandle<grace::Result<()>> {
         let _ = self.stop.send(());
-        self.task.await.unwrap().unwrap();
+        self.task
     }
 }
 
