@@ -20,7 +20,7 @@
 //! trusted to act as every reviewer. Every result's structured content is
 //! a JSON object `{success, data, error, suggestions}` (`isError` when
 //! `success` is false); its text content is the gist for a model to read
-//! ([`brief`]): `ask`'s answer, citations, confidence and decision, or
+//! (`brief`): `ask`'s answer, citations, confidence and decision, or
 //! `rag_search`'s passages with source and score. `data` is that gist too,
 //! unless the call asks for `detail: full` (the whole run or tool result);
 //! arguments that do not match a tool's schema are a protocol error

@@ -1,7 +1,7 @@
 //! Copying a collection between the embedded store and a Qdrant server
 //! (`grace migrate --to qdrant`, and back with `--to edge`) without
 //! embedding anything again: every point is read with its dense and
-//! lexical vectors and its payload ([`VectorStore::scroll`]), written to
+//! lexical vectors and its payload ([`VectorStore::scroll`](crate::store::VectorStore::scroll)), written to
 //! the other store in batches (each retried under `ingest.store_retries`),
 //! and counted there at the end. The ingest manifest is copied too, so a
 //! later `grace ingest` on the other backend knows what it holds and only

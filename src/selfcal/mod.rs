@@ -51,7 +51,7 @@ pub const FOLDS: usize = 5;
 /// Nearest chunks looked at for near-duplicates of each withheld chunk.
 const NEAR_DUPLICATE_DEPTH: usize = 10;
 
-/// The general questions of [`OUT_OF_DOMAIN`].
+/// The general questions of `OUT_OF_DOMAIN`.
 pub fn out_of_domain_questions() -> Vec<&'static str> {
     OUT_OF_DOMAIN
         .lines()

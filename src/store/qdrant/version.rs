@@ -48,7 +48,7 @@ pub(super) fn parse_version(v: &str) -> Option<(u64, u64)> {
         .then_some((major, minor))
 }
 
-/// Checks a server's version: from the oldest tested one ([`OLDEST`]) to
+/// Checks a server's version: from the oldest tested one (`OLDEST`) to
 /// one minor version past the client's (Qdrant's own rule: minor versions
 /// at most one apart). `Ok(true)` for a tested version, `Ok(false)` for an
 /// accepted but untested one (worth a warning), an error otherwise.

@@ -435,7 +435,7 @@ pub fn fetch_through(web_fetch: Arc<dyn Tool>) -> sandbox::FetchFn {
 }
 
 /// Registers the stored tools and, when allowed, the agent's
-/// `create_tool` (called from [`super::extend`] when
+/// `create_tool` (called from `tools::assemble::extend` when
 /// `tools.runtime.enabled`).
 pub fn extend(
     registry: &ToolRegistry,

@@ -3,7 +3,7 @@
 //! configured search endpoint's results, which feed `web_fetch`). Both are
 //! off by default (`tools.web.fetch.enabled`, `tools.web.search.enabled`).
 //!
-//! Every request goes through [`client`]: the address policy of [`guard`]
+//! Every request goes through `client`: the address policy of [`guard`]
 //! (no loopback, private, link-local or metadata address unless
 //! `tools.web.allow_hosts` lists the host), redirects followed by hand and
 //! each checked, bodies read up to a limit, and `robots.txt`

@@ -1,7 +1,7 @@
 //! `robots.txt` (RFC 9309) for `web_fetch`, the rules: the group for GRACE's product token
 //! (the `User-Agent` before its `/`) or else `*` applies, and the longest
 //! matching `Allow`/`Disallow` rule decides (`Allow` on a tie). Fetching
-//! the file (under the same address policy) is [`super::client::Robots`]'s.
+//! the file (under the same address policy) is `client::Robots`'s.
 
 /// Bytes of a `robots.txt` read at most (the RFC's minimum is 500 KiB).
 pub const MAX_ROBOTS_BYTES: usize = 512 * 1024;
