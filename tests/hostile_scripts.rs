@@ -268,11 +268,16 @@ fn the_creation_check_refuses_escape_spellings_and_oversized_code() {
     assert!(tools.list().unwrap().is_empty());
 }
 
+/// The burning script's budget.
+const BUDGET: Duration = Duration::from_secs(4);
+
 #[test]
 fn grace_stays_responsive_while_a_script_burns_its_budget() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
-    c.tools.runtime.timeout_seconds = 1.5;
+    // The budget is long enough that the quick calls finish inside it even
+    // on a loaded machine: the test asserts their order, not their speed.
+    c.tools.runtime.timeout_seconds = BUDGET.as_secs_f64();
     let tools = RuntimeTools::open(&c, Host::default()).unwrap();
     let mut quick = spec("quick", "function run() { return 1; }");
     quick.examples = vec![Example {
@@ -292,7 +297,7 @@ fn grace_stays_responsive_while_a_script_burns_its_budget() {
         .unwrap();
     assert_eq!(burner.status, "verified");
     let policy = ToolPolicy {
-        timeout_seconds: 1.5,
+        timeout_seconds: BUDGET.as_secs_f64(),
         retry_count: 0,
         retry_delay_seconds: 0.0,
     };
@@ -304,22 +309,29 @@ fn grace_stays_responsive_while_a_script_burns_its_budget() {
     let started = Instant::now();
     let burning = std::thread::spawn(move || r.call("rt.burner", &json!({"burn": true})));
     std::thread::sleep(Duration::from_millis(100));
+    // Five quick calls, each answered while the burner still burns.
     for _ in 0..5 {
-        let t = Instant::now();
         let out = registry.call("rt.quick", &json!({}));
         assert!(out.success, "{out:?}");
         assert_eq!(out.output, ToolOutput::Data(json!(1)));
-        assert!(
-            t.elapsed() < Duration::from_millis(500),
-            "{:?}",
-            t.elapsed()
-        );
     }
-    assert!(started.elapsed() < Duration::from_millis(1_200));
+    assert!(
+        !burning.is_finished(),
+        "the quick calls waited for the burner ({:?})",
+        started.elapsed()
+    );
+    // The burner is stopped at its budget, not left running.
+    while !burning.is_finished() {
+        assert!(
+            started.elapsed() < BUDGET + Duration::from_secs(10),
+            "the burner ran past its budget"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let burnt = burning.join().unwrap();
     assert!(!burnt.success);
     assert_eq!(burnt.error_kind, Some(ToolErrorKind::Timeout), "{burnt:?}");
-    assert!(started.elapsed() < Duration::from_millis(2_500));
+    assert!(started.elapsed() >= BUDGET, "{:?}", started.elapsed());
 }
 
 #[test]
