@@ -61,9 +61,8 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
     if cli.json {
         output::run_report_with_review(&report, review_id);
     } else if let Some(id) = review_id {
-        println!(
-            "\nQueued for review as escalation #{id}: `grace answer {id}` shows the answer once a reviewer gives it."
-        );
+        println!();
+        output::queued_for_review(id);
     }
     if let (Some(id), true) = (review_id, args.wait) {
         let seconds = args

@@ -74,7 +74,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                 }
             }
             "/sources" => match &last {
-                Some(r) => sources(r),
+                Some(r) => output::cited_sources(r),
                 None => println!("No answer yet."),
             },
             "/trace" => match &last {
@@ -134,9 +134,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                         );
                     }
                     if let Some(id) = outcome.review_id {
-                        println!(
-                            "Queued for review as escalation #{id}: `grace answer {id}` shows the answer once a reviewer gives it."
-                        );
+                        output::queued_for_review(id);
                     }
                 }
                 waiting = outcome.run_id.clone();
@@ -167,31 +165,4 @@ fn read_line(input: &mut impl BufRead) -> grace::Result<Option<String>> {
         return Ok(Some(String::new()));
     }
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
-}
-
-fn sources(r: &RunReport) {
-    let cited = r
-        .answer
-        .as_ref()
-        .filter(|a| !a.abstained)
-        .map(|a| a.citations.as_slice())
-        .unwrap_or_default();
-    if cited.is_empty() {
-        println!("The last answer cites no sources.");
-        return;
-    }
-    for c in cited {
-        println!(
-            "[{}] {}{}",
-            c.number,
-            c.source
-                .as_deref()
-                .map(output::display_path)
-                .unwrap_or_else(|| "(no source)".into()),
-            c.section
-                .as_deref()
-                .map(|s| format!(" — {s}"))
-                .unwrap_or_default()
-        );
-    }
 }

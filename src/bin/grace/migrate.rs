@@ -1,12 +1,12 @@
 //! `grace migrate --to qdrant|edge`: copies the embedded collection to a
 //! Qdrant server, or back (the work is [`grace::migrate::migrate`]); this
-//! file only parses the arguments, draws the progress bar and prints the
-//! report.
+//! file only parses the arguments and draws the progress bar (the report
+//! is printed by `output`).
 
 use clap::{Args, ValueEnum};
 use grace::Config;
 use grace::config::Backend;
-use grace::migrate::{MigrateEvent, MigrateOptions, MigrateReport, migrate};
+use grace::migrate::{MigrateEvent, MigrateOptions, migrate};
 
 /// Where `grace migrate` copies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,51 +64,8 @@ pub fn run(mut config: Config, args: &MigrateArgs, quiet: bool, json: bool) -> g
     });
     bar.finish_and_clear();
     let report = report?;
-    if json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
-            Err(e) => eprintln!("error: cannot render JSON: {e}"),
-        }
-    } else if !quiet {
-        print_report(&report);
+    if json || !quiet {
+        crate::output::json_or(json, &report, || crate::output::migrate_report(&report));
     }
     Ok(())
-}
-
-fn print_report(r: &MigrateReport) {
-    println!(
-        "Copied {} chunks ({} sources, {}-d vectors) from {} to {} in {:.1} s{}.",
-        r.points,
-        r.sources,
-        r.dimension,
-        r.from,
-        r.to,
-        r.seconds,
-        if r.replaced {
-            " (the old collection was deleted first)"
-        } else {
-            ""
-        }
-    );
-    if r.retries > 0 {
-        println!(
-            "{} write(s) failed for a moment and were tried again (writes are idempotent: nothing duplicated).",
-            r.retries
-        );
-    }
-    match &r.manifest {
-        Some(m) => println!("Manifest copied to {}.", m.display()),
-        None => {
-            println!("The source had no manifest: the next ingest writes every file once more.")
-        }
-    }
-    match r.to_backend {
-        "qdrant" => {
-            let url = r.to.split("/collections/").next().unwrap_or(&r.to);
-            println!(
-                "To use it: set storage.backend: qdrant and qdrant.url: {url} (or GRACE_STORAGE__BACKEND=qdrant GRACE_QDRANT__URL={url})."
-            );
-        }
-        _ => println!("To use it: set storage.backend: edge (the default)."),
-    }
 }

@@ -93,14 +93,6 @@ pub enum ReviewCommand {
     },
 }
 
-/// Prints a freshly issued token with how to use it.
-fn print_token(id: &str, token: &str) {
-    println!("token for {id} (shown only now; GRACE keeps only its hash):\n  {token}");
-    println!(
-        "give it to {id} over a private channel: it signs in on the reviewer page and is sent as `Authorization: Bearer <token>`"
-    );
-}
-
 /// Runs `grace review …` as reviewer `who` (from --as or GRACE_REVIEWER).
 pub fn run(
     config: &Config,
@@ -141,7 +133,7 @@ pub fn run(
             output::json_or(json, &out, || {
                 println!("registered reviewer {id} ({name})");
                 match &token {
-                    Some(t) => print_token(id, t),
+                    Some(t) => output::reviewer_token(id, t),
                     None => println!(
                         "{id} keeps their token; `grace review rotate {id}` issues a new one"
                     ),
@@ -151,15 +143,11 @@ pub fn run(
         ReviewCommand::Rotate { id } => {
             let token = queue.issue_token(id)?;
             let out = serde_json::json!({"id": id, "token": token});
-            output::json_or(json, &out, || print_token(id, &token));
+            output::json_or(json, &out, || output::reviewer_token(id, &token));
         }
         ReviewCommand::Reviewers => {
             let list = queue.reviewers()?;
-            output::json_or(json, &list, || {
-                for r in &list {
-                    println!("{:<16} {:<24} {}", r.id, r.name, r.description);
-                }
-            });
+            output::reviewers(&list, json);
         }
         ReviewCommand::List { status, all } => {
             let mut list = queue.list(viewer, *status)?;
@@ -295,18 +283,7 @@ fn redraft(
     json: bool,
 ) -> grace::Result<u8> {
     let e = grace::review::replan::redraft(config, queue, id, reviewer, hint)?;
-    output::json_or(json, &e, || {
-        println!(
-            "GRACE searched again with your hint (confidence {:.2}). New options:",
-            e.run.confidence
-        );
-        for (i, o) in e.request.options.iter().enumerate() {
-            println!("  {}. {o}", i + 1);
-        }
-        println!(
-            "\nAnswer with: grace review --as {reviewer} answer {id} --option N (or --text …)"
-        );
-    });
+    output::redraft(&e, reviewer, json);
     Ok(0)
 }
 
@@ -360,12 +337,7 @@ pub fn answer(
                     return Ok(0);
                 }
                 if let (true, Some(draft)) = (config.review.auto_proceed_on_timeout, draft) {
-                    println!(
-                        "Not reviewed: no reviewer answered within {:.0} s. GRACE's own low-confidence answer (the question stays open for reviewers until {}):\n\n{}",
-                        timeout.as_secs_f64(),
-                        e.expires_at.format("%Y-%m-%d %H:%M UTC"),
-                        draft.text
-                    );
+                    output::not_reviewed(&e, draft, timeout);
                     return Ok(0);
                 }
                 e

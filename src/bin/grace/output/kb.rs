@@ -1,8 +1,10 @@
 //! What the knowledge base holds and finds: ingest reports (one-off and
-//! `--watch` batches), search results, `grace status` and `grace config`.
+//! `--watch` batches), search results, `grace status`, `grace config` and
+//! `grace migrate`'s report.
 
 use grace::config::Quantization;
 use grace::ingest::IngestReport;
+use grace::migrate::MigrateReport;
 use grace::tools::stats::ToolUsage;
 use grace::{Config, Passage, Status};
 use serde::Serialize;
@@ -271,4 +273,43 @@ pub fn config(c: &Config, json: bool) -> grace::Result<()> {
         print!("{}", c.to_yaml()?);
     }
     Ok(())
+}
+
+/// What `grace migrate` copied, and how to use the copy.
+pub fn migrate_report(r: &MigrateReport) {
+    println!(
+        "Copied {} chunks ({} sources, {}-d vectors) from {} to {} in {:.1} s{}.",
+        r.points,
+        r.sources,
+        r.dimension,
+        r.from,
+        r.to,
+        r.seconds,
+        if r.replaced {
+            " (the old collection was deleted first)"
+        } else {
+            ""
+        }
+    );
+    if r.retries > 0 {
+        println!(
+            "{} write(s) failed for a moment and were tried again (writes are idempotent: nothing duplicated).",
+            r.retries
+        );
+    }
+    match &r.manifest {
+        Some(m) => println!("Manifest copied to {}.", m.display()),
+        None => {
+            println!("The source had no manifest: the next ingest writes every file once more.")
+        }
+    }
+    match r.to_backend {
+        "qdrant" => {
+            let url = r.to.split("/collections/").next().unwrap_or(&r.to);
+            println!(
+                "To use it: set storage.backend: qdrant and qdrant.url: {url} (or GRACE_STORAGE__BACKEND=qdrant GRACE_QDRANT__URL={url})."
+            );
+        }
+        _ => println!("To use it: set storage.backend: edge (the default)."),
+    }
 }

@@ -18,9 +18,14 @@ mod tools;
 pub use eval::{
     calibration, conversation_report, eval_report, self_calibration, self_calibration_note,
 };
-pub use kb::{config, ingest_report, passages, status, watch_batch};
-pub use review::{asker_view, audit, escalation, escalations, messages};
-pub use run::{human_decision, run_report, run_report_with_review};
+pub use kb::{config, ingest_report, migrate_report, passages, status, watch_batch};
+pub use review::{
+    asker_view, audit, escalation, escalations, messages, not_reviewed, redraft, reviewer_token,
+    reviewers,
+};
+pub use run::{
+    cited_sources, human_decision, queued_for_review, run_report, run_report_with_review,
+};
 pub use tools::{
     reflection, runtime_tool_created, runtime_tool_history, tool_list, tool_result, tool_usage,
 };

@@ -2,7 +2,7 @@
 //! reviewers' messages and what the asker sees.
 
 use grace::Passage;
-use grace::review::{AuditEntry, Escalation, Message, Outcome};
+use grace::review::{AuditEntry, Escalation, Message, Outcome, Reviewer};
 
 use super::run::print_citations;
 use super::{display_path, json_or, print_json, snippet, when};
@@ -210,4 +210,49 @@ pub fn asker_view(e: &Escalation, json: bool) {
             r.note.as_deref().unwrap_or("no reason given")
         ),
     }
+}
+
+/// A freshly issued token, with how to hand it over.
+pub fn reviewer_token(id: &str, token: &str) {
+    println!("token for {id} (shown only now; GRACE keeps only its hash):\n  {token}");
+    println!(
+        "give it to {id} over a private channel: it signs in on the reviewer page and is sent as `Authorization: Bearer <token>`"
+    );
+}
+
+/// `grace review reviewers`: a line each.
+pub fn reviewers(list: &[Reviewer], json: bool) {
+    json_or(json, &list, || {
+        for r in list {
+            println!("{:<16} {:<24} {}", r.id, r.name, r.description);
+        }
+    });
+}
+
+/// The new draft after a reviewer's hint, and how to answer it.
+pub fn redraft(e: &Escalation, reviewer: &str, json: bool) {
+    json_or(json, e, || {
+        println!(
+            "GRACE searched again with your hint (confidence {:.2}). New options:",
+            e.run.confidence
+        );
+        for (i, o) in e.request.options.iter().enumerate() {
+            println!("  {}. {o}", i + 1);
+        }
+        println!(
+            "\nAnswer with: grace review --as {reviewer} answer {} --option N (or --text …)",
+            e.id
+        );
+    });
+}
+
+/// `grace answer --wait` when no reviewer answered in time and
+/// `review.auto_proceed_on_timeout` lets GRACE's own draft through.
+pub fn not_reviewed(e: &Escalation, draft: &grace::tools::Answer, waited: std::time::Duration) {
+    println!(
+        "Not reviewed: no reviewer answered within {:.0} s. GRACE's own low-confidence answer (the question stays open for reviewers until {}):\n\n{}",
+        waited.as_secs_f64(),
+        e.expires_at.format("%Y-%m-%d %H:%M UTC"),
+        draft.text
+    );
 }

@@ -244,3 +244,38 @@ pub fn human_decision(r: &RunReport) {
         _ => println!("\nLeft escalated."),
     }
 }
+
+/// `/sources` in `grace chat`: what the last answer cites, a line each.
+pub fn cited_sources(r: &RunReport) {
+    let cited = r
+        .answer
+        .as_ref()
+        .filter(|a| !a.abstained)
+        .map(|a| a.citations.as_slice())
+        .unwrap_or_default();
+    if cited.is_empty() {
+        println!("The last answer cites no sources.");
+        return;
+    }
+    for c in cited {
+        println!(
+            "[{}] {}{}",
+            c.number,
+            c.source
+                .as_deref()
+                .map(display_path)
+                .unwrap_or_else(|| "(no source)".into()),
+            c.section
+                .as_deref()
+                .map(|s| format!(" — {s}"))
+                .unwrap_or_default()
+        );
+    }
+}
+
+/// The line that tells the asker where an escalated question went.
+pub fn queued_for_review(id: i64) {
+    println!(
+        "Queued for review as escalation #{id}: `grace answer {id}` shows the answer once a reviewer gives it."
+    );
+}
