@@ -64,8 +64,10 @@ pub fn run(mut config: Config, args: &MigrateArgs, quiet: bool, json: bool) -> g
     });
     bar.finish_and_clear();
     let report = report?;
-    if json || !quiet {
-        crate::output::json_or(json, &report, || crate::output::migrate_report(&report));
+    if json {
+        crate::output::print_json(&report);
+    } else if !quiet {
+        crate::output::migrate_report(&report);
     }
     Ok(())
 }
