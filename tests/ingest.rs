@@ -35,9 +35,7 @@ fn source(p: &Path) -> String {
 }
 
 fn manifest(kb: &KnowledgeBase) -> Manifest {
-    Manifest::load(&kb.config().manifest_path())
-        .unwrap()
-        .unwrap()
+    common::manifest(kb.config())
 }
 
 #[test]

@@ -16,9 +16,8 @@ use serde_json::json;
 const KEY: &str = "metrics-test-key";
 
 struct Server {
-    base: String,
     http: reqwest::Client,
-    _server: common::TestServer,
+    server: common::TestServer,
     _dir: tempfile::TempDir,
 }
 
@@ -38,16 +37,15 @@ impl Server {
             .unwrap();
         let server = common::serve(grace).await;
         Self {
-            base: server.base.clone(),
             http: reqwest::Client::new(),
-            _server: server,
+            server,
             _dir: dir,
         }
     }
 
     async fn post(&self, path: &str, body: serde_json::Value) -> StatusCode {
         self.http
-            .post(format!("{}{path}", self.base))
+            .post(format!("{}{path}", self.server.base))
             .bearer_auth(KEY)
             .json(&body)
             .send()
@@ -59,7 +57,7 @@ impl Server {
     async fn scrape(&self) -> Metrics {
         let r = self
             .http
-            .get(format!("{}/metrics", self.base))
+            .get(format!("{}/metrics", self.server.base))
             .bearer_auth(KEY)
             .send()
             .await
@@ -133,7 +131,7 @@ async fn metrics_are_behind_the_key_and_move_with_the_work() {
     // The same key as the rest of the API.
     let anonymous = server
         .http
-        .get(format!("{}/metrics", server.base))
+        .get(format!("{}/metrics", server.server.base))
         .send()
         .await
         .unwrap();

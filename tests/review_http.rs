@@ -50,8 +50,7 @@ fn escalated_run(question: &str) -> RunReport {
 
 struct Server {
     _dir: tempfile::TempDir,
-    base: String,
-    _server: common::TestServer,
+    server: common::TestServer,
     queue: Arc<ReviewQueue>,
     http: reqwest::Client,
     /// Each reviewer's own token: the only thing that names a reviewer.
@@ -74,8 +73,7 @@ impl Server {
         let server = common::serve(grace).await;
         Self {
             _dir: dir,
-            base: server.base.clone(),
-            _server: server,
+            server,
             queue,
             http: reqwest::Client::new(),
             tokens: std::sync::Mutex::new(tokens),
@@ -103,9 +101,10 @@ impl Server {
         who: Option<&str>,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let mut req = self
-            .http
-            .request(method.parse().unwrap(), format!("{}{path}", self.base));
+        let mut req = self.http.request(
+            method.parse().unwrap(),
+            format!("{}{path}", self.server.base),
+        );
         if let Some(w) = who {
             // Someone never registered presents a well-formed token GRACE
             // never issued.
@@ -229,7 +228,7 @@ async fn the_review_flow_over_http_with_every_error_status() {
         let http = s.http.clone();
         let url = format!(
             "{}/v1/escalations/{public}?wait=30&handle={}",
-            s.base,
+            s.server.base,
             s.queue.asker_handle(public)
         );
         tokio::spawn(async move {

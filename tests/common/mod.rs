@@ -74,12 +74,17 @@ pub fn open(config: Config) -> KnowledgeBase {
     KnowledgeBase::with_embedder(config, embedder(), OpenMode::Create).unwrap()
 }
 
+/// The ingest manifest of the collection `config` names.
+pub fn manifest(config: &Config) -> grace::ingest::manifest::Manifest {
+    grace::ingest::manifest::Manifest::load(&config.manifest_path())
+        .unwrap()
+        .expect("the ingest's manifest")
+}
+
 /// The knowledge base already in `data` and its ingest manifest.
 pub fn open_existing(data: &Path) -> (KnowledgeBase, grace::ingest::manifest::Manifest) {
     let kb = KnowledgeBase::with_embedder(config(data), embedder(), OpenMode::Existing).unwrap();
-    let manifest = grace::ingest::manifest::Manifest::load(&kb.config().manifest_path())
-        .unwrap()
-        .expect("the ingest's manifest");
+    let manifest = manifest(kb.config());
     (kb, manifest)
 }
 
@@ -120,9 +125,7 @@ pub fn ingest_sample(kb: &KnowledgeBase) -> grace::ingest::IngestReport {
 /// Every point id the ingest manifest records for the collection `config`
 /// names (on its backend), sorted.
 pub fn manifest_ids(config: &Config) -> Vec<u64> {
-    let manifest = grace::ingest::manifest::Manifest::load(&config.manifest_path())
-        .unwrap()
-        .expect("the ingest's manifest");
+    let manifest = manifest(config);
     let mut ids: Vec<u64> = manifest
         .sources
         .values()
