@@ -54,6 +54,8 @@ MAN_TRAIN = [
     "man1/gpg.1", "man1/zip.1", "man1/unzip.1", "man8/ss.8", "man8/lsof.8",
 ]
 MAN_ROOT = "/usr/share/man"
+PYTHON_DOC = "/usr/share/doc/python3.11/html"
+APACHE_DOC = "/usr/share/doc/apache2-doc/manual/en"
 
 # (manual, split, files, format). Formats: html, pod, text, man, info.
 MANUALS = [
@@ -72,6 +74,17 @@ MANUALS = [
     ("bash-reference", "dev", ["/usr/share/doc/bash-doc/bashref.html"], "html"),
     ("sed-faq", "dev", ["/usr/share/doc/sed/sedfaq.txt.gz"], "text"),
     ("coreutils", "dev", ["/usr/share/info/coreutils.info.gz"], "info"),
+    # Held-out corpora, one evaluation set each, for choosing the fusion by
+    # holding out one corpus at a time: another language's FAQ and
+    # reference, another project's manual, a database's SQL reference.
+    ("python-faq", "python", [f"{PYTHON_DOC}/faq/*.html"], "html"),
+    ("python-reference", "python", [f"{PYTHON_DOC}/reference/*.html"], "html"),
+    ("apache", "apache", [f"{APACHE_DOC}/{d}*.html" for d in
+                          ("", "howto/", "rewrite/", "ssl/", "vhosts/")], "html"),
+    ("sqlite", "sqlite", ["/usr/share/doc/sqlite3/faq.html",
+                          "/usr/share/doc/sqlite3/lang_*.html",
+                          "/usr/share/doc/sqlite3/pragma.html",
+                          "/usr/share/doc/sqlite3/cli.html"], "html"),
 ]
 # Debian packages the manuals come from (installed by scripts/build-users-words).
 PACKAGES = [
@@ -80,7 +93,7 @@ PACKAGES = [
     "mandoc", "apt", "dpkg", "openssh-client", "rsync", "tar", "findutils", "grep",
     "systemd", "iproute2", "mount", "util-linux", "passwd", "procps", "gzip",
     "curl", "less", "wget", "make", "tmux", "gnupg", "zip", "unzip", "coreutils",
-    "diffutils",
+    "diffutils", "python3.11-doc", "apache2-doc", "sqlite3-doc",
 ]
 # Git's configuration variables make up GRACE's own set eval/git-config;
 # PostgreSQL's release notes repeat one heading per release.
@@ -99,7 +112,10 @@ WANTED = {
     "perl-faq": 160, "fetchmail-faq": 30, "ffmpeg-faq": 25, "lsof-faq": 50,
     "xz-faq": 17, "zlib-faq": 23, "man-admin": 320,
     "bash-reference": 200, "sed-faq": 37, "coreutils": 200,
+    "python-faq": 70, "python-reference": 60, "apache": 130, "sqlite": 110,
 }
+# Every split: one evaluation set each.
+SPLITS = sorted({split for _, split, _, _ in MANUALS})
 # Share of a split's question sections left out of its corpus.
 HELD_OUT = 0.2
 
@@ -200,6 +216,9 @@ def load_sections():
                 name = f"{re.sub(r'[.]html$', '', os.path.basename(os.path.dirname(f)))}-{name}"
             if EXCLUDED_FILES.match(os.path.basename(f)):
                 continue
+            if fmt == "html" and html_lang(f) not in (None, "en"):
+                # apache2-doc's en/ folder holds a few pages only in Portuguese.
+                continue
             prefix = None
             if fmt == "pod":
                 found = pod_sections(read_text(f))
@@ -219,6 +238,8 @@ def load_sections():
                 prefix = html_title(manual, f)
             parent = None
             for index, (heading, body) in enumerate(found):
+                # Sphinx's and Apache's permalinks ("The raise statement ¶").
+                heading = heading.replace("\u00b6", "").strip()
                 heading = strip_numbering(re.sub(r"\s*#\s*TOC$", "", heading))
                 if fmt == "man" and heading.isupper():
                     parent = heading.title()
@@ -239,6 +260,12 @@ def load_sections():
                 count += 1
         print(f"users-words: {manual}: {len(files)} files, {count} sections", file=sys.stderr)
     return rows
+
+
+def html_lang(path):
+    """The language an HTML page declares (`<html lang="pt-br">`), if any."""
+    found = re.search(r'<html[^>]*\blang="([^"]+)"', read_text(path)[:4000])
+    return found.group(1).lower().split("-")[0] if found else None
 
 
 def patterns_index(path, patterns):
@@ -308,6 +335,8 @@ def cmd_sections(args):
 def cmd_batches(args):
     sections = read_jsonl(args.sections)
     chosen = choose(sections)
+    if args.manual:
+        chosen = [s for s in chosen if s["manual"] in args.manual]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     size = args.size
@@ -339,15 +368,26 @@ def cmd_build(args):
             q["_where"] = f"{path.name}:{n}"
             questions.append(q)
     # Which split a question belongs to: its section's, or (out of domain) its own.
+    # A question whose section is unknown (a manual whose installed version
+    # differs from the pinned one) is left out, with a warning; the committed
+    # splits are compared with what this gives (scripts/build-users-words).
+    split_of = {manual: split for manual, split, _, _ in MANUALS}
     problems = []
     for q in questions:
         if q.get("kind") == "out-of-domain":
-            if q.get("split") not in ("train", "dev"):
-                problems.append(f"{q['_where']}: an out-of-domain question needs split train|dev")
+            if q.get("split") not in SPLITS:
+                problems.append(f"{q['_where']}: an out-of-domain question needs split "
+                                + "|".join(SPLITS))
         elif q.get("section") not in sections:
-            problems.append(f"{q['_where']}: unknown section {q.get('section')!r}")
+            manual = str(q.get("section")).split("/")[0]
+            if split_of.get(manual) == args.split:
+                print(f"users-words: warning: {q['_where']}: unknown section "
+                      f"{q.get('section')!r} (the installed manual differs from the "
+                      "pinned one?); the question is left out", file=sys.stderr)
+            q["kind"] = "unknown-section"
     if problems:
         sys.exit("\n".join(problems[:50]))
+    questions = [q for q in questions if q.get("kind") != "unknown-section"]
     for split in [args.split]:
         rng = random.Random(f"{SEED}-{split}")
         qs = [q for q in questions
@@ -431,7 +471,7 @@ def cmd_check(args):
                 errors.append(f"{where}: unknown section {q.get('section')!r}")
             continue
         if q.get("kind") == "out-of-domain":
-            if q.get("split") not in ("train", "dev") or not q.get("question"):
+            if q.get("split") not in SPLITS or not q.get("question"):
                 errors.append(f"{where}: out-of-domain rows need split and question")
             continue
         for key in ("id", "section", "question", "style"):
@@ -473,10 +513,12 @@ def main():
     p.add_argument("--sections", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--size", type=int, default=60)
+    p.add_argument("--manual", action="append",
+                   help="only these manuals' sections (default: every manual)")
     p = sub.add_parser("build")
     p.add_argument("--sections", required=True)
     p.add_argument("--questions", required=True)
-    p.add_argument("--split", required=True, choices=["train", "dev"])
+    p.add_argument("--split", required=True, choices=SPLITS)
     p.add_argument("--out", required=True)
     p = sub.add_parser("check")
     p.add_argument("--sections", required=True)
