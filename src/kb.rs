@@ -239,7 +239,7 @@ impl KnowledgeBase {
             Some(v) => v.clone(),
             None => self
                 .answering
-                .embed(std::slice::from_ref(&passage.text))?
+                .embed(&[crate::text::blocks::unmarked(&passage.text)])?
                 .pop()
                 .unwrap_or_default(),
         };

@@ -57,11 +57,12 @@ fn every_document_format_is_found_under_its_own_headings() {
     assert_eq!(p.page, Some(2));
     assert!(p.text.contains("35 days"), "{p:?}");
 
-    // Word: headings from its styles, the table as rows.
+    // Word: headings from its styles, the two-column table as terms and
+    // their descriptions.
     let p = top(&kb, "Which cluster versions does Orbit 4.2 support?");
     assert_eq!(file_name(&p), "release-notes.docx", "{p:?}");
     assert_eq!(p.section, "Orbit 4.2 > Supported clusters");
-    assert!(p.text.contains("1.29 | until March 2027"), "{p:?}");
+    assert!(p.text.contains("1.29\n: until March 2027"), "{p:?}");
     assert_eq!(p.page, None);
 
     // The same notes as ODT, under the same headings.
@@ -76,7 +77,7 @@ fn every_document_format_is_found_under_its_own_headings() {
         .unwrap()
         .remove(0);
     assert_eq!(p.section, "Orbit 4.2 > Supported clusters");
-    assert!(p.text.contains("1.29 | until March 2027"), "{p:?}");
+    assert!(p.text.contains("1.29\n: until March 2027"), "{p:?}");
 
     // Man pages, plain and gzipped: NAME, OPTIONS, EXIT STATUS as sections.
     let p = top(

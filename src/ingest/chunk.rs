@@ -9,6 +9,7 @@
 //! fact that straddles a boundary is whole in at least one chunk.
 
 use super::load::Section;
+use crate::text::blocks::unmarked;
 use crate::text::{CJK_CHARS_PER_WORD, runs, sized_as_cjk};
 
 /// One piece of a document, ready to embed.
@@ -24,7 +25,8 @@ pub struct Chunk {
 
 impl Chunk {
     /// The text given to the embedder: the heading path as context, then the
-    /// chunk text.
+    /// chunk text without the marks loaders add for answers
+    /// ([`crate::text::blocks::unmarked`]).
     pub fn embedding_text(&self, title: Option<&str>) -> String {
         let mut context: Vec<&str> = Vec::new();
         if let Some(t) = title {
@@ -33,10 +35,11 @@ impl Chunk {
         if !self.section.is_empty() {
             context.push(&self.section);
         }
+        let text = unmarked(&self.text);
         if context.is_empty() {
-            self.text.clone()
+            text
         } else {
-            format!("{}\n{}", context.join(" > "), self.text)
+            format!("{}\n{}", context.join(" > "), text)
         }
     }
 }
@@ -113,6 +116,7 @@ struct Unit {
     parts: usize,
     tight: bool,
     paragraph_end: bool,
+    line_end: bool,
 }
 
 impl Unit {
@@ -122,6 +126,7 @@ impl Unit {
             parts: 0,
             tight,
             paragraph_end: false,
+            line_end: false,
         }
     }
 }
@@ -191,9 +196,19 @@ fn pieces(sentence: &str) -> Vec<Piece<'_>> {
 fn units(text: &str, max_parts: usize) -> Vec<Unit> {
     let mut out: Vec<Unit> = Vec::new();
     for paragraph in text.split("\n\n") {
-        let sentences = sentences(paragraph);
+        // A line break ends a sentence (`sentences` splits there too), and
+        // is kept in the chunk: list items, a term and its description
+        // stay on their lines for the answerer to read.
+        let sentences: Vec<(String, bool)> = paragraph
+            .split('\n')
+            .flat_map(|line| {
+                let s = sentences(line);
+                let n = s.len();
+                s.into_iter().enumerate().map(move |(i, s)| (s, i + 1 == n))
+            })
+            .collect();
         let n = sentences.len();
-        for (i, sentence) in sentences.into_iter().enumerate() {
+        for (i, (sentence, line_end)) in sentences.into_iter().enumerate() {
             // Sentences of a script without spaces follow each other
             // without one.
             let tight = i > 0
@@ -211,6 +226,7 @@ fn units(text: &str, max_parts: usize) -> Vec<Unit> {
                 unit.parts += piece.parts;
             }
             unit.paragraph_end = i + 1 == n;
+            unit.line_end = line_end;
             out.push(unit);
         }
     }
@@ -241,6 +257,8 @@ fn join(units: &[&Unit]) -> String {
         if i > 0 {
             out.push_str(if units[i - 1].paragraph_end {
                 "\n\n"
+            } else if units[i - 1].line_end {
+                "\n"
             } else if u.tight {
                 ""
             } else {
@@ -386,6 +404,17 @@ mod tests {
             },
         );
         assert_eq!(c, vec!["First para.\n\nSecond para."]);
+    }
+
+    #[test]
+    fn line_breaks_survive_inside_a_chunk() {
+        let params = ChunkParams {
+            size: 200,
+            overlap: 0,
+        };
+        let text =
+            "Commands:\npromote\n: Copy the release. Keep it.\n1. First step.\n2. Second step.";
+        assert_eq!(chunk_text(text, params), vec![text]);
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! paragraph into sentences (chunking, answering and grading share it);
 //! and what a "word" is in scripts written without spaces (Japanese,
 //! Chinese; Korean spaces its words but is bigrammed the same way).
+//! [`blocks`] reads the structure loaders keep in a text (terms with their
+//! descriptions, numbered lists, code) back into quotable blocks.
+
+pub mod blocks;
 
 /// The published pattern of a text that must not be blank: at least one
 /// character that is neither white space nor a control character.
@@ -125,16 +129,52 @@ pub fn is_cjk_punctuation(c: char) -> bool {
     )
 }
 
+/// Abbreviations that end in a full stop without ending the sentence
+/// ("e.g. Debian", "cf. RFC 822"), lowercased.
+const ABBREVIATIONS: &[&str] = &[
+    "e.g.", "i.e.", "cf.", "vs.", "viz.", "approx.", "incl.", "resp.", "esp.", "ca.", "fig.",
+    "figs.", "eq.", "sec.", "ch.", "vol.", "pp.", "p.", "no.", "nos.", "mr.", "mrs.", "ms.", "dr.",
+    "prof.", "st.", "jr.", "sr.", "inc.", "ltd.", "co.", "corp.", "u.s.", "a.k.a.",
+];
+
+/// The longest word [`abbreviation`] reads back (an abbreviation and the
+/// quote or bracket before it): a run without spaces ("a.a.a.…") costs
+/// this much at each of its full stops, not its whole length.
+const MAX_ABBREVIATION_CHARS: usize = 12;
+
+/// Whether the word that ends `upto` (ending in its full stop) is an
+/// abbreviation that does not end a sentence.
+fn abbreviation(upto: &[char]) -> bool {
+    let whole = upto.len() <= MAX_ABBREVIATION_CHARS + 1;
+    let upto = &upto[upto.len().saturating_sub(MAX_ABBREVIATION_CHARS + 1)..];
+    let word_start = match upto.iter().rposition(|c| c.is_whitespace()) {
+        Some(space) => space + 1,
+        // The sentence's first word.
+        None if whole => 0,
+        // No space within reach: a word this long is no abbreviation.
+        None => return false,
+    };
+    let word: String = upto[word_start..]
+        .iter()
+        .skip_while(|c| matches!(c, '(' | '[' | '"' | '\'' | '“' | '‘'))
+        .flat_map(|c| c.to_lowercase())
+        .collect();
+    ABBREVIATIONS.contains(&word.as_str())
+}
+
 /// The longest Japanese quotation that holds its sentence together, in
 /// characters: beyond it an unclosed `「` no longer does.
 const MAX_QUOTE_CHARS: usize = 200;
 
 /// Splits a paragraph after `.`, `!` or `?` (optionally followed by a
 /// closing quote or bracket) when whitespace and an upper-case letter, a
-/// digit, an opening quote or CJK text follow; after `。`, `！`, `？` or `．` (and a closing
+/// digit, an opening quote, a code span or CJK text follow, except after an
+/// abbreviation ("e.g.", "i.e.", "cf.") and inside a `` `code span` ``
+/// (a path, a URL or a version has no space after its dots, so it never
+/// ends one); after `。`, `！`, `？` or `．` (and a closing
 /// bracket) whatever follows, since Japanese and Chinese sentences run on
-/// without spaces, unless inside a `「…」` or `『…』` quote; a line break inside a paragraph also ends a sentence
-/// when the next line starts like a list item.
+/// without spaces, unless inside a `「…」` or `『…』` quote; and at a line
+/// break. Linear in the paragraph's length.
 pub fn sentences(paragraph: &str) -> Vec<String> {
     let chars: Vec<char> = paragraph.chars().collect();
     let mut out = Vec::new();
@@ -143,9 +183,15 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
     // Where the innermost open Japanese quote (「 or 『) opened: a full stop
     // inside a quote ends the quote's sentence, not the one around it.
     let mut quotes: Vec<usize> = Vec::new();
+    // Inside a `code span` opened in this sentence: its full stops end
+    // nothing (kept as the walk goes, so a long paragraph costs one pass).
+    let mut in_code = false;
     while i < chars.len() {
         let c = chars[i];
         let mut end = None;
+        if c == '`' {
+            in_code = !in_code;
+        }
         match c {
             '「' | '『' => quotes.push(i),
             '」' | '』' => {
@@ -187,7 +233,7 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
             if !marker {
                 end = Some(j);
             }
-        } else if matches!(c, '.' | '!' | '?') {
+        } else if matches!(c, '.' | '!' | '?') && !in_code && !abbreviation(&chars[start..=i]) {
             let mut j = i + 1;
             while j < chars.len() && matches!(chars[j], '"' | '\'' | ')' | ']' | '”' | '’') {
                 j += 1;
@@ -201,7 +247,7 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
                     || chars[k].is_uppercase()
                     || sized_as_cjk(chars[k])
                     || chars[k].is_ascii_digit()
-                    || matches!(chars[k], '"' | '“' | '(' | '*' | '-')
+                    || matches!(chars[k], '"' | '“' | '(' | '*' | '-' | '`')
                 {
                     end = Some(j);
                 }
@@ -216,6 +262,8 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
             }
             start = e;
             i = e;
+            // The walk goes on after `e`: a span it opens is open.
+            in_code = chars.get(e) == Some(&'`');
         }
         i += 1;
     }
@@ -282,6 +330,83 @@ mod tests {
             sentences("Run apt-get. 次に再起動します。Then reboot."),
             vec!["Run apt-get.", "次に再起動します。", "Then reboot."]
         );
+    }
+
+    #[test]
+    fn real_documentation_keeps_its_sentences_whole() {
+        let cases: &[(&str, &[&str])] = &[
+            // A command at the end of a sentence keeps its full stop, and a
+            // code span may start the next.
+            (
+                "To roll back, run `orbit rollback api --env production`. Orbit keeps 10 releases.",
+                &[
+                    "To roll back, run `orbit rollback api --env production`.",
+                    "Orbit keeps 10 releases.",
+                ],
+            ),
+            (
+                "Then run apt-get clean. `apt-get autoclean` removes only old files.",
+                &[
+                    "Then run apt-get clean.",
+                    "`apt-get autoclean` removes only old files.",
+                ],
+            ),
+            // Abbreviations.
+            (
+                "Use a mirror, e.g. Debian's own. Others work too, i.e. Any CDN. See cf. RFC 822.",
+                &[
+                    "Use a mirror, e.g. Debian's own.",
+                    "Others work too, i.e. Any CDN.",
+                    "See cf. RFC 822.",
+                ],
+            ),
+            (
+                "Tools (e.g. Apt and Aptitude) differ. They agree.",
+                &["Tools (e.g. Apt and Aptitude) differ.", "They agree."],
+            ),
+            // Versions, paths and URLs have no space after their dots.
+            (
+                "Python 3.11.2 is current. Edit /etc/apt/sources.list.d/x.list. Read https://www.debian.org/doc/. Then reboot.",
+                &[
+                    "Python 3.11.2 is current.",
+                    "Edit /etc/apt/sources.list.d/x.list.",
+                    "Read https://www.debian.org/doc/.",
+                    "Then reboot.",
+                ],
+            ),
+            (
+                "Upgrade to version 2.4. It fixes the bug in ~/.bashrc handling.",
+                &[
+                    "Upgrade to version 2.4.",
+                    "It fixes the bug in ~/.bashrc handling.",
+                ],
+            ),
+            // A full stop inside a code span ends nothing.
+            (
+                "Type `echo done. Exit` and press Enter. It prints.",
+                &["Type `echo done. Exit` and press Enter.", "It prints."],
+            ),
+        ];
+        for (paragraph, want) in cases {
+            assert_eq!(sentences(paragraph), *want, "{paragraph}");
+        }
+        assert_eq!(
+            sentences("E.g. Debian works. Done."),
+            ["E.g. Debian works.", "Done."]
+        );
+    }
+
+    #[test]
+    fn hostile_paragraphs_are_split_in_one_pass() {
+        // Full stops without spaces, open code spans and abbreviations by
+        // the hundred thousand: each would cost a scan back to the
+        // sentence's start if the splitter looked back.
+        let dots = "a.".repeat(200_000);
+        assert_eq!(sentences(&dots).len(), 1);
+        let code = format!("`{}", "x. Y ".repeat(100_000));
+        assert_eq!(sentences(&code).len(), 1);
+        let abbreviations = "e.g. X ".repeat(100_000);
+        assert_eq!(sentences(&abbreviations).len(), 1);
     }
 
     #[test]

@@ -52,10 +52,12 @@ pub fn rank(
         let texts: Vec<String> = candidates
             .iter()
             .map(|p| {
+                // As ingest embeds a chunk: without the answer's marks.
+                let text = crate::text::blocks::unmarked(&p.text);
                 if p.section.is_empty() {
-                    p.text.clone()
+                    text
                 } else {
-                    format!("{}\n{}", p.section, p.text)
+                    format!("{}\n{}", p.section, text)
                 }
             })
             .collect();

@@ -221,7 +221,10 @@ mod tests {
         let doc = load_any(&docx(&body, None), Format::Docx, &Limits::default()).unwrap();
         assert_eq!(
             outline(&doc),
-            [(vec!["Options"], "Option | Meaning\n-v | verbose\n\nAfter.")]
+            [(
+                vec!["Options"],
+                "Option\n: Meaning\n-v\n: verbose\n\nAfter."
+            )]
         );
     }
 

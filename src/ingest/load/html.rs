@@ -10,6 +10,8 @@
 use scraper::{ElementRef, Html, Node, Selector};
 
 use super::{Document, SectionBuilder};
+use crate::text::blocks::DESCRIPTION;
+use crate::text::word_count;
 
 const SKIPPED: &[&str] = &[
     "script", "style", "noscript", "template", "svg", "head", "nav", "iframe", "object", "canvas",
@@ -84,24 +86,66 @@ enum Work<N> {
     Node(N),
     /// A block element's children are done: end its paragraph.
     EndBlock,
+    /// A `<dt>`'s children are done: its description follows on the next line.
+    EndTerm,
+    /// A code element's children are done: close its span.
+    EndCode,
+    /// A `<pre>`'s children are done.
+    EndPre,
 }
+
+/// Elements whose short text is code (`` `orbit deploy` ``).
+const CODE: &[&str] = &["code", "kbd", "samp", "tt"];
+
+/// A code element's text of at most this many words is a code span.
+const MAX_CODE_WORDS: usize = 8;
 
 /// Depth-first over the document with a stack of its own, not the call
 /// stack: a page of 100,000 nested `<div>`s is as deep as html5ever builds
 /// it, and recursion that deep overflows a thread's stack (an abort, not a
-/// panic that ingest could report).
+/// panic that ingest could report). The structure an answer quotes is
+/// kept ([`crate::text::blocks`]): a `<dt>` and its `<dd>` as a term and
+/// its description, a two-cell table row likewise (wider rows as cells
+/// between ` | `), `<ol>` items numbered, `<ul>` items bulleted, short
+/// `<code>` as a code span.
 fn walk(root: ElementRef<'_>, builder: &mut SectionBuilder) {
     let mut stack: Vec<Work<_>> = root.children().rev().map(Work::Node).collect();
+    // Inside `<pre>`: code is not marked again.
+    let mut pre = 0usize;
+    // A `<dt>` just ended: a `<dd>` continues it.
+    let mut after_term = false;
     while let Some(work) = stack.pop() {
         let child = match work {
             Work::EndBlock => {
                 builder.paragraph_break();
                 continue;
             }
+            Work::EndTerm => {
+                builder.line_break();
+                after_term = true;
+                continue;
+            }
+            Work::EndCode => {
+                builder.push_text("`");
+                continue;
+            }
+            Work::EndPre => {
+                pre = pre.saturating_sub(1);
+                builder.paragraph_break();
+                continue;
+            }
             Work::Node(child) => child,
         };
         match child.value() {
-            Node::Text(t) => builder.push_text(t),
+            Node::Text(t) => {
+                if !t.trim().is_empty() {
+                    after_term = false;
+                    builder.push_text(t);
+                } else if !after_term {
+                    // White space between a `<dt>` and its `<dd>` is dropped.
+                    builder.push_text(t);
+                }
+            }
             Node::Element(e) => {
                 let name = e.name();
                 if SKIPPED.contains(&name) {
@@ -113,20 +157,98 @@ fn walk(root: ElementRef<'_>, builder: &mut SectionBuilder) {
                 if let Some(level) = heading_level(name) {
                     let title: String = child_el.text().collect();
                     builder.heading(level, &title);
+                    after_term = false;
                     continue;
                 }
-                let block = BLOCKS.contains(&name);
-                if block {
+                let continues_term = name == "dd" && std::mem::take(&mut after_term);
+                if continues_term {
+                    builder.push_text(DESCRIPTION);
+                    stack.push(Work::EndBlock);
+                } else if name == "dt" {
+                    builder.paragraph_break();
+                    stack.push(Work::EndTerm);
+                } else if name == "pre" {
+                    builder.paragraph_break();
+                    pre += 1;
+                    stack.push(Work::EndPre);
+                } else if BLOCKS.contains(&name) {
                     builder.paragraph_break();
                     stack.push(Work::EndBlock);
                 }
-                if matches!(name, "td" | "th") {
-                    builder.push_text(" ");
+                match name {
+                    "li" => builder.push_text(&item_marker(child_el)),
+                    "td" | "th" => builder.push_text(&cell_separator(child_el)),
+                    _ if CODE.contains(&name) && pre == 0 && is_code(child_el) => {
+                        builder.push_text("`");
+                        stack.push(Work::EndCode);
+                    }
+                    _ => {}
                 }
                 stack.extend(child.children().rev().map(Work::Node));
             }
             _ => {}
         }
+    }
+}
+
+/// Whether a code element's text makes a code span: short, one line, no
+/// backtick of its own.
+fn is_code(element: ElementRef<'_>) -> bool {
+    let text: String = element.text().collect();
+    !text.trim().is_empty()
+        && !text.contains('`')
+        && !text.trim().contains('\n')
+        && word_count(&text) <= MAX_CODE_WORDS
+}
+
+/// What starts a list item: `N. ` in an `<ol>` (counting from its
+/// `start`), `- ` in a `<ul>`, nothing elsewhere.
+fn item_marker(item: ElementRef<'_>) -> String {
+    let Some(list) = item.parent().and_then(ElementRef::wrap) else {
+        return String::new();
+    };
+    match list.value().name() {
+        "ol" => {
+            let start: u64 = list
+                .value()
+                .attr("start")
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(1);
+            let before = item
+                .prev_siblings()
+                .filter_map(ElementRef::wrap)
+                .filter(|e| e.value().name() == "li")
+                .count() as u64;
+            format!("{}. ", start.saturating_add(before))
+        }
+        "ul" => "- ".to_string(),
+        _ => String::new(),
+    }
+}
+
+/// What goes before a table cell: nothing before the first; in a two-cell
+/// row the second is the first's description; otherwise ` | `.
+fn cell_separator(cell: ElementRef<'_>) -> String {
+    let is_cell = |e: &ElementRef<'_>| matches!(e.value().name(), "td" | "th");
+    let before = cell
+        .prev_siblings()
+        .filter_map(ElementRef::wrap)
+        .filter(is_cell)
+        .count();
+    if before == 0 {
+        return " ".to_string();
+    }
+    let cells = before
+        + 1
+        + cell
+            .next_siblings()
+            .filter_map(ElementRef::wrap)
+            .filter(is_cell)
+            .count();
+    if cells == 2 {
+        format!("\n{DESCRIPTION}")
+    } else {
+        " | ".to_string()
     }
 }
 
@@ -368,8 +490,42 @@ mod tests {
         assert!(!all.contains("enable js") && !all.contains("Home"), "{all}");
         assert_eq!(doc.sections[0].text, "Intro bold text.");
         assert_eq!(doc.sections[1].headings, vec!["Install"]);
-        assert_eq!(doc.sections[1].text, "Run make.");
+        assert_eq!(doc.sections[1].text, "Run `make`.");
         assert_eq!(doc.sections[2].headings, vec!["Install", "From source"]);
-        assert_eq!(doc.sections[2].text, "one\n\ntwo");
+        assert_eq!(doc.sections[2].text, "- one\n\n- two");
+    }
+
+    #[test]
+    fn terms_tables_and_numbered_lists_keep_their_structure() {
+        let html = r#"<html><body><h1>Commands</h1>
+<dl><dt><code>promote</code></dt>
+<dd>Copy the release running on staging
+  to production.</dd>
+<dt>status</dt><dd>Show a service's release.</dd></dl>
+<table><tr><th>Option</th><th>Meaning</th></tr><tr><td><code>--env</code></td><td>The environment</td></tr></table>
+<table><tr><td>a</td><td>b</td><td>c</td></tr></table>
+<ol start="3"><li>Build the image.</li><li>Run <kbd>orbit deploy</kbd>.</li></ol>
+<pre><code>orbit rollback api
+</code></pre></body></html>"#;
+        let doc = load(html.as_bytes(), Format::Html, &Limits::default()).unwrap();
+        let text = &doc.sections[0].text;
+        assert_eq!(
+            text,
+            "`promote`\n: Copy the release running on staging\nto production.\n\nstatus\n: Show a service's release.\n\nOption\n: Meaning\n\n`--env`\n: The environment\n\na | b | c\n\n3. Build the image.\n\n4. Run `orbit deploy`.\n\norbit rollback api"
+        );
+        let blocks = crate::text::blocks::blocks(text);
+        let md: Vec<&str> = blocks.iter().map(|b| b.markdown.as_str()).collect();
+        assert_eq!(
+            md,
+            [
+                "`promote`: Copy the release running on staging to production.",
+                "**status**: Show a service's release.",
+                "**Option**: Meaning",
+                "`--env`: The environment",
+                "a | b | c",
+                "3. Build the image.\n4. Run `orbit deploy`.",
+                "orbit rollback api"
+            ]
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! macro expansion: the work is linear in the input.
 
 use super::{Document, SectionBuilder};
+use crate::text::blocks::DESCRIPTION;
 
 /// Requests and macros whose arguments are not text.
 const SILENT: &[&str] = &[
@@ -28,6 +29,8 @@ pub(super) fn load(text: &str) -> Document {
     let mut heading_next: Option<usize> = None;
     // `.TP`: the next text line is the tag of a tagged paragraph.
     let mut tag_next = false;
+    // After a tag: the next text starts its description.
+    let mut describe = false;
     // Inside `.de`/`.ig` … `..`: skipped.
     let mut skipping = false;
     for line in text.lines() {
@@ -36,19 +39,19 @@ pub(super) fn load(text: &str) -> Document {
             continue;
         }
         let Some(request) = line.strip_prefix(['.', '\'']) else {
-            let text = unescape(line);
             if let Some(level) = heading_next.take() {
-                out.heading(level, &text);
+                out.heading(level, &unescape(line));
             } else if tag_next {
                 tag_next = false;
                 out.paragraph_break();
-                out.push_text(&text);
+                out.push_text(&unescape(line));
                 out.push_text("\n");
-            } else if text.trim().is_empty() {
+                describe = true;
+            } else if unescape(line).trim().is_empty() {
                 out.paragraph_break();
+                describe = false;
             } else {
-                out.push_text(&text);
-                out.push_text(if fill { " " } else { "\n" });
+                push_running(&mut out, &code_spans(line), fill, &mut describe);
             }
             continue;
         };
@@ -79,40 +82,83 @@ pub(super) fn load(text: &str) -> Document {
                     out.heading(level, &unescape(&args.join(" ")));
                 }
                 tag_next = false;
+                describe = false;
             }
             "TP" => {
                 out.paragraph_break();
                 tag_next = true;
+                describe = false;
             }
             "IP" => {
-                out.paragraph_break();
-                if let Some(tag) = args.first().filter(|t| !t.is_empty()) {
-                    out.push_text(&unescape(tag));
-                    out.push_text("\n");
+                describe = false;
+                match args.first().map(|t| unescape(t)) {
+                    // A bullet or a number: an item of a list, on its own line.
+                    Some(tag) if matches!(tag.trim(), "•" | "-" | "*" | "o") => {
+                        out.line_break();
+                        out.push_text("- ");
+                    }
+                    Some(tag) if is_item_number(&tag) => {
+                        out.line_break();
+                        out.push_text(&format!("{}. ", tag.trim().trim_end_matches(['.', ')'])));
+                    }
+                    Some(tag) if !tag.trim().is_empty() => {
+                        out.paragraph_break();
+                        out.push_text(&tag);
+                        out.push_text("\n");
+                        describe = true;
+                    }
+                    _ => out.paragraph_break(),
                 }
             }
             "It" => {
                 out.paragraph_break();
+                describe = false;
                 let tag = mdoc_words(&args);
                 if !tag.is_empty() {
                     out.push_text(&unescape(&tag));
                     out.push_text("\n");
+                    describe = true;
                 }
             }
             "nf" | "EX" => fill = false,
             "fi" | "EE" => fill = true,
             "de" | "de1" | "am" | "ig" => skipping = true,
             "if" | "ie" | "el" | "while" => {}
-            _ if BREAKS.contains(&name) => out.paragraph_break(),
+            _ if BREAKS.contains(&name) => {
+                out.paragraph_break();
+                describe = false;
+            }
             _ if SILENT.contains(&name) => {}
             // Font macros (`.B`, `.BR`, `.IR` …) alternate fonts without
-            // spaces; others (mdoc's `.Nm`, `.Ar`, `.UR`) are words.
-            "B" | "I" | "SM" | "SB" => push_line(&mut out, &args.join(" "), fill, &mut tag_next),
-            "BR" | "RB" | "BI" | "IB" | "RI" | "IR" => {
-                push_line(&mut out, &args.concat(), fill, &mut tag_next)
+            // spaces; others (mdoc's `.Nm`, `.Ar`, `.UR`) are words. A bold
+            // line in running text is a command: code.
+            "B" if !tag_next => {
+                let words = unescape(&args.join(" "));
+                let text = if words.trim().is_empty() {
+                    words
+                } else {
+                    format!("`{}`", words.trim())
+                };
+                push_running(&mut out, &text, fill, &mut describe);
             }
-            "Fl" => push_line(&mut out, &flags(&args), fill, &mut tag_next),
-            _ => push_line(&mut out, &mdoc_words(&args), fill, &mut tag_next),
+            "B" | "I" | "SM" | "SB" => push_line(
+                &mut out,
+                &args.join(" "),
+                fill,
+                &mut tag_next,
+                &mut describe,
+            ),
+            "BR" | "RB" | "BI" | "IB" | "RI" | "IR" => {
+                push_line(&mut out, &args.concat(), fill, &mut tag_next, &mut describe)
+            }
+            "Fl" => push_line(&mut out, &flags(&args), fill, &mut tag_next, &mut describe),
+            _ => push_line(
+                &mut out,
+                &mdoc_words(&args),
+                fill,
+                &mut tag_next,
+                &mut describe,
+            ),
         }
     }
     out.finish(title)
@@ -150,8 +196,15 @@ fn mdoc_words(args: &[String]) -> String {
     words.join(" ")
 }
 
-/// Text produced by a macro line.
-fn push_line(out: &mut SectionBuilder, raw: &str, fill: bool, tag_next: &mut bool) {
+/// Text produced by a macro line: the tag of a tagged paragraph, or
+/// running text.
+fn push_line(
+    out: &mut SectionBuilder,
+    raw: &str,
+    fill: bool,
+    tag_next: &mut bool,
+    describe: &mut bool,
+) {
     let text = unescape(raw);
     if text.trim().is_empty() {
         return;
@@ -160,10 +213,99 @@ fn push_line(out: &mut SectionBuilder, raw: &str, fill: bool, tag_next: &mut boo
         out.paragraph_break();
         out.push_text(&text);
         out.push_text("\n");
+        *describe = true;
     } else {
-        out.push_text(&text);
-        out.push_text(if fill { " " } else { "\n" });
+        push_running(out, &text, fill, describe);
     }
+}
+
+/// Running text; the first after a tag starts its description line.
+fn push_running(out: &mut SectionBuilder, text: &str, fill: bool, describe: &mut bool) {
+    if text.trim().is_empty() {
+        return;
+    }
+    if std::mem::take(describe) {
+        out.line_break();
+        out.push_text(DESCRIPTION);
+    }
+    out.push_text(text);
+    out.push_text(if fill { " " } else { "\n" });
+}
+
+/// Whether an `.IP` tag numbers a list item (`1.`, `2)`, `3`).
+fn is_item_number(tag: &str) -> bool {
+    let t = tag.trim().trim_end_matches(['.', ')']);
+    (1..=3).contains(&t.len()) && t.chars().all(|c| c.is_ascii_digit())
+}
+
+/// A text line with its bold and constant-width runs (`\fBorbit logs\fR`,
+/// `\f(CWmake\fP`) as code spans: in a man page they are what the reader
+/// types.
+fn code_spans(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 4);
+    let mut rest = line;
+    let mut open = false;
+    while let Some(at) = rest.find("\\f") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let (font, len) = match after.chars().next() {
+            Some('(') => (after.get(1..3).unwrap_or(""), 3),
+            Some('[') => {
+                let end = after.find(']').unwrap_or(after.len().saturating_sub(1));
+                (&after[1..end], end + 1)
+            }
+            Some(c) => (&after[..c.len_utf8()], c.len_utf8()),
+            None => ("", 0),
+        };
+        let code = matches!(font, "B" | "3" | "C" | "CW" | "CB" | "CR");
+        if code && !open {
+            out.push('`');
+            open = true;
+        } else if !code && open {
+            out.push('`');
+            open = false;
+        }
+        rest = after.get(len..).unwrap_or("");
+    }
+    out.push_str(rest);
+    if open {
+        out.push('`');
+    }
+    let text = unescape(&out);
+    tidy_code(&text)
+}
+
+/// Code spans without blank or edge spaces: `` ` orbit` `` → `` `orbit` ``,
+/// and an empty pair dropped.
+fn tidy_code(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut parts = text.split('`');
+    if let Some(first) = parts.next() {
+        out.push_str(first);
+    }
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i % 2 == 0 {
+            // Inside a span.
+            let inner = part.trim();
+            if !inner.is_empty() {
+                if part.starts_with(' ') {
+                    out.push(' ');
+                }
+                out.push('`');
+                out.push_str(inner);
+                out.push('`');
+                if part.ends_with(' ') {
+                    out.push(' ');
+                }
+            } else {
+                out.push_str(part);
+            }
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
 }
 
 /// A request's arguments: split at spaces, `"…"` quoting (`""` inside is a
@@ -403,16 +545,33 @@ use a long listing format \(em see \[u00E9]t\(aqe\s-1 below\s0.
             outline(&doc),
             [
                 (vec!["NAME"], "ls - list directory contents"),
-                (vec!["SYNOPSIS"], "ls [OPTION]... [FILE]..."),
+                (vec!["SYNOPSIS"], "`ls` [OPTION]... [FILE]..."),
                 (
                     vec!["DESCRIPTION"],
-                    "List information about the FILEs (the current directory by default).\n\n-a, --all\ndo not ignore entries starting with .\n\n-l (long)\nuse a long listing format — see ét'e below."
+                    "List information about the FILEs (the current directory by default).\n\n-a, --all\n: do not ignore entries starting with .\n\n-l (long)\n: use a long listing format — see ét'e below."
                 ),
                 (
                     vec!["DESCRIPTION", "Exit status:"],
                     "0 if OK,\n1 if minor problems"
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn tagged_paragraphs_are_terms_and_bold_is_code() {
+        let doc = load(
+            ".SH COMMANDS\n.TP\n.B promote\nCopy the release running on staging\nto production.\n.TP\n\\fB\\-\\-env\\fR \\fIname\\fR\nThe environment.\n.PP\nLook at the logs with \\fBorbit logs\\fR or run\n.B orbit status\nfirst.\n.IP \\(bu 2\nfirst point\n.IP 2. 4\nsecond step\n",
+        );
+        let text = super::super::tidy(&doc.sections[0].text);
+        assert_eq!(
+            text,
+            "promote\n: Copy the release running on staging to production.\n\n--env name\n: The environment.\n\nLook at the logs with `orbit logs` or run `orbit status` first.\n- first point\n2. second step"
+        );
+        let blocks = crate::text::blocks::blocks(&text);
+        assert_eq!(
+            blocks[0].markdown,
+            "**promote**: Copy the release running on staging to production."
         );
     }
 

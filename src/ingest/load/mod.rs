@@ -310,6 +310,13 @@ impl SectionBuilder {
         self.current.push_str(text);
     }
 
+    /// Ends the current line (a list item, a term before its description).
+    pub(crate) fn line_break(&mut self) {
+        if !self.current.is_empty() && !self.current.ends_with('\n') {
+            self.current.push('\n');
+        }
+    }
+
     /// Ends the current paragraph.
     pub(crate) fn paragraph_break(&mut self) {
         if !self.current.ends_with("\n\n") && !self.current.is_empty() {

@@ -130,7 +130,7 @@ mod tests {
                 (vec!["Backups"], "Run grace nightly."),
                 (
                     vec!["Backups", "Where"],
-                    "Path | /var/backups\n\nNotea footnote here."
+                    "Path\n: /var/backups\n\nNotea footnote here."
                 ),
             ]
         );

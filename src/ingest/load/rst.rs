@@ -5,6 +5,11 @@
 //! indented content kept; inline markup is reduced to its text.
 
 use super::{Document, SectionBuilder};
+use crate::text::blocks::DESCRIPTION;
+use crate::text::word_count;
+
+/// An inline literal of at most this many words is a code span.
+const MAX_CODE_WORDS: usize = 8;
 
 const ADORNMENT: &str = "=-`:'\"~^_*+#<>.";
 
@@ -57,6 +62,20 @@ pub(super) fn load(text: &str) -> Document {
         }
         if trimmed.is_empty() {
             builder.paragraph_break();
+        } else if let Some((name, body)) = field(trimmed) {
+            // A field list item: the field's name and its body.
+            builder.line_break();
+            builder.push_text(&inline(name));
+            builder.push_text("\n");
+            builder.push_text(DESCRIPTION);
+            builder.push_text(&inline(body));
+            builder.push_text("\n");
+        } else if is_term(&lines, i) {
+            // A definition list item: the term, its indented definition next.
+            builder.line_break();
+            builder.push_text(&inline(trimmed));
+            builder.push_text("\n");
+            builder.push_text(DESCRIPTION);
         } else {
             let mut t = inline(trimmed);
             if let Some(stripped) = t.strip_suffix("::") {
@@ -70,6 +89,33 @@ pub(super) fn load(text: &str) -> Document {
         i += 1;
     }
     builder.finish(None)
+}
+
+/// A field list item (`:Version: 1.2`, `:param path: the file`): its name
+/// and body. A role (`` :ref:`x` ``) is not one.
+fn field(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix(':')?;
+    let end = rest.find(':')?;
+    let (name, body) = (&rest[..end], &rest[end + 1..]);
+    (!name.trim().is_empty()
+        && !name.contains('`')
+        && (body.is_empty() || body.starts_with(' '))
+        && !body.trim().is_empty())
+    .then_some((name.trim(), body.trim()))
+}
+
+/// Whether line `i` is a definition list's term: short, not indented, the
+/// line after it indented text, and it does not close a paragraph.
+fn is_term(lines: &[&str], i: usize) -> bool {
+    let line = lines[i];
+    let next = lines.get(i + 1).copied().unwrap_or("");
+    let starts_paragraph = i == 0 || lines[i - 1].trim().is_empty();
+    starts_paragraph
+        && !line.starts_with(char::is_whitespace)
+        && next.starts_with(char::is_whitespace)
+        && !next.trim().is_empty()
+        && !line.trim_end().ends_with(['.', ':', ','])
+        && word_count(line) <= 8
 }
 
 /// The character of an adornment line (one punctuation character repeated,
@@ -116,7 +162,14 @@ fn inline(s: &str) -> String {
                 {
                     body = &body[..lt];
                 }
-                out.push_str(body);
+                // An inline literal (``make install``) stays code.
+                if double && !body.trim().is_empty() && word_count(body) <= MAX_CODE_WORDS {
+                    out.push('`');
+                    out.push_str(body.trim());
+                    out.push('`');
+                } else {
+                    out.push_str(body);
+                }
                 rest = &body_and_more[end + open..];
                 rest = rest.trim_start_matches('_');
             }
@@ -161,7 +214,7 @@ mod tests {
             got,
             vec![
                 (vec!["Guide"], "Intro."),
-                (vec!["Guide", "Install"], "Run make."),
+                (vec!["Guide", "Install"], "Run `make`."),
                 (vec!["Guide", "Install", "From source"], "Needs a compiler."),
                 (vec!["Guide", "Usage"], "See usage-label and Docs."),
             ]
@@ -180,10 +233,29 @@ mod tests {
     }
 
     #[test]
+    fn field_and_definition_lists_are_terms() {
+        let doc = load_bytes(
+            b":Version: 4.2\n:Author: the platform team\n\nrollback\n    Return to the previous\n    release.\n\nA paragraph\nthat goes on.\n",
+            Format::ReStructuredText,
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            doc.sections[0].text,
+            "Version\n: 4.2\nAuthor\n: the platform team\n\nrollback\n: Return to the previous\nrelease.\n\nA paragraph\nthat goes on."
+        );
+        let blocks = crate::text::blocks::blocks(&doc.sections[0].text);
+        assert_eq!(
+            blocks[2].markdown,
+            "**rollback**: Return to the previous release."
+        );
+    }
+
+    #[test]
     fn inline_markup() {
         assert_eq!(
             inline("use **bold** and *it* with ``x = 1``"),
-            "use bold and it with x = 1"
+            "use bold and it with `x = 1`"
         );
         assert_eq!(inline(":command:`apt-get` now"), "apt-get now");
     }

@@ -1,5 +1,9 @@
 //! Tables as text for the office formats: one line a row, its cells joined
-//! with ` | `. A table inside a cell becomes text of that cell.
+//! with ` | `, except that a two-column row is a term and its description
+//! (`term` / `: description`, [`crate::text::blocks`]). A table inside a
+//! cell becomes text of that cell.
+
+use crate::text::blocks::DESCRIPTION;
 
 /// One open table: its finished rows, the row and the cell being read.
 #[derive(Debug, Default)]
@@ -54,8 +58,12 @@ impl Tables {
     pub(super) fn close_row(&mut self) {
         if let Some(l) = self.levels.last_mut() {
             let row = std::mem::take(&mut l.row);
-            if row.iter().any(|c| !c.is_empty()) {
-                l.lines.push(row.join(" | "));
+            match row.as_slice() {
+                [term, description] if !term.is_empty() && !description.is_empty() => {
+                    l.lines.push(format!("{term}\n{DESCRIPTION}{description}"));
+                }
+                _ if row.iter().any(|c| !c.is_empty()) => l.lines.push(row.join(" | ")),
+                _ => {}
             }
         }
     }
@@ -93,7 +101,7 @@ mod tests {
     fn rows_become_lines_and_nested_tables_become_cell_text() {
         let mut t = Tables::default();
         t.open_table();
-        for row in [["Key", "Meaning"], ["a", "b"]] {
+        for row in [["Key", "Meaning", "Since"], ["a", "b", "c"]] {
             t.open_row();
             for cell in row {
                 t.open_cell();
@@ -116,9 +124,22 @@ mod tests {
         t.close_row();
         assert_eq!(
             t.close_table().as_deref(),
-            Some("Key | Meaning\na | b\nouter inner")
+            Some("Key | Meaning | Since\na | b | c\nouter inner")
         );
         assert!(!t.active());
         assert_eq!(t.close_table(), None);
+        // A two-column row: a term and its description.
+        t.open_table();
+        t.open_row();
+        for cell in ["promote", "Copy the release to production."] {
+            t.open_cell();
+            t.text(cell);
+            t.close_cell();
+        }
+        t.close_row();
+        assert_eq!(
+            t.close_table().as_deref(),
+            Some("promote\n: Copy the release to production.")
+        );
     }
 }

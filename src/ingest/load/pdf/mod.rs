@@ -1,5 +1,7 @@
-//! PDF: the text of each page in reading order (pdf_oxide), one section per
-//! page and heading, so a citation can name its page. Headings come from the
+//! PDF: the text of each page in reading order (pdf_oxide), without its
+//! running header and footer (`running`) and with identifiers as printed
+//! (`identifiers`: `asn1_der_decoding`, not `asn1 der decoding`), one
+//! section per page and heading, so a citation can name its page. Headings come from the
 //! document's outline (bookmarks) where it has one, else from lines set in
 //! a larger font than the body text. A PDF without any text (a scan) is an
 //! error, not an empty document.
@@ -9,15 +11,19 @@
 //! truncated one; pdf_oxide read all of them, and it bounds decompression.
 
 mod fonts;
+mod identifiers;
 mod outline;
+mod running;
 mod sections;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pdf_oxide::PdfDocument;
+use pdf_oxide::converters::ConversionOptions;
 
 use self::fonts::font_marks;
 use self::outline::outline_marks;
+use self::running::without_running_lines;
 use self::sections::sections;
 use super::{Document, Limits, LoadError};
 
@@ -65,11 +71,21 @@ fn load_unguarded(bytes: &[u8], limits: &Limits) -> Result<Document, LoadError> 
             key: "ingest.max_pages",
         });
     }
+    // The reading order of the whole pipeline (columns found by XY-cut):
+    // `extract_text`'s row order put an indented paragraph of a manual
+    // after the next heading (libtasn1.pdf, p. 23).
+    let options = ConversionOptions {
+        extract_tables: true,
+        ..ConversionOptions::default()
+    };
     let mut texts = Vec::with_capacity(pages);
     let mut total = 0u64;
     for page in 0..pages {
         // A page that cannot be read is left out; the others still count.
-        let text = doc.extract_text(page).unwrap_or_default();
+        let text = doc
+            .to_plain_text(page, &options)
+            .map(|t| rejoin(&t))
+            .unwrap_or_default();
         total += text.len() as u64;
         if total > limits.max_bytes {
             return Err(LoadError::TooLarge {
@@ -81,14 +97,51 @@ fn load_unguarded(bytes: &[u8], limits: &Limits) -> Result<Document, LoadError> 
     if texts.iter().all(|t| t.trim().is_empty()) {
         return Err(LoadError::NoText { pages });
     }
-    let marks = match outline_marks(&doc, pages) {
+    let texts = without_running_lines(&texts);
+    let known = identifiers::known(&texts);
+    let texts: Vec<String> = texts
+        .iter()
+        .map(|t| identifiers::restore(t, &known))
+        .collect();
+    let mut marks = match outline_marks(&doc, pages) {
         marks if !marks.is_empty() => marks,
         _ => font_marks(&doc, pages),
     };
+    for mark in &mut marks {
+        mark.title = identifiers::restore(&mark.title, &known);
+    }
     Ok(Document {
         title: None,
         sections: sections(&texts, &marks),
     })
+}
+
+/// A page's paragraphs with those a line break split in two joined again:
+/// one that stops without closing its sentence, before one that starts in
+/// lower case or with a mark (`--date` / `<YYYY-MM-DD>; a restore …`).
+fn rejoin(page: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for para in page.split("\n\n") {
+        let para = para.trim();
+        if para.is_empty() {
+            continue;
+        }
+        let continues = out.last().is_some_and(|prev: &String| {
+            !prev.ends_with(['.', '!', '?', ':', ';', '。', '！', '？'])
+                && para
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_lowercase() || matches!(c, '<' | '(' | '[' | '-' | ','))
+        });
+        match out.last_mut() {
+            Some(prev) if continues => {
+                prev.push(' ');
+                prev.push_str(para);
+            }
+            _ => out.push(para.to_string()),
+        }
+    }
+    out.join("\n\n")
 }
 
 #[cfg(test)]
