@@ -69,6 +69,62 @@ fn an_answerable_question_is_answered_with_citations() {
     assert!(factors.contains(&grace::confidence::Factor::Groundedness));
 }
 
+/// The answer is made of its best passage's text alone: the rollback
+/// sentence, its command as code, citing the troubleshooting page only; not
+/// a man page's term glued to it, not a sentence that answers another
+/// question. And it is answered: escalating it would be a needless
+/// escalation, the next worst outcome after a confident wrong answer.
+#[test]
+fn the_rollback_answer_is_its_one_passage_with_its_command_as_code() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let (r, _) = ask(
+        &kb,
+        kb.config(),
+        "How do I roll back a production deployment?",
+    );
+    assert!(
+        matches!(r.decision, Decision::Answer | Decision::Caveat),
+        "{r:#?}"
+    );
+    let answer = r.answer.as_ref().unwrap();
+    assert_eq!(
+        answer.text,
+        "To return to the previous release immediately, run `orbit rollback api --env production`. [1]"
+    );
+    assert_eq!(answer.citations.len(), 1, "{answer:#?}");
+    assert!(common::first_cited(&answer.citations).ends_with("troubleshooting.md"));
+    // For a terminal the same answer without its marks.
+    let text = r.formatted(grace::config::AnswerFormat::Text);
+    assert_eq!(
+        text.answer.unwrap().text,
+        "To return to the previous release immediately, run orbit rollback api --env production. [1]"
+    );
+}
+
+/// A man page's term keeps its description, quoted as one: "promote:
+/// Copy the release…", never "promote Copy the release…".
+#[test]
+fn a_man_pages_term_is_quoted_with_its_description() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let (r, _) = ask(
+        &kb,
+        kb.config(),
+        "What does the promote command of orbit do?",
+    );
+    let answer = r.answer.as_ref().unwrap();
+    assert!(
+        answer.text.starts_with(
+            "**promote**: Copy the release running on staging to production, with the same image and configuration."
+        ),
+        "{}",
+        answer.text
+    );
+    assert!(common::first_cited(&answer.citations).ends_with("orbit.1"));
+    assert!(!answer.text.contains("promote Copy"), "{}", answer.text);
+}
+
 #[test]
 fn unanswerable_questions_are_never_answered_confidently() {
     let data = tempfile::tempdir().unwrap();

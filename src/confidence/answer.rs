@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::{Factor, Factors, term_coverage};
-use crate::lexical::LexicalEncoder;
+use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
 use crate::llm::{AnswerDraft, SourceText};
 use crate::text::sentences;
 
@@ -54,8 +54,13 @@ fn at_markers(text: &str, mut at_marker: impl FnMut(&mut String, &str, &str)) ->
     out
 }
 
-fn strip_markers(sentence: &str) -> String {
-    at_markers(sentence, |_, _, _| {})
+/// `text` without its `[n]` citation markers (and the space before each).
+pub fn strip_markers(sentence: &str) -> String {
+    at_markers(sentence, |out, _, _| {
+        while out.ends_with(' ') {
+            out.pop();
+        }
+    })
 }
 
 /// `text` with a line break after every `[n]` citation that is followed by
@@ -73,6 +78,84 @@ fn break_after_citations(text: &str) -> String {
             out.push('\n');
         }
     })
+}
+
+/// One sentence of an answer with the sources it is attributed to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CitedSentence {
+    /// The sentence, citation markers removed.
+    pub text: String,
+    /// The `[n]` numbers it is attributed to: its own markers, or, for a
+    /// sentence without any, those of the next marked sentence of its
+    /// paragraph (the marker that closes a run of sentences covers them
+    /// all); empty when no marker follows it.
+    pub citations: Vec<usize>,
+}
+
+/// The sentences of an answer, each with the sources it is attributed to.
+/// A citation ends its sentence ("... (apt purge). [1] Packages ..."), so
+/// two sentences from two sources are told apart; a statement that the
+/// sources lack something ("The sources do not mention ORB-9999.") is no
+/// claim from them and is left out. Confidence (groundedness) and the
+/// evaluation's answer-text measures read answers through this one rule.
+pub fn cited_sentences(answer: &str) -> Vec<CitedSentence> {
+    let mut out = Vec::new();
+    for paragraph in answer.split("\n\n") {
+        let start = out.len();
+        for s in sentences(&break_after_citations(paragraph)) {
+            let text = strip_markers(&s).trim().to_string();
+            if text.is_empty() || crate::lang::is_absence(&s) {
+                continue;
+            }
+            out.push(CitedSentence {
+                text,
+                citations: citation_markers(&s),
+            });
+        }
+        // Unmarked sentences take the markers of the next marked one.
+        let mut closing: Vec<usize> = Vec::new();
+        for sentence in out[start..].iter_mut().rev() {
+            if sentence.citations.is_empty() {
+                sentence.citations = closing.clone();
+            } else {
+                closing = sentence.citations.clone();
+            }
+        }
+    }
+    out
+}
+
+/// The retrieval factors of the passages an answer cites, in citation
+/// order (text with its heading, and the search's cosine when a search
+/// found it): they replace the whole search's in the answer's score, so an
+/// answer drawn from a weak neighbour scores as that neighbour does, and
+/// gluing a weaker source in can only lower it. [`Factor::MaxScore`]
+/// becomes the weakest cited passage's cosine and
+/// [`Factor::IdentifierCoverage`] (for a question naming identifiers) the
+/// share of them the first cited passage holds. The question's coverage
+/// stays the search's: whether the knowledge base holds the question's
+/// words at all.
+pub fn cited_support(question: &str, cited: &[(String, Option<f64>)]) -> Factors {
+    let mut f = Factors::default();
+    if cited.is_empty() {
+        return f;
+    }
+    if let Some(weakest) = cited
+        .iter()
+        .filter_map(|(_, s)| *s)
+        .min_by(|a, b| a.total_cmp(b))
+    {
+        f.set(Factor::MaxScore, weakest);
+    }
+    let wanted = distinct_identifiers(question);
+    if !wanted.is_empty() {
+        let found = identifiers_found(&wanted, &cited[0].0);
+        f.set(
+            Factor::IdentifierCoverage,
+            found as f64 / wanted.len() as f64,
+        );
+    }
+    f
 }
 
 /// The factors of an answer drafted from `sources`.
@@ -111,15 +194,7 @@ pub fn answer_factors(
             )
         })
         .collect();
-    // A citation ends its sentence ("... (apt purge). [1] Packages ..."):
-    // two sentences from two sources are judged one by one. A statement
-    // that the sources lack something is no claim from them.
-    let answer_sentences: Vec<String> = draft
-        .answer
-        .split("\n\n")
-        .flat_map(|p| sentences(&break_after_citations(p)))
-        .filter(|s| !strip_markers(s).trim().is_empty() && !crate::lang::is_absence(s))
-        .collect();
+    let answer_sentences = cited_sentences(&draft.answer);
     if answer_sentences.is_empty() {
         f.set(Factor::Groundedness, 0.0);
         return f;
@@ -127,11 +202,10 @@ pub fn answer_factors(
     let supported = answer_sentences
         .iter()
         .filter(|sentence| {
-            let text = strip_markers(sentence);
-            citation_markers(sentence).iter().any(|n| {
+            sentence.citations.iter().any(|n| {
                 terms.iter().any(|(number, set)| {
                     number == n
-                        && term_coverage(&lexical.encode_query(&text), set)
+                        && term_coverage(&lexical.encode_query(&sentence.text), set)
                             .is_none_or(|c| c >= SUPPORT_THRESHOLD)
                 })
             })
@@ -178,7 +252,11 @@ mod tests {
     #[test]
     fn markers_are_found_and_stripped() {
         assert_eq!(citation_markers("A [1]. B [2][3] and [x]."), vec![1, 2, 3]);
-        assert_eq!(strip_markers("A [1] b [x]."), "A  b [x].");
+        assert_eq!(strip_markers("A [1] b [x]."), "A b [x].");
+        assert_eq!(
+            strip_markers("Kept 35 days [1]. Next [2]"),
+            "Kept 35 days. Next"
+        );
     }
 
     #[test]

@@ -19,7 +19,10 @@ pub mod metrics;
 mod retrieval;
 pub mod v1;
 
-pub use self::answer::{SUPPORT_THRESHOLD, answer_factors, citation_markers};
+pub use self::answer::{
+    CitedSentence, SUPPORT_THRESHOLD, answer_factors, citation_markers, cited_sentences,
+    cited_support, strip_markers,
+};
 pub use self::retrieval::{query_coverage, retrieval_factors};
 pub use crate::lexical::term_coverage;
 

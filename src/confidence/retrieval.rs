@@ -13,17 +13,24 @@ use std::collections::HashSet;
 use statrs::statistics::Statistics;
 
 use super::{Factor, Factors};
-use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found, term_coverage};
+use crate::lexical::{
+    LexicalEncoder, coverage_with_compounds, distinct_identifiers, identifiers_found,
+};
 use crate::search::Passage;
 
-/// Share of the query's terms found in any of `passages`; `None` when the
-/// query has no content term (only stop words).
+/// Share of the query's terms found in any of `passages` (two words of
+/// the query also found written as one: "roll back" and "rollback");
+/// `None` when the query has no content term (only stop words).
 pub fn query_coverage(lexical: &LexicalEncoder, query: &str, passages: &[&str]) -> Option<f64> {
     let found: HashSet<u32> = passages
         .iter()
         .flat_map(|p| lexical.encode_document(p).indices)
         .collect();
-    term_coverage(&lexical.encode_query(query), &found)
+    coverage_with_compounds(
+        &lexical.encode_query(query),
+        &lexical.compounds(query),
+        &found,
+    )
 }
 
 /// The factors of a search for `query` that returned `passages`. `focus`

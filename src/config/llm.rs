@@ -1,5 +1,6 @@
 //! The `llm` section: the generator that writes answers, and how a
-//! language model is reached and offered tools.
+//! language model is reached and offered tools; and the `answer` section:
+//! how an answer is shown.
 
 use serde::{Deserialize, Serialize};
 
@@ -127,4 +128,25 @@ impl Default for ExtractiveConfig {
             min_similarity: 0.35,
         }
     }
+}
+
+/// How answers are shown (`answer`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AnswerConfig {
+    /// `markdown` (code in backticks, terms in bold, lists a line an item)
+    /// or `text` (the same without the marks); unset (`null`), each front
+    /// door's own: Markdown over HTTP, on the asker's and reviewer's pages
+    /// and through MCP, text in the terminal.
+    pub format: Option<AnswerFormat>,
+}
+
+/// An answer's format (`answer.format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerFormat {
+    /// Markdown: what GRACE writes.
+    Markdown,
+    /// Plain text: Markdown's marks removed.
+    Text,
 }

@@ -43,7 +43,9 @@ pub use self::confidence::{
 pub use self::error::{ConfigError, Result};
 pub use self::home::{HOME_VAR, grace_home};
 pub use self::ingest::IngestConfig;
-pub use self::llm::{ExtractiveConfig, LlmConfig, LlmProvider, RemoteLlmConfig, ToolMode};
+pub use self::llm::{
+    AnswerConfig, AnswerFormat, ExtractiveConfig, LlmConfig, LlmProvider, RemoteLlmConfig, ToolMode,
+};
 pub use self::models::{EmbeddingConfig, ReaderConfig};
 pub use self::planner::{AgentConfig, PlannerConfig, Strategy};
 pub use self::search::{QdrantConfig, Rerank, SearchConfig};
@@ -77,6 +79,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// The generator that writes answers (`llm`).
     pub llm: LlmConfig,
+    /// How answers are shown (`answer`).
+    pub answer: AnswerConfig,
     /// Human review of escalations (`review`).
     pub review: ReviewConfig,
     /// The HTTP API of `grace serve` (`server`).

@@ -1,6 +1,8 @@
 //! What a run comes to: its report, its decision, and a human's reply to
 //! an escalated one.
 
+use crate::config::AnswerFormat;
+use crate::text::blocks::to_text;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{AgentState, AgentTrace};
@@ -56,6 +58,24 @@ impl Decision {
 }
 
 impl RunReport {
+    /// The report as shown in `format`: GRACE writes its answers in
+    /// Markdown; [`AnswerFormat::Text`] drops the marks from the answer
+    /// and from the draft offered to a reviewer.
+    pub fn formatted(&self, format: AnswerFormat) -> RunReport {
+        let mut report = self.clone();
+        if format == AnswerFormat::Text {
+            if let Some(answer) = &mut report.answer {
+                answer.text = to_text(&answer.text);
+            }
+            if let Some(request) = &mut report.escalation {
+                for option in &mut request.options {
+                    *option = to_text(option);
+                }
+            }
+        }
+        report
+    }
+
     /// The factors the run's last answer was scored on (`None` when no
     /// answer step finished): what calibration fits.
     pub fn answer_factors(&self) -> Option<&Factors> {

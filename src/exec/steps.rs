@@ -223,7 +223,7 @@ fn resolve(input: &Value, done: &[StepRecord]) -> Value {
                 match (step_ref(item), resolve(item, done)) {
                     (Some(_), Value::Array(parts)) => {
                         for p in parts {
-                            if !out.contains(&p) {
+                            if !out.iter().any(|q| same_passage(q, &p)) {
                                 out.push(p);
                             }
                         }
@@ -237,15 +237,30 @@ fn resolve(input: &Value, done: &[StepRecord]) -> Value {
     }
 }
 
+/// Whether two sources are the same passage: equal but for the search
+/// score (two searches may find one passage with different scores).
+fn same_passage(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys = |m: &serde_json::Map<String, Value>| -> Vec<String> {
+                m.keys().filter(|k| *k != "score").cloned().collect()
+            };
+            keys(a) == keys(b) && keys(a).iter().all(|k| a.get(k) == b.get(k))
+        }
+        _ => a == b,
+    }
+}
+
 /// A step's output as the next step's input: passages as `reasoning`
-/// sources, anything else as its JSON.
+/// sources (with the search's score, which the answer is scored on),
+/// anything else as its JSON.
 fn output_value(output: &ToolOutput) -> Value {
     match output {
         ToolOutput::Passages(passages) => Value::Array(
             passages
                 .iter()
                 .map(|p| {
-                    let mut v = json!({"text": p.text, "source": p.source, "section": p.section});
+                    let mut v = json!({"text": p.text, "source": p.source, "section": p.section, "score": p.score});
                     if let Some(page) = p.page {
                         v["page"] = json!(page);
                     }

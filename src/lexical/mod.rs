@@ -211,7 +211,7 @@ fn merge(indices: Vec<u32>, values: Vec<f32>, extra: Vec<(u32, f32)>) -> SparseV
 /// Term id of an identifier: FNV-1a of a namespaced form, so it cannot
 /// coincide with the word term of the same letters except by a 32-bit
 /// collision.
-fn identifier_term(token: &str) -> u32 {
+pub fn identifier_term(token: &str) -> u32 {
     namespaced_term(b"id:", token.as_bytes().iter().copied())
 }
 
@@ -225,6 +225,65 @@ fn namespaced_term(namespace: &[u8], bytes: impl Iterator<Item = u8>) -> u32 {
         h = h.wrapping_mul(0x0100_0193);
     }
     h
+}
+
+/// Two adjacent words of a question and the one word they make together:
+/// users write "roll back", "log in", "set up" where manuals write
+/// "rollback", "login", "setup".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compound {
+    /// The two words' terms (`None` for a stop word: "up").
+    pub parts: [Option<u32>; 2],
+    /// The term of the two written as one word.
+    pub whole: u32,
+}
+
+impl LexicalEncoder {
+    /// The compounds two adjacent words of `text` make ([`Compound`]);
+    /// only letters count as words, each at least two long.
+    pub fn compounds(&self, text: &str) -> Vec<Compound> {
+        let words: Vec<String> = text
+            .split(|c: char| !c.is_alphabetic())
+            .filter(|w| w.chars().count() >= 2 && !w.chars().any(is_cjk))
+            .map(str::to_lowercase)
+            .collect();
+        let term = |w: &str| self.bm25.embed_query(w).indices.first().copied();
+        let mut out = Vec::new();
+        for pair in words.windows(2) {
+            let parts = [term(&pair[0]), term(&pair[1])];
+            if parts.iter().all(Option::is_none) {
+                continue;
+            }
+            if let Some(whole) = term(&format!("{}{}", pair[0], pair[1])) {
+                out.push(Compound { parts, whole });
+            }
+        }
+        out
+    }
+}
+
+/// [`term_coverage`], with a term also found when it is part of one of
+/// `compounds` whose whole word is found ("roll back" in a passage that
+/// says "rollback").
+pub fn coverage_with_compounds(
+    terms: &SparseVector,
+    compounds: &[Compound],
+    found: &std::collections::HashSet<u32>,
+) -> Option<f64> {
+    if terms.is_empty() {
+        return None;
+    }
+    let joined = |t: u32| {
+        compounds
+            .iter()
+            .any(|c| c.parts.contains(&Some(t)) && found.contains(&c.whole))
+    };
+    let hits = terms
+        .indices
+        .iter()
+        .filter(|&&t| found.contains(&t) || joined(t))
+        .count();
+    Some(hits as f64 / terms.indices.len() as f64)
 }
 
 /// Share of `terms` (a query-side sparse vector) present in `found`;

@@ -273,3 +273,37 @@ fn stop_word_query_is_empty() {
     let enc = LexicalEncoder::new().unwrap();
     assert!(enc.encode_query("the of and").is_empty());
 }
+
+#[test]
+fn two_words_of_a_question_are_found_written_as_one() {
+    let enc = LexicalEncoder::new().unwrap();
+    let query = "How do I roll back a production deployment?";
+    let compounds = enc.compounds(query);
+    let rollback = enc.encode_document("rollback").indices[0];
+    assert!(
+        compounds.iter().any(|c| c.whole == rollback),
+        "{compounds:?}"
+    );
+    let terms = enc.encode_query(query);
+    let passage: std::collections::HashSet<u32> = enc
+        .encode_document("To return to the previous release, run orbit rollback in production.")
+        .indices
+        .into_iter()
+        .collect();
+    let plain = term_coverage(&terms, &passage).unwrap();
+    let joined = coverage_with_compounds(&terms, &compounds, &passage).unwrap();
+    assert!(joined > plain, "{plain} → {joined}");
+    // "set up" is "setup" though "up" is a stop word; CJK and one letter
+    // make none.
+    let setup = enc.encode_document("setup").indices[0];
+    assert!(
+        enc.compounds("how to set up ssh")
+            .iter()
+            .any(|c| c.whole == setup)
+    );
+    assert!(enc.compounds("a b 設定する").is_empty());
+    assert_eq!(
+        coverage_with_compounds(&enc.encode_query("the"), &[], &passage),
+        None
+    );
+}

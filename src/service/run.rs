@@ -165,6 +165,12 @@ impl Grace {
         }
         runs.finished.fetch_add(1, Ordering::Relaxed);
         let review_handle = review_id.map(|id| self.inner.queue.asker_handle(id));
+        // Queued and remembered as written (Markdown); returned as
+        // `answer.format` says (a terminal's front door formats its own).
+        let report = match config.answer.format {
+            Some(format) => report.formatted(format),
+            None => report,
+        };
         Ok(AskOutcome {
             status: RunStatus::of(report.decision),
             report,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, required_str, str_field};
-use crate::confidence::answer_factors;
+use crate::confidence::{answer_factors, cited_support};
 use crate::lang::Lang;
 use crate::lexical::LexicalEncoder;
 use crate::llm::{
@@ -133,7 +133,8 @@ impl Tool for Reasoning {
                             "text": {"type": "string", "minLength": 1},
                             "source": {"type": "string"},
                             "section": {"type": "string"},
-                            "page": {"type": "integer", "minimum": 1}
+                            "page": {"type": "integer", "minimum": 1},
+                            "score": {"type": "number", "minimum": -1, "maximum": 1}
                         },
                         "required": ["text"]
                     }
@@ -157,6 +158,7 @@ impl Tool for Reasoning {
             })?;
         let mut sources = Vec::with_capacity(items.len());
         let mut origins = Vec::with_capacity(items.len());
+        let mut scores: Vec<Option<f64>> = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let text = item
                 .get("text")
@@ -176,6 +178,13 @@ impl Tool for Reasoning {
                 .get("page")
                 .and_then(Value::as_u64)
                 .and_then(|p| u32::try_from(p).ok());
+            // The search's cosine for the passage, when a search found it.
+            let score = item
+                .get("score")
+                .and_then(Value::as_f64)
+                .filter(|s| s.is_finite())
+                .map(|s| s.clamp(-1.0, 1.0));
+            scores.push(score);
             let mut label = match (&source, &section) {
                 (Some(s), Some(sec)) => format!("{s} § {sec}"),
                 (Some(s), None) => s.clone(),
@@ -268,7 +277,21 @@ impl Tool for Reasoning {
                 ),
             ));
         }
-        let factors = answer_factors(&self.lexical, &draft, &sources);
+        let mut factors = answer_factors(&self.lexical, &draft, &sources);
+        if !draft.abstained {
+            // Scored on what it cites, not on the best passage found.
+            let cited: Vec<(String, Option<f64>)> = numbers
+                .iter()
+                .filter_map(|&n| {
+                    let i = n.checked_sub(1)?;
+                    Some((
+                        sources.get(i)?.with_heading(),
+                        scores.get(i).copied().flatten(),
+                    ))
+                })
+                .collect();
+            factors.merge(&cited_support(query, &cited));
+        }
         let mut citations: Vec<Citation> = Vec::new();
         for n in numbers {
             if citations.iter().any(|c| c.number == n) {

@@ -21,6 +21,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         grace::service::check_ask_limit(k)?;
     }
     let limit = args.limit.unwrap_or(config.tools.rag_search.limit);
+    let format = output::terminal_format(&config);
     let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
     let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
     let interactive = !args.no_input
@@ -33,7 +34,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
     }
     let mut report = executor.ask(&args.question, &mut |_| {})?;
     if report.decision == grace::exec::Decision::NeedsInput {
-        output::run_report(&report, args.trace, cli.json);
+        output::run_report(&report, args.trace, cli.json, format);
         if !cli.json {
             println!(
                 "\n(no terminal to answer at: ask again with the answer in the question, or use `grace chat`)"
@@ -42,7 +43,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         return Ok(EXIT_NEEDS_INPUT);
     }
     if !cli.json {
-        output::run_report(&report, args.trace, false);
+        output::run_report(&report, args.trace, false, format);
     }
     if interactive && report.decision == grace::exec::Decision::Escalate {
         prompt_for_reply(&mut report);
@@ -59,7 +60,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         None
     };
     if cli.json {
-        output::run_report_with_review(&report, review_id);
+        output::run_report_with_review(&report, review_id, format);
     } else if let Some(id) = review_id {
         println!();
         output::queued_for_review(id);

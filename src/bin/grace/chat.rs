@@ -38,6 +38,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
         grace::service::check_ask_limit(k)?;
     }
     // A missing knowledge base is an error now, not an empty answer later.
+    let format = output::terminal_format(&config);
     let grace = Grace::builder(config).existing().build()?;
     let mut session = match args.session {
         Some(id) => grace.session(id)?.id,
@@ -78,7 +79,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                 None => println!("No answer yet."),
             },
             "/trace" => match &last {
-                Some(r) => output::run_report(r, true, args.json),
+                Some(r) => output::run_report(r, true, args.json, format),
                 None => println!("No answer yet."),
             },
             "/skip" if waiting.is_none() => println!("GRACE asked nothing."),
@@ -118,7 +119,9 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                     Err(e) => return Err(e),
                 };
                 if args.json {
-                    output::print_json_line(&outcome);
+                    let mut shown = outcome.clone();
+                    shown.report = outcome.report.formatted(format);
+                    output::print_json_line(&shown);
                 } else {
                     if !terminal {
                         // From a pipe: a transcript, each answer under its question.
@@ -127,7 +130,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                     if let Some(rw) = &outcome.report.rewrite {
                         println!("(read as: {})", rw.question);
                     }
-                    output::run_report(&outcome.report, false, false);
+                    output::run_report(&outcome.report, false, false, format);
                     if outcome.run_id.is_some() {
                         println!(
                             "(answer on the next line: a number picks an option; /skip lets GRACE assume)"

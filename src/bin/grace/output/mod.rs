@@ -25,6 +25,7 @@ pub use review::{
 };
 pub use run::{
     cited_sources, human_decision, queued_for_review, run_report, run_report_with_review,
+    terminal_format,
 };
 pub use tools::{
     reflection, runtime_tool_created, runtime_tool_history, tool_list, tool_result, tool_usage,

@@ -1,13 +1,21 @@
 //! A run's report: the decision, confidence, answer and citations of
 //! `grace ask`/`grace chat`, with the plan and the agent's trace on request.
 
+use grace::config::AnswerFormat;
 use grace::exec::{Decision, RunReport};
 use grace::plan::PlanOrigin;
 
 use super::{display_path, print_json};
 
+/// The format answers are shown in at the terminal: `answer.format`,
+/// text unless it says Markdown.
+pub fn terminal_format(config: &grace::Config) -> AnswerFormat {
+    config.answer.format.unwrap_or(AnswerFormat::Text)
+}
+
 /// The run as JSON, with the review queue's id when it was escalated.
-pub fn run_report_with_review(r: &RunReport, review_id: Option<i64>) {
+pub fn run_report_with_review(r: &RunReport, review_id: Option<i64>, format: AnswerFormat) {
+    let r = &r.formatted(format);
     let mut value = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
     if let (Some(id), Some(map)) = (review_id, value.as_object_mut()) {
         map.insert("review_id".into(), id.into());
@@ -15,7 +23,8 @@ pub fn run_report_with_review(r: &RunReport, review_id: Option<i64>) {
     print_json(&value);
 }
 
-pub fn run_report(r: &RunReport, trace: bool, json: bool) {
+pub fn run_report(r: &RunReport, trace: bool, json: bool, format: AnswerFormat) {
+    let r = &r.formatted(format);
     if json {
         print_json(r);
         return;
