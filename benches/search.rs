@@ -142,14 +142,18 @@ fn bench_size(c: &mut Criterion, points: usize) {
                     .len()
             })
         });
-        let mut j = 0;
-        group.bench_function(format!("retrieve 5 {phase}"), |b| {
-            b.iter(|| {
-                j = (j + 1) % (points / 5);
-                let ids: Vec<u64> = (0..5).map(|k| (j * 5 + k) as u64).collect();
-                store.retrieve(&ids).unwrap().len()
-            })
-        });
+        // The kept passages (5), and every candidate of both rankings
+        // (80: what the lexical gate reads for their terms).
+        for n in [5usize, 80] {
+            let mut j = 0;
+            group.bench_function(format!("retrieve {n} {phase}"), |b| {
+                b.iter(|| {
+                    j = (j + 1) % (points / n);
+                    let ids: Vec<u64> = (0..n).map(|k| (j * n + k) as u64).collect();
+                    store.retrieve(&ids).unwrap().len()
+                })
+            });
+        }
     }
     group.finish();
 }

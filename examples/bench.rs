@@ -63,6 +63,7 @@ use grace::ingest::chunk::{ChunkParams, chunk_sections};
 use grace::ingest::load::{Format, load};
 use grace::ingest::walk::{Filters, walk};
 use grace::search::{SearchError, SearchRequest};
+use grace::store::fusion::Gate;
 use grace::store::qdrant::QdrantStore;
 use grace::store::{ChunkPoint, QueryVector, StoreError, StoreQuery, VectorStore};
 use grace::{Config, KnowledgeBase, OpenMode};
@@ -535,6 +536,7 @@ fn store_query(
             limit: 5,
             filter: None,
             pin_identifiers,
+            gate: Gate::of(&kb.config().search),
         };
         let passages = retried.call(
             || grace::search::search(store, &precomputed, kb.lexical(), qdrant, &request),
@@ -631,6 +633,7 @@ fn store_query(
             limit: 10,
             filter: None,
             pin_identifiers,
+            gate: Gate::of(&kb.config().search),
         };
         let top10 = |s: &dyn grace::store::VectorStore| -> Result<Vec<u64>> {
             let passages = grace::search::search(s, &precomputed, kb.lexical(), qdrant, &request)?;

@@ -7,7 +7,8 @@
 //!   `chunk_vectors.f32`: their stored dense vectors, little-endian f32,
 //!   in the same order;
 //! - `rankings.jsonl`: per question its dense and lexical rankings (the
-//!   store's best `--depth` ids and scores), the identifiers it names, its
+//!   store's best `--depth` ids and scores, the cosines on the model's
+//!   similarity scale as a search fuses them), the identifiers it names, its
 //!   lexical term ids,
 //!   and GRACE's own search result as configured (ids, in order);
 //! - `question_vectors.f32`: the questions' embeddings, in file order.
@@ -76,6 +77,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let pairs = |hits: &[grace::store::StoredHit]| -> Vec<(String, f32)> {
             hits.iter().map(|h| (h.id.to_string(), h.score)).collect()
         };
+        // Cosines on GRACE's similarity scale, as a search fuses them.
+        let scale = embedder.similarity_scale().query;
+        let dense_scaled: Vec<(String, f32)> = dense
+            .iter()
+            .map(|h| (h.id.to_string(), scale.apply(h.score)))
+            .collect();
         let row = json!({
             "id": q.id,
             "question": q.question,
@@ -84,7 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "gold": q.gold_sources,
             "identifiers": distinct_identifiers(&q.question),
             "terms": sparse.indices,
-            "dense": pairs(&dense),
+            "dense": dense_scaled,
             "lexical": pairs(&lexical),
             "grace": grace.iter().map(|p| p.id.to_string()).collect::<Vec<_>>(),
         });

@@ -18,6 +18,7 @@ use crate::lexical::LexicalEncoder;
 use crate::reader::{self, Reader};
 use crate::search::{Passage, SearchRequest};
 use crate::store::edge::{EdgeStore, IndexSettings};
+use crate::store::fusion::Gate;
 use crate::store::qdrant::QdrantStore;
 use crate::store::{PayloadFilter, QueryVector, StoreInfo, StoreQuery, VectorStore};
 
@@ -197,6 +198,7 @@ impl KnowledgeBase {
             limit: depth,
             filter,
             pin_identifiers: self.config.search.pin_identifiers,
+            gate: Gate::of(&self.config.search),
         };
         let mut passages = crate::search::search(
             self.store.as_ref(),

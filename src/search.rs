@@ -1,7 +1,9 @@
 //! Search: a question → ranked passages. The dense ranking (cosine of
 //! MiniLM vectors) and, when `qdrant.hybrid` is on, the lexical ranking
 //! (BM25 + exact identifiers) are fused by cosine plus a bounded lexical
-//! bonus ([`crate::store::fusion`]); every passage keeps its dense cosine
+//! bonus, which only passages with strong lexical evidence take (the gate,
+//! [`crate::store::fusion`]: every candidate is read once to compare its
+//! terms with the dense first's); every passage keeps its dense cosine
 //! similarity as `score`, the number later stages (confidence) reason
 //! about.
 //!
@@ -13,14 +15,14 @@
 //! `fetch.prune` may be further from the question in meaning than its
 //! neighbour about `fetch.pruneTags` by more than the lexical bonus.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::QdrantConfig;
 use crate::embed::{Embedder, cosine};
-use crate::lexical::{LexicalEncoder, distinct_identifiers, identifiers_found};
-use crate::store::fusion::fuse;
+use crate::lexical::{LexicalEncoder, distinct_identifiers, identifier_term, identifiers_found};
+use crate::store::fusion::{Evidence, Gate, fuse, fuse_gated, pin};
 use crate::store::{ChunkPoint, PayloadFilter, QueryVector, StoreQuery, StoredHit, VectorStore};
 
 /// Result of a search.
@@ -93,6 +95,9 @@ pub struct SearchRequest<'a> {
     pub filter: Option<&'a PayloadFilter>,
     /// Put passages containing the query's identifiers first.
     pub pin_identifiers: bool,
+    /// When the lexical ranking may reorder the dense one
+    /// ([`Gate::OPEN`]: always, by its bounded bonus).
+    pub gate: Gate,
 }
 
 /// The most passages one search returns. Each ranking is asked for at
@@ -191,31 +196,71 @@ pub fn search(
     let lexical_pairs = pairs(&lexical_hits);
     let dense_score: HashMap<u64, f32> = dense_pairs.iter().copied().collect();
     let lexical_score: HashMap<u64, f32> = lexical_pairs.iter().copied().collect();
+    // Points already read (for the gate or pinning), so they are not read twice.
+    let mut fetched: HashMap<u64, ChunkPoint> = HashMap::new();
+    let gated = request.gate != Gate::OPEN && !lexical_hits.is_empty();
+    if gated {
+        // The gate compares each candidate's terms with the dense first's:
+        // every candidate of both rankings is read once.
+        let mut pool: Vec<u64> = dense_pairs.iter().map(|&(id, _)| id).collect();
+        pool.extend(lexical_pairs.iter().map(|&(id, _)| id));
+        pool.sort_unstable();
+        pool.dedup();
+        fetched.extend(store.retrieve(&pool)?.into_iter().map(|p| (p.id, p)));
+    }
+    let mut fused = if gated {
+        let query_terms = lexical.encode_query(query).indices;
+        let identifier_terms: HashSet<u32> = query_identifiers
+            .iter()
+            .map(|id| identifier_term(id))
+            .collect();
+        let passages: HashMap<u64, HashSet<u32>> = fetched
+            .values()
+            .map(|p| (p.id, p.lexical.indices.iter().copied().collect()))
+            .collect();
+        let evidence = Evidence {
+            question: &query_terms,
+            identifiers: &identifier_terms,
+            passages: &passages,
+        };
+        fuse_gated(
+            &dense_pairs,
+            &lexical_pairs,
+            lexical_weight,
+            &evidence,
+            &request.gate,
+        )
+    } else {
+        fuse(&dense_pairs, &lexical_pairs, lexical_weight)
+    };
     // Fused order; a passage only the lexical ranking found has no cosine
     // yet: it is computed from its stored vector once fetched.
-    let mut fused: Vec<_> = fuse(&dense_pairs, &lexical_pairs, lexical_weight)
-        .into_iter()
-        .filter(|f| {
-            dense_score
-                .get(&f.id)
-                .is_none_or(|&score| score >= config.score_threshold)
-        })
-        .collect();
-    // Points already read (by pinning), so they are not read twice.
-    let mut fetched: HashMap<u64, ChunkPoint> = HashMap::new();
+    fused.retain(|f| {
+        dense_score
+            .get(&f.id)
+            .is_none_or(|&score| score >= config.score_threshold)
+    });
     let mut pinned: HashMap<u64, usize> = HashMap::new();
     if request.pin_identifiers && !query_identifiers.is_empty() && !lexical_hits.is_empty() {
         let pool: Vec<u64> = lexical_hits.iter().take(PIN_POOL).map(|h| h.id).collect();
-        for point in store.retrieve(&pool)? {
-            let text = format!("{}\n{}", point.payload.section, point.payload.text);
-            let found = identifiers_found(&query_identifiers, &text);
-            if found > 0 {
-                pinned.insert(point.id, found);
-            }
-            fetched.insert(point.id, point);
+        let missing: Vec<u64> = pool
+            .iter()
+            .copied()
+            .filter(|id| !fetched.contains_key(id))
+            .collect();
+        if !missing.is_empty() {
+            fetched.extend(store.retrieve(&missing)?.into_iter().map(|p| (p.id, p)));
         }
-        // Stable: among equal counts the fused order stays.
-        fused.sort_by_key(|f| std::cmp::Reverse(pinned.get(&f.id).copied().unwrap_or(0)));
+        for id in &pool {
+            if let Some(point) = fetched.get(id) {
+                let text = format!("{}\n{}", point.payload.section, point.payload.text);
+                let found = identifiers_found(&query_identifiers, &text);
+                if found > 0 {
+                    pinned.insert(point.id, found);
+                }
+            }
+        }
+        pin(&mut fused, &pinned);
     }
     let mut fused = fused.into_iter().peekable();
     let mut passages = Vec::with_capacity(request.limit);
@@ -454,6 +499,7 @@ mod tests {
             limit: 5,
             filter: None,
             pin_identifiers: false,
+            gate: Gate::OPEN,
         };
         search(&store, &embedder, &lexical, &config, &request)
     }

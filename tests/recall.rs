@@ -15,6 +15,7 @@ use std::path::Path;
 
 use grace::ingest::IngestOptions;
 use grace::search::{SearchRequest, search};
+use grace::store::fusion::Gate;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -72,6 +73,7 @@ fn debian_faq_recall_at_5_in_headings_and_in_users_words() {
                     limit: 5,
                     filter: None,
                     pin_identifiers: true,
+                    gate: Gate::of(&kb.config().search),
                 };
                 let passages =
                     search(kb.store(), kb.embedder(), kb.lexical(), &qcfg, &req).unwrap();

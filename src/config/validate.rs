@@ -77,6 +77,12 @@ mod tests {
             ),
             ("qdrant:\n  candidates: 0\n", "qdrant.candidates", 2),
             (
+                "search:\n  rare_term_share: 1.5\n",
+                "search.rare_term_share",
+                2,
+            ),
+            ("search:\n  rare_terms: 99\n", "search.rare_terms", 2),
+            (
                 "qdrant:\n  lexical_weight: -1\n",
                 "qdrant.lexical_weight",
                 2,

@@ -1,5 +1,6 @@
 //! Checks of how answers are read, written and scored: the reader
-//! (`reader`, with `search.rerank_depth`, the passages it reads), the
+//! (`reader`, with `search.rerank_depth`, the passages it reads, and the
+//! lexical gate of the search, `search.rare_term_share`, `rare_terms`), the
 //! confidence formula (`confidence`) and the generator (`llm`).
 
 use super::check::invalid;
@@ -32,8 +33,27 @@ pub(super) fn validate_reader(c: &Config) -> Result<()> {
             format!("{} is out of range 1..=100", c.search.rerank_depth),
         ));
     }
+    let share = c.search.rare_term_share;
+    if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
+        return Err(invalid(
+            "search.rare_term_share",
+            format!("{share} is out of range 0.0..=1.0 (a share of the candidate passages)"),
+        ));
+    }
+    if c.search.rare_terms > MAX_RARE_TERMS {
+        return Err(invalid(
+            "search.rare_terms",
+            format!(
+                "{} is out of range 0..={MAX_RARE_TERMS}",
+                c.search.rare_terms
+            ),
+        ));
+    }
     Ok(())
 }
+
+/// Most strong terms `search.rare_terms` may ask of a passage.
+const MAX_RARE_TERMS: usize = 16;
 
 /// The `confidence` section (model-written questions need `llm.provider`).
 pub(super) fn validate_confidence(c: &Config) -> Result<()> {
