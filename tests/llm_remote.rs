@@ -419,6 +419,18 @@ fn grace_cmd(dir: &std::path::Path) -> Command {
     cmd
 }
 
+/// `cmd` answering with Gemini at the mock `server`.
+fn with_gemini(mut cmd: Command, server: &Server) -> Command {
+    cmd.env("GRACE_LLM__PROVIDER", "gemini")
+        .env("GRACE_LLM__GEMINI__MODEL", "gemini-test")
+        .env(
+            "GRACE_LLM__GEMINI__BASE_URL",
+            format!("{}/v1beta/", server.uri()),
+        )
+        .env("GEMINI_API_KEY", "test-key");
+    cmd
+}
+
 #[test]
 fn gemini_without_a_key_fails_at_start_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -472,14 +484,7 @@ fn grace_ask_with_gemini_runs_the_models_plan() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let out = grace_cmd(dir.path())
-        .env("GRACE_LLM__PROVIDER", "gemini")
-        .env("GRACE_LLM__GEMINI__MODEL", "gemini-test")
-        .env(
-            "GRACE_LLM__GEMINI__BASE_URL",
-            format!("{}/v1beta/", server.uri()),
-        )
-        .env("GEMINI_API_KEY", "test-key")
+    let out = with_gemini(grace_cmd(dir.path()), &server)
         // Whatever the score, no recovery run: this test is about the plan.
         .env("GRACE_CONFIDENCE__THRESHOLDS__CONFIRM", "0.0")
         .env("GRACE_CONFIDENCE__THRESHOLDS__NOTIFY", "0.0")
@@ -525,4 +530,80 @@ fn grace_ask_with_gemini_runs_the_models_plan() {
     );
     assert_eq!(report["recovered"], false);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
+/// `grace eval` with Gemini: the answer-text figures read a remote model's
+/// answer as they read the extractive one's (each `[n]` closes its
+/// sentences; a marker names its passage's document), so what a model's
+/// answers are made of is measured the same way.
+#[test]
+fn grace_eval_with_gemini_measures_what_the_answers_are_made_of() {
+    let server = Server::start();
+    // Not a plan: the default plan (search, then answer) runs.
+    server.mount(
+        Mock::given(method("POST"))
+            .and(body_string_contains("You plan how to answer"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(gemini_body("no plan")))
+            .with_priority(1),
+    );
+    // Half the answer from the gold page, half from another.
+    let glued = json!({
+        "answer": "Rotate a key with `orbit keys rotate`, and the old one stays valid for an hour [1]. Employees get 28 days of paid leave [2].",
+        "citations": [1, 2], "confidence": 0.9, "abstained": false
+    });
+    server.mount(
+        Mock::given(method("POST"))
+            .and(body_string_contains(
+                "Question: How do I rotate an API key?",
+            ))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(gemini_body(&glued.to_string())),
+            ),
+    );
+    let set = tempfile::tempdir().unwrap();
+    std::fs::create_dir(set.path().join("corpus")).unwrap();
+    std::fs::write(
+        set.path().join("corpus/keys.md"),
+        "# API keys\n\nRotate a key with `orbit keys rotate`. The old key stays valid for one hour.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        set.path().join("corpus/leave.md"),
+        "# Leave\n\nEmployees get 28 days of paid leave.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        set.path().join("questions.jsonl"),
+        r#"{"id": "q1", "question": "How do I rotate an API key?", "answerable": true, "gold_sources": ["keys.md"], "gold_answer": "Rotate a key with orbit keys rotate. The old key stays valid for one hour.", "kind": "in-corpus", "style": "command"}"#,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = with_gemini(grace_cmd(dir.path()), &server)
+        .args(["--json", "eval", set.path().to_str().unwrap(), "-k", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = &report["answer_text"];
+    // The one answerable question was answered, caveated or escalated:
+    // its answer counts once, wherever it went.
+    let groups = ["answer", "caveat", "escalation"];
+    let counts: Vec<u64> = groups
+        .iter()
+        .map(|g| text[g]["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts.iter().sum::<u64>(), 1, "{text}");
+    let group = &text[groups[counts.iter().position(|&c| c == 1).unwrap()]];
+    // One sentence of two from the gold page; two documents mixed.
+    assert_eq!(group["precision"], 0.5, "{text}");
+    assert_eq!(group["mixed_sources"], 1.0, "{text}");
+    assert_eq!(group["words"], 23.0, "{text}");
+    let f1 = group["f1"].as_f64().unwrap();
+    assert!(f1 > 0.4 && f1 < 0.9, "{text}");
+    assert_eq!(
+        text["by_style"]["command"][groups[counts.iter().position(|&c| c == 1).unwrap()]]["count"],
+        1,
+        "{text}"
+    );
 }

@@ -12,6 +12,7 @@
 //! cosine baseline; and whether the confidence means what it says (ECE,
 //! Brier against "answerable and gold cited").
 
+pub mod answer_text;
 pub mod calibrate;
 pub mod conversations;
 mod fares;
@@ -27,13 +28,12 @@ use sha2::{Digest, Sha256};
 
 pub use self::fares::{CoverageRisk, ModelFare, coverage_risk, models};
 pub use self::outcomes::{
-    Collected, Outcome, collect, collect_with, corpus_file, first_search, gold_cited, is_gold,
-    search_passages,
+    Collected, Outcome, collect, collect_with, first_search, gold_cited, search_passages,
 };
 use self::report::report;
 pub use self::report::{EvalReport, SelfCalibrationFigures, Separation};
 use self::set::read;
-pub use self::set::{EvalError, Question, load_questions};
+pub use self::set::{EvalError, Question, corpus_file, is_gold, load_questions};
 use self::temp::TempDir;
 pub use crate::confidence::metrics;
 use crate::config::Config;

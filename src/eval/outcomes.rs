@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use super::set::{EvalError, Question, parse_questions, read};
+use super::answer_text::{AnswerText, measure};
+use super::set::{EvalError, Question, is_gold, parse_questions, read};
 use super::temp::{TempCollection, TempDir};
 use crate::confidence::calibration::Calibration;
 use crate::confidence::{Factor, Factors};
@@ -27,6 +28,11 @@ pub struct Outcome {
     pub index: usize,
     /// Whether GRACE answered (decision `answer` or `caveat`).
     pub answered: bool,
+    /// What the run decided.
+    pub decision: Decision,
+    /// What the answer (or the escalation's draft) is made of, for an
+    /// answerable question the run did not abstain on.
+    pub answer_text: Option<AnswerText>,
     /// Answerable, and the answer cites a gold source.
     pub right: bool,
     /// The run's confidence.
@@ -43,6 +49,11 @@ pub struct Outcome {
     pub gold_at_1: bool,
     /// A gold source in the top `k` of the first search.
     pub gold_at_k: bool,
+    /// The same for the dense ranking alone (no lexical side, no pinning),
+    /// the baseline GRACE's ranking is measured against.
+    pub dense_gold_at_1: bool,
+    /// A gold source in the dense ranking's top `k`.
+    pub dense_gold_at_k: bool,
     /// The whole `ask`, milliseconds.
     pub latency_ms: f64,
 }
@@ -152,9 +163,20 @@ pub fn collect_with(
         let is_gold = |source: &str| is_gold(q, source);
         let search = first_search(&run);
         let passages = search_passages(search, k);
+        let dense = if q.answerable {
+            dense_alone(&kb, &q.question, k)?
+        } else {
+            Vec::new()
+        };
         outcomes.push(Outcome {
             index,
             answered: matches!(run.decision, Decision::Answer | Decision::Caveat),
+            decision: run.decision,
+            answer_text: run
+                .answer
+                .as_ref()
+                .filter(|_| q.answerable)
+                .and_then(|a| measure(q, a)),
             right: q.answerable && gold_cited(q, &run),
             confidence: run.confidence,
             factors: run.answer_factors().cloned().unwrap_or_default(),
@@ -164,6 +186,8 @@ pub fn collect_with(
             reader_top: search.and_then(|s| s.result.factors.get(Factor::Reader)),
             gold_at_1: passages.first().is_some_and(|p| is_gold(&p.source)),
             gold_at_k: passages.iter().any(|p| is_gold(&p.source)),
+            dense_gold_at_1: dense.first().is_some_and(|p| is_gold(&p.source)),
+            dense_gold_at_k: dense.iter().any(|p| is_gold(&p.source)),
             latency_ms,
         });
     }
@@ -180,19 +204,28 @@ pub fn collect_with(
     })
 }
 
-/// The file name a passage's source names: what a question's gold sources
-/// list.
-pub fn corpus_file(source: &str) -> String {
-    Path::new(source)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// Whether `source` is one of the question's gold sources.
-pub fn is_gold(q: &Question, source: &str) -> bool {
-    let name = corpus_file(source);
-    !name.is_empty() && q.gold_sources.contains(&name)
+/// The dense ranking's first `k` passages for `question` alone: no lexical
+/// ranking, no identifier pinning (the question's vector is cached from its
+/// run, so this costs one store search).
+fn dense_alone(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Vec<Passage>> {
+    let qdrant = crate::config::QdrantConfig {
+        hybrid: false,
+        ..kb.config().qdrant.clone()
+    };
+    let request = crate::search::SearchRequest {
+        query: question,
+        limit: k,
+        filter: None,
+        pin_identifiers: false,
+        gate: crate::store::fusion::Gate::OPEN,
+    };
+    Ok(crate::search::search(
+        kb.store(),
+        kb.embedder(),
+        kb.lexical(),
+        &qdrant,
+        &request,
+    )?)
 }
 
 /// Whether the run answered (did not abstain) citing a gold source.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::answer_text::{self, AnswerTextReport};
 use super::fares::{ModelFare, models};
 use super::outcomes::{Collected, Outcome};
 use super::set::Question;
@@ -68,6 +69,11 @@ pub struct EvalReport {
     pub recall_at_1: f64,
     /// Share of answerable questions with a gold source in the top `k`.
     pub recall_at_k: f64,
+    /// Recall@1 of the dense ranking alone (no lexical side, no pinning):
+    /// the baseline for GRACE's ranking.
+    pub dense_recall_at_1: f64,
+    /// Recall@k of the dense ranking alone.
+    pub dense_recall_at_k: f64,
     /// Passages retrieved per search (the `k` of `recall_at_k`).
     pub k: usize,
     /// Share of questions answered (decision `answer` or `caveat`).
@@ -96,6 +102,9 @@ pub struct EvalReport {
     pub brier: Option<f64>,
     /// The final answers scored by each confidence model, side by side.
     pub models: Vec<ModelFare>,
+    /// What the answers of answerable questions are made of: answers,
+    /// caveats and escalation drafts apart, and per question style.
+    pub answer_text: AnswerTextReport,
     /// The self-calibration the questions were asked with
     /// (`--self-calibrate`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -171,6 +180,8 @@ pub(super) fn report(
         backend: collected.backend,
         recall_at_1: share(count(&|o, q| q.answerable && o.gold_at_1), answerable),
         recall_at_k: share(count(&|o, q| q.answerable && o.gold_at_k), answerable),
+        dense_recall_at_1: share(count(&|o, q| q.answerable && o.dense_gold_at_1), answerable),
+        dense_recall_at_k: share(count(&|o, q| q.answerable && o.dense_gold_at_k), answerable),
         k,
         answered: share(answered, questions.len()),
         answered_right: share(answered_right, answered),
@@ -186,6 +197,16 @@ pub(super) fn report(
         ece: metrics::ece(&calibration_pairs, 10),
         brier: metrics::brier(&calibration_pairs),
         models: models(config, collected, calibration, same_set),
+        answer_text: answer_text::report(
+            &outcomes
+                .iter()
+                .filter_map(|o| {
+                    o.answer_text
+                        .as_ref()
+                        .map(|t| (&questions[o.index], o.decision, t))
+                })
+                .collect::<Vec<_>>(),
+        ),
         self_calibration: collected.self_fit.as_ref().and_then(|c| {
             let s = c.self_calibration.as_ref()?;
             Some(SelfCalibrationFigures {

@@ -1,6 +1,7 @@
 //! The question-set format (`questions.jsonl` beside `corpus/`, as in
-//! `../shared/eval/*/`): one [`Question`] a line, and [`EvalError`], what
-//! can go wrong reading a set. Nothing here runs GRACE.
+//! `../shared/eval/*/`): one [`Question`] a line, whether a source is one
+//! of its gold ones, and [`EvalError`], what can go wrong reading a set.
+//! Nothing here runs GRACE.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,8 @@ pub struct Question {
     /// File names (in `corpus/`) that answer the question.
     #[serde(default)]
     pub gold_sources: Vec<String>,
-    /// The reference answer, if the set gives one (not used by the evaluation).
+    /// The reference answer, if the set gives one (the answer-text F1 is
+    /// measured against it).
     #[serde(default)]
     pub gold_answer: Option<String>,
     /// `in-corpus`, `held-out-section` or `out-of-domain`.
@@ -28,6 +30,11 @@ pub struct Question {
     /// not used by the evaluation.
     #[serde(default)]
     pub origin: Option<String>,
+    /// How the question is put (`situation`, `casual`, `command`, `error`
+    /// in GRACE's sets in users' own words), when the set says: the
+    /// answer-text figures are also reported per style.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<String>,
 }
 
 impl Question {
@@ -75,6 +82,21 @@ pub enum EvalError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// The file name a passage's source names: what a question's gold sources
+/// list.
+pub fn corpus_file(source: &str) -> String {
+    Path::new(source)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether `source` is one of the question's gold sources.
+pub fn is_gold(q: &Question, source: &str) -> bool {
+    let name = corpus_file(source);
+    !name.is_empty() && q.gold_sources.contains(&name)
 }
 
 /// Reads `questions.jsonl`; a malformed line is an error naming file and line.

@@ -78,8 +78,8 @@ pub fn eval_report(r: &EvalReport, json: bool) {
         }
     );
     println!(
-        "retrieval: recall@1 {:.3}, recall@{} {:.3}",
-        r.recall_at_1, r.k, r.recall_at_k
+        "retrieval: recall@1 {:.3}, recall@{} {:.3} (the dense ranking alone: {:.3}, {:.3})",
+        r.recall_at_1, r.k, r.recall_at_k, r.dense_recall_at_1, r.dense_recall_at_k
     );
     println!(
         "answers: {} of questions answered; {} of answers right (answerable, gold source cited); {} of unanswerable questions answered ({} of {} in-domain, {} of {} out-of-domain)",
@@ -91,6 +91,7 @@ pub fn eval_report(r: &EvalReport, json: bool) {
         r.unanswerable_answered_out_of_domain,
         r.unanswerable_out_of_domain
     );
+    answer_text_lines(&r.answer_text);
     println!("separating answerable from unanswerable questions:");
     separation_line("top-1 cosine", &r.top1_cosine);
     if let Some(reader) = &r.reader_top {
@@ -167,6 +168,41 @@ pub fn eval_report(r: &EvalReport, json: bool) {
             .map(|v| format!("{v:.1}"))
             .unwrap_or_else(|| "n/a".into())
     );
+}
+
+/// What the answers of answerable questions are made of: one line per
+/// decision, then the same per question style.
+fn answer_text_lines(t: &grace::eval::answer_text::AnswerTextReport) {
+    use grace::eval::answer_text::AnswerTextFigures;
+    let cell = |f: &AnswerTextFigures| {
+        format!(
+            "{:>4} {:>9} {:>5} {:>6} {:>6}",
+            f.count,
+            num(f.precision),
+            num(f.f1),
+            pct(f.mixed_sources),
+            f.words.map_or("-".into(), |w| format!("{w:.0}"))
+        )
+    };
+    println!(
+        "answer text (answerable questions; precision: share of sentences from a gold source; f1: tokens against the gold answer):"
+    );
+    println!(
+        "  {:<22} {:>4} {:>9} {:>5} {:>6} {:>6}",
+        "", "n", "precision", "f1", "mixed", "words"
+    );
+    for (name, figures) in [
+        ("answers", &t.answer),
+        ("caveats", &t.caveat),
+        ("escalation drafts", &t.escalation),
+    ] {
+        println!("  {name:<22} {}", cell(figures));
+    }
+    for (style, by) in &t.by_style {
+        for (name, figures) in [("answers", &by.answer), ("caveats", &by.caveat)] {
+            println!("  {:<22} {}", format!("{style}: {name}"), cell(figures));
+        }
+    }
 }
 
 /// What `grace calibrate` fitted, and how to use it.
