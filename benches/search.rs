@@ -143,7 +143,15 @@ fn bench_size(c: &mut Criterion, points: usize) {
             })
         });
         // The kept passages (5), and every candidate of both rankings
-        // (80: what the lexical gate reads for their terms).
+        // whole (80) and their terms alone, what the lexical gate reads.
+        let mut t = 0;
+        group.bench_function(format!("retrieve terms 80 {phase}"), |b| {
+            b.iter(|| {
+                t = (t + 1) % (points / 80);
+                let ids: Vec<u64> = (0..80).map(|k| (t * 80 + k) as u64).collect();
+                store.retrieve_terms(&ids).unwrap().len()
+            })
+        });
         for n in [5usize, 80] {
             let mut j = 0;
             group.bench_function(format!("retrieve {n} {phase}"), |b| {

@@ -2,8 +2,9 @@
 //! MiniLM vectors) and, when `qdrant.hybrid` is on, the lexical ranking
 //! (BM25 + exact identifiers) are fused by cosine plus a bounded lexical
 //! bonus, which only passages with strong lexical evidence take (the gate,
-//! [`crate::store::fusion`]: every candidate is read once to compare its
-//! terms with the dense first's); every passage keeps its dense cosine
+//! [`crate::store::fusion`]: every candidate's lexical terms are read once,
+//! without its payload, to compare them with the dense first's); every
+//! passage keeps its dense cosine
 //! similarity as `score`, the number later stages (confidence) reason
 //! about.
 //!
@@ -196,27 +197,25 @@ pub fn search(
     let lexical_pairs = pairs(&lexical_hits);
     let dense_score: HashMap<u64, f32> = dense_pairs.iter().copied().collect();
     let lexical_score: HashMap<u64, f32> = lexical_pairs.iter().copied().collect();
-    // Points already read (for the gate or pinning), so they are not read twice.
+    // Points already read (by pinning), so they are not read twice.
     let mut fetched: HashMap<u64, ChunkPoint> = HashMap::new();
     let gated = request.gate != Gate::OPEN && !lexical_hits.is_empty();
-    if gated {
+    let mut fused = if gated {
         // The gate compares each candidate's terms with the dense first's:
-        // every candidate of both rankings is read once.
+        // the terms of every candidate of both rankings are read once.
         let mut pool: Vec<u64> = dense_pairs.iter().map(|&(id, _)| id).collect();
         pool.extend(lexical_pairs.iter().map(|&(id, _)| id));
         pool.sort_unstable();
         pool.dedup();
-        fetched.extend(store.retrieve(&pool)?.into_iter().map(|p| (p.id, p)));
-    }
-    let mut fused = if gated {
+        let passages: HashMap<u64, HashSet<u32>> = store
+            .retrieve_terms(&pool)?
+            .into_iter()
+            .map(|(id, terms)| (id, terms.into_iter().collect()))
+            .collect();
         let query_terms = lexical.encode_query(query).indices;
         let identifier_terms: HashSet<u32> = query_identifiers
             .iter()
             .map(|id| identifier_term(id))
-            .collect();
-        let passages: HashMap<u64, HashSet<u32>> = fetched
-            .values()
-            .map(|p| (p.id, p.lexical.indices.iter().copied().collect()))
             .collect();
         let evidence = Evidence {
             question: &query_terms,
@@ -243,14 +242,7 @@ pub fn search(
     let mut pinned: HashMap<u64, usize> = HashMap::new();
     if request.pin_identifiers && !query_identifiers.is_empty() && !lexical_hits.is_empty() {
         let pool: Vec<u64> = lexical_hits.iter().take(PIN_POOL).map(|h| h.id).collect();
-        let missing: Vec<u64> = pool
-            .iter()
-            .copied()
-            .filter(|id| !fetched.contains_key(id))
-            .collect();
-        if !missing.is_empty() {
-            fetched.extend(store.retrieve(&missing)?.into_iter().map(|p| (p.id, p)));
-        }
+        fetched.extend(store.retrieve(&pool)?.into_iter().map(|p| (p.id, p)));
         for id in &pool {
             if let Some(point) = fetched.get(id) {
                 let text = format!("{}\n{}", point.payload.section, point.payload.text);

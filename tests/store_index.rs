@@ -33,9 +33,14 @@ const FILLER: usize = 8_000;
 /// 40 words at every word of every chunk, so the filler is about what the
 /// sample is about (a knowledge base of one subject, as a real one is).
 fn windows(chunks: &[ChunkPoint], n: usize) -> Vec<String> {
-    let words: Vec<Vec<&str>> = chunks
+    // The text as GRACE embeds it: without the marks kept for answers.
+    let texts: Vec<String> = chunks
         .iter()
-        .map(|c| c.payload.text.split_whitespace().collect())
+        .map(|c| grace::text::blocks::unmarked(&c.payload.text))
+        .collect();
+    let words: Vec<Vec<&str>> = texts
+        .iter()
+        .map(|t| t.split_whitespace().collect())
         .collect();
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(n);

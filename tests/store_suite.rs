@@ -327,6 +327,22 @@ fn retrieve_reads_the_asked_points(b: &dyn Fixture) {
         assert_same_point(g, w);
     }
     assert!(store.retrieve(&[]).unwrap().is_empty());
+    // The lexical terms alone, as the search's gate reads every candidate.
+    let mut terms = store.retrieve_terms(&asked).unwrap();
+    terms.sort_by_key(|(id, _)| *id);
+    for (_, t) in &mut terms {
+        t.sort_unstable();
+    }
+    let want_terms: Vec<(u64, Vec<u32>)> = expected
+        .iter()
+        .map(|p| {
+            let mut t = p.lexical.indices.clone();
+            t.sort_unstable();
+            (p.id, t)
+        })
+        .collect();
+    assert_eq!(terms, want_terms);
+    assert!(store.retrieve_terms(&[]).unwrap().is_empty());
     // A ranking without payload carries ids and scores only.
     let q = unit([1.0, 0.0, 0.0, 0.0]);
     let bare = store

@@ -93,7 +93,7 @@ pub struct CitedSentence {
 }
 
 /// The sentences of an answer, each with the sources it is attributed to.
-/// A citation ends its sentence ("... (apt purge). [1] Packages ..."), so
+/// A citation ends its sentence ("... (apt purge). \[1\] Packages ..."), so
 /// two sentences from two sources are told apart; a statement that the
 /// sources lack something ("The sources do not mention ORB-9999.") is no
 /// claim from them and is left out. Confidence (groundedness) and the

@@ -50,7 +50,8 @@ use crate::config::{Aggregation, ConfidenceConfig, ConfidenceModel, Thresholds, 
 pub enum Factor {
     /// Number of passages retrieved.
     ResultCount,
-    /// Highest passage similarity (cosine, -1..1).
+    /// Highest passage similarity (cosine, -1..1); for an answer, the
+    /// weakest similarity among the passages it cites.
     MaxScore,
     /// Mean passage similarity.
     MeanScore,

@@ -359,6 +359,17 @@ pub trait VectorStore: Send + Sync {
     /// Reads the points with these ids, with both vectors and the payload,
     /// in no particular order; ids with no point are left out.
     fn retrieve(&self, ids: &[u64]) -> Result<Vec<ChunkPoint>>;
+    /// The lexical term ids of the points with these ids, without their
+    /// payload or dense vector (what the search's lexical gate compares:
+    /// reading every candidate whole would cost ten times the kept
+    /// passages); ids with no point are left out.
+    fn retrieve_terms(&self, ids: &[u64]) -> Result<Vec<(u64, Vec<u32>)>> {
+        Ok(self
+            .retrieve(ids)?
+            .into_iter()
+            .map(|p| (p.id, p.lexical.indices))
+            .collect())
+    }
     /// Deletes every point of `source`.
     fn delete_by_source(&self, source: &str) -> Result<()>;
     /// Counts points matching `filter` (all points when `None`).

@@ -145,7 +145,7 @@ impl Extractive {
     /// block of it is close on its own. The answer comes from the
     /// best-supported source, the first in the given (search) order with a
     /// block close enough: its best block, and its other sentences within
-    /// [`JOIN_MARGIN`] of it. A block of another source, or another term
+    /// `JOIN_MARGIN` of it. A block of another source, or another term
     /// with its description, is added only when it covers a part of the
     /// question the answer does not yet (an identifier, or at least two of
     /// the terms still missing and half of them): never because it is

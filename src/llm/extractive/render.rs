@@ -4,6 +4,7 @@
 
 use super::Candidate;
 use crate::text::blocks::Kind;
+use crate::text::sized_as_cjk;
 
 /// The answer (`lead` first, when there is one) and the source numbers it
 /// cites, in order, from the blocks `chosen` (indices into `candidates`,
@@ -24,10 +25,14 @@ pub(super) fn render(
         for &i in group {
             let block = &candidates[i].block;
             if !part.is_empty() {
-                part.push_str(if block.kind == Kind::Sentence {
-                    " "
-                } else {
+                part.push_str(if block.kind != Kind::Sentence {
                     "\n\n"
+                } else if part.ends_with(sized_as_cjk) && block.markdown.starts_with(sized_as_cjk) {
+                    // Japanese and Chinese sentences follow each other
+                    // without a space.
+                    ""
+                } else {
+                    " "
                 });
             }
             part.push_str(&block.markdown);
@@ -49,4 +54,44 @@ pub(super) fn render(
         }
     }
     (answer, citations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::blocks::blocks;
+
+    fn candidates(sources: &[(usize, &str)]) -> Vec<Candidate> {
+        sources
+            .iter()
+            .flat_map(|(n, text)| {
+                blocks(text)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(position, block)| Candidate {
+                        source: *n,
+                        position,
+                        block,
+                    })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_marker_closes_a_sources_blocks_and_lists_stand_apart() {
+        let c = candidates(&[
+            (1, "Run `orbit rollback`. It is quick."),
+            (2, "To deploy:\n1. Build.\n2. Push."),
+            (3, "パッケージを削除します。設定も消します。"),
+        ]);
+        let (answer, cited) = render(Some("The sources do not mention X.".into()), &[0, 1, 2], &c);
+        assert_eq!(
+            answer,
+            "The sources do not mention X. Run `orbit rollback`. It is quick. [1]\n\nTo deploy:\n1. Build.\n2. Push. [2]"
+        );
+        assert_eq!(cited, [1, 2]);
+        // Japanese sentences run on without a space.
+        let (answer, _) = render(None, &[3, 4], &c);
+        assert_eq!(answer, "パッケージを削除します。設定も消します。 [3]");
+    }
 }

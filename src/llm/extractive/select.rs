@@ -1,7 +1,8 @@
 //! Which blocks an extractive answer quotes, once its best block is known:
 //! the best source's other close sentences, then a block of another source
-//! (or another term with its description) only for a part of the question
-//! the answer does not cover yet. Never a block because it is merely close.
+//! (or another term with its description, another list) only for a part of
+//! the question the answer does not cover yet. Never a block because it is
+//! merely close.
 
 use std::collections::HashSet;
 
@@ -36,9 +37,10 @@ pub(super) fn choose(
     let primary = candidates[best].source;
     let mut chosen = vec![best];
     // The best source's other close sentences. Another term with its
-    // description is another item: like another source's, it must earn
-    // its place ("status: …" is no part of what "promote" does).
-    let same_item = |c: &Candidate| c.source == primary && c.block.kind != Kind::Definition;
+    // description, or a procedure, is another item: like another source's,
+    // it must earn its place ("status: …" is no part of what "promote"
+    // does, a deployment's steps none of whether Fridays are allowed).
+    let same_item = |c: &Candidate| c.source == primary && c.block.kind == Kind::Sentence;
     for s in ranked.iter().filter(|s| same_item(&candidates[s.index])) {
         if chosen.len() >= max {
             break;

@@ -108,7 +108,7 @@ const TEXTS = {
     offline: "Cannot reach the server; retrying…",
     newStarted: "A new conversation started.",
     factors: {
-      max_score: ["The best passage matches the question closely", "No passage matches the question closely"],
+      max_score: ["The passage the answer cites matches the question closely", "The passage the answer cites does not match the question closely"],
       mean_score: ["The passages found are close to the question overall", "The passages found are mostly far from the question"],
       min_score: ["Even the weakest passage found is related", "Some passages found are barely related"],
       score_variance: ["The passages found match the question evenly", "The passages found match the question very unevenly"],
@@ -218,7 +218,7 @@ const TEXTS = {
     offline: "サーバーに接続できません。再試行しています…",
     newStarted: "新しい会話を始めました。",
     factors: {
-      max_score: ["最も近い箇所が質問とよく一致しています", "質問とよく一致する箇所がありません"],
+      max_score: ["回答が引用した箇所が質問とよく一致しています", "回答が引用した箇所は質問とあまり一致していません"],
       mean_score: ["見つかった箇所が全体として質問に近いです", "見つかった箇所の多くが質問から離れています"],
       min_score: ["最も弱い箇所でも質問に関係しています", "ほとんど関係のない箇所が含まれています"],
       score_variance: ["見つかった箇所が質問に均等に一致しています", "見つかった箇所の一致度に大きなばらつきがあります"],

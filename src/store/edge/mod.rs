@@ -491,6 +491,37 @@ impl VectorStore for EdgeStore {
         records.into_iter().map(to_chunk_point).collect()
     }
 
+    fn retrieve_terms(&self, ids: &[u64]) -> Result<Vec<(u64, Vec<u32>)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut request = RetrieveRequest::new(ids.iter().map(|&id| PointId::NumId(id)).collect());
+        request.with_payload = Some(WithPayloadInterface::Bool(false));
+        request.with_vector = Some(WithVector::Selector(vec![LEXICAL_VECTOR.to_string()]));
+        let records = self.shard.retrieve(request).map_err(|e| self.engine(e))?;
+        records
+            .into_iter()
+            .map(|record| {
+                let id = numeric_id(record.id)?;
+                match record.vector {
+                    Some(VectorStructInternal::Named(mut vectors)) => {
+                        match vectors.remove(LEXICAL_VECTOR) {
+                            Some(VectorInternal::Sparse(s)) => Ok((id, s.indices)),
+                            _ => Err(StoreError::BadPayload {
+                                id: id.to_string(),
+                                message: format!("the point has no `{LEXICAL_VECTOR}` vector"),
+                            }),
+                        }
+                    }
+                    _ => Err(StoreError::BadPayload {
+                        id: id.to_string(),
+                        message: format!("the point has no `{LEXICAL_VECTOR}` vector"),
+                    }),
+                }
+            })
+            .collect()
+    }
+
     fn delete_by_source(&self, source: &str) -> Result<()> {
         let Some(filter) = to_filter(&self.path, &PayloadFilter::source(source))? else {
             return Ok(());

@@ -3,13 +3,15 @@
 
 use qdrant_client::qdrant::{
     CountPoints, DeletePoints, DenseVector, GetPoints, PointId, PointsOperationResponse,
-    PointsSelector, Query, QueryPoints, ScrollPoints, UpdateStatus, UpsertPoints, VectorInput,
-    VectorsSelector, WithVectorsSelector, points_selector, query, vector_input,
-    with_vectors_selector,
+    PointsSelector, Query, QueryPoints, RetrievedPoint, ScrollPoints, UpdateStatus, UpsertPoints,
+    VectorInput, VectorsSelector, WithPayloadSelector, WithVectorsSelector, points_selector, query,
+    vector_input, with_vectors_selector,
 };
 
 use super::QdrantStore;
-use super::convert::{all_payload, chunk_point, dense_of, numeric_id, to_payload, to_point};
+use super::convert::{
+    all_payload, chunk_point, dense_of, lexical_of, numeric_id, to_payload, to_point,
+};
 use crate::store::{
     ChunkPoint, DENSE_VECTOR, LEXICAL_VECTOR, PayloadFilter, QueryVector, Result, ScrollPage,
     StoreError, StoreInfo, StoreQuery, StoredHit, VectorStore,
@@ -20,6 +22,32 @@ use crate::store::{
 const UPSERT_BATCH: usize = 256;
 
 impl QdrantStore {
+    /// The points with these ids (none asked: none read), with the payload
+    /// and vectors selected.
+    fn get(
+        &self,
+        ids: &[u64],
+        with_payload: Option<WithPayloadSelector>,
+        vectors: with_vectors_selector::SelectorOptions,
+    ) -> Result<Vec<RetrievedPoint>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = GetPoints {
+            collection_name: self.target.collection.clone(),
+            ids: ids.iter().map(|&id| PointId::from(id)).collect(),
+            with_payload,
+            with_vectors: Some(WithVectorsSelector {
+                selector_options: Some(vectors),
+            }),
+            ..Default::default()
+        };
+        let client = self.client.clone();
+        Ok(self
+            .run(async move { client.get_points(request).await })?
+            .result)
+    }
+
     /// An update sent with `wait = true` must come back applied.
     pub(super) fn check_applied(
         &self,
@@ -146,24 +174,31 @@ impl VectorStore for QdrantStore {
     }
 
     fn retrieve(&self, ids: &[u64]) -> Result<Vec<ChunkPoint>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let request = GetPoints {
-            collection_name: self.target.collection.clone(),
-            ids: ids.iter().map(|&id| PointId::from(id)).collect(),
-            with_payload: all_payload(),
-            with_vectors: Some(WithVectorsSelector {
-                selector_options: Some(with_vectors_selector::SelectorOptions::Enable(true)),
-            }),
-            ..Default::default()
-        };
-        let client = self.client.clone();
-        let response = self.run(async move { client.get_points(request).await })?;
-        response
-            .result
+        self.get(
+            ids,
+            all_payload(),
+            with_vectors_selector::SelectorOptions::Enable(true),
+        )?
+        .into_iter()
+        .map(|p| chunk_point(p.id, p.vectors.as_ref(), p.payload))
+        .collect()
+    }
+
+    fn retrieve_terms(&self, ids: &[u64]) -> Result<Vec<(u64, Vec<u32>)>> {
+        let lexical = with_vectors_selector::SelectorOptions::Include(VectorsSelector {
+            names: vec![LEXICAL_VECTOR.to_string()],
+        });
+        self.get(ids, None, lexical)?
             .into_iter()
-            .map(|p| chunk_point(p.id, p.vectors.as_ref(), p.payload))
+            .map(|p| {
+                let id = numeric_id(p.id)?;
+                let terms =
+                    lexical_of(p.vectors.as_ref()).ok_or_else(|| StoreError::BadPayload {
+                        id: id.to_string(),
+                        message: format!("the point has no `{LEXICAL_VECTOR}` vector"),
+                    })?;
+                Ok((id, terms.indices))
+            })
             .collect()
     }
 

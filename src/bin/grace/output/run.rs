@@ -49,7 +49,8 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool, format: AnswerFormat) 
                 println!("{}{}", texts.needs_input, req.question);
                 println!("{}{}", texts.why, req.reason);
                 for (i, o) in req.options.iter().enumerate() {
-                    println!("  {}. {o}", i + 1);
+                    // A draft's list or term goes on lines of its own.
+                    println!("  {}. {}", i + 1, o.replace('\n', "\n     "));
                 }
             }
         }
@@ -59,7 +60,8 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool, format: AnswerFormat) 
                 println!("\n{}{}", texts.question_for_reviewer, req.question);
                 println!("{}{}", texts.reason, req.reason);
                 for (i, o) in req.options.iter().enumerate() {
-                    println!("  {}. {o}", i + 1);
+                    // A draft's list or term goes on lines of its own.
+                    println!("  {}. {}", i + 1, o.replace('\n', "\n     "));
                 }
             }
         }
