@@ -60,6 +60,20 @@ pub fn random_bytes() -> std::io::Result<[u8; 32]> {
     Ok(bytes)
 }
 
+/// `prefix` and 32 random hex digits: an id nobody can guess (sessions,
+/// runs, recorded answers).
+pub fn random_id(prefix: &str) -> std::io::Result<String> {
+    Ok(format!("{prefix}{}", hex(&random_bytes()?[..16])))
+}
+
+/// Whether `id` is one [`random_id`] could have made with `prefix`
+/// (checked before any query).
+pub fn is_random_id(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix).is_some_and(|hex| {
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
 /// Bytes as lower-case hex (digests, tokens, handles).
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

@@ -52,6 +52,9 @@ pub enum Error {
     /// A conversation session failed (not found, too many, database).
     #[error(transparent)]
     Session(#[from] crate::session::SessionError),
+    /// A rating or verdict failed (no such answer, malformed, too many, database).
+    #[error(transparent)]
+    Feedback(#[from] crate::feedback::FeedbackError),
     /// The answerability reader failed (with `confidence.reader: on`).
     #[error(transparent)]
     Reader(#[from] crate::reader::ReaderError),
@@ -158,6 +161,17 @@ impl Error {
                 crate::session::SessionError::NotFound { .. }
                 | crate::session::SessionError::RunNotFound { .. } => EXIT_NOT_FOUND,
                 _ => EXIT_FAILURE,
+            },
+            Error::Feedback(e) => match e {
+                crate::feedback::FeedbackError::NotFound { .. } => EXIT_NOT_FOUND,
+                crate::feedback::FeedbackError::NotAnswered { .. }
+                | crate::feedback::FeedbackError::Invalid(_)
+                | crate::feedback::FeedbackError::TooLong { .. }
+                | crate::feedback::FeedbackError::RateLimited { .. }
+                | crate::feedback::FeedbackError::Disabled => EXIT_BAD_INPUT,
+                crate::feedback::FeedbackError::Db { .. }
+                | crate::feedback::FeedbackError::Corrupt { .. }
+                | crate::feedback::FeedbackError::Io { .. } => EXIT_FAILURE,
             },
             Error::Eval(e) => match e {
                 EvalError::NotASet { .. } | EvalError::Missing { .. } => EXIT_NOT_FOUND,

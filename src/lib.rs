@@ -41,6 +41,7 @@ pub mod embed;
 mod error;
 pub mod eval;
 pub mod exec;
+pub mod feedback;
 pub mod followup;
 pub mod ingest;
 mod kb;

@@ -11,7 +11,8 @@
 //!   question back to the asker goes through MCP elicitation when the
 //!   client supports it, else comes back with a `run_id` that `ask`
 //!   continues with `reply`),
-//!   `ingest`, `list_escalations` and `answer_escalation`, bounded by
+//!   `ingest`, `feedback` (the asker's rating of an answer `ask` gave, by
+//!   its `answer_id`), `list_escalations` and `answer_escalation`, bounded by
 //!   `mcp.timeout_seconds`.
 //!
 //! `mcp.tools` lists what is offered (a registry tool must also be in
@@ -45,7 +46,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 pub use self::elicit::MAX_ELICITATIONS;
-use self::schema::{answer_schema, ask_schema, ingest_schema, list_schema};
+use self::schema::{answer_schema, ask_schema, feedback_schema, ingest_schema, list_schema};
 use crate::config::Caller;
 pub use crate::tools::check_arguments;
 use crate::{
@@ -61,6 +62,7 @@ pub const MCP_TOOL_NAMES: &[&str] = &[
     "reasoning",
     "ask_user",
     "ingest",
+    "feedback",
     "list_escalations",
     "answer_escalation",
 ];
@@ -135,6 +137,14 @@ impl McpServer {
                     "Add or update documents (Markdown, text, reStructuredText, HTML) from files \
                      or folders on the server; unchanged files are skipped.",
                     ingest_schema(),
+                    false,
+                ),
+                "feedback" => tool(
+                    "feedback",
+                    "Rate an answer `ask` gave (its answer_id): up or down, with a reason for \
+                     down (wrong, incomplete, not_what_i_asked, outdated, other with a text). \
+                     One rating per asker per answer; a second replaces the first.",
+                    feedback_schema(),
                     false,
                 ),
                 "list_escalations" => tool(
@@ -269,7 +279,7 @@ impl ServerHandler for McpServer {
                         let t = brief::ask_text(&b);
                         (b, t)
                     }
-                    "ingest" | "list_escalations" | "answer_escalation" => {
+                    "ingest" | "feedback" | "list_escalations" | "answer_escalation" => {
                         let t = data.to_string();
                         (data.clone(), t)
                     }

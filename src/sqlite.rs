@@ -5,7 +5,8 @@
 //! keys, and the schema brought to its version. A file from a newer GRACE
 //! is refused, never rewritten.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -93,4 +94,73 @@ pub(crate) fn open(path: &Path, schema: &str, version: i64) -> Result<Connection
         .map_err(OpenError::Db)?;
     }
     Ok(conn)
+}
+
+/// One database file opened as [`open`] does, shared by threads: one
+/// connection behind a lock, written in `BEGIN IMMEDIATE` transactions.
+pub(crate) struct Db {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.path).finish()
+    }
+}
+
+impl Db {
+    /// Opens `file` in `data_dir`, creating the folder and the file when
+    /// needed, with `schema` at `version`.
+    pub(crate) fn open_in(
+        data_dir: &Path,
+        file: &str,
+        schema: &str,
+        version: i64,
+    ) -> Result<Self, DbOpenError> {
+        std::fs::create_dir_all(data_dir).map_err(DbOpenError::Folder)?;
+        let path = data_dir.join(file);
+        let conn = open(&path, schema, version).map_err(DbOpenError::Open)?;
+        Ok(Self {
+            path,
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The database file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, for reads.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic mid-write rolled its transaction back: the connection is
+        // fine to use.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it; SQLite's
+    /// errors become the caller's through `err`.
+    pub(crate) fn write<T, E>(
+        &self,
+        err: &dyn Fn(rusqlite::Error) -> E,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(err)?;
+        Ok(out)
+    }
+}
+
+/// Why [`Db::open_in`] failed.
+#[derive(Debug)]
+pub(crate) enum DbOpenError {
+    /// The data folder could not be created.
+    Folder(std::io::Error),
+    /// The database could not be opened.
+    Open(OpenError),
 }

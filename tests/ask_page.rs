@@ -11,6 +11,7 @@
 //! - an escalation waits on the page while a reviewer claims and answers it
 //!   through the API, then the reviewer's answer appears; the link with the
 //!   handle shows it anywhere;
+//! - an answer rated No with a reason, stored as the asker's one rating;
 //! - a question or a passage holding HTML is shown as text, never run;
 //! - the page's texts in Japanese;
 //! - axe-core, run in the page, finds no serious or critical violation at
@@ -283,6 +284,22 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
             .await;
         assert!(note.contains("Check the passages"), "{note}");
         shoot(&b, "caveat").await;
+        // The asker rates it: No, then why; stored as their one rating.
+        let card = "#conversation > li:nth-child(1) section.reply";
+        let no = b.must_find(&format!("{card} .rating button.rate-down")).await;
+        b.click(&no).await;
+        let wrong = b.must_find(&format!("{card} .rating button.reason-wrong")).await;
+        b.click(&wrong).await;
+        b.wait_text(&format!("{card} .rating .rated"), "the rating said", |t| {
+            t.contains("did not help")
+        })
+        .await;
+        let labelled = grace.feedback().labelled().unwrap();
+        assert_eq!(labelled.len(), 1, "one rating, the reason replacing the bare No");
+        let rating = labelled[0].rating.as_ref().unwrap();
+        assert_eq!(rating.vote, grace::feedback::Vote::Down);
+        assert_eq!(rating.reason, Some(grace::feedback::Reason::Wrong));
+        assert_eq!(labelled[0].run.question, "How do I roll back a production deployment?");
         ask(&b, "and on staging?").await;
         reply_of(&b, 2).await;
         let understood = b

@@ -322,7 +322,7 @@ fn an_admin_key_without_an_api_key_is_a_config_error_naming_both() {
 #[test]
 fn mcp_offers_no_tool_that_acts_as_a_reviewer_by_default() {
     let tools = Config::default().mcp.tools;
-    assert_eq!(tools, ["ask", "rag_search", "ingest"]);
+    assert_eq!(tools, ["ask", "rag_search", "ingest", "feedback"]);
     let shipped = Config::load(Some(&common::repo().join("grace_config.yml"))).unwrap();
     assert!(
         !shipped

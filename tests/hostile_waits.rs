@@ -117,6 +117,7 @@ async fn a_waiting_asker_reads_without_the_write_lock_and_wakes_on_the_answer() 
         reply: grace::exec::HumanReply::Text("No: not on Fridays.".into()),
         sources: Vec::new(),
         confidence: None,
+        verdict: None,
     };
     let answered_at = Instant::now();
     queue.answer(id, "alice", &answer).unwrap();

@@ -85,7 +85,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     // The reviewer tools are off by default (they act as any reviewer).
     cmd.env(
         "GRACE_MCP__TOOLS",
-        "[ask, rag_search, ingest, list_escalations, answer_escalation]",
+        "[ask, rag_search, ingest, feedback, list_escalations, answer_escalation]",
     );
     // The MCP mechanics (answers, escalations, sessions) are written
     // against the hand-set confidence scale, where a grounded answer on the
@@ -105,6 +105,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
             "ask",
             "rag_search",
             "ingest",
+            "feedback",
             "list_escalations",
             "answer_escalation"
         ]
@@ -177,6 +178,40 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     );
     assert!(b["data"].get("steps").is_none(), "{b}");
     assert!(b.to_string().len() < 2_048, "{b}");
+    // feedback: the asker rates that answer by its id; a second rating
+    // replaces the first; another asker's is refused as not found.
+    let answer_id = b["data"]["answer_id"]
+        .as_str()
+        .expect("an answer id")
+        .to_string();
+    let rate = |vote: &str, asker: &str| {
+        let mut rating = json!({"answer_id": answer_id, "vote": vote, "asker": asker});
+        if vote == "down" {
+            rating["reason"] = json!("incomplete");
+        }
+        rating
+    };
+    let r = call(&client, "feedback", rate("up", "mcp")).await.unwrap();
+    assert_eq!(body(&r)["data"]["replaced"], false, "{}", cut(&body(&r)));
+    let r = call(&client, "feedback", rate("down", "mcp"))
+        .await
+        .unwrap();
+    assert_eq!(body(&r)["data"]["replaced"], true, "{}", cut(&body(&r)));
+    assert_eq!(body(&r)["data"]["reason"], "incomplete");
+    let r = call(&client, "feedback", rate("down", "someone-else"))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert!(text_of(&r).contains("no answer"), "{}", text_of(&r));
+    // A rating that does not match the schema is a protocol error.
+    let e = call(
+        &client,
+        "feedback",
+        json!({"answer_id": answer_id, "vote": "sideways"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains("one of"), "{e}");
     // detail: full keeps the whole run in the structured content only.
     let r = call(
         &client,
@@ -402,7 +437,7 @@ async fn registry_tools_are_offered_to_mcp_clients_by_their_callers() {
         .unwrap();
     let server = grace::mcp::McpServer::new(grace.clone()).unwrap();
     let names: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names, ["ask", "ingest", "rt.for_mcp"]);
+    assert_eq!(names, ["ask", "ingest", "feedback", "rt.for_mcp"]);
 
     // Called by a real client (in-process, over a pipe): `detail` is
     // GRACE's, taken out before the tool sees its input.
@@ -447,7 +482,7 @@ async fn registry_tools_are_offered_to_mcp_clients_by_their_callers() {
     // A tool that leaves the registry leaves the list.
     assert!(registry.unregister("rt.for_mcp"));
     let names: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names, ["ask", "ingest"]);
+    assert_eq!(names, ["ask", "ingest", "feedback"]);
 }
 
 /// `grace` with nothing from this repository but its `models/` layout,

@@ -239,6 +239,7 @@ fn ask_wait_delivers_the_reviewers_answer() {
             reply: HumanReply::Option(2),
             sources: Vec::new(),
             confidence: None,
+            verdict: None,
         },
     )
     .unwrap();
@@ -399,6 +400,7 @@ fn a_promoted_answer_is_cited_next_time_and_retracting_removes_it() {
                 reply: HumanReply::Text(answer.into()),
                 sources: Vec::new(),
                 confidence: None,
+                verdict: None,
             },
         )
         .unwrap();

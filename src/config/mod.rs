@@ -17,6 +17,7 @@ mod check;
 mod confidence;
 mod env;
 mod error;
+mod feedback;
 mod home;
 mod ingest;
 mod llm;
@@ -41,6 +42,7 @@ pub use self::confidence::{
     SelfCalibrationMode, Thresholds, V1Weights, Weights,
 };
 pub use self::error::{ConfigError, Result};
+pub use self::feedback::FeedbackConfig;
 pub use self::home::{HOME_VAR, grace_home};
 pub use self::ingest::IngestConfig;
 pub use self::llm::{
@@ -89,6 +91,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Conversations: how long they live and how much they hold (`sessions`).
     pub sessions: SessionsConfig,
+    /// Askers' ratings of answers, and what a refit reads (`feedback`).
+    pub feedback: FeedbackConfig,
     /// How a question is worked through: a fixed plan, a model's plan, or
     /// the agent loop (`planner`).
     pub planner: PlannerConfig,

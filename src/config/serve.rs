@@ -143,7 +143,9 @@ impl Default for McpConfig {
             // Not `list_escalations` nor `answer_escalation`: they take any
             // reviewer's name, so an MCP client that has them can act as any
             // reviewer. Offer them only to a client trusted with that.
-            tools: ["ask", "rag_search", "ingest"].map(String::from).to_vec(),
+            tools: ["ask", "rag_search", "ingest", "feedback"]
+                .map(String::from)
+                .to_vec(),
             timeout_seconds: 120.0,
         }
     }

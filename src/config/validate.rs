@@ -6,7 +6,8 @@ use super::check::invalid;
 use super::validate_answer::{validate_confidence, validate_llm, validate_reader};
 use super::validate_kb::{validate_embedding, validate_ingest, validate_qdrant, validate_storage};
 use super::validate_serve::{
-    validate_agent, validate_mcp, validate_review, validate_server, validate_sessions,
+    validate_agent, validate_feedback, validate_mcp, validate_review, validate_server,
+    validate_sessions,
 };
 use super::validate_tools::validate_tools;
 use super::{Config, Result};
@@ -17,6 +18,7 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_server(&c.server)?;
     validate_mcp(&c.mcp)?;
     validate_sessions(&c.sessions)?;
+    validate_feedback(&c.feedback)?;
     validate_agent(&c.agent)?;
     validate_storage(&c.storage)?;
 

@@ -85,6 +85,22 @@ pub(super) fn validate_sessions(s: &super::SessionsConfig) -> Result<()> {
     Ok(())
 }
 
+pub(super) fn validate_feedback(f: &super::FeedbackConfig) -> Result<()> {
+    for (key, value, max) in [
+        (
+            "feedback.max_ratings_per_hour",
+            f.max_ratings_per_hour,
+            1_000_000,
+        ),
+        ("feedback.max_runs", f.max_runs, 100_000_000),
+    ] {
+        if !(1..=max).contains(&value) {
+            return Err(invalid(key, format!("{value} is out of range 1..={max}")));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn validate_server(s: &super::ServerConfig) -> Result<()> {
     if s.bind.parse::<std::net::SocketAddr>().is_err() {
         return Err(invalid(

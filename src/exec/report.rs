@@ -76,6 +76,19 @@ impl RunReport {
         report
     }
 
+    /// The distinct sources the answer cites, in the order it cites them
+    /// (none when it abstained or there is no answer).
+    pub fn cited_sources(&self) -> Vec<String> {
+        let mut sources: Vec<String> = Vec::new();
+        let answer = self.answer.as_ref().filter(|a| !a.abstained);
+        for c in answer.map(|a| a.citations.as_slice()).unwrap_or_default() {
+            if let Some(source) = c.source.as_ref().filter(|s| !sources.contains(s)) {
+                sources.push(source.clone());
+            }
+        }
+        sources
+    }
+
     /// The factors the run's last answer was scored on (`None` when no
     /// answer step finished): what calibration fits.
     pub fn answer_factors(&self) -> Option<&Factors> {

@@ -94,6 +94,7 @@ pub fn ask(full: &Value) -> Value {
         "review_id": full["review_id"],
         "session_id": full["session_id"],
         "run_id": full["run_id"],
+        "answer_id": full["answer_id"],
     }))
 }
 

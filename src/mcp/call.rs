@@ -64,6 +64,27 @@ impl McpServer {
                     .map_err(|_| self.timed_out())??;
                 Ok(serde_json::to_value(report).unwrap_or(Value::Null))
             }
+            "feedback" => {
+                use crate::feedback::{Asker, Rating, Reason, Vote};
+                // Present, strings and in their enums: `call_tool` checked.
+                let id = args["answer_id"].as_str().unwrap_or_default().to_string();
+                let asker = Asker::of(
+                    args["session_id"].as_str(),
+                    args["asker"].as_str().unwrap_or("mcp"),
+                )
+                .map_err(Error::from)?;
+                let rating = Rating {
+                    vote: if args["vote"] == "up" {
+                        Vote::Up
+                    } else {
+                        Vote::Down
+                    },
+                    reason: args["reason"].as_str().and_then(Reason::parse),
+                    text: args["text"].as_str().map(str::to_string),
+                };
+                let stored = grace.rate(id, asker, rating).await?;
+                Ok(serde_json::to_value(stored).unwrap_or(Value::Null))
+            }
             "list_escalations" => {
                 let status: Option<Status> = match args["status"].as_str() {
                     Some(s) => Some(s.parse().map_err(|e: crate::review::ReviewError| {
@@ -93,12 +114,16 @@ impl McpServer {
                     }
                 };
                 let promote = args["promote"].as_bool().unwrap_or(false);
+                let verdict = args["verdict"]
+                    .as_str()
+                    .and_then(crate::review::Verdict::parse);
                 let resolution = blocking(move || {
                     let queue = grace.escalations();
                     let answer = ReviewAnswer {
                         reply,
                         sources: Vec::new(),
                         confidence: None,
+                        verdict,
                     };
                     let resolution = queue.answer(id, &reviewer, &answer)?;
                     if promote && resolution.outcome == crate::review::Outcome::Answered {

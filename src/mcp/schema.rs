@@ -35,6 +35,26 @@ pub(super) fn ingest_schema() -> Value {
     })
 }
 
+pub(super) fn feedback_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "answer_id": {"type": "string", "pattern": crate::feedback::ANSWER_ID_PATTERN,
+                          "description": "the answer_id an ask returned"},
+            "vote": {"type": "string", "enum": ["up", "down"]},
+            "reason": {"type": "string", "enum": crate::feedback::Reason::ALL.map(crate::feedback::Reason::as_str),
+                       "description": "why, with a down vote"},
+            "text": {"type": "string", "maxLength": crate::feedback::MAX_RATING_TEXT_CHARS,
+                     "description": "the asker's words, with the reason other"},
+            "asker": {"type": "string", "description": "who asked, as given to ask (default mcp)"},
+            "session_id": {"type": "string", "pattern": "^ses_[0-9a-f]{32}$",
+                           "description": "the conversation the question was asked in, as ask returned it"}
+        },
+        "required": ["answer_id", "vote"],
+        "additionalProperties": false
+    })
+}
+
 pub(super) fn list_schema() -> Value {
     json!({
         "type": "object",
@@ -54,7 +74,9 @@ pub(super) fn answer_schema() -> Value {
             "reviewer": {"type": "string", "minLength": 1, "description": "a registered reviewer id"},
             "text": {"type": "string", "minLength": 1, "description": "the answer in the reviewer's words"},
             "option": {"type": "integer", "minimum": 1, "description": "the number of an offered option"},
-            "promote": {"type": "boolean", "description": "add the answer to the knowledge base"}
+            "promote": {"type": "boolean", "description": "add the answer to the knowledge base"},
+            "verdict": {"type": "string", "enum": crate::review::Verdict::ALL.map(crate::review::Verdict::as_str),
+                        "description": "what GRACE's draft was (absent: implied by the answer)"}
         },
         "required": ["id", "reviewer"],
         "additionalProperties": false

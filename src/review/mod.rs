@@ -29,12 +29,14 @@ pub mod replan;
 #[cfg(test)]
 mod tests;
 pub mod tokens;
+mod verdict;
 
 pub use self::messages::{Access, ContextValue, Message, MessageStatus, Reviewer};
 pub use self::queue::{
     AuditEntry, Escalation, EscalationHandle, ListFilter, NewEscalation, Outcome, Resolution,
     ReviewAnswer, ReviewQueue, Status, Viewer,
 };
+pub use self::verdict::Verdict;
 
 use std::path::PathBuf;
 

@@ -9,6 +9,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::error::Error;
+use crate::feedback::FeedbackError;
 use crate::ingest::IngestError;
 use crate::plan::PlanError;
 use crate::review::ReviewError;
@@ -110,6 +111,7 @@ impl From<Error> for ApiError {
                 (StatusCode::NOT_FOUND, "not_found")
             }
             Error::Plan(PlanError::NotAnAgent) => (StatusCode::CONFLICT, "conflict"),
+            Error::Feedback(f) => feedback_status(f),
             Error::Session(SessionError::TooMany { .. }) => {
                 (StatusCode::TOO_MANY_REQUESTS, "too_many_requests")
             }
@@ -168,4 +170,23 @@ pub struct ErrorDetail {
     pub kind: String,
     /// What went wrong, for people.
     pub message: String,
+}
+
+/// The status of a feedback error: 404 for an answer that is not the
+/// caller's, 409 for one with nothing to rate, 422 for a malformed rating,
+/// 429 past the hourly limit.
+fn feedback_status(e: &FeedbackError) -> (StatusCode, &'static str) {
+    match e {
+        FeedbackError::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
+        FeedbackError::NotAnswered { .. } | FeedbackError::Disabled => {
+            (StatusCode::CONFLICT, "conflict")
+        }
+        FeedbackError::Invalid(_) | FeedbackError::TooLong { .. } => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
+        }
+        FeedbackError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
+        FeedbackError::Db { .. } | FeedbackError::Corrupt { .. } | FeedbackError::Io { .. } => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //! - [`api`]: `POST /v1/ask` (JSON, or server-sent events), `/v1/search`,
 //!   `/v1/ingest`, `GET /v1/status`;
 //! - [`sessions_api`]: conversations (`/v1/sessions`);
+//! - [`feedback_api`]: askers' ratings of answers (`/v1/answers/{id}/feedback`);
 //! - [`tools_api`]: `GET /v1/tools` and `POST /v1/tools/{name}/call`;
 //! - [`review_api`]: the review endpoints, also used by the reviewer page
 //!   at `/review`;
@@ -23,6 +24,7 @@ pub mod api;
 pub mod ask_page;
 pub mod body;
 pub mod error;
+pub mod feedback_api;
 pub mod follow;
 pub mod gate;
 pub mod metrics_api;
@@ -148,6 +150,7 @@ pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/v1/status", get(api::status))
         .route("/v1/tools", get(tools_api::list))
+        .route("/v1/answers/{id}/feedback", post(feedback_api::rate))
         .route("/v1/sessions", post(sessions_api::create))
         .route(
             "/v1/sessions/{id}",

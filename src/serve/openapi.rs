@@ -26,7 +26,7 @@ use super::error::{ErrorBody, ErrorDetail};
           super::review_api::register, super::review_api::messages, super::review_api::send,
           super::review_api::read, super::review_api::archive, super::review_api::get_context,
           super::review_api::put_context, super::sessions_api::create, super::sessions_api::show,
-          super::sessions_api::delete, super::tools_api::list, super::tools_api::call,
+          super::sessions_api::delete, super::feedback_api::rate, super::tools_api::list, super::tools_api::call,
           super::runtime_tools_api::create, super::runtime_tools_api::list,
           super::runtime_tools_api::remove, super::runtime_tools_api::history, metrics),
     components(schemas(ErrorBody, ErrorDetail, crate::tools::runtime::ToolSpec, crate::tools::runtime::Example, crate::review::Status, crate::review::MessageStatus)),
@@ -298,6 +298,13 @@ mod tests {
             crate::tools::runtime::check::MAX_DESCRIPTION_CHARS
         );
         assert_eq!(spec["name"]["pattern"], crate::tools::runtime::NAME_PATTERN);
+        // A rating's published fields and text limit are the check's.
+        let variants = schemas["FeedbackBody"]["oneOf"].as_array().unwrap();
+        assert_eq!(variants.len(), 3, "the schema parsed: {variants:?}");
+        assert_eq!(
+            variants[2]["properties"]["text"]["maxLength"],
+            crate::feedback::MAX_RATING_TEXT_CHARS
+        );
         // Every reference resolves.
         let text = doc.to_string();
         let names = doc["components"]["schemas"].as_object().unwrap();
@@ -314,6 +321,7 @@ mod tests {
                     || pattern == crate::text::PLAIN_ID
                     || pattern == crate::session::SESSION_ID_PATTERN
                     || pattern == crate::session::RUN_ID_PATTERN
+                    || pattern == crate::feedback::ANSWER_ID_PATTERN
                     || pattern == crate::tools::TOOL_NAME_PATTERN
                     || pattern == crate::tools::runtime::NAME_PATTERN,
                 "an unchecked pattern in the document: {pattern}"

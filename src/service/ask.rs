@@ -72,6 +72,12 @@ pub struct AskOutcome {
     /// [`Grace::reply`]), within `agent.reply_timeout_seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The id the asker rates this answer by (`POST /v1/answers/{id}/feedback`,
+    /// `grace feedback ID up|down`, MCP `feedback`); `None` when the run
+    /// needs input or `feedback.enabled` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = r"^ans_[0-9a-f]{32}$")]
+    pub answer_id: Option<String>,
 }
 
 /// How a run ended, in one word (`status` in an outcome's JSON).

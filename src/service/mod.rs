@@ -28,6 +28,7 @@
 
 mod ask;
 mod events;
+mod feedback;
 mod nonblocking;
 mod refit;
 mod run;
@@ -46,6 +47,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use crate::embed::{Embedder, FastEmbedder};
+use crate::feedback::FeedbackStore;
 use crate::ingest::{IngestOptions, IngestReport};
 use crate::llm::LlmClient;
 use crate::review::{Escalation, EscalationHandle, ReviewQueue};
@@ -71,6 +73,8 @@ struct Inner {
     registry: ToolRegistry,
     queue: Arc<ReviewQueue>,
     sessions: SessionStore,
+    /// Recorded runs, askers' ratings and reviewers' verdicts.
+    feedback: FeedbackStore,
     /// One writer at a time: ingests, promotions and retractions all
     /// rewrite the manifest.
     writer: Mutex<()>,
@@ -146,6 +150,7 @@ impl GraceBuilder {
         let config = kb.config();
         let queue = Arc::new(ReviewQueue::open(config)?);
         let sessions = SessionStore::open(&config.storage.data_dir, &config.sessions)?;
+        let feedback = FeedbackStore::open(&config.storage.data_dir, &config.feedback)?;
         let registry = match self.generator {
             Some(g) => ToolRegistry::from_config_with(kb.config(), kb.clone(), Some(g))?,
             None => ToolRegistry::from_config(kb.config(), kb.clone())?,
@@ -156,6 +161,7 @@ impl GraceBuilder {
                 registry,
                 queue,
                 sessions,
+                feedback,
                 writer: Mutex::new(()),
                 runs: RunCounters::default(),
                 refit: std::sync::RwLock::new(None),

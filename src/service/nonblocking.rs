@@ -179,7 +179,9 @@ impl Grace {
 }
 
 /// Runs `f` on tokio's blocking pool.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(super) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::Server(format!("a worker task failed: {e}")))?

@@ -163,6 +163,10 @@ impl Grace {
                 .sessions
                 .append(id, &Turn::from_report(&report))?;
         }
+        let answer_id = match run_id {
+            Some(_) => None,
+            None => self.record(&report, &config, options, review_id),
+        };
         runs.finished.fetch_add(1, Ordering::Relaxed);
         let review_handle = review_id.map(|id| self.inner.queue.asker_handle(id));
         // Queued and remembered as written (Markdown); returned as
@@ -178,6 +182,7 @@ impl Grace {
             review_handle,
             session_id: options.session_id.clone(),
             run_id,
+            answer_id,
         })
     }
 

@@ -17,16 +17,15 @@ mod runs;
 pub use self::runs::{RUN_ID_PATTERN, RUN_PREFIX};
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::config::SessionsConfig;
 use crate::exec::{Decision, RunReport};
-use crate::sqlite::{now_ms, to_time};
+use crate::sqlite::{Db, DbOpenError, now_ms, to_time};
 
 /// The file name of the session database in the data folder.
 pub const SESSIONS_FILE: &str = "sessions.sqlite3";
@@ -151,12 +150,7 @@ impl Turn {
     /// The turn a finished run leaves in its session.
     pub fn from_report(report: &RunReport) -> Self {
         let answer = report.answer.as_ref().filter(|a| !a.abstained);
-        let mut sources: Vec<String> = Vec::new();
-        for c in answer.map(|a| a.citations.as_slice()).unwrap_or_default() {
-            if let Some(source) = c.source.as_ref().filter(|s| !sources.contains(s)) {
-                sources.push(source.clone());
-            }
-        }
+        let mut sources = report.cited_sources();
         sources.truncate(MAX_TURN_SOURCES);
         // Bounded whatever the ask was: a turn is kept even alone over
         // `sessions.max_bytes`, so its texts are cut here.
@@ -200,32 +194,33 @@ pub struct Session {
 }
 
 /// The durable store of sessions.
+#[derive(Debug)]
 pub struct SessionStore {
+    db: Db,
+    /// The database file (for errors).
     path: PathBuf,
-    conn: Mutex<Connection>,
     limits: SessionsConfig,
-}
-
-impl std::fmt::Debug for SessionStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionStore")
-            .field("path", &self.path)
-            .finish()
-    }
 }
 
 impl SessionStore {
     /// Opens (creating if needed) `sessions.sqlite3` in `data_dir`.
     pub fn open(data_dir: &Path, limits: &SessionsConfig) -> Result<Self> {
-        std::fs::create_dir_all(data_dir).map_err(|source| SessionError::Io {
-            action: "create the data folder",
-            source,
-        })?;
         let path = data_dir.join(SESSIONS_FILE);
-        let conn = open_db(&path)?;
+        let db =
+            Db::open_in(data_dir, SESSIONS_FILE, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
+                DbOpenError::Folder(source) => SessionError::Io {
+                    action: "create the data folder",
+                    source,
+                },
+                DbOpenError::Open(e) => e.into_error(
+                    &path,
+                    |path, source| SessionError::Db { path, source },
+                    |path, message| SessionError::Corrupt { path, message },
+                ),
+            })?;
         Ok(Self {
+            db,
             path,
-            conn: Mutex::new(conn),
             limits: limits.clone(),
         })
     }
@@ -271,7 +266,7 @@ impl SessionStore {
         if !plausible_id(id, SESSION_PREFIX) {
             return Err(not_found());
         }
-        let conn = self.lock();
+        let conn = self.db.lock();
         let err = db_error(&self.path);
         let row: Option<(i64, i64)> = conn
             .query_row(
@@ -392,14 +387,6 @@ impl SessionStore {
         Ok(turns.split_off(start))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
-        // A panic mid-write rolled its transaction back: the connection
-        // is fine to use.
-        self.conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// One `BEGIN IMMEDIATE` transaction that first removes expired
     /// sessions.
     fn write<T>(
@@ -409,29 +396,24 @@ impl SessionStore {
             &dyn Fn(rusqlite::Error) -> SessionError,
         ) -> Result<T>,
     ) -> Result<T> {
-        let mut conn = self.lock();
         let err = db_error(&self.path);
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(&err)?;
-        let now = now_ms();
-        tx.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now])
-            .map_err(&err)?;
-        tx.execute("DELETE FROM runs WHERE expires_at <= ?1", [now])
-            .map_err(&err)?;
-        let out = f(&tx, &err)?;
-        tx.commit().map_err(&err)?;
-        Ok(out)
+        self.db.write(&err, |tx| {
+            let now = now_ms();
+            tx.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now])
+                .map_err(&err)?;
+            tx.execute("DELETE FROM runs WHERE expires_at <= ?1", [now])
+                .map_err(&err)?;
+            f(tx, &err)
+        })
     }
 }
 
 /// `prefix` and 32 random hex digits: an id nobody can guess.
 fn new_id(prefix: &str) -> Result<String> {
-    let bytes = crate::durable::random_bytes().map_err(|source| SessionError::Io {
+    crate::durable::random_id(prefix).map_err(|source| SessionError::Io {
         action: "read the random source",
         source,
-    })?;
-    Ok(format!("{prefix}{}", crate::durable::hex(&bytes[..16])))
+    })
 }
 
 /// Seconds (a validated, finite duration) as the database's milliseconds.
@@ -444,27 +426,12 @@ fn millis(seconds: f64) -> i64 {
 
 /// An id (of a session or a run, by `prefix`) this store could have issued (checked before any query).
 fn plausible_id(id: &str, prefix: &str) -> bool {
-    id.strip_prefix(prefix).is_some_and(|hex| {
-        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
+    crate::durable::is_random_id(id, prefix)
 }
 
 /// An id as it may appear in an error message: bounded and printable.
 fn shown(id: &str) -> String {
-    crate::text::ellipsized(id, 40)
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
-}
-
-fn open_db(path: &Path) -> Result<Connection> {
-    crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| {
-        e.into_error(
-            path,
-            |path, source| SessionError::Db { path, source },
-            |path, message| SessionError::Corrupt { path, message },
-        )
-    })
+    crate::text::shown_id(id)
 }
 
 fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> SessionError + '_ {

@@ -43,6 +43,15 @@ pub fn ellipsized(text: &str, max: usize) -> String {
     }
 }
 
+/// An id someone sent, as it may appear in an error message: bounded (40
+/// characters) and printable.
+pub fn shown_id(id: &str) -> String {
+    ellipsized(id, 40)
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 /// The first `max` characters of `text` (all of it when shorter), cut on a
 /// character boundary.
 pub fn truncate_chars(text: &str, max: usize) -> &str {

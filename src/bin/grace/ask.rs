@@ -59,11 +59,17 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
     } else {
         None
     };
+    let answer_id = record(kb.config(), &report, &args.asker, review_id);
     if cli.json {
-        output::run_report_with_review(&report, review_id, format);
+        output::run_report_with_ids(&report, review_id, answer_id.as_deref(), format);
     } else if let Some(id) = review_id {
         println!();
         output::queued_for_review(id);
+    } else if let (Some(id), grace::exec::Decision::Answer | grace::exec::Decision::Caveat) =
+        (&answer_id, report.decision)
+    {
+        println!();
+        output::how_to_rate(id);
     }
     if let (Some(id), true) = (review_id, args.wait) {
         let seconds = args
@@ -85,6 +91,29 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         return Ok(EXIT_NOT_ANSWERED);
     }
     Ok(0)
+}
+
+/// Records the finished run so that `asker` can rate it; its id. A run
+/// that cannot be recorded was still answered: the failure is logged.
+fn record(
+    config: &Config,
+    report: &grace::exec::RunReport,
+    asker: &str,
+    review_id: Option<i64>,
+) -> Option<String> {
+    use grace::feedback::{Asker, FeedbackStore, RecordedRun};
+    let recorded =
+        FeedbackStore::open(&config.storage.data_dir, &config.feedback).and_then(|store| {
+            store.record(
+                &RecordedRun::of(report, config),
+                &Asker::named(asker)?,
+                review_id,
+            )
+        });
+    recorded.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "the answer could not be recorded for feedback; it cannot be rated");
+        None
+    })
 }
 
 /// A wait of `seconds`, checked.

@@ -2,7 +2,8 @@
 //! question in one session, so a follow-up ("and on sparc?") is read
 //! against the turns before it. At a terminal it prompts; from a pipe it
 //! reads one question a line and answers each in turn. Commands:
-//! `/sources`, `/trace`, `/new`, `/help`, `/quit` (or end of input).
+//! `/sources`, `/trace`, `/good` and `/bad [reason]` (rate the last
+//! answer), `/new`, `/help`, `/quit` (or end of input).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
@@ -17,8 +18,9 @@ use crate::output;
 const MAX_LINE_BYTES: usize = 16 * 1024;
 
 const HELP: &str = "Ask a question, or: /sources (of the last answer), /trace (its steps and \
-                    factors), /new (start a new conversation), /skip (leave GRACE's question \
-                    unanswered), /quit";
+                    factors), /good or /bad [wrong|incomplete|not_what_i_asked|outdated] (rate \
+                    the last answer), /new (start a new conversation), /skip (leave GRACE's \
+                    question unanswered), /quit";
 
 /// Options of `grace chat`.
 pub struct ChatArgs<'a> {
@@ -49,6 +51,8 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
         println!("GRACE chat (session {session}). {HELP}");
     }
     let mut last: Option<RunReport> = None;
+    // The last answer's id, to rate it (with the session it was asked in).
+    let mut last_answer: Option<(String, String)> = None;
     // A run waiting for the answer to GRACE's question: the next line.
     let mut waiting: Option<String> = None;
     let stdin = std::io::stdin();
@@ -69,6 +73,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
             "/new" => {
                 session = grace.create_session()?.id;
                 last = None;
+                last_answer = None;
                 waiting = None;
                 if !args.json {
                     println!("New conversation (session {session}).");
@@ -83,6 +88,12 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                 None => println!("No answer yet."),
             },
             "/skip" if waiting.is_none() => println!("GRACE asked nothing."),
+            command if command == "/good" || command.starts_with("/bad") => {
+                match rate(&grace, last_answer.as_ref(), command) {
+                    Ok(stored) => output::rated(&stored, args.json),
+                    Err(e) => output::error(&e, args.json),
+                }
+            }
             command if command.starts_with('/') && command != "/skip" => {
                 println!("Unknown command {command:?}. {HELP}");
             }
@@ -141,12 +152,49 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                     }
                 }
                 waiting = outcome.run_id.clone();
+                last_answer = outcome
+                    .answer_id
+                    .clone()
+                    .filter(|_| outcome.status == grace::service::RunStatus::Answered)
+                    .map(|id| (id, session.clone()));
                 last = Some(outcome.report);
             }
         }
     }
     grace.flush()?;
     Ok(0)
+}
+
+/// `/good` or `/bad [reason]`: the asker's rating of the last answer.
+fn rate(
+    grace: &Grace,
+    last: Option<&(String, String)>,
+    command: &str,
+) -> grace::Result<grace::feedback::StoredRating> {
+    use grace::feedback::{Asker, Rating, Reason, Vote};
+    let Some((id, session)) = last else {
+        return Err(grace::Error::InvalidInput("no answer to rate yet".into()));
+    };
+    let (vote, reason) = match command.strip_prefix("/bad") {
+        None => (Vote::Up, None),
+        Some(rest) => match rest.trim() {
+            "" => (Vote::Down, None),
+            word => match Reason::parse(word).filter(|r| *r != Reason::Other) {
+                Some(reason) => (Vote::Down, Some(reason)),
+                None => {
+                    return Err(grace::Error::InvalidInput(format!(
+                        "unknown reason {word:?}: /bad wrong, incomplete, not_what_i_asked or outdated"
+                    )));
+                }
+            },
+        },
+    };
+    let rating = Rating {
+        vote,
+        reason,
+        text: None,
+    };
+    grace.rate_blocking(id, &Asker::session(session), &rating)
 }
 
 /// One line of input, at most [`MAX_LINE_BYTES`]; `None` at the end.

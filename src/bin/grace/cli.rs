@@ -75,6 +75,9 @@ pub enum Command {
         #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
         asker: String,
     },
+    /// Rate an answer: up or down, with a reason (the id `grace ask`
+    /// printed; one rating per asker per answer, a second replaces it)
+    Feedback(FeedbackArgs),
     /// The answer to an escalated question, once a reviewer gave it
     /// (exit 0 answered, 4 not answered yet or not at all)
     Answer {
@@ -205,6 +208,25 @@ pub struct AskArgs {
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     pub reviewers: Vec<String>,
     /// Your name, shown to reviewers
+    #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
+    pub asker: String,
+}
+
+/// `grace feedback`.
+#[derive(Debug, Args)]
+pub struct FeedbackArgs {
+    /// The answer's id (`ans_…`, printed under the answer)
+    pub id: String,
+    /// up or down
+    #[arg(value_parser = ["up", "down"])]
+    pub vote: String,
+    /// Why, with down: wrong, incomplete, not_what_i_asked, outdated, other
+    #[arg(long, value_parser = ["wrong", "incomplete", "not_what_i_asked", "outdated", "other"])]
+    pub reason: Option<String>,
+    /// Your words, with --reason other (at most 500 characters)
+    #[arg(long, requires = "reason")]
+    pub text: Option<String>,
+    /// Who asked, as given to `grace ask --asker`
     #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
     pub asker: String,
 }

@@ -9,6 +9,7 @@ mod ask;
 mod chat;
 mod cli;
 mod evaluate;
+mod feedback;
 mod ingest;
 mod migrate;
 mod output;
@@ -141,6 +142,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             };
             return chat::run(config, &args);
         }
+        Command::Feedback(args) => feedback::run(cli, &config, args)?,
         Command::Answer {
             id,
             wait,

@@ -67,6 +67,10 @@ pub enum ReviewCommand {
         /// Add the question and answer to the knowledge base, citing you
         #[arg(long)]
         promote: bool,
+        /// What GRACE's draft was: right, partly_right or wrong [default:
+        /// implied by your answer: the draft confirmed or kept is right]
+        #[arg(long, value_parser = ["right", "partly_right", "wrong"])]
+        verdict: Option<String>,
     },
     /// Decline to answer, saying why (the asker gets the reason)
     Reject {
@@ -174,6 +178,7 @@ pub fn run(
             sources,
             confidence,
             promote,
+            verdict,
         } => {
             let reviewer = me()?;
             if let Some(hint) = text
@@ -197,6 +202,7 @@ pub fn run(
                     .map(|(i, s)| citation(i, s))
                     .collect(),
                 confidence: *confidence,
+                verdict: verdict.as_deref().and_then(grace::review::Verdict::parse),
             };
             let resolution = queue.answer(*id, reviewer, &answer)?;
             let mut promoted = None;
@@ -420,6 +426,7 @@ fn watch(config: &Config, queue: &ReviewQueue, me: &str, interval: f64) -> grace
                             reply,
                             sources: Vec::new(),
                             confidence: None,
+                            verdict: None,
                         },
                     )
                     .map(|_| ())

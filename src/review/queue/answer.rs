@@ -40,6 +40,14 @@ impl ReviewQueue {
             self.take(tx, &e, reviewer)?;
             let who = format!("reviewer:{reviewer}");
             let mut report = e.run.clone();
+            let verdict = answer.verdict.unwrap_or_else(|| {
+                let draft = e.run.answer.as_ref().filter(|a| !a.abstained);
+                crate::review::Verdict::implied(
+                    draft.map(|a| a.text.as_str()),
+                    &e.request.options,
+                    &answer.reply,
+                )
+            });
             // An option this escalation does not offer: its state, not the
             // request's shape, says no.
             report
@@ -70,6 +78,7 @@ impl ReviewQueue {
                 note: declined.then(|| "the knowledge base does not answer this".to_string()),
                 report: Some(report),
                 promoted: None,
+                verdict: Some(verdict),
             };
             let claimed = self.load(tx, id, Viewer::Reviewer(reviewer))?;
             self.set_status(
@@ -99,6 +108,7 @@ impl ReviewQueue {
                 note: Some(why.trim().to_string()),
                 report: None,
                 promoted: None,
+                verdict: None,
             };
             let claimed = self.load(tx, id, Viewer::Reviewer(reviewer))?;
             self.set_status(
@@ -129,6 +139,7 @@ impl ReviewQueue {
                 note: Some("withdrawn by the asker".into()),
                 report: None,
                 promoted: None,
+                verdict: None,
             };
             self.set_status(
                 tx,

@@ -62,6 +62,7 @@ impl ReviewQueue {
                         )),
                         report: Some(report),
                         promoted: None,
+                        verdict: None,
                     }
                 }
                 _ => Resolution {
@@ -77,6 +78,7 @@ impl ReviewQueue {
                     }),
                     report: None,
                     promoted: None,
+                    verdict: None,
                 },
             };
             let detail = resolution.note.clone().unwrap_or_default();

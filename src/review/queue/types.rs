@@ -112,6 +112,10 @@ pub struct Resolution {
     pub report: Option<RunReport>,
     /// The knowledge-base source the answer was promoted to, if it was.
     pub promoted: Option<String>,
+    /// What the reviewer said of GRACE's draft (given, or implied by
+    /// their answer); `None` when no reviewer answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::review::Verdict>,
 }
 
 /// One escalated question.
@@ -197,6 +201,9 @@ pub struct ReviewAnswer {
     pub sources: Vec<Citation>,
     /// The reviewer's confidence; `review.reviewer_confidence` if `None`.
     pub confidence: Option<f64>,
+    /// What the reviewer says of GRACE's draft; `None`: implied by the
+    /// reply ([`Verdict::implied`](crate::review::Verdict::implied)).
+    pub verdict: Option<crate::review::Verdict>,
 }
 
 /// Which escalations [`ReviewQueue::list_page`](super::ReviewQueue::list_page) returns.

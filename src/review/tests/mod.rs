@@ -101,6 +101,7 @@ fn text(t: &str) -> ReviewAnswer {
         reply: HumanReply::Text(t.into()),
         sources: Vec::new(),
         confidence: None,
+        verdict: None,
     }
 }
 

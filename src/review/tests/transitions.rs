@@ -37,6 +37,7 @@ fn pending_claimed_answered_reaches_the_asker_with_the_reviewer_and_confidence()
                     page: None,
                 }],
                 confidence: Some(0.9),
+                verdict: None,
             },
         )
         .unwrap();
@@ -84,6 +85,7 @@ fn confirming_the_draft_keeps_its_citations_and_takes_the_configured_confidence(
                 reply: HumanReply::Option(1),
                 sources: Vec::new(),
                 confidence: None,
+                verdict: None,
             },
         )
         .unwrap();
@@ -113,6 +115,7 @@ fn choosing_not_answered_rejects_and_reject_needs_a_reason() {
                 reply: HumanReply::Option(2),
                 sources: Vec::new(),
                 confidence: None,
+                verdict: None,
             },
         )
         .unwrap();
@@ -207,6 +210,7 @@ fn unregistered_reviewers_and_empty_values_are_refused() {
             "alice",
             &ReviewAnswer {
                 confidence: Some(1.5),
+                verdict: None,
                 ..text("ok")
             }
         ),
@@ -323,6 +327,7 @@ fn a_redraft_replaces_the_draft_and_stays_with_the_reviewer() {
                 reply: HumanReply::Option(1),
                 sources: Vec::new(),
                 confidence: None,
+                verdict: None,
             },
         )
         .unwrap();

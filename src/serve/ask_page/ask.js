@@ -50,6 +50,12 @@ const TEXTS = {
     caveatNote: "GRACE is fairly, but not fully, sure. Check the passages it cites before you rely on this.",
     declined: "The knowledge base does not cover this question, so GRACE does not answer it.",
     askPerson: "Ask a person",
+    rate: "Did this answer help?",
+    rateUp: "Yes",
+    rateDown: "No",
+    rateWhy: "What was wrong with it?",
+    reasons: { wrong: "Wrong", incomplete: "Incomplete", not_what_i_asked: "Not what I asked", outdated: "Outdated" },
+    rated: { up: "Thank you: you said this answer helped.", down: "Thank you: you said this answer did not help." },
     askingPerson: "Asking a person…",
     escalated: "GRACE is not sure enough to answer this alone, so it has asked a person.",
     status: {
@@ -160,6 +166,12 @@ const TEXTS = {
     caveatNote: "GRACE はある程度確かですが、完全ではありません。使う前に引用元を確認してください。",
     declined: "この質問はナレッジベースの範囲外のため、GRACE は回答しません。",
     askPerson: "担当者に聞く",
+    rate: "この回答は役に立ちましたか？",
+    rateUp: "はい",
+    rateDown: "いいえ",
+    rateWhy: "どこが問題でしたか？",
+    reasons: { wrong: "誤り", incomplete: "不十分", not_what_i_asked: "質問と違う", outdated: "古い" },
+    rated: { up: "ありがとうございます。役に立ったと記録しました。", down: "ありがとうございます。役に立たなかったと記録しました。" },
     askingPerson: "担当者に確認しています…",
     escalated: "GRACE だけでは確信が足りないため、担当者に確認を依頼しました。",
     status: {
@@ -573,6 +585,7 @@ function replyOf(entry, outcome, past) {
       const sources = citationsOf(answer.citations || [], outcome);
       if (sources) card.append(sources);
     }
+    if (outcome.answer_id && !past) card.append(ratingOf(entry, outcome));
   } else if (decision === "decline") {
     card.append(el("p", { class: "text", text: t("declined") }));
     if (!past) {
@@ -589,6 +602,47 @@ function replyOf(entry, outcome, past) {
   }
   card.append(confidenceOf(outcome), whyOf(outcome));
   return card;
+}
+
+/** Under an answer: "Did this answer help?", Yes / No, and with No, the
+ * reasons (POST /v1/answers/{id}/feedback as the conversation's asker; a
+ * second choice replaces the first). */
+function ratingOf(entry, outcome) {
+  const box = el("div", { class: "rating", "data-answer": outcome.answer_id });
+  if (entry.rating) {
+    box.append(el("p", { class: "rated", role: "status", text: t(`rated.${entry.rating.vote}`) }));
+  }
+  const send = async (vote, reason) => {
+    try {
+      const body = { vote, session_id: state.sessionId };
+      if (reason) body.reason = reason;
+      await api("POST", `/v1/answers/${encodeURIComponent(outcome.answer_id)}/feedback`, body);
+      entry.rating = { vote, reason: reason || null };
+      entry.choosingReason = false;
+      save();
+      update(entry);
+      say(t(`rated.${vote}`));
+    } catch (err) {
+      say(problem(err), true);
+    }
+  };
+  const voted = (v) => entry.rating && entry.rating.vote === v ? "true" : "false";
+  box.append(el("div", { class: "actions", role: "group", "aria-label": t("rate") },
+    el("span", { class: "rate-question", text: t("rate") }),
+    el("button", { type: "button", class: "rate-up", "aria-pressed": voted("up"), text: t("rateUp"), onclick: () => send("up") }),
+    el("button", { type: "button", class: "rate-down", "aria-pressed": voted("down"), text: t("rateDown"),
+      onclick: () => { entry.choosingReason = true; update(entry); send("down"); } })));
+  if (entry.choosingReason || (entry.rating && entry.rating.vote === "down")) {
+    const reasons = el("div", { class: "actions reasons", role: "group", "aria-label": t("rateWhy") },
+      el("span", { text: t("rateWhy") }));
+    for (const r of ["wrong", "incomplete", "not_what_i_asked", "outdated"]) {
+      const chosen = entry.rating && entry.rating.reason === r ? "true" : "false";
+      reasons.append(el("button", { type: "button", class: `reason reason-${r}`, "aria-pressed": chosen,
+        text: t(`reasons.${r}`), onclick: () => send("down", r) }));
+    }
+    box.append(reasons);
+  }
+  return box;
 }
 
 /** The live status of an escalation, and the reviewer's answer once given. */

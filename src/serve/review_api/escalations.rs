@@ -113,6 +113,10 @@ pub(crate) struct TextAnswer {
     /// Add the question and answer to the knowledge base.
     #[serde(default)]
     promote: bool,
+    /// What the reviewer says of GRACE's draft (`right`, `partly_right`,
+    /// `wrong`); absent: implied by the answer (the draft confirmed or
+    /// kept unchanged is right; mostly kept, partly right; else wrong).
+    verdict: Option<crate::review::Verdict>,
 }
 
 /// An offered option, by number.
@@ -131,6 +135,10 @@ pub(crate) struct OptionAnswer {
     /// Add the question and answer to the knowledge base.
     #[serde(default)]
     promote: bool,
+    /// What the reviewer says of GRACE's draft (`right`, `partly_right`,
+    /// `wrong`); absent: implied by the answer (the draft confirmed or
+    /// kept unchanged is right; mostly kept, partly right; else wrong).
+    verdict: Option<crate::review::Verdict>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -148,13 +156,20 @@ pub(crate) async fn answer(
     JsonObject(body): JsonObject<AnswerBody>,
 ) -> ApiResult<Escalation> {
     let who = acting_reviewer(caller)?;
-    let (reply, sources, confidence, promote) = match body {
-        AnswerBody::Text(t) => (HumanReply::Text(t.text), t.sources, t.confidence, t.promote),
+    let (reply, sources, confidence, promote, verdict) = match body {
+        AnswerBody::Text(t) => (
+            HumanReply::Text(t.text),
+            t.sources,
+            t.confidence,
+            t.promote,
+            t.verdict,
+        ),
         AnswerBody::Option(o) => (
             HumanReply::Option(o.option.unwrap_or(0)),
             o.sources,
             o.confidence,
             o.promote,
+            o.verdict,
         ),
     };
     let answer = ReviewAnswer {
@@ -170,6 +185,7 @@ pub(crate) async fn answer(
             })
             .collect(),
         confidence,
+        verdict,
     };
     let hint = match &answer.reply {
         HumanReply::Text(t) => {

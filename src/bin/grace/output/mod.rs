@@ -24,8 +24,8 @@ pub use review::{
     reviewers,
 };
 pub use run::{
-    cited_sources, human_decision, queued_for_review, run_report, run_report_with_review,
-    terminal_format,
+    cited_sources, how_to_rate, human_decision, queued_for_review, rated, run_report,
+    run_report_with_ids, terminal_format,
 };
 pub use tools::{
     reflection, runtime_tool_created, runtime_tool_history, tool_list, tool_result, tool_usage,

@@ -14,11 +14,21 @@ pub fn terminal_format(config: &grace::Config) -> AnswerFormat {
 }
 
 /// The run as JSON, with the review queue's id when it was escalated.
-pub fn run_report_with_review(r: &RunReport, review_id: Option<i64>, format: AnswerFormat) {
+pub fn run_report_with_ids(
+    r: &RunReport,
+    review_id: Option<i64>,
+    answer_id: Option<&str>,
+    format: AnswerFormat,
+) {
     let r = &r.formatted(format);
     let mut value = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
-    if let (Some(id), Some(map)) = (review_id, value.as_object_mut()) {
-        map.insert("review_id".into(), id.into());
+    if let Some(map) = value.as_object_mut() {
+        if let Some(id) = review_id {
+            map.insert("review_id".into(), id.into());
+        }
+        if let Some(id) = answer_id {
+            map.insert("answer_id".into(), id.into());
+        }
     }
     print_json(&value);
 }
@@ -288,5 +298,33 @@ pub fn cited_sources(r: &RunReport) {
 pub fn queued_for_review(id: i64) {
     println!(
         "Queued for review as escalation #{id}: `grace answer {id}` shows the answer once a reviewer gives it."
+    );
+}
+
+/// How to rate an answered run, under its answer.
+pub fn how_to_rate(answer_id: &str) {
+    println!("(rate this answer: grace feedback {answer_id} up|down)");
+}
+
+/// A rating as stored.
+pub fn rated(stored: &grace::feedback::StoredRating, json: bool) {
+    if json {
+        print_json(stored);
+        return;
+    }
+    let verb = if stored.replaced {
+        "Changed your rating of"
+    } else {
+        "Rated"
+    };
+    let reason = stored
+        .rating
+        .reason
+        .map(|r| format!(" ({})", r.as_str().replace('_', " ")))
+        .unwrap_or_default();
+    println!(
+        "{verb} {}: {}{reason}.",
+        stored.answer_id,
+        stored.rating.vote.as_str()
     );
 }

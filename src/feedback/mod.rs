@@ -1,0 +1,463 @@
+//! Feedback: askers' ratings of answers, kept durably beside what each
+//! run was scored on, so that they (and reviewers' verdicts, which the
+//! review queue keeps with each escalation's resolution, found through the
+//! run's `review_id`) can become labels for the confidence model.
+//!
+//! A [`FeedbackStore`] is one SQLite file, `feedback.sqlite3`, in the data
+//! folder (WAL, `synchronous=FULL`: an acknowledged rating survives a
+//! crash). Every finished run is recorded under an id (`ans_` and 32
+//! random hex digits, [`ANSWER_ID_PATTERN`]) with its question, answer,
+//! decision, the answer step's factors, the weights' version, the
+//! collection and the cited documents ([`RecordedRun`]); a refit reads
+//! these and never runs a question again.
+//!
+//! - **One rating per asker per answer.** The asker is the authenticated
+//!   principal's name, or the session when the asker is anonymous
+//!   ([`Asker`]). A run belongs to the asker who asked it: a rating from
+//!   anyone else is refused as if the run did not exist. A second rating
+//!   replaces the first.
+//! - **Bounded.** A rating's text is at most [`MAX_RATING_TEXT_CHARS`]; an
+//!   asker gives at most `feedback.max_ratings_per_hour`; at most
+//!   `feedback.max_runs` runs are kept (the oldest runs nobody rated and
+//!   that were not escalated go first).
+
+mod rating;
+mod recorded;
+
+pub use self::rating::{Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, Vote};
+pub use self::recorded::{RecordedRun, weights_version};
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::config::FeedbackConfig;
+use crate::sqlite::{Db, DbOpenError, now_ms, to_time};
+
+/// The file name of the feedback database in the data folder.
+pub const FEEDBACK_FILE: &str = "feedback.sqlite3";
+/// Prefix of a recorded run's id.
+pub const ANSWER_PREFIX: &str = "ans_";
+/// The pattern of a recorded run's id, as the OpenAPI document publishes it.
+pub const ANSWER_ID_PATTERN: &str = r"^ans_[0-9a-f]{32}$";
+/// An hour, in the database's milliseconds (the rate limit's window).
+const HOUR_MS: i64 = 3_600_000;
+
+const SCHEMA_VERSION: i64 = 1;
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    id         TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,           -- Unix milliseconds
+    asker      TEXT NOT NULL,              -- who may rate it: session:<id> | asker:<name>
+    decision   TEXT NOT NULL,
+    review_id  INTEGER,                    -- its escalation, when one was queued
+    record     TEXT NOT NULL               -- JSON RecordedRun
+);
+CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at);
+CREATE INDEX IF NOT EXISTS runs_review ON runs(review_id);
+CREATE TABLE IF NOT EXISTS ratings (
+    run_id   TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    asker    TEXT NOT NULL,
+    vote     TEXT NOT NULL,                -- up | down
+    reason   TEXT,                         -- wrong | incomplete | not_what_i_asked | outdated | other
+    text     TEXT,
+    rated_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, asker)
+);
+-- Each rating given or changed, for the hourly limit (older rows are
+-- removed by every rating).
+CREATE TABLE IF NOT EXISTS rating_events (
+    asker TEXT NOT NULL,
+    at    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rating_events_asker ON rating_events(asker, at);
+";
+
+/// Result of feedback operations.
+pub type Result<T> = std::result::Result<T, FeedbackError>;
+
+/// What went wrong with feedback.
+#[derive(Debug, thiserror::Error)]
+pub enum FeedbackError {
+    /// No run under this id, or it belongs to another asker.
+    #[error(
+        "no answer {id} of yours to rate (the id is wrong, or the answer was given to someone else)"
+    )]
+    NotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// The run has no answer to rate (escalated, declined).
+    #[error(
+        "answer {id} was not given (GRACE decided to {decision}): there is nothing to rate; a reviewer's verdict labels it"
+    )]
+    NotAnswered {
+        /// The run's id.
+        id: String,
+        /// What GRACE decided.
+        decision: &'static str,
+    },
+    /// The rating or verdict is malformed.
+    #[error("{0}")]
+    Invalid(String),
+    /// The rating's text is too long.
+    #[error("the rating's text is {chars} characters, over the {max} allowed")]
+    TooLong {
+        /// Its length.
+        chars: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The asker rated too much in the last hour.
+    #[error(
+        "{max} ratings in the last hour from this asker (feedback.max_ratings_per_hour); try again later"
+    )]
+    RateLimited {
+        /// The limit.
+        max: usize,
+    },
+    /// `feedback.enabled` is false.
+    #[error("feedback is off (feedback.enabled: false): runs are not recorded and cannot be rated")]
+    Disabled,
+    /// The database failed.
+    #[error("feedback database {path}: {source}")]
+    Db {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database holds something this GRACE cannot read.
+    #[error("feedback database {path}: {message}")]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Creating the folder or reading the random source failed.
+    #[error("cannot {action}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A rating as stored: by whom, what, when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct StoredRating {
+    /// The rated run's id.
+    pub answer_id: String,
+    /// The rating.
+    #[serde(flatten)]
+    pub rating: Rating,
+    /// When it was given (or last changed).
+    pub rated_at: DateTime<Utc>,
+    /// Whether it replaced an earlier rating by the same asker.
+    pub replaced: bool,
+}
+
+/// A recorded run with its asker's rating.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Labelled {
+    /// The run's id.
+    pub id: String,
+    /// Who asked.
+    pub asker: String,
+    /// The run as recorded.
+    pub run: RecordedRun,
+    /// The escalation it was queued as, if any (its resolution holds the
+    /// reviewer's verdict).
+    pub review_id: Option<i64>,
+    /// The asker's rating, if any.
+    pub rating: Option<Rating>,
+}
+
+/// The durable store of recorded runs and askers' ratings.
+#[derive(Debug)]
+pub struct FeedbackStore {
+    db: Db,
+    limits: FeedbackConfig,
+}
+
+impl FeedbackStore {
+    /// Opens (creating if needed) `feedback.sqlite3` in `data_dir`.
+    pub fn open(data_dir: &Path, limits: &FeedbackConfig) -> Result<Self> {
+        let db =
+            Db::open_in(data_dir, FEEDBACK_FILE, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
+                DbOpenError::Folder(source) => FeedbackError::Io {
+                    action: "create the data folder",
+                    source,
+                },
+                DbOpenError::Open(e) => e.into_error(
+                    &data_dir.join(FEEDBACK_FILE),
+                    |path, source| FeedbackError::Db { path, source },
+                    |path, message| FeedbackError::Corrupt { path, message },
+                ),
+            })?;
+        Ok(Self {
+            db,
+            limits: limits.clone(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    /// Records a finished run asked by `asker` (its escalation `review_id`
+    /// when one was queued); the id it can be rated by. `None` when
+    /// `feedback.enabled` is false. Past `feedback.max_runs`, the oldest
+    /// runs nobody rated or judged are removed.
+    pub fn record(
+        &self,
+        run: &RecordedRun,
+        asker: &Asker,
+        review_id: Option<i64>,
+    ) -> Result<Option<String>> {
+        if !self.limits.enabled {
+            return Ok(None);
+        }
+        let text = serde_json::to_string(run)
+            .map_err(|e| self.corrupt(format!("cannot store a run: {e}")))?;
+        let id = crate::durable::random_id(ANSWER_PREFIX).map_err(|source| FeedbackError::Io {
+            action: "read the random source",
+            source,
+        })?;
+        let max = i64::try_from(self.limits.max_runs).unwrap_or(i64::MAX);
+        self.write(|tx, err| {
+            tx.execute(
+                "INSERT INTO runs (id, created_at, asker, decision, review_id, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    id,
+                    now_ms(),
+                    asker.as_str(),
+                    run.decision.as_str(),
+                    review_id,
+                    text
+                ],
+            )
+            .map_err(err)?;
+            let count: i64 = tx
+                .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
+                .map_err(err)?;
+            if count > max {
+                tx.execute(
+                    "DELETE FROM runs WHERE id IN (
+                         SELECT id FROM runs r
+                         WHERE NOT EXISTS (SELECT 1 FROM ratings WHERE run_id = r.id)
+                           AND r.review_id IS NULL
+                         ORDER BY created_at LIMIT ?1)",
+                    [count - max],
+                )
+                .map_err(err)?;
+            }
+            Ok(())
+        })?;
+        Ok(Some(id))
+    }
+
+    /// `asker`'s rating of run `id`, replacing any earlier one of theirs.
+    /// Refused: a run that does not exist or is another asker's
+    /// ([`FeedbackError::NotFound`]), one with no answer
+    /// ([`FeedbackError::NotAnswered`]), a malformed rating, and more than
+    /// `feedback.max_ratings_per_hour` from one asker.
+    pub fn rate(&self, id: &str, asker: &Asker, rating: &Rating) -> Result<StoredRating> {
+        if !self.limits.enabled {
+            return Err(FeedbackError::Disabled);
+        }
+        rating.check()?;
+        let not_found = || FeedbackError::NotFound {
+            id: crate::text::shown_id(id),
+        };
+        if !crate::durable::is_random_id(id, ANSWER_PREFIX) {
+            return Err(not_found());
+        }
+        let now = now_ms();
+        let max = self.limits.max_ratings_per_hour;
+        let replaced = self.write(|tx, err| {
+            let owner: Option<(String, String)> = tx
+                .query_row(
+                    "SELECT asker, decision FROM runs WHERE id = ?1",
+                    [id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(err)?;
+            let Some((owner, decision)) = owner.filter(|(owner, _)| owner == asker.as_str()) else {
+                return Err(not_found());
+            };
+            if !matches!(decision.as_str(), "answer" | "caveat") {
+                return Err(FeedbackError::NotAnswered {
+                    id: id.to_string(),
+                    decision: decided(&decision),
+                });
+            }
+            tx.execute("DELETE FROM rating_events WHERE at <= ?1", [now - HOUR_MS])
+                .map_err(err)?;
+            let recent: i64 = tx
+                .query_row(
+                    "SELECT COUNT(*) FROM rating_events WHERE asker = ?1",
+                    [&owner],
+                    |r| r.get(0),
+                )
+                .map_err(err)?;
+            if usize::try_from(recent).unwrap_or(usize::MAX) >= max {
+                return Err(FeedbackError::RateLimited { max });
+            }
+            tx.execute(
+                "INSERT INTO rating_events (asker, at) VALUES (?1, ?2)",
+                params![owner, now],
+            )
+            .map_err(err)?;
+            let (vote, reason, text) = rating.columns();
+            let replaced = tx
+                .execute(
+                    "UPDATE ratings SET vote = ?3, reason = ?4, text = ?5, rated_at = ?6
+                     WHERE run_id = ?1 AND asker = ?2",
+                    params![id, owner, vote, reason, text, now],
+                )
+                .map_err(err)?
+                > 0;
+            if !replaced {
+                tx.execute(
+                    "INSERT INTO ratings (run_id, asker, vote, reason, text, rated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![id, owner, vote, reason, text, now],
+                )
+                .map_err(err)?;
+            }
+            Ok(replaced)
+        })?;
+        Ok(StoredRating {
+            answer_id: id.to_string(),
+            rating: rating.clone(),
+            rated_at: to_time(now),
+            replaced,
+        })
+    }
+
+    /// The recorded run `id` (whoever asked it), `None` when there is none.
+    pub fn run(&self, id: &str) -> Result<Option<RecordedRun>> {
+        if !crate::durable::is_random_id(id, ANSWER_PREFIX) {
+            return Ok(None);
+        }
+        let conn = self.db.lock();
+        let text: Option<String> = conn
+            .query_row("SELECT record FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .map_err(|source| self.db(source))?;
+        text.map(|t| self.parse(id, &t)).transpose()
+    }
+
+    /// Every recorded run that has a rating or was escalated, oldest
+    /// first: what a refit reads (an escalated run's label is its
+    /// reviewer's verdict, in the review queue).
+    pub fn labelled(&self) -> Result<Vec<Labelled>> {
+        let conn = self.db.lock();
+        let mut stmt = conn
+            .prepare(
+                "SELECT r.id, r.asker, r.record, g.vote, g.reason, g.text, r.review_id
+                 FROM runs r
+                 LEFT JOIN ratings g ON g.run_id = r.id
+                 WHERE g.run_id IS NOT NULL OR r.review_id IS NOT NULL
+                 ORDER BY r.created_at, r.id",
+            )
+            .map_err(|source| self.db(source))?;
+        type Row = (
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<i64>,
+        );
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            })
+            .map_err(|source| self.db(source))?
+            .collect::<std::result::Result<Vec<Row>, _>>()
+            .map_err(|source| self.db(source))?;
+        rows.into_iter()
+            .map(|(id, asker, record, vote, reason, text, review_id)| {
+                let run = self.parse(&id, &record)?;
+                let rating = match &vote {
+                    Some(vote) => Some(
+                        Rating::from_columns(vote, reason.as_deref(), text).ok_or_else(|| {
+                            self.corrupt(format!("run {id}: a rating it cannot read"))
+                        })?,
+                    ),
+                    None => None,
+                };
+                Ok(Labelled {
+                    id,
+                    asker,
+                    run,
+                    review_id,
+                    rating,
+                })
+            })
+            .collect()
+    }
+
+    fn parse(&self, id: &str, text: &str) -> Result<RecordedRun> {
+        serde_json::from_str(text).map_err(|e| self.corrupt(format!("run {id}: {e}")))
+    }
+
+    fn corrupt(&self, message: String) -> FeedbackError {
+        FeedbackError::Corrupt {
+            path: self.path().to_path_buf(),
+            message,
+        }
+    }
+
+    fn db(&self, source: rusqlite::Error) -> FeedbackError {
+        FeedbackError::Db {
+            path: self.path().to_path_buf(),
+            source,
+        }
+    }
+
+    /// One `BEGIN IMMEDIATE` transaction.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(
+            &rusqlite::Transaction<'_>,
+            &dyn Fn(rusqlite::Error) -> FeedbackError,
+        ) -> Result<T>,
+    ) -> Result<T> {
+        let err = |source| self.db(source);
+        self.db.write(&err, |tx| f(tx, &err))
+    }
+}
+
+/// A stored decision as a static word for messages.
+fn decided(decision: &str) -> &'static str {
+    match decision {
+        "escalate" => "escalate",
+        "decline" => "decline",
+        "needs_input" => "ask back",
+        _ => "do something else",
+    }
+}
+
+#[cfg(test)]
+mod tests;
