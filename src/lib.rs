@@ -46,6 +46,7 @@ pub mod followup;
 pub mod ingest;
 mod kb;
 pub mod lang;
+pub mod learn;
 pub mod lexical;
 pub mod llm;
 pub mod mcp;

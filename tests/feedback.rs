@@ -322,4 +322,117 @@ fn the_command_line_rates_the_answer_it_printed() {
     assert!(out.contains(": down (wrong)."), "{out}");
     assert!(out.contains("unknown reason \"sideways\""), "{out}");
     assert!(out.contains("Changed your rating of ans_"), "{out}");
+
+    // The ratings become a fit: `grace calibrate --from-feedback`.
+    let file = dir.path().join("feedback-fit.json");
+    let fitted = run(&[
+        "--json",
+        "calibrate",
+        "--from-feedback",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(fitted.status.success(), "{}", common::output_text(&fitted));
+    let fit: Value = serde_json::from_slice(&fitted.stdout).unwrap();
+    assert_eq!(fit["fit"]["labels"], 2, "{fit}");
+    assert!(fit["fit"]["out_of_fold"]["n"].as_u64() == Some(2), "{fit}");
+    let on_file: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(on_file["fitted_on"]["questions"], 2);
+    // GRACE scores with it once configured.
+    let asked = common::grace_cmd(dir.path(), &["--json", "ask", ANSWERED])
+        .env("GRACE_CONFIDENCE__CALIBRATION", &file)
+        .output()
+        .unwrap();
+    assert!(asked.status.success(), "{}", common::output_text(&asked));
+}
+
+#[test]
+fn calibrating_from_no_feedback_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    let ingest = common::grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"]);
+    assert!(ingest.status.success(), "{}", common::output_text(&ingest));
+    let out = common::grace(dir.path(), &["calibrate", "--from-feedback"]);
+    assert_eq!(out.status.code(), Some(grace::EXIT_BAD_INPUT as i32));
+    assert!(
+        common::output_text(&out).contains("no labels"),
+        "{}",
+        common::output_text(&out)
+    );
+}
+
+/// `grace eval --feedback N`: the learning curve of refits on simulated
+/// ratings, in the fixed JSON shape, and its bad inputs refused up front.
+#[test]
+fn eval_simulates_ratings_and_prints_the_learning_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = common::repo().join("eval/sample-users-words");
+    let set = set.to_str().unwrap();
+    let out = common::grace(
+        dir.path(),
+        &[
+            "--json",
+            "eval",
+            set,
+            "--feedback",
+            "30",
+            "--seed",
+            "3",
+            "--feedback-noise",
+            "0.1",
+        ],
+    );
+    assert!(out.status.success(), "{}", common::output_text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let feedback = &report["feedback"];
+    assert_eq!(feedback["ratings"], 30);
+    assert_eq!(
+        feedback["held_out"],
+        report["questions"].as_u64().unwrap() - 30
+    );
+    let curve = feedback["curve"].as_array().unwrap();
+    let labels: Vec<u64> = curve
+        .iter()
+        .map(|p| p["labels"].as_u64().unwrap())
+        .collect();
+    assert_eq!(labels, [0, 25, 30]);
+    for p in curve {
+        assert!(p["fare"]["ece"].is_number(), "{p}");
+        assert!(p["fare"]["auroc"].is_number(), "{p}");
+        assert!(p["ece_floor"]["median"].is_number() && p["ece_floor"]["p95"].is_number());
+        assert!(p["auroc_in_domain"].is_number(), "{p}");
+        let coverage = p["coverage_at_risk_10"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&coverage), "{p}");
+    }
+    // The same seed, the same curve.
+    let again = common::grace(
+        dir.path(),
+        &[
+            "--json",
+            "eval",
+            set,
+            "--feedback",
+            "30",
+            "--seed",
+            "3",
+            "--feedback-noise",
+            "0.1",
+        ],
+    );
+    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again["feedback"], report["feedback"]);
+
+    for bad in [
+        vec!["eval", set, "--feedback", "42"],
+        vec!["eval", set, "--feedback", "10", "--feedback-noise", "1.5"],
+    ] {
+        let out = common::grace(dir.path(), &bad);
+        assert_eq!(
+            out.status.code(),
+            Some(grace::EXIT_BAD_INPUT as i32),
+            "{bad:?}"
+        );
+        let text = common::output_text(&out);
+        assert!(text.contains("--feedback"), "{text}");
+    }
 }

@@ -84,15 +84,72 @@ impl Model {
 /// Fits the model to `samples` with L2 strength `l2` (Newton's method with
 /// step halving; converges in a handful of iterations at these sizes).
 pub fn fit(samples: &[Sample], l2: f64) -> Model {
-    const P: usize = FEATURES + 1; // bias first
-    let mut theta = [0.0; P];
     // Start the bias at the base rate: fewer iterations, same optimum.
     let positives = samples.iter().filter(|s| s.y).count() as f64;
     let n = samples.len() as f64;
+    let mut start = Model {
+        bias: 0.0,
+        w: [0.0; FEATURES],
+    };
     if n > 0.0 {
         let rate = ((positives + 0.5) / (n + 1.0)).clamp(1e-3, 1.0 - 1e-3);
-        theta[0] = (rate / (1.0 - rate)).ln();
+        start.bias = (rate / (1.0 - rate)).ln();
     }
+    newton(samples, None, l2, &Penalty::Zero, start)
+}
+
+/// Fits the model to `samples`, each counted `weights[i]` times, pulled
+/// toward `prior` with strength `l2` (`l2/2·‖θ − θ_prior‖²`, the bias
+/// included): with no samples it is the prior, and it moves away as
+/// weight accumulates. How feedback refits the weights people's labels
+/// speak for, starting from the fit they have.
+pub fn fit_toward(samples: &[Sample], weights: &[f64], prior: &Model, l2: f64) -> Model {
+    newton(
+        samples,
+        Some(weights),
+        l2,
+        &Penalty::Toward(prior.clone()),
+        prior.clone(),
+    )
+}
+
+/// What the L2 penalty pulls the parameters toward.
+enum Penalty {
+    /// The weights toward 0, the bias free.
+    Zero,
+    /// Every parameter toward a prior model's.
+    Toward(Model),
+}
+
+/// Newton's method with step halving on the weighted log loss plus the
+/// penalty, from `start`.
+fn newton(
+    samples: &[Sample],
+    sample_weights: Option<&[f64]>,
+    l2: f64,
+    penalty: &Penalty,
+    start: Model,
+) -> Model {
+    const P: usize = FEATURES + 1; // bias first
+    let weight = |i: usize| {
+        sample_weights
+            .and_then(|w| w.get(i))
+            .copied()
+            .unwrap_or(1.0)
+    };
+    let mut theta = [0.0; P];
+    theta[0] = start.bias;
+    theta[1..].copy_from_slice(&start.w);
+    // The penalty's centre, and from which parameter it applies.
+    let (center, first) = match penalty {
+        Penalty::Zero => ([0.0; P], 1),
+        Penalty::Toward(m) => {
+            let mut c = [0.0; P];
+            c[0] = m.bias;
+            c[1..].copy_from_slice(&m.w);
+            (c, 0)
+        }
+    };
     let row = |s: &Sample| {
         let mut r = [1.0; P];
         r[1..].copy_from_slice(&s.x);
@@ -101,23 +158,24 @@ pub fn fit(samples: &[Sample], l2: f64) -> Model {
     let loss = |t: &[f64; P]| {
         let data: f64 = samples
             .iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
                 let z: f64 = row(s).iter().zip(t).map(|(a, b)| a * b).sum();
-                log_loss_term(z, s.y)
+                weight(i) * log_loss_term(z, s.y)
             })
             .sum();
-        data + 0.5 * l2 * t[1..].iter().map(|w| w * w).sum::<f64>()
+        data + 0.5 * l2 * (first..P).map(|i| (t[i] - center[i]).powi(2)).sum::<f64>()
     };
     let mut current = loss(&theta);
     for _ in 0..100 {
         let mut gradient = [0.0; P];
         let mut hessian = [[0.0; P]; P];
-        for s in samples {
+        for (n, s) in samples.iter().enumerate() {
             let r = row(s);
             let z: f64 = r.iter().zip(&theta).map(|(a, b)| a * b).sum();
             let p = sigmoid(z);
-            let residual = p - if s.y { 1.0 } else { 0.0 };
-            let curvature = (p * (1.0 - p)).max(1e-12);
+            let residual = weight(n) * (p - if s.y { 1.0 } else { 0.0 });
+            let curvature = weight(n) * (p * (1.0 - p)).max(1e-12);
             for i in 0..P {
                 gradient[i] += residual * r[i];
                 for j in 0..P {
@@ -125,8 +183,8 @@ pub fn fit(samples: &[Sample], l2: f64) -> Model {
                 }
             }
         }
-        for i in 1..P {
-            gradient[i] += l2 * theta[i];
+        for i in first..P {
+            gradient[i] += l2 * (theta[i] - center[i]);
             hessian[i][i] += l2;
         }
         hessian[0][0] += 1e-9;
@@ -468,6 +526,40 @@ mod tests {
             i
         };
         assert_eq!(order(&before), order(&after));
+    }
+
+    #[test]
+    fn a_fit_toward_a_prior_starts_there_and_leaves_it_as_labels_accumulate() {
+        let prior = Model {
+            bias: 2.0,
+            w: [0.0; FEATURES],
+        };
+        // No samples: the prior itself.
+        let none = fit_toward(&[], &[], &prior, 10.0);
+        assert!((none.bias - 2.0).abs() < 1e-6, "{none:?}");
+        // Data that say the bias is about -1 (a quarter right): a few
+        // samples move it a little, many move it most of the way.
+        let data = |n: usize| -> Vec<Sample> {
+            (0..n)
+                .map(|i| Sample {
+                    x: [0.0; FEATURES],
+                    y: i % 4 == 0,
+                })
+                .collect()
+        };
+        let bias_after = |n: usize| {
+            let samples = data(n);
+            fit_toward(&samples, &vec![1.0; n], &prior, 10.0).bias
+        };
+        let (few, many) = (bias_after(8), bias_after(8_000));
+        assert!(few < 2.0 && few > 0.0, "{few}");
+        assert!((many - (1.0f64 / 3.0).ln()).abs() < 0.1, "{many}");
+        // A sample's weight counts as that many copies of it.
+        let samples = data(8);
+        let weighted = fit_toward(&samples, &[3.0; 8], &prior, 10.0).bias;
+        let copies: Vec<Sample> = (0..3).flat_map(|_| samples.clone()).collect();
+        let copied = fit_toward(&copies, &[1.0; 24], &prior, 10.0).bias;
+        assert!((weighted - copied).abs() < 1e-6, "{weighted} {copied}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod answer_text;
 pub mod calibrate;
 pub mod conversations;
 mod fares;
+pub mod feedback_sim;
 mod outcomes;
 pub mod plot;
 mod report;
@@ -54,6 +55,48 @@ pub fn run(
     k: usize,
     self_calibrate: bool,
 ) -> Result<EvalReport> {
+    run_with(config, embedder, dir, k, self_calibrate, None)
+}
+
+/// Simulated ratings for [`run_with`] (`grace eval --feedback N`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FeedbackSim {
+    /// Questions rated.
+    pub ratings: usize,
+    /// The sampling seed.
+    pub seed: u64,
+    /// Share of ratings flipped (0..=1).
+    pub noise: f64,
+}
+
+/// [`run`], and with `feedback` the learning curve of refits on simulated
+/// ratings ([`feedback_sim`]). Too many ratings for the set (none left to
+/// score on) is an error.
+pub fn run_with(
+    config: &Config,
+    embedder: std::sync::Arc<dyn Embedder>,
+    dir: &Path,
+    k: usize,
+    self_calibrate: bool,
+    feedback: Option<FeedbackSim>,
+) -> Result<EvalReport> {
+    if let Some(f) = feedback
+        && !(0.0..=1.0).contains(&f.noise)
+    {
+        return Err(crate::error::Error::InvalidInput(format!(
+            "--feedback-noise {} must be a share from 0 to 1",
+            f.noise
+        )));
+    }
+    if let Some(f) = feedback {
+        let questions = load_questions(&dir.join("questions.jsonl"))?.len();
+        if f.ratings >= questions {
+            return Err(crate::error::Error::InvalidInput(format!(
+                "--feedback {}: the set has {questions} questions; rate fewer, so that some are left to score on",
+                f.ratings
+            )));
+        }
+    }
     let mut config = config.clone();
     let calibration = crate::confidence::calibration::apply(&mut config)?;
     let same_set = calibration
@@ -66,13 +109,11 @@ pub fn run(
         config.confidence.fitted_weights = None;
     }
     let collected = collect_with(&config, embedder, dir, k, self_calibrate)?;
-    Ok(report(
-        &config,
-        &collected,
-        calibration.as_ref(),
-        same_set,
-        k,
-    ))
+    let mut report = report(&config, &collected, calibration.as_ref(), same_set, k);
+    if let Some(f) = feedback {
+        report.feedback = feedback_sim::simulate(&config, &collected, f.ratings, f.seed, f.noise);
+    }
+    Ok(report)
 }
 
 /// SHA-256 (hex) of a `questions.jsonl`: how a calibration recognises the

@@ -109,6 +109,9 @@ pub struct EvalReport {
     /// (`--self-calibrate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub self_calibration: Option<SelfCalibrationFigures>,
+    /// Learning from simulated ratings (`--feedback N`): the curve.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<super::feedback_sim::FeedbackCurve>,
     /// Whole `ask` per question, milliseconds.
     pub latency_p50_ms: Option<f64>,
     /// 95th percentile of a whole `ask`, milliseconds.
@@ -218,6 +221,7 @@ pub(super) fn report(
                 cross_validated: c.cross_validated.clone(),
             })
         }),
+        feedback: None,
         latency_p50_ms: metrics::quantile(&latencies, 0.5),
         latency_p95_ms: metrics::quantile(&latencies, 0.95),
     }

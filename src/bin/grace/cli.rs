@@ -147,14 +147,33 @@ pub enum Command {
         /// with and without the history
         #[arg(long, value_name = "FILE")]
         conversations: Option<PathBuf>,
+        /// Simulate N ratings: a seeded sample of N questions rated from
+        /// their labels, the weights refitted on the first 0, 25, 50, 100
+        /// and 200, each fit scored on the other questions
+        #[arg(long, value_name = "N", conflicts_with = "conversations")]
+        feedback: Option<usize>,
+        /// The sample's seed, with --feedback
+        #[arg(long, value_name = "S", default_value_t = 1, requires = "feedback")]
+        seed: u64,
+        /// Share of the simulated ratings flipped (0 to 1), with --feedback
+        #[arg(long, value_name = "P", default_value_t = 0.0, requires = "feedback")]
+        feedback_noise: f64,
     },
     /// Fit the confidence weights to a question set (DIR as for eval) and
     /// write them to a calibration file for `confidence.calibration`; or,
     /// with --self, to questions built from the knowledge base itself
     Calibrate {
         /// The evaluation set folder (labelled questions)
-        #[arg(required_unless_present = "self_fit", conflicts_with = "self_fit")]
+        #[arg(
+            required_unless_present_any = ["self_fit", "from_feedback"],
+            conflicts_with_all = ["self_fit", "from_feedback"]
+        )]
         dir: Option<PathBuf>,
+        /// Fit on what people said: askers' ratings and reviewers' verdicts
+        /// (feedback.sqlite3 and the review queue in the data folder),
+        /// starting from the weights in use; written to --out
+        #[arg(long, conflicts_with = "self_fit")]
+        from_feedback: bool,
         /// Calibrate on questions built from the knowledge base itself (no
         /// question set); the fit is kept in the data folder and used for
         /// this collection

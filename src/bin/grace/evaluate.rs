@@ -12,16 +12,32 @@ use crate::cli::Cli;
 use crate::output;
 use crate::progress::count_bar;
 
+/// What `grace eval` was asked to do.
+pub struct EvalArgs<'a> {
+    /// The set's folder.
+    pub dir: &'a Path,
+    /// Passages retrieved per question.
+    pub limit: usize,
+    /// Where to draw the coverage/risk curves.
+    pub plot: Option<&'a Path>,
+    /// Self-calibrate first.
+    pub self_calibrate: bool,
+    /// Ask these conversations instead.
+    pub conversations: Option<&'a Path>,
+    /// Simulate ratings and report the learning curve.
+    pub feedback: Option<grace::eval::FeedbackSim>,
+}
+
 /// Runs `grace eval DIR` (or its `--conversations FILE` form).
-pub fn eval(
-    cli: &Cli,
-    config: &Config,
-    dir: &Path,
-    limit: usize,
-    plot: Option<&Path>,
-    self_calibrate: bool,
-    conversations: Option<&Path>,
-) -> grace::Result<()> {
+pub fn eval(cli: &Cli, config: &Config, args: &EvalArgs<'_>) -> grace::Result<()> {
+    let EvalArgs {
+        dir,
+        limit,
+        plot,
+        self_calibrate,
+        conversations,
+        feedback,
+    } = *args;
     if limit == 0 {
         return Err(grace::Error::InvalidInput("-k must be at least 1".into()));
     }
@@ -42,7 +58,7 @@ pub fn eval(
         )));
     }
     let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
-    let report = grace::eval::run(config, embedder, dir, limit, self_calibrate)?;
+    let report = grace::eval::run_with(config, embedder, dir, limit, self_calibrate, feedback)?;
     if let Some(path) = plot {
         let title = format!("coverage vs risk: {}", dir.display());
         grace::eval::plot::coverage_risk_png(path, &title, &report.models)
@@ -95,6 +111,31 @@ pub fn calibrate(
         .save(out)
         .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;
     output::calibration(&calibration, out, cli.json);
+    Ok(())
+}
+
+/// Runs `grace calibrate --from-feedback --out FILE`: the weights in use
+/// refitted on askers' ratings and reviewers' verdicts.
+pub fn calibrate_from_feedback(cli: &Cli, config: Config, out: &Path) -> grace::Result<()> {
+    let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
+    let config = kb.config();
+    let feedback =
+        grace::feedback::FeedbackStore::open(&config.storage.data_dir, &config.feedback)?;
+    let queue = grace::review::ReviewQueue::open(config)?;
+    let labels = grace::learn::labels(&feedback, &queue)?;
+    if labels.is_empty() {
+        return Err(grace::Error::InvalidInput(format!(
+            "no labels in {} yet: rate answers (grace feedback) or answer escalations first",
+            feedback.path().display()
+        )));
+    }
+    let learned = grace::learn::fit(&labels, config.confidence.effective_weights());
+    let calibration =
+        grace::learn::calibration(&learned, config, kb.embedder().model_id(), feedback.path());
+    calibration
+        .save(out)
+        .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;
+    output::learned(&learned, out, cli.json);
     Ok(())
 }
 

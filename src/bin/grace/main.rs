@@ -190,15 +190,30 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             plot,
             self_calibrate,
             conversations,
+            feedback,
+            seed,
+            feedback_noise,
         } => evaluate::eval(
             cli,
             &config,
-            dir,
-            *limit,
-            plot.as_deref(),
-            *self_calibrate,
-            conversations.as_deref(),
+            &evaluate::EvalArgs {
+                dir,
+                limit: *limit,
+                plot: plot.as_deref(),
+                self_calibrate: *self_calibrate,
+                conversations: conversations.as_deref(),
+                feedback: feedback.map(|ratings| grace::eval::FeedbackSim {
+                    ratings,
+                    seed: *seed,
+                    noise: *feedback_noise,
+                }),
+            },
         )?,
+        Command::Calibrate {
+            from_feedback: true,
+            out,
+            ..
+        } => evaluate::calibrate_from_feedback(cli, config, out)?,
         Command::Calibrate {
             self_fit: true,
             questions_out,

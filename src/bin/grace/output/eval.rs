@@ -159,6 +159,9 @@ pub fn eval_report(r: &EvalReport, json: bool) {
             println!();
         }
     }
+    if let Some(f) = &r.feedback {
+        feedback_curve(f);
+    }
     println!(
         "latency per question (whole ask): p50 {} ms, p95 {} ms",
         r.latency_p50_ms
@@ -357,4 +360,67 @@ fn calibration_figures(c: &Calibration, json: bool) {
             println!("  {:<18} {weight:>8.3}", format!("{factor:?}"));
         }
     }
+}
+
+/// The learning curve of `grace eval --feedback N`.
+fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
+    println!(
+        "learning from {} simulated ratings (seed {}, {} flipped), scored on the {} other questions:",
+        f.ratings, f.seed, f.flipped, f.held_out
+    );
+    println!(
+        "  {:>6} {:>6} {:>7} {:>6} {:>9} {:>9} {:>8} {:>10} {:>12}",
+        "labels",
+        "ECE",
+        "chance",
+        "AUROC",
+        "in-domain",
+        "cov@10%",
+        "answered",
+        "right/ans",
+        "unans. ans."
+    );
+    for p in &f.curve {
+        println!(
+            "  {:>6} {:>6} {:>7} {:>6} {:>9} {:>9} {:>8} {:>10} {:>12}",
+            p.labels,
+            num(p.fare.ece),
+            p.ece_floor.map_or("-".into(), |e| format!("≤{:.3}", e.p95)),
+            num(p.fare.auroc),
+            num(p.auroc_in_domain),
+            format!("{:.3}", p.coverage_at_risk_10),
+            pct(Some(p.answered)),
+            pct(p.right_among_answered),
+            pct(Some(p.unanswerable_answered))
+        );
+    }
+}
+
+/// What `grace calibrate --from-feedback` fitted, and where it wrote it.
+pub fn learned(l: &grace::learn::LearnedFit, file: &std::path::Path, json: bool) {
+    if json {
+        print_json(&serde_json::json!({"file": file, "fit": l}));
+        return;
+    }
+    println!(
+        "fitted on {} labels from {} askers and reviewers, starting from the weights in use",
+        l.labels, l.givers
+    );
+    println!(
+        "  out of fold: ECE {} (chance {}), AUROC {}, Brier {}",
+        num(l.out_of_fold.ece),
+        l.ece_floor.map_or("-".into(), |f| format!("≤{:.3}", f.p95)),
+        num(l.out_of_fold.auroc),
+        num(l.out_of_fold.brier)
+    );
+    println!(
+        "  the weights in use on the same labels: ECE {}, AUROC {}, Brier {}",
+        num(l.prior.ece),
+        num(l.prior.auroc),
+        num(l.prior.brier)
+    );
+    println!(
+        "written to {}: set confidence.calibration to it to score with these weights",
+        file.display()
+    );
 }

@@ -1,0 +1,185 @@
+//! Learning from feedback, measured without people (`grace eval DIR
+//! --feedback N`): a seeded sample of N of the set's questions is rated
+//! from its labels (answerable with a gold source cited: up; otherwise
+//! down; a share of the ratings flipped), the weights are refitted on the
+//! first 0, 25, 50, 100 and 200 of them ([`crate::learn`], as `grace
+//! calibrate --from-feedback` fits people's), and each fit is scored on
+//! the questions not sampled: the learning curve.
+
+use serde::Serialize;
+
+use super::fares::coverage_risk;
+use super::outcomes::Collected;
+use crate::confidence::fit::{Fare, Model, features};
+use crate::confidence::metrics::{self, EceFloor};
+use crate::config::Config;
+use crate::learn::{self, Label};
+use crate::rng::Rng;
+
+/// The curve's points: labels fitted on (as many as the sample allows).
+pub const CURVE_LABELS: [usize; 5] = [0, 25, 50, 100, 200];
+/// The risk "coverage at risk" is read at: at most one answer in ten wrong.
+pub const RISK: f64 = 0.10;
+/// Draws of the chance band of the ECE.
+const ECE_FLOOR_DRAWS: usize = 2_000;
+
+/// How the simulated ratings were drawn, and the learning curve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FeedbackCurve {
+    /// Questions rated (the sample).
+    pub ratings: usize,
+    /// The sampling seed.
+    pub seed: u64,
+    /// Share of ratings flipped.
+    pub noise: f64,
+    /// Ratings flipped, in the sample.
+    pub flipped: usize,
+    /// Questions the fits are scored on (those not sampled).
+    pub held_out: usize,
+    /// One point per label count.
+    pub curve: Vec<CurvePoint>,
+}
+
+/// The refitted weights on the held-out questions, after `labels` ratings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CurvePoint {
+    /// Ratings fitted on (0: the weights the questions were asked with).
+    pub labels: usize,
+    /// ECE, Brier, AUROC and log loss of "right", as in `models[]`.
+    pub fare: Fare,
+    /// The ECE a perfectly calibrated score would show by chance here.
+    pub ece_floor: Option<EceFloor>,
+    /// AUROC of answerable against in-domain unanswerable questions.
+    pub auroc_in_domain: Option<f64>,
+    /// The largest share of the held-out questions answered with at most
+    /// [`RISK`] of the answers wrong (over the thresholds 0, 0.05, …, 1).
+    pub coverage_at_risk_10: f64,
+    /// Share answered at `confidence.thresholds.notify`.
+    pub answered: f64,
+    /// Of those, the share right (`None` when none is answered).
+    pub right_among_answered: Option<f64>,
+    /// Share of the unanswerable questions answered.
+    pub unanswerable_answered: f64,
+}
+
+/// Simulates `ratings` ratings of the collected outcomes (seeded by
+/// `seed`, a share `noise` flipped) and returns the learning curve;
+/// `None` when the set has too few questions to hold any out.
+pub fn simulate(
+    config: &Config,
+    collected: &Collected,
+    ratings: usize,
+    seed: u64,
+    noise: f64,
+) -> Option<FeedbackCurve> {
+    let outcomes = &collected.outcomes;
+    if ratings >= outcomes.len() {
+        return None;
+    }
+    let mut rng = Rng::new(seed);
+    let mut order: Vec<usize> = (0..outcomes.len()).collect();
+    rng.shuffle(&mut order);
+    let (sampled, held_out) = order.split_at(ratings);
+    let mut flipped = 0;
+    let labels: Vec<Label> = sampled
+        .iter()
+        .map(|&i| {
+            let flip = rng.unit() < noise;
+            flipped += usize::from(flip);
+            Label {
+                x: features(&outcomes[i].factors),
+                y: outcomes[i].right != flip,
+                weight: 1.0,
+                by: format!("simulated-asker-{i}"),
+            }
+        })
+        .collect();
+    let prior = *config.confidence.effective_weights();
+    let mut points: Vec<usize> = CURVE_LABELS.into_iter().filter(|&n| n <= ratings).collect();
+    if !points.contains(&ratings) {
+        points.push(ratings);
+    }
+    let curve = points
+        .into_iter()
+        .map(|n| {
+            let weights = learn::fit_weights(&labels[..n], &prior);
+            point(
+                config,
+                collected,
+                held_out,
+                &Model::from_weights(&weights),
+                n,
+            )
+        })
+        .collect();
+    Some(FeedbackCurve {
+        ratings,
+        seed,
+        noise,
+        flipped,
+        held_out: held_out.len(),
+        curve,
+    })
+}
+
+/// `model`'s scores of the held-out questions, as a curve point.
+fn point(
+    config: &Config,
+    collected: &Collected,
+    held_out: &[usize],
+    model: &Model,
+    labels: usize,
+) -> CurvePoint {
+    let outcomes = &collected.outcomes;
+    let questions = &collected.questions;
+    // A question without an answer step was not answered: it scores 0.
+    let score = |i: usize| {
+        let o = &outcomes[i];
+        if o.factors.0.is_empty() {
+            0.0
+        } else {
+            model.predict(&features(&o.factors))
+        }
+    };
+    let scored: Vec<(usize, f64)> = held_out.iter().map(|&i| (i, score(i))).collect();
+    let right: Vec<(f64, bool)> = scored
+        .iter()
+        .map(|&(i, s)| (s, outcomes[i].right))
+        .collect();
+    let in_domain: Vec<(f64, bool)> = scored
+        .iter()
+        .map(|&(i, s)| (s, &questions[outcomes[i].index]))
+        .filter(|(_, q)| q.answerable || q.in_domain())
+        .map(|(s, q)| (s, q.answerable))
+        .collect();
+    let scores: Vec<f64> = scored.iter().map(|p| p.1).collect();
+    let notify = config.confidence.thresholds.notify;
+    let answered: Vec<&(usize, f64)> = scored.iter().filter(|p| p.1 >= notify).collect();
+    let unanswerable: Vec<&(usize, f64)> = scored
+        .iter()
+        .filter(|p| !questions[outcomes[p.0].index].answerable)
+        .collect();
+    let share = |n: usize, of: usize| if of == 0 { 0.0 } else { n as f64 / of as f64 };
+    CurvePoint {
+        labels,
+        fare: Fare::of(&right),
+        ece_floor: metrics::ece_floor(&scores, metrics::ECE_BINS, ECE_FLOOR_DRAWS, 1),
+        auroc_in_domain: metrics::auroc(&in_domain),
+        coverage_at_risk_10: coverage_risk(&right)
+            .into_iter()
+            .filter(|c| c.risk <= RISK + 1e-12)
+            .map(|c| c.coverage)
+            .fold(0.0, f64::max),
+        answered: share(answered.len(), scored.len()),
+        right_among_answered: (!answered.is_empty()).then(|| {
+            share(
+                answered.iter().filter(|p| outcomes[p.0].right).count(),
+                answered.len(),
+            )
+        }),
+        unanswerable_answered: share(
+            unanswerable.iter().filter(|p| p.1 >= notify).count(),
+            unanswerable.len(),
+        ),
+    }
+}

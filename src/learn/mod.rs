@@ -1,0 +1,280 @@
+//! Learning from the people who use GRACE: askers' ratings and reviewers'
+//! verdicts become labels, and the confidence weights are fitted on them,
+//! starting from the fit GRACE has (the shipped defaults, a calibration or
+//! a self-calibration) and moving away from it as labels accumulate.
+//!
+//! - A label is a recorded run's factors as they were scored, and whether
+//!   its answer was right: rated up, or judged right by a reviewer.
+//! - A reviewer's verdict weighs [`REVIEWER_WEIGHT`] ratings; "partly
+//!   right" is not right, at half that weight.
+//! - Each asker's labels weigh at most [`ASKER_CAP`] in all, so that one
+//!   person (or one script) cannot swing the fit.
+//! - The fit is L2-regularised toward the prior with strength
+//!   [`PRIOR_L2`] ([`fit_toward`]): with no labels it is the prior.
+//! - Its figures are out of fold (stratified, [`FOLDS`] folds): how the
+//!   refitted weights do on labels they were not fitted on, beside the
+//!   prior's on the same labels and the ECE a perfectly calibrated score
+//!   would show by chance.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::confidence::calibration::{Calibration, FittedOn};
+use crate::confidence::fit::{FEATURES, Fare, Model, Sample, features, fit_toward, folds};
+use crate::confidence::metrics::{self, EceFloor};
+use crate::config::Weights;
+use crate::error::Result;
+use crate::feedback::{FeedbackStore, Vote};
+use crate::review::{ReviewQueue, Verdict, Viewer};
+
+/// A reviewer's verdict counts as this many askers' ratings.
+pub const REVIEWER_WEIGHT: f64 = 3.0;
+/// One asker's labels weigh at most this much in all.
+pub const ASKER_CAP: f64 = 20.0;
+/// Strength of the pull toward the prior (`l2/2·‖θ − θ_prior‖²`): about
+/// the weight of labels it takes to move a parameter halfway.
+pub const PRIOR_L2: f64 = 10.0;
+/// Cross-validation folds for the out-of-fold figures.
+pub const FOLDS: usize = 5;
+/// Draws of the chance band of the ECE.
+const ECE_FLOOR_DRAWS: usize = 2_000;
+
+/// One label: what a run was scored on, and whether it was right.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Label {
+    /// The features of the answer's factors ([`features`]).
+    pub x: [f64; FEATURES],
+    /// Rated up, or judged right.
+    pub y: bool,
+    /// How much it counts (a verdict more than a rating; capped per asker).
+    pub weight: f64,
+    /// Who gave it: an asker, or `reviewer:<id>`.
+    pub by: String,
+}
+
+/// Weights fitted on labels, with how they fare out of fold.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LearnedFit {
+    /// The fitted bias and weights.
+    pub weights: Weights,
+    /// Labels fitted on.
+    pub labels: usize,
+    /// Distinct askers and reviewers who gave them.
+    pub givers: usize,
+    /// The refitted weights on labels they were not fitted on.
+    pub out_of_fold: Fare,
+    /// The ECE a perfectly calibrated score would show by chance on these
+    /// labels: an ECE above its `p95` is miscalibration.
+    pub ece_floor: Option<EceFloor>,
+    /// The prior's weights on the same labels.
+    pub prior: Fare,
+}
+
+/// Caps each giver's labels at [`ASKER_CAP`] of weight in all (scaled
+/// down together).
+pub fn cap_givers(labels: &mut [Label]) {
+    let mut totals: BTreeMap<String, f64> = BTreeMap::new();
+    for l in labels.iter() {
+        *totals.entry(l.by.clone()).or_default() += l.weight;
+    }
+    for l in labels.iter_mut() {
+        let total = totals.get(&l.by).copied().unwrap_or(0.0);
+        if total > ASKER_CAP {
+            l.weight *= ASKER_CAP / total;
+        }
+    }
+}
+
+/// The weights fitted on `labels` toward `prior` (see the module).
+pub fn fit_weights(labels: &[Label], prior: &Weights) -> Weights {
+    let samples: Vec<Sample> = labels.iter().map(|l| Sample { x: l.x, y: l.y }).collect();
+    let weights: Vec<f64> = labels.iter().map(|l| l.weight).collect();
+    fit_toward(&samples, &weights, &Model::from_weights(prior), PRIOR_L2).weights()
+}
+
+/// Fits weights on `labels` toward `prior` (see the module), with the
+/// out-of-fold figures.
+pub fn fit(labels: &[Label], prior: &Weights) -> LearnedFit {
+    let prior_model = Model::from_weights(prior);
+    let samples: Vec<Sample> = labels.iter().map(|l| Sample { x: l.x, y: l.y }).collect();
+    let weights: Vec<f64> = labels.iter().map(|l| l.weight).collect();
+    let scores = out_of_fold(&samples, &weights, &prior_model);
+    let pairs = |scores: &[f64]| -> Vec<(f64, bool)> {
+        scores
+            .iter()
+            .zip(&samples)
+            .map(|(p, s)| (*p, s.y))
+            .collect()
+    };
+    let prior_scores: Vec<f64> = samples.iter().map(|s| prior_model.predict(&s.x)).collect();
+    let givers: std::collections::BTreeSet<&str> = labels.iter().map(|l| l.by.as_str()).collect();
+    LearnedFit {
+        weights: fit_weights(labels, prior),
+        labels: labels.len(),
+        givers: givers.len(),
+        out_of_fold: Fare::of(&pairs(&scores)),
+        ece_floor: metrics::ece_floor(&scores, metrics::ECE_BINS, ECE_FLOOR_DRAWS, 1),
+        prior: Fare::of(&pairs(&prior_scores)),
+    }
+}
+
+/// `learned` as a calibration file's contents (`confidence.calibration`):
+/// fitted on the labels in `feedback_file`, for `config`'s collection and
+/// generator and the embedding model `embedding_model`.
+pub fn calibration(
+    learned: &LearnedFit,
+    config: &crate::config::Config,
+    embedding_model: &str,
+    feedback_file: &std::path::Path,
+) -> Calibration {
+    Calibration {
+        version: crate::confidence::calibration::VERSION,
+        created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        fitted_on: FittedOn {
+            set: feedback_file.to_path_buf(),
+            questions: learned.labels,
+            // Not a question set: never mistaken for one by `grace eval`.
+            questions_sha256: String::new(),
+            collection: config.qdrant.collection.clone(),
+            embedding_model: embedding_model.to_string(),
+            generator: config.llm.provider.as_str().to_string(),
+            sources: Vec::new(),
+        },
+        weights: learned.weights,
+        l2: PRIOR_L2,
+        folds: FOLDS,
+        fold_figures: Vec::new(),
+        cross_validated: learned.out_of_fold.clone(),
+        hand_set: learned.prior.clone(),
+        self_calibration: None,
+    }
+}
+
+/// Each sample scored by weights fitted (toward the prior) on the other
+/// folds; the prior's scores when there are too few of a class to fold.
+fn out_of_fold(samples: &[Sample], weights: &[f64], prior: &Model) -> Vec<f64> {
+    let positives = samples.iter().filter(|s| s.y).count();
+    let k = FOLDS.min(positives).min(samples.len() - positives);
+    if k < 2 {
+        return samples.iter().map(|s| prior.predict(&s.x)).collect();
+    }
+    let fold = folds(samples, k);
+    let mut scores = vec![0.0; samples.len()];
+    for f in 0..k {
+        let (train, train_weights): (Vec<Sample>, Vec<f64>) = samples
+            .iter()
+            .zip(weights)
+            .zip(&fold)
+            .filter(|(_, g)| **g != f)
+            .map(|((s, w), _)| (s.clone(), *w))
+            .unzip();
+        let model = fit_toward(&train, &train_weights, prior, PRIOR_L2);
+        for (i, s) in samples.iter().enumerate() {
+            if fold[i] == f {
+                scores[i] = model.predict(&s.x);
+            }
+        }
+    }
+    scores
+}
+
+/// The labels people gave: every rated run's asker rating, and every
+/// escalated run's reviewer verdict (from the review queue), capped per
+/// giver. Runs recorded without an answer step's factors are passed over.
+pub fn labels(feedback: &FeedbackStore, queue: &ReviewQueue) -> Result<Vec<Label>> {
+    let mut out = Vec::new();
+    for l in feedback.labelled()? {
+        let Some(factors) = &l.run.factors else {
+            continue;
+        };
+        let x = features(factors);
+        if let Some(rating) = &l.rating {
+            out.push(Label {
+                x,
+                y: rating.vote == Vote::Up,
+                weight: 1.0,
+                by: l.asker.clone(),
+            });
+        }
+        let Some(review_id) = l.review_id else {
+            continue;
+        };
+        let escalation = match queue.get(review_id, Viewer::Admin) {
+            Ok(e) => e,
+            // Purged from the queue: no verdict to read.
+            Err(crate::review::ReviewError::NotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let Some(resolution) = escalation.resolution else {
+            continue;
+        };
+        let Some(verdict) = resolution.verdict else {
+            continue;
+        };
+        let (y, weight) = match verdict {
+            Verdict::Right => (true, REVIEWER_WEIGHT),
+            Verdict::PartlyRight => (false, REVIEWER_WEIGHT / 2.0),
+            Verdict::Wrong => (false, REVIEWER_WEIGHT),
+        };
+        out.push(Label {
+            x,
+            y,
+            weight,
+            by: resolution.decided_by.clone(),
+        });
+    }
+    cap_givers(&mut out);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn label(x0: f64, y: bool, by: &str) -> Label {
+        let mut x = [0.0; FEATURES];
+        x[0] = x0;
+        Label {
+            x,
+            y,
+            weight: 1.0,
+            by: by.into(),
+        }
+    }
+
+    #[test]
+    fn one_giver_cannot_outweigh_the_cap() {
+        let mut labels: Vec<Label> = (0..50).map(|_| label(0.0, false, "flood")).collect();
+        labels.push(label(0.0, true, "alice"));
+        cap_givers(&mut labels);
+        let flood: f64 = labels
+            .iter()
+            .filter(|l| l.by == "flood")
+            .map(|l| l.weight)
+            .sum();
+        assert!((flood - ASKER_CAP).abs() < 1e-9, "{flood}");
+        assert_eq!(labels.last().unwrap().weight, 1.0);
+    }
+
+    #[test]
+    fn labels_that_separate_move_the_fit_and_are_scored_out_of_fold() {
+        let prior = Weights::default();
+        let labels: Vec<Label> = (0..80)
+            .map(|i| {
+                let right = i % 2 == 0;
+                label(if right { 1.0 } else { -1.0 }, right, &format!("asker{i}"))
+            })
+            .collect();
+        let learned = fit(&labels, &prior);
+        assert_eq!(learned.labels, 80);
+        assert_eq!(learned.givers, 80);
+        assert_eq!(learned.out_of_fold.n, 80);
+        assert!(learned.out_of_fold.auroc.unwrap() > 0.99);
+        let first = crate::confidence::Factor::ALL[0];
+        assert!(first.weight(&learned.weights) > first.weight(&prior) + 0.5);
+        // Without labels: the prior.
+        let none = fit(&[], &prior);
+        assert_eq!(none.weights, Model::from_weights(&prior).weights());
+    }
+}
