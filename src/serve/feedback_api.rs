@@ -18,7 +18,7 @@ use crate::feedback::{
     Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, StoredRating, Vote,
 };
 
-/// `POST /v1/answers/{id}/feedback`. Its schema ([`FeedbackBody::schema`])
+/// `POST /v1/answers/{id}/feedback`. Its schema (the `PartialSchema` below)
 /// says which fields go together, as [`Rating::check`] does.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
