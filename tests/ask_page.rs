@@ -288,12 +288,15 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         let card = "#conversation > li:nth-child(1) section.reply";
         let no = b.must_find(&format!("{card} .rating button.rate-down")).await;
         b.click(&no).await;
+        // Stored, then the card is drawn again with the reasons.
+        b.must_find(&format!("{card} .rating button.rate-down[aria-pressed='true']"))
+            .await;
         let wrong = b.must_find(&format!("{card} .rating button.reason-wrong")).await;
         b.click(&wrong).await;
-        b.wait_text(&format!("{card} .rating .rated"), "the rating said", |t| {
-            t.contains("did not help")
-        })
-        .await;
+        b.must_find(&format!("{card} .rating button.reason-wrong[aria-pressed='true']"))
+            .await;
+        let said = b.text_of(&format!("{card} .rating .rated")).await;
+        assert!(said.contains("did not help"), "{said}");
         let labelled = grace.feedback().labelled().unwrap();
         assert_eq!(labelled.len(), 1, "one rating, the reason replacing the bare No");
         let rating = labelled[0].rating.as_ref().unwrap();

@@ -618,7 +618,6 @@ function ratingOf(entry, outcome) {
       if (reason) body.reason = reason;
       await api("POST", `/v1/answers/${encodeURIComponent(outcome.answer_id)}/feedback`, body);
       entry.rating = { vote, reason: reason || null };
-      entry.choosingReason = false;
       save();
       update(entry);
       say(t(`rated.${vote}`));
@@ -631,8 +630,8 @@ function ratingOf(entry, outcome) {
     el("span", { class: "rate-question", text: t("rate") }),
     el("button", { type: "button", class: "rate-up", "aria-pressed": voted("up"), text: t("rateUp"), onclick: () => send("up") }),
     el("button", { type: "button", class: "rate-down", "aria-pressed": voted("down"), text: t("rateDown"),
-      onclick: () => { entry.choosingReason = true; update(entry); send("down"); } })));
-  if (entry.choosingReason || (entry.rating && entry.rating.vote === "down")) {
+      onclick: () => send("down") })));
+  if (entry.rating && entry.rating.vote === "down") {
     const reasons = el("div", { class: "actions reasons", role: "group", "aria-label": t("rateWhy") },
       el("span", { text: t("rateWhy") }));
     for (const r of ["wrong", "incomplete", "not_what_i_asked", "outdated"]) {
