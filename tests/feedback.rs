@@ -368,20 +368,13 @@ fn eval_simulates_ratings_and_prints_the_learning_curve() {
     let dir = tempfile::tempdir().unwrap();
     let set = common::repo().join("eval/sample-users-words");
     let set = set.to_str().unwrap();
-    let out = common::grace(
-        dir.path(),
-        &[
-            "--json",
-            "eval",
-            set,
-            "--feedback",
-            "30",
-            "--seed",
-            "3",
-            "--feedback-noise",
-            "0.1",
-        ],
-    );
+    // `grace --json eval SET --feedback 30 --seed 3` and `extra`.
+    let simulate = |extra: &[&str]| {
+        let mut args = vec!["--json", "eval", set, "--feedback", "30", "--seed", "3"];
+        args.extend_from_slice(extra);
+        common::grace(dir.path(), &args)
+    };
+    let out = simulate(&["--feedback-noise", "0.1"]);
     assert!(out.status.success(), "{}", common::output_text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let feedback = &report["feedback"];
@@ -405,22 +398,19 @@ fn eval_simulates_ratings_and_prints_the_learning_curve() {
         assert!((0.0..=1.0).contains(&coverage), "{p}");
     }
     // The same seed, the same curve.
-    let again = common::grace(
-        dir.path(),
-        &[
-            "--json",
-            "eval",
-            set,
-            "--feedback",
-            "30",
-            "--seed",
-            "3",
-            "--feedback-noise",
-            "0.1",
-        ],
-    );
+    let again = simulate(&["--feedback-noise", "0.1"]);
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(again["feedback"], report["feedback"]);
+    // One asker's flood of false ratings is fitted too, capped.
+    let flooded = simulate(&["--feedback-flood", "50"]);
+    assert!(
+        flooded.status.success(),
+        "{}",
+        common::output_text(&flooded)
+    );
+    let flooded: Value = serde_json::from_slice(&flooded.stdout).unwrap();
+    assert_eq!(flooded["feedback"]["flood"], 50);
+    assert_eq!(flooded["feedback"]["curve"].as_array().unwrap().len(), 3);
 
     for bad in [
         vec!["eval", set, "--feedback", "42"],

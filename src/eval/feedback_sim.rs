@@ -4,7 +4,9 @@
 //! down; a share of the ratings flipped), the weights are refitted on the
 //! first 0, 25, 50, 100 and 200 of them ([`crate::learn`], as `grace
 //! calibrate --from-feedback` fits people's), and each fit is scored on
-//! the questions not sampled: the learning curve.
+//! the questions not sampled: the learning curve. With a flood, one more
+//! asker gives that many false ratings (each a sampled question rated the
+//! wrong way) alongside every fit: the per-asker cap is what holds them.
 
 use serde::Serialize;
 
@@ -34,6 +36,9 @@ pub struct FeedbackCurve {
     pub noise: f64,
     /// Ratings flipped, in the sample.
     pub flipped: usize,
+    /// False ratings from one more asker, fitted with every point but the
+    /// first.
+    pub flood: usize,
     /// Questions the fits are scored on (those not sampled).
     pub held_out: usize,
     /// One point per label count.
@@ -71,6 +76,7 @@ pub fn simulate(
     ratings: usize,
     seed: u64,
     noise: f64,
+    flood: usize,
 ) -> Option<FeedbackCurve> {
     let outcomes = &collected.outcomes;
     if ratings >= outcomes.len() {
@@ -94,6 +100,17 @@ pub fn simulate(
             }
         })
         .collect();
+    let false_ratings: Vec<Label> = (0..flood)
+        .filter_map(|_| {
+            let &i = sampled.get(rng.below(sampled.len().max(1)))?;
+            Some(Label {
+                x: features(&outcomes[i].factors),
+                y: !outcomes[i].right,
+                weight: 1.0,
+                by: "flood".into(),
+            })
+        })
+        .collect();
     let prior = *config.confidence.effective_weights();
     let mut points: Vec<usize> = CURVE_LABELS.into_iter().filter(|&n| n <= ratings).collect();
     if !points.contains(&ratings) {
@@ -102,7 +119,12 @@ pub fn simulate(
     let curve = points
         .into_iter()
         .map(|n| {
-            let weights = learn::fit_weights(&labels[..n], &prior);
+            let mut fitted = labels[..n].to_vec();
+            if n > 0 {
+                fitted.extend(false_ratings.iter().cloned());
+            }
+            learn::cap_givers(&mut fitted);
+            let weights = learn::fit_weights(&fitted, &prior);
             point(
                 config,
                 collected,
@@ -117,6 +139,7 @@ pub fn simulate(
         seed,
         noise,
         flipped,
+        flood: false_ratings.len(),
         held_out: held_out.len(),
         curve,
     })

@@ -67,6 +67,8 @@ pub struct FeedbackSim {
     pub seed: u64,
     /// Share of ratings flipped (0..=1).
     pub noise: f64,
+    /// False ratings from one more asker.
+    pub flood: usize,
 }
 
 /// [`run`], and with `feedback` the learning curve of refits on simulated
@@ -111,7 +113,8 @@ pub fn run_with(
     let collected = collect_with(&config, embedder, dir, k, self_calibrate)?;
     let mut report = report(&config, &collected, calibration.as_ref(), same_set, k);
     if let Some(f) = feedback {
-        report.feedback = feedback_sim::simulate(&config, &collected, f.ratings, f.seed, f.noise);
+        report.feedback =
+            feedback_sim::simulate(&config, &collected, f.ratings, f.seed, f.noise, f.flood);
     }
     Ok(report)
 }

@@ -158,6 +158,10 @@ pub enum Command {
         /// Share of the simulated ratings flipped (0 to 1), with --feedback
         #[arg(long, value_name = "P", default_value_t = 0.0, requires = "feedback")]
         feedback_noise: f64,
+        /// With --feedback: one more asker gives this many false ratings
+        /// (what the per-asker cap must hold)
+        #[arg(long, value_name = "K", default_value_t = 0, requires = "feedback")]
+        feedback_flood: usize,
     },
     /// Fit the confidence weights to a question set (DIR as for eval) and
     /// write them to a calibration file for `confidence.calibration`; or,

@@ -193,6 +193,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             feedback,
             seed,
             feedback_noise,
+            feedback_flood,
         } => evaluate::eval(
             cli,
             &config,
@@ -206,6 +207,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                     ratings,
                     seed: *seed,
                     noise: *feedback_noise,
+                    flood: *feedback_flood,
                 }),
             },
         )?,

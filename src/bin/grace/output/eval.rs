@@ -365,8 +365,16 @@ fn calibration_figures(c: &Calibration, json: bool) {
 /// The learning curve of `grace eval --feedback N`.
 fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
     println!(
-        "learning from {} simulated ratings (seed {}, {} flipped), scored on the {} other questions:",
-        f.ratings, f.seed, f.flipped, f.held_out
+        "learning from {} simulated ratings (seed {}, {} flipped{}), scored on the {} other questions:",
+        f.ratings,
+        f.seed,
+        f.flipped,
+        if f.flood > 0 {
+            format!(", and {} false ones from one asker", f.flood)
+        } else {
+            String::new()
+        },
+        f.held_out
     );
     println!(
         "  {:>6} {:>6} {:>7} {:>6} {:>9} {:>9} {:>8} {:>10} {:>12}",
