@@ -30,6 +30,11 @@ pub struct Sample {
     pub y: bool,
 }
 
+/// Each score paired with its sample's outcome, as [`Fare::of`] reads them.
+pub fn scored(scores: &[f64], samples: &[Sample]) -> Vec<(f64, bool)> {
+    scores.iter().zip(samples).map(|(p, s)| (*p, s.y)).collect()
+}
+
 /// The feature vector of `factors`, in [`Factor::ALL`] order.
 pub fn features(factors: &Factors) -> [f64; FEATURES] {
     let mut x = [0.0; FEATURES];

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::set::{Question, corpus_file, is_gold};
 use crate::confidence::{cited_sentences, strip_markers};
 use crate::exec::Decision;
-use crate::text::{is_cjk, word_count};
+use crate::text::{word_count, word_tokens};
 use crate::tools::Answer;
 
 /// One answer's make-up.
@@ -75,35 +75,12 @@ pub fn measure(question: &Question, answer: &Answer) -> Option<AnswerText> {
     })
 }
 
-/// The tokens F1 compares: lowercased runs of letters and digits (with
-/// `_`, so `asn1_der_decoding` is one), and each CJK character alone.
-fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    for c in text.chars() {
-        if is_cjk(c) {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-            out.push(c.to_string());
-        } else if c.is_alphanumeric() || c == '_' {
-            word.extend(c.to_lowercase());
-        } else if !word.is_empty() {
-            out.push(std::mem::take(&mut word));
-        }
-    }
-    if !word.is_empty() {
-        out.push(word);
-    }
-    out
-}
-
 /// Token F1 of `answer` against `gold` (SQuAD's measure: the harmonic mean
 /// of the shares of each side's tokens, counted with multiplicity, that the
 /// other side has).
 pub fn token_f1(answer: &str, gold: &str) -> f64 {
-    let a = tokens(answer);
-    let g = tokens(gold);
+    let a = word_tokens(answer);
+    let g = word_tokens(gold);
     if a.is_empty() || g.is_empty() {
         return 0.0;
     }
@@ -327,7 +304,7 @@ mod tests {
         assert!((f - 2.0 * (2.0 / 3.0) * 0.5 / (2.0 / 3.0 + 0.5)).abs() < 1e-9);
         // Identifiers stay whole; CJK counts by character.
         assert_eq!(
-            tokens("asn1_der_decoding() 削除"),
+            crate::text::word_tokens("asn1_der_decoding() 削除"),
             ["asn1_der_decoding", "削", "除"]
         );
         let q = question(&["a.md"], Some("Backups are kept for 35 days."));

@@ -47,13 +47,6 @@ pub fn fit_collected(config: &Config, collected: &Collected, folds: usize) -> Ca
         .collect();
     let cv = fit::cross_validate(&samples, folds);
     let model = fit::fit(&samples, cv.l2);
-    let pairs = |scores: &[f64]| -> Vec<(f64, bool)> {
-        scores
-            .iter()
-            .zip(&samples)
-            .map(|(p, s)| (*p, s.y))
-            .collect()
-    };
     Calibration {
         version: VERSION,
         created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -70,7 +63,7 @@ pub fn fit_collected(config: &Config, collected: &Collected, folds: usize) -> Ca
         l2: cv.l2,
         folds: cv.k,
         fold_figures: cv.folds,
-        cross_validated: Fare::of(&pairs(&cv.out_of_fold)),
+        cross_validated: Fare::of(&fit::scored(&cv.out_of_fold, &samples)),
         // The configured weights' column of the evaluation, on the same outcomes.
         hand_set: super::models(config, collected, None, false)
             .into_iter()

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::fares::coverage_risk;
 use super::outcomes::Collected;
-use crate::confidence::fit::{Fare, Model, features};
+use crate::confidence::fit::{FEATURES, Fare, Model, features};
 use crate::confidence::metrics::{self, EceFloor};
 use crate::config::Config;
 use crate::learn::{self, Label};
@@ -111,6 +111,15 @@ pub fn simulate(
             })
         })
         .collect();
+    // The held-out questions' features, once; a question without an answer
+    // step has none (it was not answered, and scores 0).
+    let held: Vec<(usize, Option<[f64; FEATURES]>)> = held_out
+        .iter()
+        .map(|&i| {
+            let factors = &outcomes[i].factors;
+            (i, (!factors.0.is_empty()).then(|| features(factors)))
+        })
+        .collect();
     let prior = *config.confidence.effective_weights();
     let mut points: Vec<usize> = CURVE_LABELS.into_iter().filter(|&n| n <= ratings).collect();
     if !points.contains(&ratings) {
@@ -125,13 +134,7 @@ pub fn simulate(
             }
             learn::cap_givers(&mut fitted);
             let weights = learn::fit_weights(&fitted, &prior);
-            point(
-                config,
-                collected,
-                held_out,
-                &Model::from_weights(&weights),
-                n,
-            )
+            point(config, collected, &held, &Model::from_weights(&weights), n)
         })
         .collect();
     Some(FeedbackCurve {
@@ -149,22 +152,16 @@ pub fn simulate(
 fn point(
     config: &Config,
     collected: &Collected,
-    held_out: &[usize],
+    held: &[(usize, Option<[f64; FEATURES]>)],
     model: &Model,
     labels: usize,
 ) -> CurvePoint {
     let outcomes = &collected.outcomes;
     let questions = &collected.questions;
-    // A question without an answer step was not answered: it scores 0.
-    let score = |i: usize| {
-        let o = &outcomes[i];
-        if o.factors.0.is_empty() {
-            0.0
-        } else {
-            model.predict(&features(&o.factors))
-        }
-    };
-    let scored: Vec<(usize, f64)> = held_out.iter().map(|&i| (i, score(i))).collect();
+    let scored: Vec<(usize, f64)> = held
+        .iter()
+        .map(|(i, x)| (*i, x.as_ref().map_or(0.0, |x| model.predict(x))))
+        .collect();
     let right: Vec<(f64, bool)> = scored
         .iter()
         .map(|&(i, s)| (s, outcomes[i].right))

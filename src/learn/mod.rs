@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::confidence::calibration::{Calibration, FittedOn};
-use crate::confidence::fit::{FEATURES, Fare, Model, Sample, features, fit_toward, folds};
+use crate::confidence::fit::{FEATURES, Fare, Model, Sample, features, fit_toward, folds, scored};
 use crate::confidence::metrics::{self, EceFloor};
 use crate::config::Weights;
 use crate::error::Result;
@@ -88,8 +88,7 @@ pub fn cap_givers(labels: &mut [Label]) {
 
 /// The weights fitted on `labels` toward `prior` (see the module).
 pub fn fit_weights(labels: &[Label], prior: &Weights) -> Weights {
-    let samples: Vec<Sample> = labels.iter().map(|l| Sample { x: l.x, y: l.y }).collect();
-    let weights: Vec<f64> = labels.iter().map(|l| l.weight).collect();
+    let (samples, weights) = samples(labels);
     fit_toward(&samples, &weights, &Model::from_weights(prior), PRIOR_L2).weights()
 }
 
@@ -97,26 +96,27 @@ pub fn fit_weights(labels: &[Label], prior: &Weights) -> Weights {
 /// out-of-fold figures.
 pub fn fit(labels: &[Label], prior: &Weights) -> LearnedFit {
     let prior_model = Model::from_weights(prior);
-    let samples: Vec<Sample> = labels.iter().map(|l| Sample { x: l.x, y: l.y }).collect();
-    let weights: Vec<f64> = labels.iter().map(|l| l.weight).collect();
+    let (samples, weights) = samples(labels);
+    let model = fit_toward(&samples, &weights, &prior_model, PRIOR_L2);
     let scores = out_of_fold(&samples, &weights, &prior_model);
-    let pairs = |scores: &[f64]| -> Vec<(f64, bool)> {
-        scores
-            .iter()
-            .zip(&samples)
-            .map(|(p, s)| (*p, s.y))
-            .collect()
-    };
     let prior_scores: Vec<f64> = samples.iter().map(|s| prior_model.predict(&s.x)).collect();
     let givers: std::collections::BTreeSet<&str> = labels.iter().map(|l| l.by.as_str()).collect();
     LearnedFit {
-        weights: fit_weights(labels, prior),
+        weights: model.weights(),
         labels: labels.len(),
         givers: givers.len(),
-        out_of_fold: Fare::of(&pairs(&scores)),
+        out_of_fold: Fare::of(&scored(&scores, &samples)),
         ece_floor: metrics::ece_floor(&scores, metrics::ECE_BINS, ECE_FLOOR_DRAWS, 1),
-        prior: Fare::of(&pairs(&prior_scores)),
+        prior: Fare::of(&scored(&prior_scores, &samples)),
     }
+}
+
+/// The labels as the fit reads them: samples, and each one's weight.
+fn samples(labels: &[Label]) -> (Vec<Sample>, Vec<f64>) {
+    labels
+        .iter()
+        .map(|l| (Sample { x: l.x, y: l.y }, l.weight))
+        .unzip()
 }
 
 /// `learned` as a calibration file's contents (`confidence.calibration`):

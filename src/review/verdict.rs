@@ -62,12 +62,9 @@ impl Verdict {
     }
 }
 
-/// A text's words, lower-cased, without citation markers or punctuation.
+/// A text's words, without its citation markers.
 fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
-        .map(str::to_lowercase)
-        .collect()
+    crate::text::word_tokens(&crate::confidence::strip_markers(text))
 }
 
 /// The share of `draft`'s distinct words that `answer` keeps.

@@ -61,6 +61,30 @@ pub fn truncate_chars(text: &str, max: usize) -> &str {
     }
 }
 
+/// A text's words as compared (answers' token F1, a reviewer's answer
+/// against the draft): lowercased runs of letters and digits (with `_`, so
+/// `asn1_der_decoding` is one), and each CJK character alone.
+pub fn word_tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if is_cjk(c) {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            out.push(c.to_string());
+        } else if c.is_alphanumeric() || c == '_' {
+            word.extend(c.to_lowercase());
+        } else if !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
 /// Whether `c` belongs to a script written without spaces between words,
 /// or is bigrammed as one (Lucene's CJK analyser's set): Han ideographs
 /// (with their extensions and compatibility forms), Hiragana, Katakana
