@@ -403,23 +403,30 @@ fn confidence_status(
         note: None,
     };
     match configured(config) {
-        Ok(Some(c)) => {
-            let labelled = c.self_calibration.is_none();
+        Ok(Some((source, c))) => {
+            use crate::confidence::calibration::Source;
             let changed_share = c.changed_share(hashes);
-            status.weights = if labelled { "labelled" } else { "self" };
+            let file = match source {
+                Source::Labelled => config.confidence.calibration.clone().unwrap_or_default(),
+                Source::Feedback => config.feedback_calibration_path(),
+                Source::SelfFit => config.self_calibration_path(),
+            };
+            status.weights = source.as_str();
             status.fit = Some(FitStatus {
-                file: if labelled {
-                    config.confidence.calibration.clone().unwrap_or_default()
-                } else {
-                    config.self_calibration_path()
-                },
+                file,
                 created: c.created.clone(),
                 questions: c.fitted_on.questions,
                 questions_by_kind: c.self_calibration.clone(),
                 ece: c.cross_validated.ece,
                 auroc: c.cross_validated.auroc,
-                changed_share,
-                stale: changed_share > sc.refit_share,
+                // A fit on feedback describes people's questions, not the
+                // documents: it does not go stale with them.
+                changed_share: if source == Source::Feedback {
+                    0.0
+                } else {
+                    changed_share
+                },
+                stale: source != Source::Feedback && changed_share > sc.refit_share,
             });
         }
         Ok(None) if sc.mode == crate::config::SelfCalibrationMode::Off => {
@@ -441,8 +448,10 @@ fn confidence_status(
 /// How answers are scored: which weights, and the fit in use.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ConfidenceStatus {
-    /// `labelled` (`confidence.calibration`), `self` (the collection's
-    /// self-calibration) or `configured` (`confidence.weights`).
+    /// `labelled` (`confidence.calibration`), `feedback` (fitted on
+    /// people's ratings and verdicts, `confidence.feedback_calibration`),
+    /// `self` (the collection's self-calibration) or `configured`
+    /// (`confidence.weights`).
     pub weights: &'static str,
     /// `confidence.self_calibration.mode`.
     pub self_calibration: &'static str,

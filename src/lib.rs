@@ -43,6 +43,7 @@ pub mod eval;
 pub mod exec;
 pub mod feedback;
 pub mod followup;
+pub mod gaps;
 pub mod ingest;
 mod kb;
 pub mod lang;

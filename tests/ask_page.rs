@@ -12,6 +12,7 @@
 //!   through the API, then the reviewer's answer appears; the link with the
 //!   handle shows it anywhere;
 //! - an answer rated No with a reason, stored as the asker's one rating;
+//!   "wrong" puts it to a person, and the card follows that escalation;
 //! - a question or a passage holding HTML is shown as text, never run;
 //! - the page's texts in Japanese;
 //! - axe-core, run in the page, finds no serious or critical violation at
@@ -297,6 +298,8 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
             .await;
         let said = b.text_of(&format!("{card} .rating .rated")).await;
         assert!(said.contains("did not help"), "{said}");
+        // "Wrong" puts the answer to a person: the card follows that escalation.
+        b.must_find(&format!("{card} .escalation .status-line")).await;
         let labelled = grace.feedback().labelled().unwrap();
         assert_eq!(labelled.len(), 1, "one rating, the reason replacing the bare No");
         let rating = labelled[0].rating.as_ref().unwrap();

@@ -5,7 +5,9 @@
 //! refused, a flood rate-limited), from the command line (`grace ask`
 //! prints how to rate, `grace feedback` rates, another asker is refused),
 //! in `grace chat` (`/good`, `/bad wrong`), and a reviewer's verdict kept
-//! with the escalation's resolution, given or implied by the answer.
+//! with the escalation's resolution, given or implied by the answer; the
+//! gap report (`GET /v1/review/gaps`, `grace gaps`) grouping what people
+//! did not get an answer to by meaning.
 //!
 //! A rating is a label for the confidence model: a confident wrong answer
 //! rated down is the signal GRACE most needs, so a rating that cannot be
@@ -65,6 +67,14 @@ impl Api {
         assert_eq!(status, StatusCode::OK, "{outcome}");
         outcome
     }
+}
+
+/// Where the answer of an ask's `outcome` is rated.
+fn rating_path(outcome: &Value) -> String {
+    format!(
+        "/v1/answers/{}/feedback",
+        outcome["answer_id"].as_str().unwrap()
+    )
 }
 
 fn error_type(body: &Value) -> &str {
@@ -170,10 +180,7 @@ async fn an_asker_rates_an_answer_once_and_nobody_else_can() {
 async fn a_flood_of_ratings_is_rate_limited_and_an_escalation_has_nothing_to_rate() {
     let api = Api::start(|c| c.feedback.max_ratings_per_hour = 3).await;
     let outcome = api.ask(ANSWERED, "flood").await;
-    let path = format!(
-        "/v1/answers/{}/feedback",
-        outcome["answer_id"].as_str().unwrap()
-    );
+    let path = rating_path(&outcome);
     let mut statuses = Vec::new();
     for i in 0..6 {
         let vote = if i % 2 == 0 { "up" } else { "down" };
@@ -193,10 +200,7 @@ async fn a_flood_of_ratings_is_rate_limited_and_an_escalation_has_nothing_to_rat
         .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(escalated["status"], "escalated");
-    let path = format!(
-        "/v1/answers/{}/feedback",
-        escalated["answer_id"].as_str().unwrap()
-    );
+    let path = rating_path(&escalated);
     let (s, body) = api.post(&path, json!({"vote": "up", "asker": "bob"})).await;
     assert_eq!(s, StatusCode::CONFLICT, "{body}");
 }
@@ -257,6 +261,267 @@ async fn a_reviewers_verdict_is_kept_with_the_resolution_given_or_implied() {
     let review_ids: Vec<_> = labelled.iter().filter_map(|l| l.review_id).collect();
     assert_eq!(review_ids.len(), 3, "{labelled:?}");
     assert!(review_ids.contains(&ids[0]) && review_ids.contains(&ids[1]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_rating_reaches_a_person_whose_verdict_outranks_it() {
+    let api = Api::start(|_| {}).await;
+    let token = common::reviewer(api.grace.escalations(), "rev", "Rev");
+    let rate = |outcome: &Value, body: Value| (rating_path(outcome), body);
+    // "Incomplete" is a label, not an alarm: nobody is called.
+    let first = api.ask(ANSWERED, "erin").await;
+    let (path, body) = rate(
+        &first,
+        json!({"vote": "down", "reason": "incomplete", "asker": "erin"}),
+    );
+    let (s, stored) = api.post(&path, body).await;
+    assert_eq!(s, StatusCode::OK, "{stored}");
+    assert!(stored.get("escalation").is_none(), "{stored}");
+
+    // "Wrong" puts the question to a person, once; never for someone who
+    // did not ask it (forged: not found, and nobody is called).
+    let second = api.ask(ANSWERED, "erin").await;
+    let (path, body) = rate(
+        &second,
+        json!({"vote": "down", "reason": "wrong", "asker": "mallory"}),
+    );
+    let (s, _) = api.post(&path, body).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let queue = api.grace.escalations();
+    assert!(
+        queue
+            .list_page(grace::review::Viewer::Admin, &Default::default())
+            .unwrap()
+            .is_empty()
+    );
+    let (path, body) = rate(
+        &second,
+        json!({"vote": "down", "reason": "wrong", "asker": "erin"}),
+    );
+    let (s, stored) = api.post(&path, body.clone()).await;
+    assert_eq!(s, StatusCode::OK, "{stored}");
+    let review_id = stored["escalation"]["review_id"]
+        .as_i64()
+        .expect("escalated");
+    let handle = stored["escalation"]["review_handle"].as_str().unwrap();
+    let (s, again) = api.post(&path, body).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        again.get("escalation").is_none(),
+        "one escalation per run: {again}"
+    );
+    let queued = api
+        .grace
+        .escalations()
+        .get(review_id, grace::review::Viewer::Admin)
+        .unwrap();
+    assert!(
+        queued.reason.contains("rated the answer wrong"),
+        "{}",
+        queued.reason
+    );
+    assert_eq!(queued.asker, "erin");
+    // The asker follows it with the handle.
+    let r = api
+        .http
+        .get(format!(
+            "{}/v1/escalations/{review_id}?handle={handle}",
+            api.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+
+    // The reviewer finds the draft right after all: the verdict labels the
+    // run and the contradicted rating is dropped.
+    let (s, e) = api
+        .post_as(
+            &format!("/v1/review/escalations/{review_id}/answer"),
+            json!({"option": 1}),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{e}");
+    assert_eq!(e["resolution"]["verdict"], "right");
+    let labels = grace::learn::labels(api.grace.feedback(), api.grace.escalations()).unwrap();
+    let by: Vec<(&str, bool)> = labels.iter().map(|l| (l.by.as_str(), l.y)).collect();
+    // The first run's "incomplete" stays; the second's "wrong" is outranked.
+    assert_eq!(
+        by,
+        [("asker:erin", false), ("reviewer:rev", true)],
+        "{labels:?}"
+    );
+    // Not recorded again: the recheck is no run of its own to rate.
+    assert_eq!(api.grace.gaps_blocking(None, 10).unwrap().questions, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_escalate_on_wrong_off_a_wrong_rating_is_only_a_label() {
+    let api = Api::start(|c| c.feedback.escalate_on_wrong = false).await;
+    let outcome = api.ask(ANSWERED, "fred").await;
+    let path = rating_path(&outcome);
+    let (s, stored) = api
+        .post(
+            &path,
+            json!({"vote": "down", "reason": "wrong", "asker": "fred"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{stored}");
+    assert!(stored.get("escalation").is_none(), "{stored}");
+    assert!(
+        api.grace
+            .escalations()
+            .list_page(grace::review::Viewer::Admin, &Default::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ratings_trigger_a_refit_that_is_recorded_and_shown() {
+    let api = Api::start(|c| c.confidence.feedback_refit_every = 3).await;
+    for k in 0..3 {
+        let asker = format!("gina{k}");
+        let outcome = api.ask(ANSWERED, &asker).await;
+        let path = rating_path(&outcome);
+        let (s, _) = api.post(&path, json!({"vote": "up", "asker": asker})).await;
+        assert_eq!(s, StatusCode::OK);
+    }
+    // The third label makes a refit due; it runs on a thread of its own.
+    let mut view = Value::Null;
+    for _ in 0..100 {
+        let r = api
+            .http
+            .get(format!("{}/v1/review/calibration", api.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        view = r.json().await.unwrap();
+        if !view["history"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(view["mode"], "auto", "{view:#}");
+    assert_eq!(view["labels"], 3);
+    assert_eq!(view["next_refit_at"], 6);
+    let fit = &view["history"][0];
+    assert_eq!(fit["labels"], 3, "{view:#}");
+    // Three labels of one kind are too few to be trusted: the weights stay.
+    assert_eq!(fit["kept"], false);
+    assert!(fit["why"].as_str().unwrap().contains("too few"), "{fit}");
+    assert!(view["current"].is_null());
+}
+
+/// Questions about something the sample knowledge base does not hold.
+const MISSING: [&str; 6] = [
+    "How do I submit an expense report?",
+    "Where do I file my travel expenses for reimbursement?",
+    "How long does an expense reimbursement take to be paid?",
+    "Who approves my expense claims?",
+    "Can I get my conference ticket reimbursed as an expense?",
+    "Which receipts do I need to attach to an expense claim?",
+];
+/// Other unanswerable questions, each about something else.
+const SCATTERED: [&str; 4] = [
+    "What is the office Wi-Fi password?",
+    "When is the company holiday party this year?",
+    "How do I book a meeting room on the fourth floor?",
+    "What is on the cafeteria menu today?",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gap_report_groups_what_people_did_not_get_by_meaning() {
+    let api = Api::start(|_| {}).await;
+    for q in MISSING.iter().chain(&SCATTERED) {
+        api.ask(q, "dora").await;
+    }
+    // An answer rated down counts too; one rated up does not.
+    let down = api.ask(ANSWERED, "dora").await;
+    assert_eq!(down["status"], "answered", "{down}");
+    let rated = rating_path(&down);
+    let (s, _) = api
+        .post(
+            &rated,
+            json!({"vote": "down", "reason": "outdated", "asker": "dora"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let up = api
+        .ask("How do I roll back a production deployment?", "dora")
+        .await;
+    let (s, _) = api
+        .post(&rating_path(&up), json!({"vote": "up", "asker": "dora"}))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+
+    let r = api
+        .http
+        .get(format!("{}/v1/review/gaps?limit=50", api.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let report: Value = r.json().await.unwrap();
+    let groups = report["groups"].as_array().unwrap();
+    let members = |g: &Value| -> Vec<String> {
+        std::iter::once(&g["label"])
+            .chain(g["examples"].as_array().unwrap())
+            .map(|q| q.as_str().unwrap().to_string())
+            .collect()
+    };
+    // Every question nobody got an answer to is counted once, and the
+    // one rated down; the answer rated up is not.
+    let counted: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, report["questions"].as_u64().unwrap());
+    assert!(counted >= 9, "{report:#}");
+    assert!(
+        groups
+            .iter()
+            .all(|g| !members(g).iter().any(|q| q.contains("roll back"))),
+        "{report:#}"
+    );
+    assert_eq!(
+        groups
+            .iter()
+            .map(|g| g["rated_down"].as_u64().unwrap())
+            .sum::<u64>(),
+        1,
+        "{report:#}"
+    );
+    // The expense questions are the top group, and nothing else is in it.
+    let top = &groups[0];
+    assert!(top["count"].as_u64().unwrap() >= 5, "{report:#}");
+    assert!(
+        members(top).iter().all(|q| MISSING.contains(&q.as_str())),
+        "{report:#}"
+    );
+    assert!(
+        groups[1..]
+            .iter()
+            .all(|g| g["count"].as_u64().unwrap() <= 2),
+        "{report:#}"
+    );
+    // Bounds are checked: 422 out of range, 400 not a number.
+    for (query, status) in [
+        ("days=0", StatusCode::UNPROCESSABLE_ENTITY),
+        ("days=100000", StatusCode::UNPROCESSABLE_ENTITY),
+        ("limit=0", StatusCode::UNPROCESSABLE_ENTITY),
+        ("limit=many", StatusCode::BAD_REQUEST),
+    ] {
+        let r = api
+            .http
+            .get(format!("{}/v1/review/gaps?{query}", api.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{query}");
+    }
+    // The library's report is the endpoint's.
+    let direct = api.grace.gaps_blocking(None, 50).unwrap();
+    assert_eq!(direct.questions as u64, counted);
 }
 
 #[test]
@@ -323,21 +588,45 @@ fn the_command_line_rates_the_answer_it_printed() {
     assert!(out.contains("unknown reason \"sideways\""), "{out}");
     assert!(out.contains("Changed your rating of ans_"), "{out}");
 
-    // The ratings become a fit: `grace calibrate --from-feedback`.
+    // Two labels are too few for a fit: said, with what to do.
     let file = dir.path().join("feedback-fit.json");
-    let fitted = run(&[
-        "--json",
-        "calibrate",
-        "--from-feedback",
-        "--out",
-        file.to_str().unwrap(),
-    ]);
+    let calibrate = || {
+        run(&[
+            "--json",
+            "calibrate",
+            "--from-feedback",
+            "--out",
+            file.to_str().unwrap(),
+        ])
+    };
+    let few = calibrate();
+    assert_eq!(few.status.code(), Some(grace::EXIT_BAD_INPUT as i32));
+    assert!(
+        common::output_text(&few).contains("at least 10 of each"),
+        "{}",
+        common::output_text(&few)
+    );
+    assert!(!file.exists());
+    // Twenty more, half of them up, in one conversation.
+    let mut lines = String::new();
+    for k in 0..20 {
+        let vote = if k % 2 == 0 {
+            "/good"
+        } else {
+            "/bad incomplete"
+        };
+        lines.push_str(&format!("{ANSWERED}\n{vote}\n"));
+    }
+    let chat = common::with_input(common::grace_cmd(dir.path(), &["chat"]), &lines);
+    assert!(chat.status.success(), "{}", common::output_text(&chat));
+    // The ratings become a fit: `grace calibrate --from-feedback`.
+    let fitted = calibrate();
     assert!(fitted.status.success(), "{}", common::output_text(&fitted));
     let fit: Value = serde_json::from_slice(&fitted.stdout).unwrap();
-    assert_eq!(fit["fit"]["labels"], 2, "{fit}");
-    assert!(fit["fit"]["out_of_fold"]["n"].as_u64() == Some(2), "{fit}");
+    assert_eq!(fit["fit"]["labels"], 22, "{fit}");
+    assert!(fit["fit"]["out_of_fold"]["n"].as_u64() == Some(22), "{fit}");
     let on_file: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(on_file["fitted_on"]["questions"], 2);
+    assert_eq!(on_file["fitted_on"]["questions"], 22);
     // GRACE scores with it once configured.
     let asked = common::grace_cmd(dir.path(), &["--json", "ask", ANSWERED])
         .env("GRACE_CONFIDENCE__CALIBRATION", &file)
@@ -397,6 +686,12 @@ fn eval_simulates_ratings_and_prints_the_learning_curve() {
         let coverage = p["coverage_at_risk_10"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&coverage), "{p}");
     }
+    // Beside it, what labelling every question would give, on the same
+    // held-out questions.
+    let reference = &feedback["reference"];
+    assert!(reference["labels"].as_u64().unwrap() > 30, "{reference}");
+    assert!(reference["fare"]["auroc"].is_number(), "{reference}");
+    assert_eq!(reference["fare"]["n"], curve[0]["fare"]["n"]);
     // The same seed, the same curve.
     let again = simulate(&["--feedback-noise", "0.1"]);
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
@@ -425,4 +720,25 @@ fn eval_simulates_ratings_and_prints_the_learning_curve() {
         let text = common::output_text(&out);
         assert!(text.contains("--feedback"), "{text}");
     }
+}
+
+/// `grace gaps` where nothing was recorded: an empty report, no folder
+/// created; its bounds said with the exit code for bad input.
+#[test]
+fn the_gap_report_of_a_fresh_folder_is_empty_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::grace(dir.path(), &["gaps"]);
+    assert!(out.status.success(), "{}", common::output_text(&out));
+    assert!(common::output_text(&out).contains("No unanswered questions"));
+    let json = common::grace(dir.path(), &["--json", "gaps"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["questions"], 0);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
+    let bad = common::grace(dir.path(), &["gaps", "--limit", "0"]);
+    assert_eq!(bad.status.code(), Some(grace::EXIT_BAD_INPUT as i32));
+    assert!(common::output_text(&bad).contains("limit must be between 1 and 1000"));
 }

@@ -360,3 +360,52 @@ async fn an_escalated_ask_gives_the_asker_a_handle_that_no_other_id_shares() {
     .unwrap();
     assert_eq!(json["review_handle"], handle.as_str());
 }
+
+/// The gap report and the fit on feedback read every asker's questions and
+/// ratings: only reviewers and the administrator get them, never the
+/// service key, no token or a forged one; their queries refuse numbers
+/// past their bounds, negative ones and ones that overflow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_reviewers_read_what_people_did_not_get_and_how_sure_grace_was() {
+    let k = Keyed::start().await;
+    for path in ["/v1/review/gaps", "/v1/review/calibration"] {
+        for (who, token) in [
+            ("the service key", SERVICE_KEY),
+            (
+                "a forged token",
+                "grv_0000000000000000000000000000000000000000",
+            ),
+            ("no token", ""),
+        ] {
+            let (code, body) = k.call("GET", path, token, &[], None).await;
+            assert_eq!(code, 401, "{path} with {who}: {body}");
+        }
+        let (code, body) = k.call("GET", path, &k.alice, &[], None).await;
+        assert_eq!(code, 200, "{path} as alice: {body}");
+        let (code, _) = k.call("GET", path, ADMIN_KEY, &[], None).await;
+        assert_eq!(code, 200, "{path} as the administrator");
+    }
+    // The two escalated questions are there, their text intact.
+    let (_, report) = k.call("GET", "/v1/review/gaps", &k.alice, &[], None).await;
+    assert_eq!(report["questions"], 2, "{report}");
+    assert_eq!(report["groups"][0]["label"], "Can I deploy on Fridays?");
+    // Numbers that do not parse are a 400; out of range, a 422.
+    let unparsable = [
+        "days=4294967296",
+        "days=99999999999999999999999999",
+        "days=-1",
+        "limit=18446744073709551616",
+        "limit=-5",
+        "days=%E5%8D%81",
+    ];
+    let out_of_range = ["days=3651", "limit=1001", "limit=0"];
+    let cases = unparsable
+        .iter()
+        .map(|q| (q, 400))
+        .chain(out_of_range.iter().map(|q| (q, 422)));
+    for (query, want) in cases {
+        let path = format!("/v1/review/gaps?{query}");
+        let (code, body) = k.call("GET", &path, &k.alice, &[], None).await;
+        assert_eq!(code, want, "{query}: {body}");
+    }
+}

@@ -2,7 +2,8 @@
 //! runs, a browser (Debian's `chromium`, driven over WebDriver by
 //! `chromedriver`; `scripts/setup` installs both) opens the page, sees an
 //! escalation arrive without reloading, answers it, and the asker's
-//! `grace answer ID` returns the reviewer's answer.
+//! `grace answer ID` returns the reviewer's answer; its other tabs show
+//! the gap report and the reliability diagram of people's labels.
 
 mod common;
 mod support {
@@ -130,6 +131,32 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
         let page = browser.cmd("GET", "/source", Value::Null).await;
         panic!("the answered escalation is still listed:\n{page}");
     }
+
+    // The second tab: what the knowledge base is missing (both escalated
+    // questions are unanswered by it).
+    let tab = browser.must_find("#tab-gaps").await;
+    browser.click(&tab).await;
+    browser.must_find("#gaps section.gap").await;
+    let gaps = browser.text_of("#gap-list").await;
+    assert!(
+        gaps.contains("Fridays") || gaps.contains("December"),
+        "{gaps}"
+    );
+    // The third: the reliability diagram of the one verdict alice gave.
+    let tab = browser.must_find("#tab-fit").await;
+    browser.click(&tab).await;
+    browser.must_find("#fit-view svg circle.bin").await;
+    let learning = browser.text_of("#fit-view .learning").await;
+    assert!(
+        learning.contains("1 labels") || learning.contains("labels from people"),
+        "{learning}"
+    );
+    assert!(
+        browser
+            .find("#list", Duration::from_millis(0))
+            .await
+            .is_some()
+    );
     browser.quit().await;
 
     // The asker receives it.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::fit::Fare;
-use crate::config::{Config, ConfigError, SelfCalibrationMode, Weights};
+use crate::config::{Config, ConfigError, FeedbackCalibrationMode, SelfCalibrationMode, Weights};
 
 /// Reads the calibration that applies to the configured collection and
 /// puts its weights in `config` (`confidence.fitted_weights`), so that
@@ -21,7 +21,9 @@ use crate::config::{Config, ConfigError, SelfCalibrationMode, Weights};
 /// layers that score (the knowledge base, the CLI at start) call this.
 ///
 /// The file `confidence.calibration` names wins; a missing or broken one
-/// is an error naming the key. Else, with `confidence.self_calibration.mode:
+/// is an error naming the key. Else, with `confidence.feedback_calibration:
+/// auto`, the fit on people's feedback if one was kept (a broken one logs a
+/// warning and is passed over). Else, with `confidence.self_calibration.mode:
 /// auto`, the collection's self-calibration if it has one; a broken one
 /// logs a warning and the configured weights stay. Else none.
 pub fn apply(config: &mut Config) -> Result<Option<Calibration>, ConfigError> {
@@ -41,8 +43,30 @@ pub fn apply(config: &mut Config) -> Result<Option<Calibration>, ConfigError> {
             None
         }
     };
-    config.confidence.fitted_weights = calibration.as_ref().map(|c| c.weights);
-    Ok(calibration)
+    config.confidence.fitted_weights = calibration.as_ref().map(|(_, c)| c.weights);
+    Ok(calibration.map(|(_, c)| c))
+}
+
+/// Which calibration scores runs (see [`apply`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The file `confidence.calibration` names.
+    Labelled,
+    /// The fit on people's feedback (`confidence.feedback_calibration`).
+    Feedback,
+    /// The collection's self-calibration.
+    SelfFit,
+}
+
+impl Source {
+    /// As `grace status` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Labelled => "labelled",
+            Self::Feedback => "feedback",
+            Self::SelfFit => "self",
+        }
+    }
 }
 
 /// Why no calibration could be read: the labelled file
@@ -56,12 +80,23 @@ pub enum Configured {
 }
 
 /// The calibration that applies to the configured collection (see
-/// [`apply`]), without changing the configuration.
-pub fn configured(config: &Config) -> Result<Option<Calibration>, Configured> {
+/// [`apply`]) and where it comes from, without changing the configuration.
+pub fn configured(config: &Config) -> Result<Option<(Source, Calibration)>, Configured> {
     if let Some(path) = &config.confidence.calibration {
         return Calibration::load(path)
-            .map(Some)
+            .map(|c| Some((Source::Labelled, c)))
             .map_err(Configured::Labelled);
+    }
+    if config.confidence.feedback_calibration == FeedbackCalibrationMode::Auto {
+        let path = config.feedback_calibration_path();
+        if path.exists() {
+            match Calibration::load(&path) {
+                Ok(c) => return Ok(Some((Source::Feedback, c))),
+                Err(e) => tracing::warn!(
+                    "{e}; scoring without the fit on feedback until it is fitted again"
+                ),
+            }
+        }
     }
     if config.confidence.self_calibration.mode == SelfCalibrationMode::Off {
         return Ok(None);
@@ -71,7 +106,7 @@ pub fn configured(config: &Config) -> Result<Option<Calibration>, Configured> {
         return Ok(None);
     }
     Calibration::load(&path)
-        .map(Some)
+        .map(|c| Some((Source::SelfFit, c)))
         .map_err(Configured::SelfFit)
 }
 

@@ -310,7 +310,7 @@ pub fn folds(samples: &[Sample], k: usize) -> Vec<usize> {
 }
 
 /// How one set of scores fares against outcomes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Fare {
     /// Samples scored.
     pub n: usize,

@@ -52,6 +52,38 @@ pub fn ece(samples: &[(f64, bool)], bins: usize) -> Option<f64> {
     if samples.is_empty() || bins == 0 {
         return None;
     }
+    let n = samples.len() as f64;
+    Some(
+        reliability(samples, bins)
+            .iter()
+            .map(|b| b.count as f64 / n * (b.predicted - b.observed).abs())
+            .sum(),
+    )
+}
+
+/// One bin of a reliability diagram: the samples whose score is in
+/// `[lo, hi)` (the last bin includes 1).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ReliabilityBin {
+    /// The bin's lower edge.
+    pub lo: f64,
+    /// Its upper edge.
+    pub hi: f64,
+    /// Samples in it.
+    pub count: usize,
+    /// Their mean score: what was predicted.
+    pub predicted: f64,
+    /// The share of them right: what was observed.
+    pub observed: f64,
+}
+
+/// The reliability diagram of `samples` (score, right) in `bins` equal
+/// bins of the score; empty bins are left out. [`ece`] is its weighted
+/// gap between predicted and observed.
+pub fn reliability(samples: &[(f64, bool)], bins: usize) -> Vec<ReliabilityBin> {
+    if bins == 0 {
+        return Vec::new();
+    }
     let mut sum_score = vec![0.0; bins];
     let mut sum_pos = vec![0.0; bins];
     let mut count = vec![0usize; bins];
@@ -61,15 +93,19 @@ pub fn ece(samples: &[(f64, bool)], bins: usize) -> Option<f64> {
         sum_pos[b] += if *y { 1.0 } else { 0.0 };
         count[b] += 1;
     }
-    let n = samples.len() as f64;
-    let total: f64 = (0..bins)
+    (0..bins)
         .filter(|&b| count[b] > 0)
         .map(|b| {
             let c = count[b] as f64;
-            c / n * (sum_score[b] / c - sum_pos[b] / c).abs()
+            ReliabilityBin {
+                lo: b as f64 / bins as f64,
+                hi: (b + 1) as f64 / bins as f64,
+                count: count[b],
+                predicted: sum_score[b] / c,
+                observed: sum_pos[b] / c,
+            }
         })
-        .sum();
-    Some(total)
+        .collect()
 }
 
 /// What ECE a perfectly calibrated score would show by chance on these

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// How confidence is computed from the factors steps report (see
 /// [`crate::confidence`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ConfidenceConfig {
     /// Which formula scores a step (`confidence.model`).
@@ -22,6 +22,14 @@ pub struct ConfidenceConfig {
     /// Calibration on questions GRACE builds from the knowledge base itself
     /// (`confidence.self_calibration`; `grace calibrate --self`).
     pub self_calibration: SelfCalibrationConfig,
+    /// `auto`: fit the weights again on people's ratings and reviewers'
+    /// verdicts every `feedback_refit_every` new labels, and score with
+    /// the fit while it does better out of fold than the weights before
+    /// it; `off`: never.
+    pub feedback_calibration: FeedbackCalibrationMode,
+    /// New labels (ratings and verdicts) between two refits with
+    /// `feedback_calibration: auto`.
+    pub feedback_refit_every: usize,
     /// Weights of the original GRACE formula (`confidence.grace_v1`), used
     /// when `model` is `grace_v1`.
     pub grace_v1: V1Weights,
@@ -33,6 +41,37 @@ pub struct ConfidenceConfig {
     /// has been read (`confidence::calibration::apply`; not a config key).
     #[serde(skip)]
     pub fitted_weights: Option<Weights>,
+}
+
+impl Default for ConfidenceConfig {
+    fn default() -> Self {
+        Self {
+            model: ConfidenceModel::default(),
+            reader: ReaderMode::default(),
+            weights: Weights::default(),
+            calibration: None,
+            self_calibration: SelfCalibrationConfig::default(),
+            feedback_calibration: FeedbackCalibrationMode::Auto,
+            feedback_refit_every: 50,
+            grace_v1: V1Weights::default(),
+            thresholds: Thresholds::default(),
+            aggregation: Aggregation::default(),
+            fitted_weights: None,
+        }
+    }
+}
+
+/// Whether GRACE refits its weights on people's feedback
+/// (`confidence.feedback_calibration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FeedbackCalibrationMode {
+    /// Refit every `feedback_refit_every` new labels; score with the fit
+    /// while it is the better one.
+    #[default]
+    Auto,
+    /// Never.
+    Off,
 }
 
 impl ConfidenceConfig {

@@ -3,6 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Most days of questions a gap report may read (`feedback.gap_days`, and
+/// a report's own window).
+pub const MAX_GAP_DAYS: u32 = 3_650;
+
 /// Askers' ratings, kept in `feedback.sqlite3` in the data folder with
 /// what a refit of the confidence weights reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -14,6 +18,12 @@ pub struct FeedbackConfig {
     pub max_ratings_per_hour: usize,
     /// Runs kept; past it the oldest runs nobody rated and that were not escalated are removed.
     pub max_runs: usize,
+    /// A "wrong" rating puts the question to a person: it is asked again and escalated, the rated answer's draft for the reviewer to fix (and promote into the knowledge base), and the reviewer's verdict labels the rated run.
+    pub escalate_on_wrong: bool,
+    /// The gap report's grouping: the similarity of question embeddings a question needs to join a group, on GRACE's similarity scale (MiniLM's cosines; another model's are mapped onto it by its model card).
+    pub gap_similarity: f64,
+    /// Days of questions the gap report reads when not told.
+    pub gap_days: u32,
 }
 
 impl Default for FeedbackConfig {
@@ -22,6 +32,9 @@ impl Default for FeedbackConfig {
             enabled: true,
             max_ratings_per_hour: 60,
             max_runs: 100_000,
+            escalate_on_wrong: true,
+            gap_similarity: 0.4,
+            gap_days: 30,
         }
     }
 }

@@ -38,11 +38,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use self::confidence::{
-    Aggregation, ConfidenceConfig, ConfidenceModel, ReaderMode, SelfCalibrationConfig,
-    SelfCalibrationMode, Thresholds, V1Weights, Weights,
+    Aggregation, ConfidenceConfig, ConfidenceModel, FeedbackCalibrationMode, ReaderMode,
+    SelfCalibrationConfig, SelfCalibrationMode, Thresholds, V1Weights, Weights,
 };
 pub use self::error::{ConfigError, Result};
-pub use self::feedback::FeedbackConfig;
+pub use self::feedback::{FeedbackConfig, MAX_GAP_DAYS};
 pub use self::home::{HOME_VAR, grace_home};
 pub use self::ingest::IngestConfig;
 pub use self::llm::{
@@ -254,6 +254,17 @@ impl Config {
     /// beside its manifest: `<data_dir>/self-calibration/…/<collection>.json`.
     pub fn self_calibration_path(&self) -> PathBuf {
         self.per_collection("self-calibration")
+    }
+
+    /// The fit on people's feedback that scores runs
+    /// (`confidence.feedback_calibration: auto`): `<data_dir>/feedback-calibration.json`.
+    pub fn feedback_calibration_path(&self) -> PathBuf {
+        self.storage.data_dir.join("feedback-calibration.json")
+    }
+
+    /// Every fit on people's feedback, kept or not: `<data_dir>/feedback-fits.json`.
+    pub fn feedback_fits_path(&self) -> PathBuf {
+        self.storage.data_dir.join("feedback-fits.json")
     }
 
     /// `<data_dir>/<folder>/<collection>.json`, under `qdrant/<server>/`

@@ -154,6 +154,15 @@ pub(super) fn validate_confidence(c: &Config) -> Result<()> {
             "needs a language model to write the questions: set llm.provider to gemini or ollama, or model_questions to false",
         ));
     }
+    if !(1..=100_000).contains(&c.confidence.feedback_refit_every) {
+        return Err(invalid(
+            "confidence.feedback_refit_every",
+            format!(
+                "{} is out of range 1..=100000 (new labels between two refits)",
+                c.confidence.feedback_refit_every
+            ),
+        ));
+    }
     let t = &c.confidence.thresholds;
     for (key, v) in [
         ("confidence.thresholds.silent", t.silent),

@@ -1,6 +1,7 @@
 //! Checks of what GRACE serves and for how long: `review`, `agent`,
 //! `sessions`, `server` and `mcp`.
 
+use super::MAX_GAP_DAYS;
 use super::Result;
 use super::check::invalid;
 
@@ -93,10 +94,24 @@ pub(super) fn validate_feedback(f: &super::FeedbackConfig) -> Result<()> {
             1_000_000,
         ),
         ("feedback.max_runs", f.max_runs, 100_000_000),
+        (
+            "feedback.gap_days",
+            f.gap_days as usize,
+            MAX_GAP_DAYS as usize,
+        ),
     ] {
         if !(1..=max).contains(&value) {
             return Err(invalid(key, format!("{value} is out of range 1..={max}")));
         }
+    }
+    if !(f.gap_similarity > 0.0 && f.gap_similarity < 1.0) {
+        return Err(invalid(
+            "feedback.gap_similarity",
+            format!(
+                "{} is not a cosine between 0 and 1 (exclusive)",
+                f.gap_similarity
+            ),
+        ));
     }
     Ok(())
 }

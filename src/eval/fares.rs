@@ -28,6 +28,9 @@ pub struct ModelFare {
     pub ece_floor: Option<metrics::EceFloor>,
     /// Share answered and share of those wrong, per threshold.
     pub coverage_risk: Vec<CoverageRisk>,
+    /// Predicted against observed right, per tenth of the score (the
+    /// reliability diagram; `--plot` draws it).
+    pub reliability: Vec<metrics::ReliabilityBin>,
 }
 
 /// One point of a coverage/risk curve: answering every question scoring at
@@ -92,6 +95,7 @@ pub fn models(
             fare: Fare::of(&pairs),
             ece_floor: metrics::ece_floor(&scores, metrics::ECE_BINS, ECE_FLOOR_DRAWS, 1),
             coverage_risk: coverage_risk(&pairs),
+            reliability: metrics::reliability(&pairs, metrics::ECE_BINS),
         }
     };
     let scored = |weights: &crate::config::Weights| -> Vec<f64> {

@@ -43,6 +43,10 @@ pub struct FeedbackCurve {
     pub held_out: usize,
     /// One point per label count.
     pub curve: Vec<CurvePoint>,
+    /// What the curve is measured against: a labelled fit on the whole
+    /// set, out of fold ([`reference`]), on the same held-out questions;
+    /// its `labels` are the set's questions with an answer step.
+    pub reference: CurvePoint,
 }
 
 /// The refitted weights on the held-out questions, after `labels` ratings.
@@ -95,6 +99,7 @@ pub fn simulate(
             Label {
                 x: features(&outcomes[i].factors),
                 y: outcomes[i].right != flip,
+                confidence: outcomes[i].confidence,
                 weight: 1.0,
                 by: format!("simulated-asker-{i}"),
             }
@@ -106,6 +111,7 @@ pub fn simulate(
             Some(Label {
                 x: features(&outcomes[i].factors),
                 y: !outcomes[i].right,
+                confidence: outcomes[i].confidence,
                 weight: 1.0,
                 by: "flood".into(),
             })
@@ -133,8 +139,12 @@ pub fn simulate(
                 fitted.extend(false_ratings.iter().cloned());
             }
             learn::cap_givers(&mut fitted);
-            let weights = learn::fit_weights(&fitted, &prior);
-            point(config, collected, &held, &Model::from_weights(&weights), n)
+            let model = Model::from_weights(&learn::fit_weights(&fitted, &prior));
+            let scored: Vec<(usize, f64)> = held
+                .iter()
+                .map(|(i, x)| (*i, x.as_ref().map_or(0.0, |x| model.predict(x))))
+                .collect();
+            point(config, collected, &scored, n)
         })
         .collect();
     Some(FeedbackCurve {
@@ -145,23 +155,69 @@ pub fn simulate(
         flood: false_ratings.len(),
         held_out: held_out.len(),
         curve,
+        reference: reference(config, collected, held_out, &prior, seed),
     })
 }
 
-/// `model`'s scores of the held-out questions, as a curve point.
+/// Folds of the whole-set reference fit.
+const REFERENCE_FOLDS: usize = 5;
+
+/// A labelled fit on the whole set, out of fold: the set's questions with
+/// an answer step, each labelled as it truly is (no noise, no flood), in
+/// [`REFERENCE_FOLDS`] seeded folds; each `held_out` question is scored by
+/// weights fitted (toward `prior`, as people's labels are) on the folds it
+/// is not in. What learning from people is measured against: as good as
+/// labelling every question.
+fn reference(
+    config: &Config,
+    collected: &Collected,
+    held_out: &[usize],
+    prior: &crate::config::Weights,
+    seed: u64,
+) -> CurvePoint {
+    let outcomes = &collected.outcomes;
+    let mut order: Vec<usize> = (0..outcomes.len()).collect();
+    Rng::new(seed ^ 0x5eed_f01d).shuffle(&mut order);
+    let mut fold = vec![0; outcomes.len()];
+    for (k, &i) in order.iter().enumerate() {
+        fold[i] = k % REFERENCE_FOLDS;
+    }
+    let label = |i: usize| {
+        let factors = &outcomes[i].factors;
+        (!factors.0.is_empty()).then(|| Label {
+            x: features(factors),
+            y: outcomes[i].right,
+            confidence: outcomes[i].confidence,
+            weight: 1.0,
+            by: format!("question-{i}"),
+        })
+    };
+    let models: Vec<Model> = (0..REFERENCE_FOLDS)
+        .map(|f| {
+            let train: Vec<Label> = (0..outcomes.len())
+                .filter(|&i| fold[i] != f)
+                .filter_map(label)
+                .collect();
+            Model::from_weights(&learn::fit_weights(&train, prior))
+        })
+        .collect();
+    let scored: Vec<(usize, f64)> = held_out
+        .iter()
+        .map(|&i| (i, label(i).map_or(0.0, |l| models[fold[i]].predict(&l.x))))
+        .collect();
+    let labelled = (0..outcomes.len()).filter(|&i| label(i).is_some()).count();
+    point(config, collected, &scored, labelled)
+}
+
+/// The held-out questions' scores (question, score), as a curve point.
 fn point(
     config: &Config,
     collected: &Collected,
-    held: &[(usize, Option<[f64; FEATURES]>)],
-    model: &Model,
+    scored: &[(usize, f64)],
     labels: usize,
 ) -> CurvePoint {
     let outcomes = &collected.outcomes;
     let questions = &collected.questions;
-    let scored: Vec<(usize, f64)> = held
-        .iter()
-        .map(|(i, x)| (*i, x.as_ref().map_or(0.0, |x| model.predict(x))))
-        .collect();
     let right: Vec<(f64, bool)> = scored
         .iter()
         .map(|&(i, s)| (s, outcomes[i].right))

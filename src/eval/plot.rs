@@ -54,24 +54,93 @@ fn register_sans() -> Result<(), PlotError> {
     if ok { Ok(()) } else { Err(PlotError::NoFont) }
 }
 
-/// Draws the coverage (share of questions answered) against the risk
-/// (share of those answered that are wrong) of each model, one point per
-/// threshold, to a PNG at `path`; `title` heads it.
+/// Draws, side by side, the coverage (share of questions answered)
+/// against the risk (share of those answered that are wrong) of each
+/// model, one point per threshold, and each model's reliability diagram
+/// (mean score against share right per tenth of the score, the diagonal
+/// for perfect calibration, each point's count beside it), to a PNG at
+/// `path`; `title` heads it.
 pub fn coverage_risk_png(path: &Path, title: &str, models: &[ModelFare]) -> Result<(), PlotError> {
     register_sans()?;
     let draw = |message: String| PlotError::Draw {
         path: path.to_path_buf(),
         message,
     };
-    let root = BitMapBackend::new(path, (900, 600)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1500, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| draw(e.to_string()))?;
+    let root = root
+        .titled(title, ("sans-serif", 22))
+        .map_err(|e| draw(e.to_string()))?;
+    let (left, right) = root.split_horizontally(900);
+    coverage_risk_panel(&left, models).map_err(draw)?;
+    reliability_panel(&right, models).map_err(draw)?;
+    root.present().map_err(|e| draw(e.to_string()))?;
+    Ok(())
+}
+
+type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+const COLOURS: [RGBColor; 6] = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
+
+/// The reliability diagrams of `models` on `area`.
+fn reliability_panel(area: &Area<'_>, models: &[ModelFare]) -> Result<(), String> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "reliability: predicted against observed",
+            ("sans-serif", 17),
+        )
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0f64..1.0f64, 0.0f64..1.0f64)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("confidence given (mean per tenth)")
+        .y_desc("share right")
+        .label_style(("sans-serif", 15))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(LineSeries::new(
+            vec![(0.0, 0.0), (1.0, 1.0)],
+            BLACK.mix(0.3),
+        ))
+        .map_err(|e| e.to_string())?;
+    for (i, model) in models.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let points: Vec<(f64, f64)> = model
+            .reliability
+            .iter()
+            .map(|b| (b.predicted, b.observed))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(model.reliability.iter().map(|b| {
+                EmptyElement::at((b.predicted, b.observed))
+                    + Circle::new((0, 0), 3, colour.filled())
+                    + Text::new(
+                        format!("{}", b.count),
+                        (5, -14),
+                        ("sans-serif", 12).into_font(),
+                    )
+            }))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The coverage/risk curves of `models` on `area`.
+fn coverage_risk_panel(root: &Area<'_>, models: &[ModelFare]) -> Result<(), String> {
+    let draw = |message: String| message;
     let max_risk = models
         .iter()
         .flat_map(|m| m.coverage_risk.iter().map(|p| p.risk))
         .fold(0.0f64, f64::max)
         .max(0.05);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
+    let mut chart = ChartBuilder::on(root)
+        .caption("coverage against risk", ("sans-serif", 17))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(64)
@@ -84,9 +153,8 @@ pub fn coverage_risk_png(path: &Path, title: &str, models: &[ModelFare]) -> Resu
         .label_style(("sans-serif", 15))
         .draw()
         .map_err(|e| draw(e.to_string()))?;
-    let colours = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
     for (i, model) in models.iter().enumerate() {
-        let colour = colours[i % colours.len()];
+        let colour = COLOURS[i % COLOURS.len()];
         let points: Vec<(f64, f64)> = model
             .coverage_risk
             .iter()
@@ -124,7 +192,6 @@ pub fn coverage_risk_png(path: &Path, title: &str, models: &[ModelFare]) -> Resu
         .border_style(BLACK)
         .draw()
         .map_err(|e| draw(e.to_string()))?;
-    root.present().map_err(|e| draw(e.to_string()))?;
     Ok(())
 }
 
@@ -153,6 +220,7 @@ mod tests {
             fare: Fare::of(&pairs),
             ece_floor: None,
             coverage_risk: coverage_risk(&pairs),
+            reliability: crate::confidence::metrics::reliability(&pairs, 10),
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("curve.png");

@@ -23,12 +23,13 @@ impl Executor<'_> {
         )
     }
 
-    /// Puts a finished run to a person because the asker asked for one
-    /// (`AskOptions::escalate`), whatever it decided: its answer becomes the
-    /// reviewer's draft. `None` when `ask_user` is disabled.
-    pub fn escalation_for_asker(&self, report: &RunReport) -> Option<UserRequest> {
+    /// Puts a finished run to a person because of something its asker did,
+    /// `what` ("the asker asked for a person", "the asker rated the answer
+    /// wrong"), whatever it decided: its answer becomes the reviewer's
+    /// draft. `None` when `ask_user` is disabled.
+    pub fn escalation_for_asker(&self, report: &RunReport, what: &str) -> Option<UserRequest> {
         let reason = format!(
-            "the asker asked for a person (GRACE decided {} at confidence {:.2})",
+            "{what} (GRACE decided {} at confidence {:.2})",
             report.decision.as_str(),
             report.confidence
         );

@@ -20,12 +20,18 @@
 //!   asker gives at most `feedback.max_ratings_per_hour`; at most
 //!   `feedback.max_runs` runs are kept (the oldest runs nobody rated and
 //!   that were not escalated go first).
+//! - **What people did not get.** Each run keeps its question's embedding
+//!   (quantised, [`quantise`]) so that [`FeedbackStore::unmet`] can hand
+//!   the gap report ([`crate::gaps`]) the declined, escalated and
+//!   down-rated questions without embedding anything again.
 
 mod rating;
 mod recorded;
+mod vector;
 
 pub use self::rating::{Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, Vote};
 pub use self::recorded::{RecordedRun, weights_version};
+pub use self::vector::{dequantise, quantise};
 
 use std::path::{Path, PathBuf};
 
@@ -45,7 +51,7 @@ pub const ANSWER_ID_PATTERN: &str = r"^ans_[0-9a-f]{32}$";
 /// An hour, in the database's milliseconds (the rate limit's window).
 const HOUR_MS: i64 = 3_600_000;
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     id         TEXT PRIMARY KEY,
@@ -73,6 +79,12 @@ CREATE TABLE IF NOT EXISTS rating_events (
     at    INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS rating_events_asker ON rating_events(asker, at);
+-- The question's embedding (version 2): the unit vector's components
+-- times 127 as signed bytes, for the gap report.
+CREATE TABLE IF NOT EXISTS run_vectors (
+    run_id TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    vector BLOB NOT NULL
+);
 ";
 
 /// Result of feedback operations.
@@ -161,6 +173,20 @@ pub struct StoredRating {
     pub rated_at: DateTime<Utc>,
     /// Whether it replaced an earlier rating by the same asker.
     pub replaced: bool,
+    /// The escalation a "wrong" rating opened (`feedback.escalate_on_wrong`):
+    /// a person checks the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<RatedEscalation>,
+}
+
+/// The escalation a "wrong" rating opened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RatedEscalation {
+    /// Its id in the review queue.
+    pub review_id: i64,
+    /// The asker's handle on it: `GET /v1/escalations/{review_id}?handle=…`
+    /// shows the reviewer's answer.
+    pub review_handle: String,
 }
 
 /// A recorded run with its asker's rating.
@@ -222,6 +248,51 @@ impl FeedbackStore {
         asker: &Asker,
         review_id: Option<i64>,
     ) -> Result<Option<String>> {
+        self.record_asked(run, asker, review_id, None)
+    }
+
+    /// Records the finished run `report` scored with `config`, asked by
+    /// `asker`, with its question's embedding for the gap report (the
+    /// question as run, embedded by `embedder`: its search embedded it
+    /// already, so the embedder's cache answers; when that fails the run
+    /// is recorded without one). The id it can be rated by; `None` when
+    /// `feedback.enabled` is false.
+    pub fn record_run(
+        &self,
+        report: &crate::exec::RunReport,
+        config: &crate::config::Config,
+        asker: &Asker,
+        review_id: Option<i64>,
+        embedder: &dyn crate::embed::Embedder,
+    ) -> Result<Option<String>> {
+        if !self.limits.enabled {
+            return Ok(None);
+        }
+        let asked = report
+            .rewrite
+            .as_ref()
+            .map_or(report.question.as_str(), |r| r.question.as_str());
+        let vector = embedder
+            .embed_query(asked)
+            .map_err(|e| tracing::warn!(error = %e, "the question's embedding is not kept for the gap report"))
+            .ok();
+        self.record_asked(
+            &RecordedRun::of(report, config),
+            asker,
+            review_id,
+            vector.as_deref(),
+        )
+    }
+
+    /// [`record`](Self::record), with the embedding of the question as run
+    /// (kept for the gap report).
+    pub fn record_asked(
+        &self,
+        run: &RecordedRun,
+        asker: &Asker,
+        review_id: Option<i64>,
+        vector: Option<&[f32]>,
+    ) -> Result<Option<String>> {
         if !self.limits.enabled {
             return Ok(None);
         }
@@ -246,6 +317,13 @@ impl FeedbackStore {
                 ],
             )
             .map_err(err)?;
+            if let Some(vector) = vector {
+                tx.execute(
+                    "INSERT INTO run_vectors (run_id, vector) VALUES (?1, ?2)",
+                    params![id, quantise(vector)],
+                )
+                .map_err(err)?;
+            }
             let count: i64 = tx
                 .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
                 .map_err(err)?;
@@ -342,6 +420,52 @@ impl FeedbackStore {
             rating: rating.clone(),
             rated_at: to_time(now),
             replaced,
+            escalation: None,
+        })
+    }
+
+    /// Labels given so far, as counted for `confidence.feedback_refit_every`:
+    /// ratings, and runs put to a reviewer (each a verdict once answered).
+    pub fn label_count(&self) -> Result<usize> {
+        let conn = self.db.lock();
+        let count: i64 = conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM ratings)
+                      + (SELECT COUNT(*) FROM runs WHERE review_id IS NOT NULL)",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|source| self.db(source))?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
+    /// The escalation run `id` was queued as, or linked to after a "wrong"
+    /// rating ([`link_review`](Self::link_review)); `None` when it has none
+    /// or there is no such run.
+    pub fn review_of(&self, id: &str) -> Result<Option<i64>> {
+        let conn = self.db.lock();
+        let review: Option<Option<i64>> = conn
+            .query_row("SELECT review_id FROM runs WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|source| self.db(source))?;
+        Ok(review.flatten())
+    }
+
+    /// Links run `id` to escalation `review_id`, opened because its asker
+    /// rated the answer wrong: the reviewer's verdict then labels the run.
+    /// False when the run already has an escalation (two ratings raced:
+    /// the first one's stands).
+    pub fn link_review(&self, id: &str, review_id: i64) -> Result<bool> {
+        self.write(|tx, err| {
+            let linked = tx
+                .execute(
+                    "UPDATE runs SET review_id = ?2 WHERE id = ?1 AND review_id IS NULL",
+                    params![id, review_id],
+                )
+                .map_err(err)?;
+            Ok(linked == 1)
         })
     }
 
@@ -382,17 +506,7 @@ impl FeedbackStore {
             Option<i64>,
         );
         let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                ))
-            })
+            .query_map([], |r| Row::try_from(r))
             .map_err(|source| self.db(source))?
             .collect::<std::result::Result<Vec<Row>, _>>()
             .map_err(|source| self.db(source))?;
@@ -413,6 +527,58 @@ impl FeedbackStore {
                     run,
                     review_id,
                     rating,
+                })
+            })
+            .collect()
+    }
+
+    /// The questions people did not get an answer to, asked since `since`:
+    /// runs declined or escalated, and answers rated down, that have an
+    /// embedding; newest first, at most `max`.
+    pub fn unmet(&self, since: DateTime<Utc>, max: usize) -> Result<Vec<Unmet>> {
+        let conn = self.db.lock();
+        let mut stmt = conn
+            .prepare(
+                "SELECT r.id, r.created_at, r.decision, r.record, v.vector,
+                        EXISTS (SELECT 1 FROM ratings g WHERE g.run_id = r.id AND g.vote = 'down')
+                 FROM runs r JOIN run_vectors v ON v.run_id = r.id
+                 WHERE r.created_at >= ?1
+                   AND (r.decision IN ('decline', 'escalate')
+                        OR EXISTS (SELECT 1 FROM ratings g WHERE g.run_id = r.id AND g.vote = 'down'))
+                 ORDER BY r.created_at DESC, r.id
+                 LIMIT ?2",
+            )
+            .map_err(|source| self.db(source))?;
+        type Row = (String, i64, String, String, Vec<u8>, bool);
+        let rows = stmt
+            .query_map(
+                params![
+                    since.timestamp_millis(),
+                    i64::try_from(max).unwrap_or(i64::MAX)
+                ],
+                |r| Row::try_from(r),
+            )
+            .map_err(|source| self.db(source))?
+            .collect::<std::result::Result<Vec<Row>, _>>()
+            .map_err(|source| self.db(source))?;
+        rows.into_iter()
+            .map(|(id, at, decision, record, vector, down)| {
+                let run = self.parse(&id, &record)?;
+                let why = match decision.as_str() {
+                    "decline" => Why::Declined,
+                    "escalate" => Why::Escalated,
+                    _ if down => Why::RatedDown,
+                    other => {
+                        return Err(
+                            self.corrupt(format!("run {id}: unexpected decision {other:?}"))
+                        );
+                    }
+                };
+                Ok(Unmet {
+                    question: run.question,
+                    at: to_time(at),
+                    why,
+                    vector: dequantise(&vector),
                 })
             })
             .collect()
@@ -447,6 +613,31 @@ impl FeedbackStore {
         let err = |source| self.db(source);
         self.db.write(&err, |tx| f(tx, &err))
     }
+}
+
+/// Why a question counts as one people did not get an answer to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// GRACE declined it.
+    Declined,
+    /// GRACE passed it to a reviewer.
+    Escalated,
+    /// GRACE answered and the asker rated the answer down.
+    RatedDown,
+}
+
+/// A question people did not get an answer to ([`FeedbackStore::unmet`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unmet {
+    /// The question as the asker wrote it.
+    pub question: String,
+    /// When it was asked.
+    pub at: DateTime<Utc>,
+    /// Why it counts.
+    pub why: Why,
+    /// Its embedding, a unit vector.
+    pub vector: Vec<f32>,
 }
 
 /// A stored decision as a static word for messages.

@@ -186,4 +186,13 @@ impl Asker {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// As shown to a reviewer: the name, or "the asker of conversation …".
+    pub fn shown(&self) -> String {
+        match self.0.split_once(':') {
+            Some(("asker", name)) => name.to_string(),
+            Some(("session", id)) => format!("the asker of conversation {id}"),
+            _ => self.0.clone(),
+        }
+    }
 }

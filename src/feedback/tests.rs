@@ -19,6 +19,11 @@ fn run(decision: Decision) -> RecordedRun {
     }
 }
 
+/// A run recorded for `asker`; its id.
+fn recorded(s: &FeedbackStore, decision: Decision, asker: &Asker) -> String {
+    s.record(&run(decision), asker, None).unwrap().unwrap()
+}
+
 fn up() -> Rating {
     Rating {
         vote: Vote::Up,
@@ -41,10 +46,7 @@ fn a_second_rating_replaces_the_first_and_both_survive_a_reopen() {
     let alice = Asker::named("alice").unwrap();
     let id = {
         let s = store(dir.path(), FeedbackConfig::default());
-        let id = s
-            .record(&run(Decision::Answer), &alice, None)
-            .unwrap()
-            .unwrap();
+        let id = recorded(&s, Decision::Answer, &alice);
         assert!(crate::durable::is_random_id(&id, ANSWER_PREFIX), "{id}");
         assert!(!s.rate(&id, &alice, &up()).unwrap().replaced);
         let second = s.rate(&id, &alice, &down(Reason::Outdated, None)).unwrap();
@@ -64,10 +66,7 @@ fn a_run_that_does_not_exist_or_is_another_askers_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path(), FeedbackConfig::default());
     let alice = Asker::session("ses_00000000000000000000000000000000");
-    let id = s
-        .record(&run(Decision::Caveat), &alice, None)
-        .unwrap()
-        .unwrap();
+    let id = recorded(&s, Decision::Caveat, &alice);
     let bob = Asker::named("bob").unwrap();
     assert!(matches!(
         s.rate(&id, &bob, &up()),
@@ -96,10 +95,7 @@ fn hostile_ratings_are_refused_with_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path(), FeedbackConfig::default());
     let alice = Asker::named("alice").unwrap();
-    let id = s
-        .record(&run(Decision::Answer), &alice, None)
-        .unwrap()
-        .unwrap();
+    let id = recorded(&s, Decision::Answer, &alice);
     let huge = "x".repeat(1 << 20);
     assert!(matches!(
         s.rate(&id, &alice, &down(Reason::Other, Some(&huge))),
@@ -153,10 +149,7 @@ fn a_flood_from_one_asker_is_rate_limited_and_others_are_not() {
     let flood = Asker::named("flood").unwrap();
     let mut refused = 0;
     for _ in 0..20 {
-        let id = s
-            .record(&run(Decision::Answer), &flood, None)
-            .unwrap()
-            .unwrap();
+        let id = recorded(&s, Decision::Answer, &flood);
         match s.rate(&id, &flood, &up()) {
             Ok(_) => {}
             Err(FeedbackError::RateLimited { max: 5 }) => refused += 1,
@@ -166,10 +159,7 @@ fn a_flood_from_one_asker_is_rate_limited_and_others_are_not() {
     assert_eq!(refused, 15);
     assert_eq!(s.labelled().unwrap().len(), 5);
     let other = Asker::named("other").unwrap();
-    let id = s
-        .record(&run(Decision::Answer), &other, None)
-        .unwrap()
-        .unwrap();
+    let id = recorded(&s, Decision::Answer, &other);
     s.rate(&id, &other, &up()).unwrap();
 }
 
@@ -182,18 +172,11 @@ fn past_max_runs_the_oldest_unlabelled_runs_go_and_labelled_ones_stay() {
     };
     let s = store(dir.path(), limits);
     let alice = Asker::named("alice").unwrap();
-    let first = s
-        .record(&run(Decision::Answer), &alice, None)
-        .unwrap()
-        .unwrap();
+    let first = recorded(&s, Decision::Answer, &alice);
     s.rate(&first, &alice, &up()).unwrap();
     let mut ids = Vec::new();
     for _ in 0..5 {
-        ids.push(
-            s.record(&run(Decision::Answer), &alice, None)
-                .unwrap()
-                .unwrap(),
-        );
+        ids.push(recorded(&s, Decision::Answer, &alice));
     }
     assert!(s.run(&first).unwrap().is_some(), "a rated run is kept");
     assert!(
@@ -212,9 +195,7 @@ fn escalated_runs_are_listed_for_their_verdicts_and_feedback_off_records_nothing
         .record(&run(Decision::Escalate), &alice, Some(42))
         .unwrap()
         .unwrap();
-    s.record(&run(Decision::Answer), &alice, None)
-        .unwrap()
-        .unwrap();
+    recorded(&s, Decision::Answer, &alice);
     let labelled = s.labelled().unwrap();
     assert_eq!(labelled.len(), 1, "the unrated answer is not a label");
     assert_eq!(labelled[0].id, id);
@@ -237,4 +218,20 @@ fn escalated_runs_are_listed_for_their_verdicts_and_feedback_off_records_nothing
         s.rate("ans_00000000000000000000000000000000", &alice, &up()),
         Err(FeedbackError::Disabled)
     ));
+}
+
+#[test]
+fn a_run_is_linked_to_one_escalation_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), FeedbackConfig::default());
+    let alice = Asker::named("alice").unwrap();
+    let id = recorded(&s, Decision::Answer, &alice);
+    assert_eq!(s.review_of(&id).unwrap(), None);
+    assert!(s.link_review(&id, 7).unwrap());
+    assert!(!s.link_review(&id, 8).unwrap(), "a second link is refused");
+    assert_eq!(s.review_of(&id).unwrap(), Some(7));
+    assert!(
+        !s.link_review("ans_00000000000000000000000000000000", 9)
+            .unwrap()
+    );
 }

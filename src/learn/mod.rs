@@ -16,6 +16,8 @@
 //!   prior's on the same labels and the ECE a perfectly calibrated score
 //!   would show by chance.
 
+pub mod auto;
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -47,6 +49,9 @@ pub struct Label {
     pub x: [f64; FEATURES],
     /// Rated up, or judged right.
     pub y: bool,
+    /// The run's confidence as GRACE gave it (what the reliability
+    /// diagram sets against `y`).
+    pub confidence: f64,
     /// How much it counts (a verdict more than a rating; capped per asker).
     pub weight: f64,
     /// Who gave it: an asker, or `reviewer:<id>`.
@@ -189,27 +194,28 @@ pub fn labels(feedback: &FeedbackStore, queue: &ReviewQueue) -> Result<Vec<Label
             continue;
         };
         let x = features(factors);
+        // The reviewer's verdict on the run's draft, and who gave it.
+        let judged = match l.review_id {
+            Some(id) => resolution(queue, id)?.and_then(|r| r.verdict.map(|v| (v, r.decided_by))),
+            None => None,
+        };
         if let Some(rating) = &l.rating {
-            out.push(Label {
-                x,
-                y: rating.vote == Vote::Up,
-                weight: 1.0,
-                by: l.asker.clone(),
-            });
+            let up = rating.vote == Vote::Up;
+            // A person who checked the answer outranks the asker's vote.
+            let contradicted = judged
+                .as_ref()
+                .is_some_and(|(v, _)| up != (*v == Verdict::Right));
+            if !contradicted {
+                out.push(Label {
+                    x,
+                    y: up,
+                    confidence: l.run.confidence,
+                    weight: 1.0,
+                    by: l.asker.clone(),
+                });
+            }
         }
-        let Some(review_id) = l.review_id else {
-            continue;
-        };
-        let escalation = match queue.get(review_id, Viewer::Admin) {
-            Ok(e) => e,
-            // Purged from the queue: no verdict to read.
-            Err(crate::review::ReviewError::NotFound { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let Some(resolution) = escalation.resolution else {
-            continue;
-        };
-        let Some(verdict) = resolution.verdict else {
+        let Some((verdict, by)) = judged else {
             continue;
         };
         let (y, weight) = match verdict {
@@ -220,12 +226,33 @@ pub fn labels(feedback: &FeedbackStore, queue: &ReviewQueue) -> Result<Vec<Label
         out.push(Label {
             x,
             y,
+            confidence: l.run.confidence,
             weight,
-            by: resolution.decided_by.clone(),
+            by,
         });
     }
     cap_givers(&mut out);
     Ok(out)
+}
+
+/// The reliability diagram of the confidence GRACE gave against what
+/// people said: per tenth of confidence, how many labels, the mean
+/// confidence and the share right ([`metrics::reliability`], the ECE's
+/// bins). Each label counts once, whatever its weight in the fit.
+pub fn reliability(labels: &[Label]) -> Vec<metrics::ReliabilityBin> {
+    let pairs: Vec<(f64, bool)> = labels.iter().map(|l| (l.confidence, l.y)).collect();
+    metrics::reliability(&pairs, metrics::ECE_BINS)
+}
+
+/// How escalation `id` was resolved (`None` while open, and when it was
+/// purged from the queue).
+fn resolution(queue: &ReviewQueue, id: i64) -> Result<Option<crate::review::Resolution>> {
+    match queue.get(id, Viewer::Admin) {
+        Ok(e) => Ok(e.resolution),
+        // Purged from the queue: no verdict to read.
+        Err(crate::review::ReviewError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +265,7 @@ mod tests {
         Label {
             x,
             y,
+            confidence: 0.5,
             weight: 1.0,
             by: by.into(),
         }

@@ -129,6 +129,8 @@ impl McpServer {
                     if promote && resolution.outcome == crate::review::Outcome::Answered {
                         grace.promote_blocking(id, &reviewer)?;
                     }
+                    // A verdict is a label.
+                    grace.learn_if_due();
                     Ok(queue.get(id, Viewer::Reviewer(&reviewer))?)
                 })
                 .await?;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::feedback::{
     Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, StoredRating, Vote,
 };
+use crate::learn::auto::FeedbackCalibration;
 
 /// `POST /v1/answers/{id}/feedback`. Its schema (the `PartialSchema` below)
 /// says which fields go together, as [`Rating::check`] does.
@@ -102,4 +103,19 @@ pub async fn rate(
         text: body.text,
     };
     Ok(Json(s.grace.rate(id, asker, rating).await?))
+}
+
+/// The fit on people's feedback (`confidence.feedback_calibration`): how
+/// many labels there are, when the next refit is due, the fit that scores
+/// runs now and every refit with its out-of-fold figures.
+#[utoipa::path(get, path = "/v1/review/calibration", operation_id = "getFeedbackCalibration",
+    responses((status = 200, description = "The fit on feedback and its history", body = FeedbackCalibration),
+        (status = 401, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn calibration(State(s): State<AppState>) -> Result<Json<FeedbackCalibration>, ApiError> {
+    let grace = s.grace.clone();
+    let view = tokio::task::spawn_blocking(move || grace.feedback_calibration())
+        .await
+        .map_err(ApiError::internal)??;
+    Ok(Json(view))
 }

@@ -151,6 +151,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/status", get(api::status))
         .route("/v1/tools", get(tools_api::list))
         .route("/v1/answers/{id}/feedback", post(feedback_api::rate))
+        .route("/v1/review/calibration", get(feedback_api::calibration))
         .route("/v1/sessions", post(sessions_api::create))
         .route(
             "/v1/sessions/{id}",

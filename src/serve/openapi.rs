@@ -22,11 +22,11 @@ use super::error::{ErrorBody, ErrorDetail};
     paths(health, api::ask, api::reply, api::search, api::ingest, api::status, super::review_api::list,
           super::review_api::show, super::review_api::claim, super::review_api::release,
           super::review_api::answer, super::review_api::reject, super::review_api::retract,
-          super::review_api::log, super::review_api::asker_view, super::review_api::reviewers, super::review_api::me, super::review_api::rotate,
+          super::review_api::log, super::review_api::asker_view, super::review_api::reviewers, super::review_api::me, super::review_api::gaps, super::review_api::rotate,
           super::review_api::register, super::review_api::messages, super::review_api::send,
           super::review_api::read, super::review_api::archive, super::review_api::get_context,
           super::review_api::put_context, super::sessions_api::create, super::sessions_api::show,
-          super::sessions_api::delete, super::feedback_api::rate, super::tools_api::list, super::tools_api::call,
+          super::sessions_api::delete, super::feedback_api::rate, super::feedback_api::calibration, super::tools_api::list, super::tools_api::call,
           super::runtime_tools_api::create, super::runtime_tools_api::list,
           super::runtime_tools_api::remove, super::runtime_tools_api::history, metrics),
     components(schemas(ErrorBody, ErrorDetail, crate::tools::runtime::ToolSpec, crate::tools::runtime::Example, crate::review::Status, crate::review::MessageStatus)),
@@ -168,6 +168,21 @@ mod tests {
             doc["components"]["securitySchemes"]["bearer"]["scheme"],
             "bearer"
         );
+    }
+
+    #[test]
+    fn the_gap_reports_bounds_are_the_ones_the_code_checks() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let params = doc["paths"]["/v1/review/gaps"]["get"]["parameters"]
+            .as_array()
+            .unwrap();
+        let max = |name: &str| {
+            params.iter().find(|p| p["name"] == name).unwrap()["schema"]["maximum"]
+                .as_u64()
+                .unwrap()
+        };
+        assert_eq!(max("days"), u64::from(crate::config::MAX_GAP_DAYS));
+        assert_eq!(max("limit"), crate::gaps::MAX_GROUPS as u64);
     }
 
     #[test]

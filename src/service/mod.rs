@@ -29,6 +29,7 @@
 mod ask;
 mod events;
 mod feedback;
+mod learn;
 mod nonblocking;
 mod refit;
 mod run;
@@ -84,6 +85,12 @@ struct Inner {
     refit: std::sync::RwLock<Option<crate::config::Weights>>,
     /// A self-calibration is running in the background.
     refitting: AtomicBool,
+    /// Weights fitted on people's feedback while serving and kept
+    /// (`confidence.feedback_calibration: auto`): they score every run from
+    /// then on, before a self-calibration's.
+    learned: std::sync::RwLock<Option<crate::config::Weights>>,
+    /// A refit on feedback is running in the background.
+    learning: AtomicBool,
 }
 
 #[derive(Default)]
@@ -155,7 +162,7 @@ impl GraceBuilder {
             Some(g) => ToolRegistry::from_config_with(kb.config(), kb.clone(), Some(g))?,
             None => ToolRegistry::from_config(kb.config(), kb.clone())?,
         };
-        Ok(Grace {
+        let grace = Grace {
             inner: Arc::new(Inner {
                 kb,
                 registry,
@@ -166,8 +173,14 @@ impl GraceBuilder {
                 runs: RunCounters::default(),
                 refit: std::sync::RwLock::new(None),
                 refitting: AtomicBool::new(false),
+                learned: std::sync::RwLock::new(None),
+                learning: AtomicBool::new(false),
             }),
-        })
+        };
+        // Labels given while it was not serving (verdicts from the command
+        // line) count too.
+        grace.learn_if_due();
+        Ok(grace)
     }
 }
 

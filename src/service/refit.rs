@@ -1,7 +1,7 @@
 //! Self-calibration while serving: a refit after an ingest, and the
 //! configuration runs are scored with once it is written.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Grace;
 use crate::config::Config;
@@ -10,12 +10,14 @@ impl Grace {
     /// The configuration runs are scored with: the knowledge base's, with
     /// the weights of a self-calibration fitted since it was opened.
     pub(super) fn scoring_config(&self) -> std::borrow::Cow<'_, Config> {
-        let refit = *self
-            .inner
-            .refit
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match refit {
+        let read = |slot: &std::sync::RwLock<Option<crate::config::Weights>>| {
+            *slot
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        // A fit on feedback kept while serving, else a self-calibration
+        // made while serving, else the weights the configuration loaded.
+        match read(&self.inner.learned).or_else(|| read(&self.inner.refit)) {
             Some(weights) => {
                 let mut config = self.config().clone();
                 config.confidence.fitted_weights = Some(weights);
@@ -39,42 +41,56 @@ impl Grace {
                 return;
             }
         }
-        if self.inner.refitting.swap(true, Ordering::AcqRel) {
+        self.in_background(|g| &g.inner.refitting, "self-calibration", |this| {
+            match crate::selfcal::after_ingest(&this.inner.kb, &mut |_| {}) {
+                Ok(Some(crate::selfcal::Outcome::Fitted {
+                    calibration, path, ..
+                })) => {
+                    tracing::info!(
+                        questions = calibration.fitted_on.questions,
+                        ece = ?calibration.cross_validated.ece,
+                        auroc = ?calibration.cross_validated.auroc,
+                        file = %path.display(),
+                        "self-calibrated after the ingest; scoring with the new fit"
+                    );
+                    *this
+                        .inner
+                        .refit
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Some(calibration.weights);
+                }
+                Ok(Some(crate::selfcal::Outcome::TooSmall { usable, min })) => tracing::info!(
+                    "too small to self-calibrate ({usable} sections, fewer than {min}); the configured weights stay"
+                ),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "self-calibration after the ingest failed; the weights stay as they were"),
+            }
+        });
+    }
+
+    /// Runs `work` on a thread named `name` unless the one whose flag
+    /// `busy` picks is running (one refit of a kind at a time); the flag is
+    /// cleared when it ends, and when the thread cannot start (logged).
+    pub(super) fn in_background(
+        &self,
+        busy: fn(&Grace) -> &AtomicBool,
+        name: &str,
+        work: impl FnOnce(&Grace) + Send + 'static,
+    ) {
+        if busy(self).swap(true, Ordering::AcqRel) {
             return;
         }
         let this = self.clone();
         let spawned = std::thread::Builder::new()
-            .name("self-calibration".into())
+            .name(name.into())
             .spawn(move || {
-                match crate::selfcal::after_ingest(&this.inner.kb, &mut |_| {}) {
-                    Ok(Some(crate::selfcal::Outcome::Fitted {
-                        calibration, path, ..
-                    })) => {
-                        tracing::info!(
-                            questions = calibration.fitted_on.questions,
-                            ece = ?calibration.cross_validated.ece,
-                            auroc = ?calibration.cross_validated.auroc,
-                            file = %path.display(),
-                            "self-calibrated after the ingest; scoring with the new fit"
-                        );
-                        *this
-                            .inner
-                            .refit
-                            .write()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                            Some(calibration.weights);
-                    }
-                    Ok(Some(crate::selfcal::Outcome::TooSmall { usable, min })) => tracing::info!(
-                        "too small to self-calibrate ({usable} sections, fewer than {min}); the configured weights stay"
-                    ),
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(error = %e, "self-calibration after the ingest failed; the weights stay as they were"),
-                }
-                this.inner.refitting.store(false, Ordering::Release);
+                work(&this);
+                busy(&this).store(false, Ordering::Release);
             });
         if let Err(e) = spawned {
-            tracing::warn!(error = %e, "cannot start the self-calibration thread");
-            self.inner.refitting.store(false, Ordering::Release);
+            tracing::warn!(error = %e, thread = name, "cannot start the thread");
+            busy(self).store(false, Ordering::Release);
         }
     }
 }

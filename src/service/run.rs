@@ -52,7 +52,7 @@ impl Grace {
             Some(id) => self.follow_up(question, id)?,
             None => (None, Vec::new()),
         };
-        self.run(options, cancel, on_event, &mut |executor, on| {
+        self.run(options, None, cancel, on_event, &mut |executor, on| {
             executor.ask_turn(question, rewrite.clone(), &history, on)
         })
     }
@@ -85,7 +85,7 @@ impl Grace {
             rewrite,
         } = parked;
         let mut state = Some(state);
-        self.run(&options, cancel, on_event, &mut |executor, on| {
+        self.run(&options, None, cancel, on_event, &mut |executor, on| {
             let state = state.take().ok_or(PlanError::Cancelled)?;
             let mut report = executor.resume(state, reply, on)?;
             report.question = question.clone();
@@ -96,9 +96,12 @@ impl Grace {
 
     /// Runs `go` with an executor for `options`, then parks a run that
     /// needs input, queues an escalation, and adds the turn to the session.
-    fn run(
+    /// With `recheck` (why its asker rated an earlier answer wrong), the
+    /// run is put to a person whatever it decides, and not recorded again.
+    pub(super) fn run(
         &self,
         options: &AskOptions,
+        recheck: Option<&str>,
         cancel: Arc<AtomicBool>,
         on_event: &mut dyn FnMut(RunEvent),
         go: &mut RunWith<'_>,
@@ -122,9 +125,13 @@ impl Grace {
             }
             Err(e) => return Err(e.into()),
         };
-        if options.escalate
+        let forced = match recheck {
+            Some(why) => Some(why),
+            None => options.escalate.then_some("the asker asked for a person"),
+        };
+        if let Some(why) = forced
             && !matches!(report.decision, Decision::Escalate | Decision::NeedsInput)
-            && let Some(request) = executor.escalation_for_asker(&report)
+            && let Some(request) = executor.escalation_for_asker(&report, why)
         {
             on_event(RunEvent::Escalated {
                 request: request.clone(),
@@ -163,9 +170,9 @@ impl Grace {
                 .sessions
                 .append(id, &Turn::from_report(&report))?;
         }
-        let answer_id = match run_id {
-            Some(_) => None,
-            None => self.record(&report, &config, options, review_id),
+        let answer_id = match (&run_id, recheck) {
+            (None, None) => self.record(&report, &config, options, review_id),
+            _ => None,
         };
         runs.finished.fetch_add(1, Ordering::Relaxed);
         let review_handle = review_id.map(|id| self.inner.queue.asker_handle(id));

@@ -59,7 +59,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
     } else {
         None
     };
-    let answer_id = record(kb.config(), &report, &args.asker, review_id);
+    let answer_id = record(&kb, &report, &args.asker, review_id);
     if cli.json {
         output::run_report_with_ids(&report, review_id, answer_id.as_deref(), format);
     } else if let Some(id) = review_id {
@@ -96,18 +96,21 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
 /// Records the finished run so that `asker` can rate it; its id. A run
 /// that cannot be recorded was still answered: the failure is logged.
 fn record(
-    config: &Config,
+    kb: &KnowledgeBase,
     report: &grace::exec::RunReport,
     asker: &str,
     review_id: Option<i64>,
 ) -> Option<String> {
-    use grace::feedback::{Asker, FeedbackStore, RecordedRun};
+    use grace::feedback::{Asker, FeedbackStore};
+    let config = kb.config();
     let recorded =
         FeedbackStore::open(&config.storage.data_dir, &config.feedback).and_then(|store| {
-            store.record(
-                &RecordedRun::of(report, config),
+            store.record_run(
+                report,
+                config,
                 &Asker::named(asker)?,
                 review_id,
+                kb.embedder(),
             )
         });
     recorded.unwrap_or_else(|e| {

@@ -78,6 +78,10 @@ pub enum Command {
     /// Rate an answer: up or down, with a reason (the id `grace ask`
     /// printed; one rating per asker per answer, a second replaces it)
     Feedback(FeedbackArgs),
+    /// What the knowledge base is missing: the questions people did not
+    /// get an answer to (declined, escalated, rated down), grouped by
+    /// meaning, most asked first
+    Gaps(GapsArgs),
     /// The answer to an escalated question, once a reviewer gave it
     /// (exit 0 answered, 4 not answered yet or not at all)
     Answer {
@@ -233,6 +237,17 @@ pub struct AskArgs {
     /// Your name, shown to reviewers
     #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
     pub asker: String,
+}
+
+/// `grace gaps`.
+#[derive(Debug, Args)]
+pub struct GapsArgs {
+    /// Days of questions to read [default: feedback.gap_days]
+    #[arg(long, value_name = "N")]
+    pub days: Option<u32>,
+    /// Groups shown, most asked first
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
 }
 
 /// `grace feedback`.

@@ -129,6 +129,16 @@ pub fn calibrate_from_feedback(cli: &Cli, config: Config, out: &Path) -> grace::
             feedback.path().display()
         )));
     }
+    let min = grace::learn::auto::MIN_LABELS;
+    let right = labels.iter().filter(|l| l.y).count();
+    let wrong = labels.len() - right;
+    if right < min || wrong < min {
+        return Err(grace::Error::InvalidInput(format!(
+            "{} labels in {} ({right} right, {wrong} not): a fit needs at least {min} of each; rate more answers (grace feedback) or answer escalations first",
+            labels.len(),
+            feedback.path().display()
+        )));
+    }
     let learned = grace::learn::fit(&labels, config.confidence.effective_weights());
     let calibration =
         grace::learn::calibration(&learned, config, kb.embedder().model_id(), feedback.path());

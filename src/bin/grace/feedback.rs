@@ -17,8 +17,16 @@ pub fn run(cli: &Cli, config: &Config, args: &FeedbackArgs) -> grace::Result<()>
         reason: args.reason.as_deref().and_then(Reason::parse),
         text: args.text.clone(),
     };
-    let store = FeedbackStore::open(&config.storage.data_dir, &config.feedback)?;
-    let stored = store.rate(&args.id, &Asker::named(&args.asker)?, &rating)?;
+    let asker = Asker::named(&args.asker)?;
+    // A "wrong" rating may put the question to a person: that asks it
+    // again, so it needs the whole service (the model loaded); any other
+    // rating is one row in the feedback store.
+    let stored = if config.feedback.escalate_on_wrong && rating.reason == Some(Reason::Wrong) {
+        grace::Grace::open(config.clone())?.rate_blocking(&args.id, &asker, &rating)?
+    } else {
+        FeedbackStore::open(&config.storage.data_dir, &config.feedback)?
+            .rate(&args.id, &asker, &rating)?
+    };
     output::rated(&stored, cli.json);
     Ok(())
 }

@@ -10,6 +10,7 @@ mod chat;
 mod cli;
 mod evaluate;
 mod feedback;
+mod gaps;
 mod ingest;
 mod migrate;
 mod output;
@@ -143,6 +144,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             return chat::run(config, &args);
         }
         Command::Feedback(args) => feedback::run(cli, &config, args)?,
+        Command::Gaps(args) => gaps::run(cli, &config, args)?,
         Command::Answer {
             id,
             wait,
@@ -180,7 +182,24 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 true => tools::open_stats(&config)?.all()?,
                 false => Vec::new(),
             };
-            output::status(&grace::status(&config)?, &usage, cli.json)
+            let feedback_file = config.storage.data_dir.join(grace::feedback::FEEDBACK_FILE);
+            let learning = match feedback_file.exists() {
+                true => Some(grace::learn::auto::FeedbackCalibration::of(
+                    &config,
+                    &grace::feedback::FeedbackStore::open(
+                        &config.storage.data_dir,
+                        &config.feedback,
+                    )?,
+                    &grace::review::ReviewQueue::open(&config)?,
+                )?),
+                false => None,
+            };
+            output::status(
+                &grace::status(&config)?,
+                &usage,
+                learning.as_ref(),
+                cli.json,
+            )
         }
         Command::Tools { command } => return tools::run(config, command, cli.json),
         Command::Migrate(args) => migrate::run(config, args, cli.quiet, cli.json)?,

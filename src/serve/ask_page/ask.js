@@ -56,6 +56,7 @@ const TEXTS = {
     rateWhy: "What was wrong with it?",
     reasons: { wrong: "Wrong", incomplete: "Incomplete", not_what_i_asked: "Not what I asked", outdated: "Outdated" },
     rated: { up: "Thank you: you said this answer helped.", down: "Thank you: you said this answer did not help." },
+    checking: "A person will check this answer; their reply will show here.",
     askingPerson: "Asking a person…",
     escalated: "GRACE is not sure enough to answer this alone, so it has asked a person.",
     status: {
@@ -172,6 +173,7 @@ const TEXTS = {
     rateWhy: "どこが問題でしたか？",
     reasons: { wrong: "誤り", incomplete: "不十分", not_what_i_asked: "質問と違う", outdated: "古い" },
     rated: { up: "ありがとうございます。役に立ったと記録しました。", down: "ありがとうございます。役に立たなかったと記録しました。" },
+    checking: "担当者がこの回答を確認します。返答はここに表示されます。",
     askingPerson: "担当者に確認しています…",
     escalated: "GRACE だけでは確信が足りないため、担当者に確認を依頼しました。",
     status: {
@@ -586,6 +588,7 @@ function replyOf(entry, outcome, past) {
       if (sources) card.append(sources);
     }
     if (outcome.answer_id && !past) card.append(ratingOf(entry, outcome));
+    if (entry.escalation) card.append(escalationOf(entry));
   } else if (decision === "decline") {
     card.append(el("p", { class: "text", text: t("declined") }));
     if (!past) {
@@ -616,11 +619,17 @@ function ratingOf(entry, outcome) {
     try {
       const body = { vote, session_id: state.sessionId };
       if (reason) body.reason = reason;
-      await api("POST", `/v1/answers/${encodeURIComponent(outcome.answer_id)}/feedback`, body);
+      const stored = await api("POST", `/v1/answers/${encodeURIComponent(outcome.answer_id)}/feedback`, body);
       entry.rating = { vote, reason: reason || null };
+      // A "wrong" answer is put to a person (feedback.escalate_on_wrong):
+      // followed here like any escalation.
+      if (stored.escalation) {
+        entry.escalation = { id: stored.escalation.review_id, handle: stored.escalation.review_handle, view: null };
+      }
       save();
       update(entry);
-      say(t(`rated.${vote}`));
+      say(t(stored.escalation ? "checking" : `rated.${vote}`));
+      if (stored.escalation) follow(entry);
     } catch (err) {
       say(problem(err), true);
     }

@@ -203,12 +203,16 @@ pub(crate) async fn answer(
             if resolution.outcome == crate::review::Outcome::Answered {
                 grace.promote_blocking(id, &who)?;
             }
+            // A verdict is a label.
+            grace.learn_if_due();
             Ok(queue.get(id, Viewer::Reviewer(&who))?)
         })
         .await;
     }
-    blocking(&s, move |queue, _| {
+    blocking(&s, move |queue, grace| {
         queue.answer(id, &who, &answer)?;
+        // A verdict is a label.
+        grace.learn_if_due();
         Ok(queue.get(id, Viewer::Reviewer(&who))?)
     })
     .await

@@ -17,6 +17,7 @@
 //! | `POST /v1/review/escalations/{id}/retract` | remove a promoted answer from the knowledge base |
 //! | `GET /v1/review/escalations/{id}/log` | the audit log |
 //! | `GET /v1/escalations/{id}?wait=SECONDS` | the asker's view: status and resolution (waits up to `wait` for it) |
+//! | `GET /v1/review/gaps?days=N&limit=N` | the gap report: unanswered questions grouped by meaning |
 //! | `GET /v1/review/me` | who the token names: `{"role", "reviewer"}` |
 //! | `GET, POST /v1/review/reviewers` | list; register `{"id","name","description"}` (admin; the answer carries the reviewer's token, once) |
 //! | `POST /v1/review/reviewers/{id}/token` | a new token for a reviewer, the old one stops working (admin) |
@@ -30,6 +31,7 @@
 
 mod asker;
 mod escalations;
+mod gaps;
 mod reviewers;
 
 pub use self::asker::AskerView;
@@ -44,6 +46,7 @@ pub(crate) use self::escalations::{
     __path_answer, __path_claim, __path_list, __path_log, __path_reject, __path_release,
     __path_retract, __path_show, answer, claim, list, log, reject, release, retract, show,
 };
+pub(crate) use self::gaps::{__path_gaps, gaps};
 pub(crate) use self::reviewers::{
     __path_archive, __path_get_context, __path_me, __path_messages, __path_put_context,
     __path_read, __path_register, __path_reviewers, __path_rotate, __path_send, archive,
@@ -72,6 +75,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/review/escalations/{id}/log", get(log))
         .route("/v1/escalations/{id}", get(asker_view))
         .route("/v1/review/me", get(me))
+        .route("/v1/review/gaps", get(gaps))
         .route("/v1/review/reviewers", get(reviewers).post(register))
         .route("/v1/review/reviewers/{id}/token", post(rotate))
         .route("/v1/review/messages", get(messages).post(send))

@@ -388,10 +388,10 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
         "right/ans",
         "unans. ans."
     );
-    for p in &f.curve {
+    let row = |labels: String, p: &grace::eval::feedback_sim::CurvePoint| {
         println!(
             "  {:>6} {:>6} {:>7} {:>6} {:>9} {:>9} {:>8} {:>10} {:>12}",
-            p.labels,
+            labels,
             num(p.fare.ece),
             p.ece_floor.map_or("-".into(), |e| format!("≤{:.3}", e.p95)),
             num(p.fare.auroc),
@@ -401,7 +401,15 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
             pct(p.right_among_answered),
             pct(Some(p.unanswerable_answered))
         );
+    };
+    for p in &f.curve {
+        row(p.labels.to_string(), p);
     }
+    println!(
+        "  against: every question of the set labelled ({} with an answer step), fitted out of fold:",
+        f.reference.labels
+    );
+    row("all".into(), &f.reference);
 }
 
 /// What `grace calibrate --from-feedback` fitted, and where it wrote it.

@@ -146,17 +146,25 @@ pub fn passages(passages: &[Passage], json: bool) {
     }
 }
 
-pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
+pub fn status(
+    s: &Status,
+    tools: &[(String, ToolUsage)],
+    learning: Option<&grace::learn::auto::FeedbackCalibration>,
+    json: bool,
+) {
     if json {
         #[derive(Serialize)]
         struct View<'a> {
             #[serde(flatten)]
             status: &'a Status,
             tools: Vec<UsageLine<'a>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            feedback_calibration: Option<&'a grace::learn::auto::FeedbackCalibration>,
         }
         print_json(&View {
             status: s,
             tools: usage_lines(tools),
+            feedback_calibration: learning,
         });
         return;
     }
@@ -231,9 +239,38 @@ pub fn status(s: &Status, tools: &[(String, ToolUsage)], json: bool) {
             c.note.as_deref().unwrap_or("")
         ),
     }
+    if let Some(l) = learning {
+        println!("{}", learning_line(l));
+    }
     for (name, usage) in tools {
         println!("tool         {name}: {}", figures(usage));
     }
+}
+
+/// How GRACE learns from feedback, in a line: the labels, the next refit,
+/// the last one and whether it was kept.
+fn learning_line(l: &grace::learn::auto::FeedbackCalibration) -> String {
+    use grace::config::FeedbackCalibrationMode;
+    let mut line = match l.mode {
+        FeedbackCalibrationMode::Off => format!(
+            "learning     off (confidence.feedback_calibration): {} labels kept for `grace calibrate --from-feedback`",
+            l.labels
+        ),
+        FeedbackCalibrationMode::Auto => format!(
+            "learning     {} labels from people; the next refit at {}",
+            l.labels, l.next_refit_at
+        ),
+    };
+    if let Some(last) = l.history.last() {
+        line.push_str(&format!(
+            "; last refit {} on {} labels: {} ({})",
+            last.at.format("%Y-%m-%d %H:%M"),
+            last.labels,
+            if last.kept { "kept" } else { "not kept" },
+            last.why
+        ));
+    }
+    line
 }
 
 /// How an embedded store's index is built, in a line.

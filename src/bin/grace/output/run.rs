@@ -327,4 +327,67 @@ pub fn rated(stored: &grace::feedback::StoredRating, json: bool) {
         stored.answer_id,
         stored.rating.vote.as_str()
     );
+    if let Some(e) = &stored.escalation {
+        println!(
+            "A person will check it: escalation #{} (`grace answer {}` shows their answer).",
+            e.review_id, e.review_id
+        );
+    }
+}
+
+/// The gap report: each group with its count, reasons, trend and examples.
+pub fn gaps(report: &grace::gaps::GapReport, json: bool) {
+    if json {
+        print_json(report);
+        return;
+    }
+    let days = (report.until - report.since).num_days();
+    if report.groups.is_empty() {
+        println!(
+            "No unanswered questions in the last {days} days: nothing declined, escalated or rated down."
+        );
+        return;
+    }
+    println!(
+        "What the knowledge base is missing: {} questions people did not get an answer to in the last {days} days, in {} groups{}.",
+        report.questions,
+        report.total_groups,
+        if report.total_groups > report.groups.len() {
+            format!(" (the {} most asked shown)", report.groups.len())
+        } else {
+            String::new()
+        }
+    );
+    for (n, g) in report.groups.iter().enumerate() {
+        let reasons: Vec<String> = [
+            (g.declined, "declined"),
+            (g.escalated, "escalated"),
+            (g.rated_down, "rated down"),
+        ]
+        .iter()
+        .filter(|(k, _)| *k > 0)
+        .map(|(k, what)| format!("{k} {what}"))
+        .collect();
+        let trend = match g.recent.cmp(&g.earlier) {
+            std::cmp::Ordering::Greater => "rising",
+            std::cmp::Ordering::Less => "falling",
+            std::cmp::Ordering::Equal => "steady",
+        };
+        println!();
+        println!("{}. \"{}\"", n + 1, g.label);
+        let times = match g.count {
+            1 => "once".to_string(),
+            n => format!("{n} times"),
+        };
+        println!(
+            "   asked {times} ({}); {trend}: {} in the last {} days, {} before",
+            reasons.join(", "),
+            g.recent,
+            days / 2,
+            g.earlier
+        );
+        for e in &g.examples {
+            println!("   - {e}");
+        }
+    }
 }
