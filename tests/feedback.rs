@@ -7,7 +7,8 @@
 //! in `grace chat` (`/good`, `/bad wrong`), and a reviewer's verdict kept
 //! with the escalation's resolution, given or implied by the answer; the
 //! gap report (`GET /v1/review/gaps`, `grace gaps`) grouping what people
-//! did not get an answer to by meaning.
+//! did not get an answer to by meaning; and a fit on feedback kept in use
+//! when an ingest self-calibrates while serving.
 //!
 //! A rating is a label for the confidence model: a confident wrong answer
 //! rated down is the signal GRACE most needs, so a rating that cannot be
@@ -741,4 +742,79 @@ fn the_gap_report_of_a_fresh_folder_is_empty_and_creates_nothing() {
     let bad = common::grace(dir.path(), &["gaps", "--limit", "0"]);
     assert_eq!(bad.status.code(), Some(grace::EXIT_BAD_INPUT as i32));
     assert!(common::output_text(&bad).contains("limit must be between 1 and 1000"));
+}
+
+/// Waits up to two minutes for `path` to be written (a fit on a thread of
+/// its own).
+async fn written(path: &std::path::Path) {
+    for _ in 0..1200 {
+        if path.exists() {
+            // The weights are put in use just after the file is written.
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{} was never written", path.display());
+}
+
+/// A fit on feedback outranks a self-calibration, at start and while
+/// serving alike: an ingest that self-calibrates again must not put aside
+/// the weights people's ratings gave (a restart would bring them back,
+/// so the weights would depend on when the server last started).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_calibration_while_serving_leaves_the_fit_on_feedback_in_use() {
+    let auto = |c: &mut Config| {
+        let sc = &mut c.confidence.self_calibration;
+        sc.mode = grace::config::SelfCalibrationMode::Auto;
+        sc.min_sections = 10;
+        sc.questions = 30;
+    };
+    // A fit to stand for one on feedback: a self-calibration of the
+    // sample, its bias moved so its weights are its own.
+    let first = Api::start(auto).await;
+    let self_fit = first.grace.config().self_calibration_path();
+    written(&self_fit).await;
+    let mut fit: Value = serde_json::from_slice(&std::fs::read(&self_fit).unwrap()).unwrap();
+    let bias = fit["weights"]["bias"].as_f64().unwrap();
+    fit["weights"]["bias"] = json!(bias + 0.5);
+    drop(first);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    auto(&mut config);
+    std::fs::create_dir_all(&config.storage.data_dir).unwrap();
+    std::fs::write(
+        config.feedback_calibration_path(),
+        serde_json::to_vec(&fit).unwrap(),
+    )
+    .unwrap();
+    let mut expected = config.clone();
+    expected.confidence.fitted_weights =
+        Some(serde_json::from_value(fit["weights"].clone()).unwrap());
+    let expected = grace::feedback::weights_version(&expected);
+    // The ingest of the sample self-calibrates on a thread of its own.
+    let grace = common::sample_service(config.clone()).await;
+    written(&config.self_calibration_path()).await;
+    let server = common::serve(grace.clone()).await;
+    let api = Api {
+        base: server.base.clone(),
+        http: reqwest::Client::new(),
+        grace,
+        _server: server,
+        _dir: dir,
+    };
+    let outcome = api.ask(ANSWERED, "alice").await;
+    let (s, body) = api
+        .post(
+            &rating_path(&outcome),
+            json!({"vote": "up", "asker": "alice"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let labelled = api.grace.feedback().labelled().unwrap();
+    assert_eq!(
+        labelled[0].run.weights_version, expected,
+        "the run was scored with the self-calibration, not the fit on feedback"
+    );
 }

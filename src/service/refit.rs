@@ -43,6 +43,11 @@ impl Grace {
         }
         self.in_background(|g| &g.inner.refitting, "self-calibration", |this| {
             match crate::selfcal::after_ingest(&this.inner.kb, &mut |_| {}) {
+                Ok(Some(crate::selfcal::Outcome::Fitted { path, .. }))
+                    if this.feedback_fit_in_use() => tracing::info!(
+                    file = %path.display(),
+                    "self-calibrated after the ingest; the fit on feedback stays in use"
+                ),
                 Ok(Some(crate::selfcal::Outcome::Fitted {
                     calibration, path, ..
                 })) => {
@@ -67,6 +72,24 @@ impl Grace {
                 Err(e) => tracing::warn!(error = %e, "self-calibration after the ingest failed; the weights stay as they were"),
             }
         });
+    }
+
+    /// Whether a fit on people's feedback scores runs: one kept while
+    /// serving, or the one read at start. It outranks a self-calibration
+    /// while serving as it does at start
+    /// ([`crate::confidence::calibration::configured`]).
+    fn feedback_fit_in_use(&self) -> bool {
+        let learned = self
+            .inner
+            .learned
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some();
+        learned
+            || matches!(
+                crate::confidence::calibration::configured(self.config()),
+                Ok(Some((crate::confidence::calibration::Source::Feedback, _)))
+            )
     }
 
     /// Runs `work` on a thread named `name` unless the one whose flag
