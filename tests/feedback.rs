@@ -551,6 +551,17 @@ fn the_command_line_rates_the_answer_it_printed() {
         String::from_utf8_lossy(&rated.stdout).trim(),
         format!("Rated {id}: down (outdated).")
     );
+    // The answer rated down is what the knowledge base is missing, said in
+    // words a person reads ("1 question", "1 group").
+    let gaps = run(&["gaps"]);
+    let said = String::from_utf8_lossy(&gaps.stdout);
+    assert!(
+        said.starts_with(
+            "What the knowledge base is missing: 1 question people did not get an answer to in the last 30 days, in 1 group."
+        ),
+        "{said}"
+    );
+    assert!(said.contains(&format!("1. \"{ANSWERED}\"")), "{said}");
     let changed = run(&["--json", "feedback", &id, "up", "--asker", "dana"]);
     let stored: Value = serde_json::from_slice(&changed.stdout).unwrap();
     assert_eq!(stored["replaced"], true);

@@ -335,6 +335,15 @@ pub fn rated(stored: &grace::feedback::StoredRating, json: bool) {
     }
 }
 
+/// "1 question", "2 questions".
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The gap report: each group with its count, reasons, trend and examples.
 pub fn gaps(report: &grace::gaps::GapReport, json: bool) {
     if json {
@@ -349,9 +358,9 @@ pub fn gaps(report: &grace::gaps::GapReport, json: bool) {
         return;
     }
     println!(
-        "What the knowledge base is missing: {} questions people did not get an answer to in the last {days} days, in {} groups{}.",
-        report.questions,
-        report.total_groups,
+        "What the knowledge base is missing: {} people did not get an answer to in the last {days} days, in {}{}.",
+        counted(report.questions, "question"),
+        counted(report.total_groups, "group"),
         if report.total_groups > report.groups.len() {
             format!(" (the {} most asked shown)", report.groups.len())
         } else {
