@@ -243,24 +243,30 @@ impl Calibration {
         Ok(calibration)
     }
 
-    /// Writes it as pretty JSON (to a temporary file renamed into place,
-    /// so a crash never leaves half a file).
+    /// Writes it as pretty JSON ([`crate::durable::replace_file`]: a
+    /// crash leaves the old file or the whole new one).
     pub fn save(&self, path: &Path) -> Result<(), CalibrationError> {
-        let io = |source| CalibrationError::Io {
-            action: "write",
-            path: path.to_path_buf(),
-            source,
-        };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(io)?;
+            std::fs::create_dir_all(parent).map_err(|source| CalibrationError::Io {
+                action: "create",
+                path: parent.to_path_buf(),
+                source,
+            })?;
         }
         let text = serde_json::to_string_pretty(self).map_err(|e| CalibrationError::Invalid {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let temp = path.with_extension("json.tmp");
-        std::fs::write(&temp, text + "\n").map_err(io)?;
-        std::fs::rename(&temp, path).map_err(io)
+        crate::durable::replace_file(
+            path,
+            &path.with_extension("json.tmp"),
+            (text + "\n").as_bytes(),
+        )
+        .map_err(|e| CalibrationError::Io {
+            action: e.action,
+            path: e.path,
+            source: e.source,
+        })
     }
 
     /// Share of documents added, changed or removed since the fit: of the

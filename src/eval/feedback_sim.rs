@@ -182,30 +182,38 @@ fn reference(
     for (k, &i) in order.iter().enumerate() {
         fold[i] = k % REFERENCE_FOLDS;
     }
-    let label = |i: usize| {
-        let factors = &outcomes[i].factors;
-        (!factors.0.is_empty()).then(|| Label {
-            x: features(factors),
-            y: outcomes[i].right,
-            confidence: outcomes[i].confidence,
-            weight: 1.0,
-            by: format!("question-{i}"),
+    let labels: Vec<Option<Label>> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            (!o.factors.0.is_empty()).then(|| Label {
+                x: features(&o.factors),
+                y: o.right,
+                confidence: o.confidence,
+                weight: 1.0,
+                by: format!("question-{i}"),
+            })
         })
-    };
+        .collect();
     let models: Vec<Model> = (0..REFERENCE_FOLDS)
         .map(|f| {
             let train: Vec<Label> = (0..outcomes.len())
                 .filter(|&i| fold[i] != f)
-                .filter_map(label)
+                .filter_map(|i| labels[i].clone())
                 .collect();
             Model::from_weights(&learn::fit_weights(&train, prior))
         })
         .collect();
     let scored: Vec<(usize, f64)> = held_out
         .iter()
-        .map(|&i| (i, label(i).map_or(0.0, |l| models[fold[i]].predict(&l.x))))
+        .map(|&i| {
+            let score = labels[i]
+                .as_ref()
+                .map_or(0.0, |l| models[fold[i]].predict(&l.x));
+            (i, score)
+        })
         .collect();
-    let labelled = (0..outcomes.len()).filter(|&i| label(i).is_some()).count();
+    let labelled = labels.iter().flatten().count();
     point(config, collected, &scored, labelled)
 }
 

@@ -98,6 +98,12 @@ pub struct Rating {
 }
 
 impl Rating {
+    /// Whether it puts the answer to a person: a "wrong" rating, with
+    /// `feedback.escalate_on_wrong` on.
+    pub fn asks_for_a_person(&self, config: &crate::config::FeedbackConfig) -> bool {
+        config.escalate_on_wrong && self.vote == Vote::Down && self.reason == Some(Reason::Wrong)
+    }
+
     /// Checks the rating: a reason only with a down vote, a text only with
     /// the reason `other` and at most [`MAX_RATING_TEXT_CHARS`].
     pub fn check(&self) -> Result<()> {

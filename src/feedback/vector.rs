@@ -27,13 +27,7 @@ pub fn dequantise(bytes: &[u8]) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cosine(a: &[f32], b: &[f32]) -> f32 {
-        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-        let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-        dot / (na * nb)
-    }
+    use crate::embed::cosine;
 
     #[test]
     fn a_round_trip_keeps_cosines_and_direction() {

@@ -192,9 +192,7 @@ pub fn refit(
     let (kept, why) = verdict(&learned, right, labels.len() - right);
     let kept_calibration = if kept {
         let calibration = super::calibration(&learned, config, embedding_model, feedback.path());
-        let bytes = serde_json::to_vec_pretty(&calibration)
-            .map_err(|e| corrupt(&config.feedback_calibration_path(), e.to_string()))?;
-        write(&config.feedback_calibration_path(), &bytes)?;
+        calibration.save(&config.feedback_calibration_path())?;
         Some(calibration)
     } else {
         None

@@ -9,7 +9,7 @@ use super::ask::AskOptions;
 use crate::config::Config;
 use crate::error::Result;
 use crate::exec::RunReport;
-use crate::feedback::{Asker, FeedbackStore, RatedEscalation, Rating, Reason, StoredRating, Vote};
+use crate::feedback::{Asker, FeedbackStore, RatedEscalation, Rating, StoredRating};
 use crate::gaps::{self, GapReport};
 
 impl Grace {
@@ -32,9 +32,7 @@ impl Grace {
         rating: &Rating,
     ) -> Result<StoredRating> {
         let mut stored = self.inner.feedback.rate(answer_id, asker, rating)?;
-        if self.config().feedback.escalate_on_wrong
-            && rating.vote == Vote::Down
-            && rating.reason == Some(Reason::Wrong)
+        if rating.asks_for_a_person(&self.config().feedback)
             && self.inner.feedback.review_of(answer_id)?.is_none()
         {
             // The rating is stored: a recheck that fails is logged, not

@@ -21,7 +21,7 @@ pub fn run(cli: &Cli, config: &Config, args: &FeedbackArgs) -> grace::Result<()>
     // A "wrong" rating may put the question to a person: that asks it
     // again, so it needs the whole service (the model loaded); any other
     // rating is one row in the feedback store.
-    let stored = if config.feedback.escalate_on_wrong && rating.reason == Some(Reason::Wrong) {
+    let stored = if rating.asks_for_a_person(&config.feedback) {
         grace::Grace::open(config.clone())?.rate_blocking(&args.id, &asker, &rating)?
     } else {
         FeedbackStore::open(&config.storage.data_dir, &config.feedback)?
