@@ -457,3 +457,58 @@ fn a_failed_generator_escalates_with_the_reason_instead_of_declining() {
         "{reason}"
     );
 }
+
+/// The extractive answerer on its own: what it quotes of given sources.
+fn extract(question: &str, sources: &[(usize, Option<&str>, &str)]) -> (String, Vec<usize>) {
+    let extractive = grace::llm::Extractive::new(common::embedder(), 3, 0.35).unwrap();
+    let draft = extractive.answer(question, sources, &[]).unwrap();
+    (draft.answer, draft.citations)
+}
+
+/// An identifier the best page's heading names is covered: another page
+/// that merely names it too does not join the answer (git-config's
+/// `transfer.unpackLimit` was answered with `receive.unpackLimit`'s
+/// sentence glued on).
+#[test]
+fn an_identifier_the_best_pages_heading_names_brings_no_other_page() {
+    let (answer, cited) = extract(
+        "How do I configure transfer.unpackLimit?",
+        &[
+            (
+                1,
+                Some("transfer.unpackLimit"),
+                "When `fetch.unpackLimit` or `receive.unpackLimit` are not set, the value of this variable is used instead.",
+            ),
+            (
+                2,
+                Some("receive.unpackLimit"),
+                "If the number of objects pushed is below this limit, they are unpacked. If not set, the value of `transfer.unpackLimit` is used instead.",
+            ),
+        ],
+    );
+    assert_eq!(cited, vec![1], "{answer}");
+}
+
+/// A manual's cross-reference quotes the title of the section it points
+/// to, often the asker's question word for word: the pointer answers
+/// nothing and is never quoted as the answer.
+#[test]
+fn a_cross_reference_quoting_the_question_is_no_answer() {
+    let question = "What other documentation exists on and for a Debian system?";
+    let (answer, _) = extract(
+        question,
+        &[
+            (
+                1,
+                None,
+                "If you can't find what you're looking for in this FAQ, be sure to check out Section 12.1, “What other documentation exists on and for a Debian system?”.",
+            ),
+            (
+                2,
+                None,
+                "The Debian GNU/Linux reference covers many aspects of system administration through shell-command examples. The Debian Policy manual documents the policy requirements for the distribution.",
+            ),
+        ],
+    );
+    assert!(!answer.contains("Section 12.1"), "{answer}");
+}

@@ -10,6 +10,7 @@
 
 use super::load::Section;
 use crate::text::blocks::unmarked;
+use crate::text::references::without_cross_references;
 use crate::text::{CJK_CHARS_PER_WORD, runs, sized_as_cjk};
 
 /// One piece of a document, ready to embed.
@@ -26,7 +27,9 @@ pub struct Chunk {
 impl Chunk {
     /// The text given to the embedder: the heading path as context, then the
     /// chunk text without the marks loaders add for answers
-    /// ([`crate::text::blocks::unmarked`]).
+    /// ([`crate::text::blocks::unmarked`]) and without the titles its
+    /// cross-references quote
+    /// ([`crate::text::references::without_cross_references`]).
     pub fn embedding_text(&self, title: Option<&str>) -> String {
         let mut context: Vec<&str> = Vec::new();
         if let Some(t) = title {
@@ -35,7 +38,7 @@ impl Chunk {
         if !self.section.is_empty() {
             context.push(&self.section);
         }
-        let text = unmarked(&self.text);
+        let text = unmarked(&without_cross_references(&self.text));
         if context.is_empty() {
             text
         } else {

@@ -6,9 +6,11 @@
 //! and what a "word" is in scripts written without spaces (Japanese,
 //! Chinese; Korean spaces its words but is bigrammed the same way).
 //! [`blocks`] reads the structure loaders keep in a text (terms with their
-//! descriptions, numbered lists, code) back into quotable blocks.
+//! descriptions, numbered lists, code) back into quotable blocks;
+//! [`references`] takes the titles out of a manual's cross-references.
 
 pub mod blocks;
+pub mod references;
 
 /// The published pattern of a text that must not be blank: at least one
 /// character that is neither white space nor a control character.
@@ -207,7 +209,10 @@ const MAX_QUOTE_CHARS: usize = 200;
 /// ends one); after `。`, `！`, `？` or `．` (and a closing
 /// bracket) whatever follows, since Japanese and Chinese sentences run on
 /// without spaces, unless inside a `「…」` or `『…』` quote; and at a line
-/// break. Linear in the paragraph's length.
+/// break. A `“…”` quotation holds its sentence together too (a quoted
+/// title: "see Section 14.3, “… a "vertical market". Can I use …?” for
+/// more information"), unless the mark closes it ("called “fast.” Then").
+/// Linear in the paragraph's length.
 pub fn sentences(paragraph: &str) -> Vec<String> {
     let chars: Vec<char> = paragraph.chars().collect();
     let mut out = Vec::new();
@@ -219,6 +224,8 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
     // Inside a `code span` opened in this sentence: its full stops end
     // nothing (kept as the walk goes, so a long paragraph costs one pass).
     let mut in_code = false;
+    // Where an open `“` opened, the same way.
+    let mut quoted: Option<usize> = None;
     while i < chars.len() {
         let c = chars[i];
         let mut end = None;
@@ -230,10 +237,13 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
             '」' | '』' => {
                 quotes.pop();
             }
+            '“' => quoted = Some(i),
+            '”' => quoted = None,
             _ => {}
         }
         // An unclosed quote stops holding sentences together after a while.
         quotes.retain(|&at| i - at <= MAX_QUOTE_CHARS);
+        quoted = quoted.filter(|&at| i - at <= MAX_QUOTE_CHARS);
         if matches!(c, '。' | '！' | '？' | '．') && quotes.is_empty() {
             let mut j = i + 1;
             while j < chars.len()
@@ -271,7 +281,9 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
             while j < chars.len() && matches!(chars[j], '"' | '\'' | ')' | ']' | '”' | '’') {
                 j += 1;
             }
-            if j < chars.len() && chars[j].is_whitespace() {
+            // Inside a quotation only a mark that closes it may end the sentence.
+            let held = quoted.is_some() && !chars[i + 1..j].contains(&'”');
+            if !held && j < chars.len() && chars[j].is_whitespace() {
                 let mut k = j;
                 while k < chars.len() && chars[k].is_whitespace() {
                     k += 1;
@@ -295,6 +307,8 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
             }
             start = e;
             i = e;
+            // No quotation outlives its sentence.
+            quoted = None;
             // The walk goes on after `e`: a span it opens is open.
             in_code = chars.get(e) == Some(&'`');
         }
@@ -423,6 +437,26 @@ mod tests {
         for (paragraph, want) in cases {
             assert_eq!(sentences(paragraph), *want, "{paragraph}");
         }
+        // A quoted title holds its sentence together; a quotation whose
+        // last sentence ends inside it ends the sentence too.
+        assert_eq!(
+            sentences(
+                "See Section 14.3, “I make a \"vertical market\". Can I use Debian?” for more. Then go."
+            ),
+            [
+                "See Section 14.3, “I make a \"vertical market\". Can I use Debian?” for more.",
+                "Then go."
+            ]
+        );
+        assert_eq!(
+            sentences("The option is called “fast.” Then it runs. “Quoted?” It is."),
+            [
+                "The option is called “fast.”",
+                "Then it runs.",
+                "“Quoted?”",
+                "It is."
+            ]
+        );
         assert_eq!(
             sentences("E.g. Debian works. Done."),
             ["E.g. Debian works.", "Done."]
@@ -438,6 +472,9 @@ mod tests {
         assert_eq!(sentences(&dots).len(), 1);
         let code = format!("`{}", "x. Y ".repeat(100_000));
         assert_eq!(sentences(&code).len(), 1);
+        // An unclosed quotation holds sentences for a while, not forever.
+        let unclosed = format!("“{}", "Go. ".repeat(1_000));
+        assert!(sentences(&unclosed).len() > 900);
         let abbreviations = "e.g. X ".repeat(100_000);
         assert_eq!(sentences(&abbreviations).len(), 1);
     }

@@ -33,12 +33,13 @@ use crate::lexical::{
     identifiers_found,
 };
 use crate::text::blocks::{Block, blocks};
+use crate::text::references::without_cross_references;
 
 mod render;
 mod select;
 
 use self::render::render;
-use self::select::{QuestionParts, choose};
+use self::select::{Heading, QuestionParts, choose};
 
 /// Weight of lexical coverage next to cosine similarity when ranking sentences.
 const COVERAGE_WEIGHT: f32 = 0.2;
@@ -195,7 +196,13 @@ impl Extractive {
             .embedder
             .embed_query(question)
             .map_err(|e| Self::fail(e.to_string()))?;
-        let texts: Vec<String> = candidates.iter().map(|c| c.block.plain.clone()).collect();
+        // A block is scored by its own words, not by the title of the
+        // section a cross-reference of it points to: "check out Section
+        // 12.1, “What other documentation exists?”" answers nothing.
+        let texts: Vec<String> = candidates
+            .iter()
+            .map(|c| without_cross_references(&c.block.plain).into_owned())
+            .collect();
         let vectors = self
             .embedder
             .embed(&texts)
@@ -274,12 +281,26 @@ impl Extractive {
             identifiers: &identifiers,
             identifier_terms: &identifier_terms,
         };
+        let heading = sources
+            .iter()
+            .find(|(n, _, _)| *n == primary)
+            .and_then(|(_, h, _)| *h)
+            .map(|text| Heading {
+                text,
+                terms: self
+                    .lexical
+                    .encode_document(text)
+                    .indices
+                    .into_iter()
+                    .collect(),
+            });
         let mut chosen = choose(
             best.index,
             &ranked,
             &candidates,
             &terms,
             &question_parts,
+            heading.as_ref(),
             self.max_sentences,
         );
         // The best source first, each source's blocks in reading order.

@@ -22,9 +22,19 @@ pub(super) struct QuestionParts<'a> {
     pub(super) identifier_terms: &'a HashSet<u32>,
 }
 
+/// The heading the best source's text sits under, and its lexical terms:
+/// what it names is covered ("transfer.unpackLimit" over "When
+/// `fetch.unpackLimit` or `receive.unpackLimit` are not set, the value of
+/// this variable is used instead." needs no other page naming it).
+pub(super) struct Heading<'a> {
+    pub(super) text: &'a str,
+    pub(super) terms: HashSet<u32>,
+}
+
 /// The blocks to quote: `best` first, then from `ranked` (the other close
 /// blocks, best first) the best source's sentences and what covers a
-/// missing part of the question, at most `max` in all. `terms[i]` are
+/// missing part of the question (one neither the chosen blocks nor the
+/// best source's `heading` cover), at most `max` in all. `terms[i]` are
 /// candidate `i`'s lexical terms.
 pub(super) fn choose(
     best: usize,
@@ -32,6 +42,7 @@ pub(super) fn choose(
     candidates: &[Candidate],
     terms: &[HashSet<u32>],
     question: &QuestionParts<'_>,
+    heading: Option<&Heading<'_>>,
     max: usize,
 ) -> Vec<usize> {
     let primary = candidates[best].source;
@@ -52,10 +63,13 @@ pub(super) fn choose(
     let found = |i: usize, id: &String| {
         identifiers_found(std::slice::from_ref(id), &candidates[i].block.plain) > 0
     };
+    let in_heading = |id: &String| {
+        heading.is_some_and(|h| identifiers_found(std::slice::from_ref(id), h.text) > 0)
+    };
     let mut missing_ids: Vec<&String> = question
         .identifiers
         .iter()
-        .filter(|id| !chosen.iter().any(|&i| found(i, id)))
+        .filter(|id| !in_heading(id) && !chosen.iter().any(|&i| found(i, id)))
         .collect();
     // A word is there when its term is, or the compound it makes with its
     // neighbour ("roll back" in "rollback").
@@ -72,6 +86,7 @@ pub(super) fn choose(
         .iter()
         .copied()
         .filter(|t| !question.identifier_terms.contains(t))
+        .filter(|t| !heading.is_some_and(|h| h.terms.contains(t)))
         .filter(|&t| !chosen.iter().any(|&i| has(i, t)))
         .collect();
     for s in ranked.iter().filter(|s| !same_item(&candidates[s.index])) {
