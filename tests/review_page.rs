@@ -2,7 +2,8 @@
 //! runs, a browser (Debian's `chromium`, driven over WebDriver by
 //! `chromedriver`; `scripts/setup` installs both) opens the page, sees an
 //! escalation arrive without reloading, answers it, and the asker's
-//! `grace answer ID` returns the reviewer's answer; its other tabs show
+//! `grace answer ID` returns the reviewer's answer (GRACE's draft shown
+//! as Markdown, its command as code); its other tabs show
 //! the gap report and the reliability diagram of people's labels.
 
 mod common;
@@ -77,6 +78,15 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
     browser
         .must_find(&format!("section.escalation[data-id='{first}']"))
         .await;
+    // GRACE's draft is Markdown: its command shows as code, not in
+    // backticks.
+    let code = format!("section.escalation[data-id='{first}'] .draft code");
+    browser.must_find(&code).await;
+    assert_eq!(browser.text_of(&code).await, "--change CR-1234");
+    let draft = browser
+        .text_of(&format!("section.escalation[data-id='{first}'] .draft"))
+        .await;
+    assert!(!draft.contains('`'), "{draft}");
 
     // A new escalation, asked through the server's API (which holds the
     // knowledge base now), appears without reloading the page.

@@ -18,14 +18,18 @@ const HTML: &str = include_str!("ask_page/index.html");
 const SCRIPT: &str = include_str!("ask_page/ask.js");
 /// Its style.
 const STYLE: &str = include_str!("ask_page/ask.css");
+/// The answer's Markdown as elements, for this page and the reviewer's.
+const MARKDOWN: &str = include_str!("ask_page/markdown.js");
 
 /// Where the page loads its script from.
 const SCRIPT_PATH: &str = "/assets/ask.js";
 /// Where the page loads its style from.
 const STYLE_PATH: &str = "/assets/ask.css";
+/// Where both pages load the Markdown renderer from.
+pub const MARKDOWN_PATH: &str = "/assets/markdown.js";
 /// The paths the page is made of (open to anyone, like the reviewer page:
 /// they hold no data).
-pub const PATHS: [&str; 3] = ["/", SCRIPT_PATH, STYLE_PATH];
+pub const PATHS: [&str; 4] = ["/", SCRIPT_PATH, STYLE_PATH, MARKDOWN_PATH];
 
 /// The content security policy of `/`: its own script and style only,
 /// requests to this server only.
@@ -33,7 +37,7 @@ pub const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self
     connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
     frame-ancestors 'none'";
 
-/// `GET /` and its two files.
+/// `GET /` and its three files.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     let file = |kind: &'static str, body: &'static str| {
         get(move || async move { ([(header::CONTENT_TYPE, kind)], body).into_response() })
@@ -42,6 +46,10 @@ pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route("/", get(|| async { Html(HTML) }))
         .route(SCRIPT_PATH, file("text/javascript; charset=utf-8", SCRIPT))
         .route(STYLE_PATH, file("text/css; charset=utf-8", STYLE))
+        .route(
+            MARKDOWN_PATH,
+            file("text/javascript; charset=utf-8", MARKDOWN),
+        )
 }
 
 #[cfg(test)]
@@ -51,9 +59,10 @@ mod tests {
     #[test]
     fn the_page_loads_only_its_own_files() {
         assert!(HTML.contains(&format!("src=\"{SCRIPT_PATH}\"")));
+        assert!(HTML.contains(&format!("src=\"{MARKDOWN_PATH}\"")));
         assert!(HTML.contains(&format!("href=\"{STYLE_PATH}\"")));
         // Nothing from elsewhere, nothing inline for the policy to allow.
-        for page in [HTML, SCRIPT, STYLE] {
+        for page in [HTML, SCRIPT, STYLE, MARKDOWN] {
             assert!(!page.contains("http://") && !page.contains("https://"));
         }
         assert!(!HTML.contains("<script>") && !HTML.contains("<style>"));
@@ -63,9 +72,11 @@ mod tests {
             .filter(|w| w.starts_with("on") && w.contains('='))
             .count();
         assert_eq!(handlers, 0);
-        // The script writes text, never markup.
-        assert!(!SCRIPT.contains("innerHTML") && !SCRIPT.contains("outerHTML"));
-        assert!(!SCRIPT.contains("insertAdjacentHTML") && !SCRIPT.contains("document.write"));
+        // The scripts write text, never markup.
+        for script in [SCRIPT, MARKDOWN] {
+            assert!(!script.contains("innerHTML") && !script.contains("outerHTML"));
+            assert!(!script.contains("insertAdjacentHTML") && !script.contains("document.write"));
+        }
     }
 
     #[test]

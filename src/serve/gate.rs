@@ -194,9 +194,10 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
     response
 }
 
-/// The reviewer page's policy: its own inline script and style only,
-/// requests to this server only.
-const REVIEW_PAGE_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; \
+/// The reviewer page's policy: its own inline script and style and the
+/// Markdown renderer it shares with the asker's page, requests to this
+/// server only.
+const REVIEW_PAGE_POLICY: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
     style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
     form-action 'none'; frame-ancestors 'none'";
 

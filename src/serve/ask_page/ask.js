@@ -462,55 +462,14 @@ function confidenceOf(outcome) {
 }
 
 /**
- * The answer's Markdown (GRACE writes code in backticks, a term in bold, a
- * list a line an item) as elements: paragraphs, numbered and bulleted
- * lists, `code`, **bold**, and `[n]` markers as links to citation n. Only
- * text nodes are made from the answer: nothing in it is read as HTML.
+ * The answer's Markdown as elements (`markdown.js`), its `[n]` markers
+ * links to citation n.
  */
 function answerText(text, citations, outcome) {
-  const box = el("div", { class: "text" });
-  for (const para of String(text).split(/\n\s*\n/)) {
-    let list = null;
-    let p = null;
-    for (const line of para.split("\n")) {
-      const item = /^(\d{1,3})[.)]\s+(.*)$/.exec(line) || /^[-*•]\s+(.*)$/.exec(line);
-      if (item) {
-        const ordered = item.length === 3;
-        if (!list || (list.tagName === "OL") !== ordered) {
-          list = el(ordered ? "ol" : "ul");
-          box.append(list);
-        }
-        const li = el("li");
-        if (ordered) li.value = Number(item[1]);
-        inline(li, item[item.length - 1], citations, outcome);
-        list.append(li);
-        p = null;
-      } else {
-        list = null;
-        if (!p) {
-          p = el("p");
-          box.append(p);
-        } else {
-          p.append(" ");
-        }
-        inline(p, line, citations, outcome);
-      }
-    }
-  }
-  return box;
-}
-
-/** `code`, **bold** and `[n]` citation links inside one line of an answer. */
-function inline(parent, text, citations, outcome) {
-  for (const part of String(text).split(/(`[^`]+`|\*\*[^*]+\*\*|\[\d{1,3}\])/)) {
-    if (!part) continue;
-    const cite = /^\[(\d{1,3})\]$/.exec(part);
-    const c = cite && citations.find((x) => x.number === Number(cite[1]));
-    if (c) parent.append(citationLink(`[${c.number}]`, c, outcome));
-    else if (/^`[^`]+`$/.test(part)) parent.append(el("code", { text: part.slice(1, -1) }));
-    else if (/^\*\*[^*]+\*\*$/.test(part)) parent.append(el("strong", { text: part.slice(2, -2) }));
-    else parent.append(part);
-  }
+  return markdownInto(el("div", { class: "text" }), text, (n) => {
+    const c = citations.find((x) => x.number === n);
+    return c ? citationLink(`[${c.number}]`, c, outcome) : null;
+  });
 }
 
 function where(c) {
