@@ -2,8 +2,9 @@
 //! encoder, opened from a [`Config`]. The CLI and (later) the services are
 //! thin layers over it.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 
@@ -16,7 +17,7 @@ use crate::ingest::manifest::{EntryState, Manifest};
 use crate::ingest::{IngestEvent, IngestOptions, IngestReport, Ingestor};
 use crate::lexical::LexicalEncoder;
 use crate::reader::{self, Reader};
-use crate::search::{Passage, SearchRequest};
+use crate::search::{Passage, SearchRequest, apply_document_boosts};
 use crate::store::edge::{EdgeStore, IndexSettings};
 use crate::store::fusion::Gate;
 use crate::store::qdrant::QdrantStore;
@@ -37,6 +38,9 @@ pub struct KnowledgeBase {
     /// The confidence calibration `confidence.calibration` names, whose
     /// weights the configuration now carries.
     calibration: Option<Calibration>,
+    /// Documents' boosts from their ratings (`feedback.document_boost`),
+    /// set by whoever reads the ratings; empty: none.
+    document_boosts: RwLock<Arc<HashMap<String, f32>>>,
 }
 
 /// How to open the store.
@@ -83,6 +87,7 @@ impl KnowledgeBase {
             lexical: LexicalEncoder::new()?,
             reader,
             calibration,
+            document_boosts: RwLock::new(Arc::new(HashMap::new())),
         };
         if let Some(why) = kb.calibration_mismatch() {
             tracing::warn!("{why}");
@@ -207,6 +212,7 @@ impl KnowledgeBase {
             &self.config.qdrant,
             &request,
         )?;
+        apply_document_boosts(&mut passages, &self.document_boosts());
         let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
         let reading = std::time::Instant::now();
         let read = self.reader.probabilities(query.trim(), &texts)?;
@@ -223,6 +229,25 @@ impl KnowledgeBase {
         }
         passages.truncate(limit);
         Ok(passages)
+    }
+
+    /// Documents' boosts from now on (by document path): a search moves
+    /// each returned passage by its document's ([`apply_document_boosts`]).
+    pub fn set_document_boosts(&self, boosts: HashMap<String, f32>) {
+        let boosts = Arc::new(boosts);
+        match self.document_boosts.write() {
+            Ok(mut held) => *held = boosts,
+            // A writer panicked: the value is whole (one pointer), replace it.
+            Err(poisoned) => *poisoned.into_inner() = boosts,
+        }
+    }
+
+    /// The documents' boosts searches use now.
+    pub fn document_boosts(&self) -> Arc<HashMap<String, f32>> {
+        match self.document_boosts.read() {
+            Ok(held) => held.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Mean cosine similarity of `passage` to its `k` nearest other passages

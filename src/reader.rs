@@ -214,22 +214,7 @@ mod tests {
     use super::*;
 
     fn passage(id: u64, pinned: bool) -> crate::search::Passage {
-        crate::search::Passage {
-            id,
-            source: format!("/kb/{id}.md"),
-            section: String::new(),
-            chunk_index: 0,
-            page: None,
-            text: format!("passage {id}"),
-            score: 0.5,
-            fused_score: 0.0,
-            dense_rank: Some(id as usize),
-            lexical_rank: None,
-            lexical_score: None,
-            pinned,
-            reader_score: None,
-            vector: None,
-        }
+        crate::search::Passage::for_tests(id, pinned)
     }
 
     #[test]

@@ -63,7 +63,8 @@ pub struct Passage {
     /// Cosine similarity of the passage to the query, in [-1, 1].
     pub score: f32,
     /// Fused score: the cosine plus the lexical bonus
-    /// ([`crate::store::fusion`]); the ranking order.
+    /// ([`crate::store::fusion`]) and its document's boost
+    /// ([`apply_document_boosts`]); the ranking order.
     pub fused_score: f32,
     /// Rank (from 1) in the dense ranking, if the passage was in it.
     pub dense_rank: Option<usize>,
@@ -83,6 +84,50 @@ pub struct Passage {
     /// passage with its neighbours without embedding it again).
     #[serde(skip)]
     pub vector: Option<Vec<f32>>,
+}
+
+#[cfg(test)]
+impl Passage {
+    /// A passage of `/kb/{id}.md` for unit tests: cosine 0.5, fused score
+    /// 0, first in the dense ranking at `id`.
+    pub(crate) fn for_tests(id: u64, pinned: bool) -> Self {
+        Self {
+            id,
+            source: format!("/kb/{id}.md"),
+            section: String::new(),
+            chunk_index: 0,
+            page: None,
+            text: format!("passage {id}"),
+            score: 0.5,
+            fused_score: 0.0,
+            dense_rank: Some(id as usize),
+            lexical_rank: None,
+            lexical_score: None,
+            pinned,
+            reader_score: None,
+            vector: None,
+        }
+    }
+}
+
+/// Documents' boosts from their ratings (`feedback.document_boost`): each
+/// passage's fused score moves by its document's boost (bounded where the
+/// boosts are made), and the passages after the pinned ones are put in
+/// that order again. A boost never brings in a passage the search did not
+/// return, and never moves a pinned one.
+pub fn apply_document_boosts(passages: &mut [Passage], boosts: &HashMap<String, f32>) {
+    if boosts.is_empty() {
+        return;
+    }
+    let pinned = passages.iter().take_while(|p| p.pinned).count();
+    let rest = &mut passages[pinned..];
+    for p in rest.iter_mut() {
+        if let Some(boost) = boosts.get(&p.source) {
+            p.fused_score += boost;
+        }
+    }
+    // Stable: passages of equal score keep the search's order.
+    rest.sort_by(|a, b| b.fused_score.total_cmp(&a.fused_score));
 }
 
 /// What to search for.
@@ -551,5 +596,38 @@ mod tests {
         let err = run(false, true).expect_err("the embedding failed");
         assert!(matches!(err, SearchError::Embed(_)), "{err}");
         assert!(err.to_string().contains("the model failed"), "{err}");
+    }
+
+    fn passage(source: &str, fused: f32, pinned: bool) -> Passage {
+        Passage {
+            source: source.into(),
+            fused_score: fused,
+            ..Passage::for_tests(0, pinned)
+        }
+    }
+
+    #[test]
+    fn document_boosts_reorder_what_was_found_and_never_a_pinned_passage() {
+        let mut passages = vec![
+            passage("pinned.md", 0.5, true),
+            passage("down.md", 0.80, false),
+            passage("up.md", 0.78, false),
+            passage("plain.md", 0.70, false),
+        ];
+        let boosts = HashMap::from([
+            ("down.md".to_string(), -0.05),
+            ("up.md".to_string(), 0.05),
+            ("pinned.md".to_string(), -0.2),
+            ("absent.md".to_string(), 1.0),
+        ]);
+        apply_document_boosts(&mut passages, &boosts);
+        let order: Vec<&str> = passages.iter().map(|p| p.source.as_str()).collect();
+        assert_eq!(order, ["pinned.md", "up.md", "down.md", "plain.md"]);
+        assert!((passages[1].fused_score - 0.83).abs() < 1e-6);
+        assert_eq!(passages[0].fused_score, 0.5);
+        // No boosts: nothing moves.
+        let before = passages.clone();
+        apply_document_boosts(&mut passages, &HashMap::new());
+        assert_eq!(passages, before);
     }
 }

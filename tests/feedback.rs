@@ -525,6 +525,65 @@ async fn the_gap_report_groups_what_people_did_not_get_by_meaning() {
     assert_eq!(direct.questions as u64, counted);
 }
 
+/// `feedback.document_boost` on: a rating moves the rated answer's
+/// document in the searches that follow, by its bounded boost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_document_boost_on_a_down_rating_moves_its_document_down() {
+    let api = Api::start(|c| {
+        c.feedback.document_boost = 0.2;
+        c.feedback.escalate_on_wrong = false;
+    })
+    .await;
+    let kb = api.grace.knowledge_base().clone();
+    let outcome = api.ask(ANSWERED, "alice").await;
+    assert_eq!(outcome["status"], "answered", "{outcome}");
+    let id = outcome["answer_id"].as_str().unwrap().to_string();
+    // The documents as the store names them (the API shows them relative).
+    let cited = api.grace.feedback().run(&id).unwrap().unwrap().sources;
+    assert!(!cited.is_empty(), "{outcome}");
+    let search = kb.clone();
+    let before = tokio::task::spawn_blocking(move || search.search(ANSWERED, Some(5), None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(kb.document_boosts().is_empty());
+
+    let (s, body) = api
+        .post(
+            &format!("/v1/answers/{id}/feedback"),
+            json!({"vote": "down", "reason": "outdated", "asker": "alice"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let boosts = kb.document_boosts();
+    // One vote down: 0.2 × (0 − 1) / (0 + 1 + 1).
+    for source in &cited {
+        let boost = boosts.get(source).copied();
+        assert!(
+            boost.is_some_and(|b| (b + 0.1).abs() < 1e-6),
+            "{source}: {boosts:?}"
+        );
+    }
+    let search = kb.clone();
+    let after = tokio::task::spawn_blocking(move || search.search(ANSWERED, Some(5), None))
+        .await
+        .unwrap()
+        .unwrap();
+    for p in before
+        .iter()
+        .filter(|p| cited.contains(&p.source) && !p.pinned)
+    {
+        let moved = after.iter().find(|q| q.id == p.id).expect("still found");
+        assert!(
+            (moved.fused_score - (p.fused_score - 0.1)).abs() < 1e-5,
+            "{} {} -> {}",
+            p.source,
+            p.fused_score,
+            moved.fused_score
+        );
+    }
+}
+
 #[test]
 fn the_command_line_rates_the_answer_it_printed() {
     let dir = tempfile::tempdir().unwrap();
@@ -718,10 +777,36 @@ fn eval_simulates_ratings_and_prints_the_learning_curve() {
     let flooded: Value = serde_json::from_slice(&flooded.stdout).unwrap();
     assert_eq!(flooded["feedback"]["flood"], 50);
     assert_eq!(flooded["feedback"]["curve"].as_array().unwrap().len(), 3);
+    // The document boost measured on the ranking: the sample's answers
+    // rated, the other answerable questions searched without and with it.
+    assert!(report["feedback"].get("document_boost").is_none());
+    let boosted = simulate(&["--feedback-noise", "0.1", "--document-boost", "0.05"]);
+    assert!(
+        boosted.status.success(),
+        "{}",
+        common::output_text(&boosted)
+    );
+    let boosted: Value = serde_json::from_slice(&boosted.stdout).unwrap();
+    let probe = &boosted["feedback"]["document_boost"];
+    assert_eq!(probe["boost"], 0.05);
+    assert!(probe["rated_answers"].as_u64().unwrap() <= 30, "{probe}");
+    assert!(probe["questions"].as_u64().unwrap() > 0, "{probe}");
+    for key in [
+        "recall_at_1",
+        "recall_at_k",
+        "boosted_recall_at_1",
+        "boosted_recall_at_k",
+    ] {
+        let r = probe[key].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&r), "{key}: {probe}");
+    }
+    // Measuring it changes nothing of the learning curve.
+    assert_eq!(boosted["feedback"]["curve"], report["feedback"]["curve"]);
 
     for bad in [
         vec!["eval", set, "--feedback", "42"],
         vec!["eval", set, "--feedback", "10", "--feedback-noise", "1.5"],
+        vec!["eval", set, "--feedback", "10", "--document-boost", "0.5"],
     ] {
         let out = common::grace(dir.path(), &bad);
         assert_eq!(
@@ -730,7 +815,12 @@ fn eval_simulates_ratings_and_prints_the_learning_curve() {
             "{bad:?}"
         );
         let text = common::output_text(&out);
-        assert!(text.contains("--feedback"), "{text}");
+        let flag = if bad.contains(&"--document-boost") {
+            "--document-boost"
+        } else {
+            "--feedback"
+        };
+        assert!(text.contains(flag), "{text}");
     }
 }
 

@@ -7,6 +7,14 @@ use serde::{Deserialize, Serialize};
 /// a report's own window).
 pub const MAX_GAP_DAYS: u32 = 3_650;
 
+/// The largest document boost (`feedback.document_boost`): a fused score
+/// moves by less than this for its document's ratings.
+pub const MAX_DOCUMENT_BOOST: f64 = 0.2;
+
+/// The longest half-life of a rating's weight in the document boost
+/// (`feedback.document_boost_half_life_days`).
+pub const MAX_BOOST_HALF_LIFE_DAYS: u32 = 3_650;
+
 /// Askers' ratings, kept in `feedback.sqlite3` in the data folder with
 /// what a refit of the confidence weights reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +32,10 @@ pub struct FeedbackConfig {
     pub gap_similarity: f64,
     /// Days of questions the gap report reads when not told.
     pub gap_days: u32,
+    /// Documents' ratings reorder the passages a search returns: a document rated up moves up, one rated down moves down, by at most this much of the fused score (0: off). Measured before it may be switched on: `grace eval DIR --feedback N --document-boost B`.
+    pub document_boost: f64,
+    /// Days after which a rating weighs half as much in the document boost.
+    pub document_boost_half_life_days: u32,
 }
 
 impl Default for FeedbackConfig {
@@ -35,6 +47,8 @@ impl Default for FeedbackConfig {
             escalate_on_wrong: true,
             gap_similarity: 0.4,
             gap_days: 30,
+            document_boost: 0.0,
+            document_boost_half_life_days: 30,
         }
     }
 }

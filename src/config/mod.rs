@@ -42,7 +42,9 @@ pub use self::confidence::{
     SelfCalibrationConfig, SelfCalibrationMode, Thresholds, V1Weights, Weights,
 };
 pub use self::error::{ConfigError, Result};
-pub use self::feedback::{FeedbackConfig, MAX_GAP_DAYS};
+pub use self::feedback::{
+    FeedbackConfig, MAX_BOOST_HALF_LIFE_DAYS, MAX_DOCUMENT_BOOST, MAX_GAP_DAYS,
+};
 pub use self::home::{HOME_VAR, grace_home};
 pub use self::ingest::IngestConfig;
 pub use self::llm::{

@@ -269,6 +269,41 @@ fn env_override_out_of_range_names_the_key() {
 }
 
 #[test]
+fn the_document_boost_is_bounded_and_off_by_default() {
+    assert_eq!(Config::default().feedback.document_boost, 0.0);
+    for (key, value, name) in [
+        (
+            "GRACE_FEEDBACK__DOCUMENT_BOOST",
+            "0.5",
+            "`feedback.document_boost`",
+        ),
+        (
+            "GRACE_FEEDBACK__DOCUMENT_BOOST",
+            "-0.01",
+            "`feedback.document_boost`",
+        ),
+        (
+            "GRACE_FEEDBACK__DOCUMENT_BOOST",
+            "NaN",
+            "`feedback.document_boost`",
+        ),
+        (
+            "GRACE_FEEDBACK__DOCUMENT_BOOST_HALF_LIFE_DAYS",
+            "0",
+            "`feedback.document_boost_half_life_days`",
+        ),
+    ] {
+        let err = Config::load_with_env(None, &vars(&[(key, value)]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(name), "{value}: {err}");
+    }
+    let on =
+        Config::load_with_env(None, &vars(&[("GRACE_FEEDBACK__DOCUMENT_BOOST", "0.2")])).unwrap();
+    assert_eq!(on.feedback.document_boost, MAX_DOCUMENT_BOOST);
+}
+
+#[test]
 fn unknown_key_in_file_names_key_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "qdrant:\n  collection: a\n  serch_limit: 3\n");

@@ -1,9 +1,9 @@
 //! Checks of what GRACE serves and for how long: `review`, `agent`,
 //! `sessions`, `server` and `mcp`.
 
-use super::MAX_GAP_DAYS;
 use super::Result;
 use super::check::invalid;
+use super::{MAX_BOOST_HALF_LIFE_DAYS, MAX_DOCUMENT_BOOST, MAX_GAP_DAYS};
 
 pub(super) fn validate_review(r: &super::ReviewConfig) -> Result<()> {
     for (key, value) in [
@@ -99,6 +99,11 @@ pub(super) fn validate_feedback(f: &super::FeedbackConfig) -> Result<()> {
             f.gap_days as usize,
             MAX_GAP_DAYS as usize,
         ),
+        (
+            "feedback.document_boost_half_life_days",
+            f.document_boost_half_life_days as usize,
+            MAX_BOOST_HALF_LIFE_DAYS as usize,
+        ),
     ] {
         if !(1..=max).contains(&value) {
             return Err(invalid(key, format!("{value} is out of range 1..={max}")));
@@ -110,6 +115,15 @@ pub(super) fn validate_feedback(f: &super::FeedbackConfig) -> Result<()> {
             format!(
                 "{} is not a cosine between 0 and 1 (exclusive)",
                 f.gap_similarity
+            ),
+        ));
+    }
+    if !(0.0..=MAX_DOCUMENT_BOOST).contains(&f.document_boost) {
+        return Err(invalid(
+            "feedback.document_boost",
+            format!(
+                "{} is out of range 0..={MAX_DOCUMENT_BOOST} (0 switches it off)",
+                f.document_boost
             ),
         ));
     }

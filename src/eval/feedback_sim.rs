@@ -10,8 +10,10 @@
 
 use serde::Serialize;
 
+use super::boost_probe::BoostProbe;
 use super::fares::coverage_risk;
 use super::outcomes::Collected;
+use super::sample::{Sample, sample, simulated_asker};
 use crate::confidence::fit::{FEATURES, Fare, Model, features};
 use crate::confidence::metrics::{self, EceFloor};
 use crate::config::Config;
@@ -47,6 +49,10 @@ pub struct FeedbackCurve {
     /// set, out of fold ([`reference`]), on the same held-out questions;
     /// its `labels` are the set's questions with an answer step.
     pub reference: CurvePoint,
+    /// The document boost's effect on the ranking, when measured
+    /// (`--document-boost`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_boost: Option<BoostProbe>,
 }
 
 /// The refitted weights on the held-out questions, after `labels` ratings.
@@ -83,26 +89,22 @@ pub fn simulate(
     flood: usize,
 ) -> Option<FeedbackCurve> {
     let outcomes = &collected.outcomes;
-    if ratings >= outcomes.len() {
-        return None;
-    }
     let mut rng = Rng::new(seed);
-    let mut order: Vec<usize> = (0..outcomes.len()).collect();
-    rng.shuffle(&mut order);
-    let (sampled, held_out) = order.split_at(ratings);
-    let mut flipped = 0;
-    let labels: Vec<Label> = sampled
+    let Sample {
+        rated,
+        held_out,
+        flipped,
+    } = sample(&mut rng, outcomes.len(), ratings, noise)?;
+    let sampled: Vec<usize> = rated.iter().map(|&(i, _)| i).collect();
+    let held_out = &held_out[..];
+    let labels: Vec<Label> = rated
         .iter()
-        .map(|&i| {
-            let flip = rng.unit() < noise;
-            flipped += usize::from(flip);
-            Label {
-                x: features(&outcomes[i].factors),
-                y: outcomes[i].right != flip,
-                confidence: outcomes[i].confidence,
-                weight: 1.0,
-                by: format!("simulated-asker-{i}"),
-            }
+        .map(|&(i, flip)| Label {
+            x: features(&outcomes[i].factors),
+            y: outcomes[i].right != flip,
+            confidence: outcomes[i].confidence,
+            weight: 1.0,
+            by: simulated_asker(i),
         })
         .collect();
     let false_ratings: Vec<Label> = (0..flood)
@@ -156,6 +158,7 @@ pub fn simulate(
         held_out: held_out.len(),
         curve,
         reference: reference(config, collected, held_out, &prior, seed),
+        document_boost: collected.document_boost.clone(),
     })
 }
 

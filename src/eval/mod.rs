@@ -13,6 +13,7 @@
 //! Brier against "answerable and gold cited").
 
 pub mod answer_text;
+pub mod boost_probe;
 pub mod calibrate;
 pub mod conversations;
 mod fares;
@@ -20,6 +21,7 @@ pub mod feedback_sim;
 mod outcomes;
 pub mod plot;
 mod report;
+mod sample;
 pub mod set;
 mod temp;
 
@@ -69,6 +71,9 @@ pub struct FeedbackSim {
     pub noise: f64,
     /// False ratings from one more asker.
     pub flood: usize,
+    /// `feedback.document_boost` to measure on the ranking
+    /// ([`boost_probe::BoostProbe`]); `None`: not measured.
+    pub document_boost: Option<f64>,
 }
 
 /// [`run`], and with `feedback` the learning curve of refits on simulated
@@ -88,6 +93,14 @@ pub fn run_with(
         return Err(crate::error::Error::InvalidInput(format!(
             "--feedback-noise {} must be a share from 0 to 1",
             f.noise
+        )));
+    }
+    if let Some(b) = feedback.and_then(|f| f.document_boost)
+        && !(b > 0.0 && b <= crate::config::MAX_DOCUMENT_BOOST)
+    {
+        return Err(crate::error::Error::InvalidInput(format!(
+            "--document-boost {b} must be above 0 and at most {}",
+            crate::config::MAX_DOCUMENT_BOOST
         )));
     }
     if let Some(f) = feedback {
@@ -110,7 +123,7 @@ pub fn run_with(
         config.confidence.calibration = None;
         config.confidence.fitted_weights = None;
     }
-    let collected = collect_with(&config, embedder, dir, k, self_calibrate)?;
+    let collected = collect_with(&config, embedder, dir, k, self_calibrate, feedback.as_ref())?;
     let mut report = report(&config, &collected, calibration.as_ref(), same_set, k);
     if let Some(f) = feedback {
         report.feedback =

@@ -80,6 +80,9 @@ pub struct Collected {
     /// The self-calibration the questions were asked with
     /// (`grace eval --self-calibrate`).
     pub self_fit: Option<Calibration>,
+    /// The document boost's effect on the ranking, when asked for
+    /// (`grace eval --feedback N --document-boost B`).
+    pub document_boost: Option<super::boost_probe::BoostProbe>,
 }
 
 /// Ingests the corpus of the set in `dir` into a temporary store (removed
@@ -91,7 +94,7 @@ pub fn collect(
     dir: &Path,
     k: usize,
 ) -> Result<Collected> {
-    collect_with(config, embedder, dir, k, false)
+    collect_with(config, embedder, dir, k, false, None)
 }
 
 /// [`collect`], with `self_calibrate`: after the ingest, the collection is
@@ -103,6 +106,7 @@ pub fn collect_with(
     dir: &Path,
     k: usize,
     self_calibrate: bool,
+    feedback: Option<&super::FeedbackSim>,
 ) -> Result<Collected> {
     let corpus = dir.join("corpus");
     let questions_path = dir.join("questions.jsonl");
@@ -155,9 +159,12 @@ pub fn collect_with(
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
     let executor = Executor::new(&registry, &run_config, k);
     let mut outcomes = Vec::with_capacity(questions.len());
+    // The documents each answer cites, for the document boost's probe.
+    let mut cited = Vec::with_capacity(questions.len());
     for (index, q) in questions.iter().enumerate() {
         let started = Instant::now();
         let run = executor.ask(&q.question, &mut |_| {})?;
+        cited.push(run.cited_sources());
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
 
         let is_gold = |source: &str| is_gold(q, source);
@@ -191,7 +198,16 @@ pub fn collect_with(
             latency_ms,
         });
     }
+    let document_boost = match feedback {
+        Some(sim) => {
+            let answered_right: Vec<(bool, bool)> =
+                outcomes.iter().map(|o| (o.answered, o.right)).collect();
+            super::boost_probe::probe(&kb, &questions, &answered_right, &cited, sim, k)?
+        }
+        None => None,
+    };
     Ok(Collected {
+        document_boost,
         set: dir.to_path_buf(),
         questions,
         outcomes,

@@ -25,10 +25,12 @@
 //!   the gap report ([`crate::gaps`]) the declined, escalated and
 //!   down-rated questions without embedding anything again.
 
+mod boost;
 mod rating;
 mod recorded;
 mod vector;
 
+pub use self::boost::{DocumentRating, MAX_BOOST_RATINGS, document_boosts};
 pub use self::rating::{Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, Vote};
 pub use self::recorded::{RecordedRun, weights_version};
 pub use self::vector::{dequantise, quantise};
@@ -530,6 +532,45 @@ impl FeedbackStore {
                 })
             })
             .collect()
+    }
+
+    /// The newest `max` ratings, one per document the rated answer cited,
+    /// newest first: what the document boost reads ([`document_boosts`]).
+    pub fn document_ratings(&self, max: usize) -> Result<Vec<DocumentRating>> {
+        let conn = self.db.lock();
+        let mut stmt = conn
+            .prepare(
+                "SELECT g.run_id, g.asker, g.vote, g.rated_at, json_extract(r.record, '$.sources')
+                 FROM ratings g JOIN runs r ON r.id = g.run_id
+                 ORDER BY g.rated_at DESC, g.run_id
+                 LIMIT ?1",
+            )
+            .map_err(|source| self.db(source))?;
+        type Row = (String, String, String, i64, Option<String>);
+        let rows = stmt
+            .query_map([max as i64], |r| Row::try_from(r))
+            .map_err(|source| self.db(source))?
+            .collect::<std::result::Result<Vec<Row>, _>>()
+            .map_err(|source| self.db(source))?;
+        let mut out = Vec::new();
+        for (id, asker, vote, at, sources) in rows {
+            let sources: Vec<String> = match sources {
+                Some(json) => serde_json::from_str(&json)
+                    .map_err(|e| self.corrupt(format!("run {id}: its sources: {e}")))?,
+                None => Vec::new(),
+            };
+            let up = match Vote::parse(&vote) {
+                Some(vote) => vote == Vote::Up,
+                None => return Err(self.corrupt(format!("run {id}: a vote {vote:?}"))),
+            };
+            out.extend(sources.into_iter().map(|source| DocumentRating {
+                asker: asker.clone(),
+                source,
+                up,
+                at: to_time(at),
+            }));
+        }
+        Ok(out)
     }
 
     /// The questions people did not get an answer to, asked since `since`:

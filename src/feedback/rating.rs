@@ -30,7 +30,7 @@ impl Vote {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub(super) fn parse(text: &str) -> Option<Self> {
         match text {
             "up" => Some(Vote::Up),
             "down" => Some(Vote::Down),

@@ -235,3 +235,35 @@ fn a_run_is_linked_to_one_escalation_the_first() {
             .unwrap()
     );
 }
+
+#[test]
+fn document_ratings_are_each_rating_per_cited_document_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), FeedbackConfig::default());
+    let alice = Asker::named("alice").unwrap();
+    let bob = Asker::named("bob").unwrap();
+    let two = RecordedRun {
+        sources: vec!["a.md".into(), "b.md".into()],
+        ..run(Decision::Answer)
+    };
+    let first = s.record(&two, &alice, None).unwrap().unwrap();
+    let second = recorded(&s, Decision::Caveat, &bob);
+    s.rate(&first, &alice, &up()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    s.rate(&second, &bob, &down(Reason::Wrong, None)).unwrap();
+    let ratings = s.document_ratings(10).unwrap();
+    let seen: Vec<(&str, &str, bool)> = ratings
+        .iter()
+        .map(|r| (r.asker.as_str(), r.source.as_str(), r.up))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("asker:bob", "backups.md", false),
+            ("asker:alice", "a.md", true),
+            ("asker:alice", "b.md", true)
+        ]
+    );
+    // At most `max` ratings are read.
+    assert_eq!(s.document_ratings(1).unwrap().len(), 1);
+}

@@ -9,7 +9,9 @@ use super::ask::AskOptions;
 use crate::config::Config;
 use crate::error::Result;
 use crate::exec::RunReport;
-use crate::feedback::{Asker, FeedbackStore, RatedEscalation, Rating, StoredRating};
+use crate::feedback::{
+    Asker, FeedbackStore, MAX_BOOST_RATINGS, RatedEscalation, Rating, StoredRating, document_boosts,
+};
 use crate::gaps::{self, GapReport};
 
 impl Grace {
@@ -42,8 +44,31 @@ impl Grace {
                 None
             });
         }
+        self.refresh_document_boosts();
         self.learn_if_due();
         Ok(stored)
+    }
+
+    /// Reads the documents' ratings into the knowledge base's boosts
+    /// (`feedback.document_boost`; nothing while it is 0): at start and
+    /// after each rating. A store that cannot be read leaves the boosts as
+    /// they were, with a warning.
+    pub(super) fn refresh_document_boosts(&self) {
+        let config = &self.config().feedback;
+        if config.document_boost <= 0.0 {
+            return;
+        }
+        match self.inner.feedback.document_ratings(MAX_BOOST_RATINGS) {
+            Ok(ratings) => self.inner.kb.set_document_boosts(document_boosts(
+                &ratings,
+                chrono::Utc::now(),
+                config,
+            )),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "the documents' ratings could not be read; their boosts stay as they were"
+            ),
+        }
     }
 
     /// Puts the question of run `answer_id`, whose answer `asker` rated

@@ -180,6 +180,7 @@ impl GraceBuilder {
         // Labels given while it was not serving (verdicts from the command
         // line) count too.
         grace.learn_if_due();
+        grace.refresh_document_boosts();
         Ok(grace)
     }
 }

@@ -166,6 +166,11 @@ pub enum Command {
         /// (what the per-asker cap must hold)
         #[arg(long, value_name = "K", default_value_t = 0, requires = "feedback")]
         feedback_flood: usize,
+        /// With --feedback: measure feedback.document_boost B on the
+        /// ranking (the sample's answers rated, the other questions
+        /// searched without and with the boosts)
+        #[arg(long, value_name = "B", requires = "feedback")]
+        document_boost: Option<f64>,
     },
     /// Fit the confidence weights to a question set (DIR as for eval) and
     /// write them to a calibration file for `confidence.calibration`; or,

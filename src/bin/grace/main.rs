@@ -213,6 +213,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             seed,
             feedback_noise,
             feedback_flood,
+            document_boost,
         } => evaluate::eval(
             cli,
             &config,
@@ -227,6 +228,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                     seed: *seed,
                     noise: *feedback_noise,
                     flood: *feedback_flood,
+                    document_boost: *document_boost,
                 }),
             },
         )?,

@@ -410,6 +410,19 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
         f.reference.labels
     );
     row("all".into(), &f.reference);
+    if let Some(b) = &f.document_boost {
+        println!(
+            "document boost {}: {} rated answers gave {} documents a boost; on the {} other answerable questions recall@1 {:.3} -> {:.3}, recall@k {:.3} -> {:.3}",
+            b.boost,
+            b.rated_answers,
+            b.documents,
+            b.questions,
+            b.recall_at_1,
+            b.boosted_recall_at_1,
+            b.recall_at_k,
+            b.boosted_recall_at_k
+        );
+    }
 }
 
 /// What `grace calibrate --from-feedback` fitted, and where it wrote it.

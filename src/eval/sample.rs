@@ -1,0 +1,46 @@
+//! The simulated askers of `grace eval --feedback N`: which questions
+//! they rate, drawn once from a seed, for the learning curve
+//! ([`super::feedback_sim`]) and the document boost's probe
+//! ([`super::boost_probe`]) alike.
+
+use crate::rng::Rng;
+
+/// The simulated askers' draw: which questions are rated (in order, each
+/// with whether its rating is flipped) and which are held out.
+pub(super) struct Sample {
+    /// The rated questions' indices, each with whether its rating is flipped.
+    pub(super) rated: Vec<(usize, bool)>,
+    /// The other questions' indices.
+    pub(super) held_out: Vec<usize>,
+    /// Ratings flipped.
+    pub(super) flipped: usize,
+}
+
+/// Draws `ratings` of `questions` (a seeded shuffle, then a flip with
+/// chance `noise` for each rated one); `None` when none would be left to
+/// score on. The learning curve and the document boost's probe draw the
+/// same sample from the same seed.
+pub(super) fn sample(
+    rng: &mut Rng,
+    questions: usize,
+    ratings: usize,
+    noise: f64,
+) -> Option<Sample> {
+    if ratings >= questions {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..questions).collect();
+    rng.shuffle(&mut order);
+    let (rated, held_out) = order.split_at(ratings);
+    let rated: Vec<(usize, bool)> = rated.iter().map(|&i| (i, rng.unit() < noise)).collect();
+    Some(Sample {
+        flipped: rated.iter().filter(|(_, flip)| *flip).count(),
+        rated,
+        held_out: held_out.to_vec(),
+    })
+}
+
+/// The simulated asker who rated question `i`.
+pub(super) fn simulated_asker(i: usize) -> String {
+    format!("simulated-asker-{i}")
+}

@@ -1,0 +1,147 @@
+//! Documents' boosts from askers' ratings (`feedback.document_boost`, off
+//! by default): a document whose answers were rated up moves up in the
+//! passages a search returns, one rated down moves down. Bounded (less
+//! than `document_boost` either way, however many ratings), decaying (a
+//! rating weighs half after `document_boost_half_life_days`), and one vote
+//! per asker and document (an asker's newest): one person's flood moves a
+//! document by one vote. Applied by [`crate::search::apply_document_boosts`].
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+use crate::config::FeedbackConfig;
+
+/// Newest ratings the boosts are made from: older ones have decayed (a
+/// month's half-life) and reading them all would cost every refresh.
+pub const MAX_BOOST_RATINGS: usize = 10_000;
+
+/// One rating of an answer, for one document it cited.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentRating {
+    /// Who rated (`session:<id>` or `asker:<name>`).
+    pub asker: String,
+    /// The cited document's path.
+    pub source: String,
+    /// Rated up (else down).
+    pub up: bool,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// Each document's boost at `now`: `document_boost × (u − d) / (u + d + 1)`,
+/// with `u` and `d` its up and down votes weighed by their age. `ratings`
+/// newest first (an asker's later vote on the same document is dropped).
+/// Empty when the boost is off.
+pub fn document_boosts(
+    ratings: &[DocumentRating],
+    now: DateTime<Utc>,
+    config: &FeedbackConfig,
+) -> HashMap<String, f32> {
+    let max = config.document_boost;
+    if max <= 0.0 {
+        return HashMap::new();
+    }
+    let half_life = f64::from(config.document_boost_half_life_days.max(1));
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    // (up, down) weights per document.
+    let mut votes: HashMap<&str, (f64, f64)> = HashMap::new();
+    for r in ratings {
+        if !seen.insert((r.asker.as_str(), r.source.as_str())) {
+            continue;
+        }
+        let age_days = (now - r.at).num_seconds().max(0) as f64 / 86_400.0;
+        let weight = 0.5f64.powf(age_days / half_life);
+        let v = votes.entry(r.source.as_str()).or_default();
+        if r.up {
+            v.0 += weight;
+        } else {
+            v.1 += weight;
+        }
+    }
+    votes
+        .into_iter()
+        .map(|(source, (up, down))| {
+            let boost = max * (up - down) / (up + down + 1.0);
+            (source.to_string(), boost as f32)
+        })
+        .filter(|(_, boost)| *boost != 0.0)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::*;
+
+    fn rating(asker: &str, source: &str, up: bool, days_ago: i64) -> DocumentRating {
+        DocumentRating {
+            asker: asker.into(),
+            source: source.into(),
+            up,
+            at: now() - Duration::days(days_ago),
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000, 0).unwrap()
+    }
+
+    fn on(boost: f64) -> FeedbackConfig {
+        FeedbackConfig {
+            document_boost: boost,
+            ..FeedbackConfig::default()
+        }
+    }
+
+    #[test]
+    fn off_by_default_and_nothing_without_ratings() {
+        let ratings = [rating("a", "x.md", true, 0)];
+        assert!(document_boosts(&ratings, now(), &FeedbackConfig::default()).is_empty());
+        assert!(document_boosts(&[], now(), &on(0.05)).is_empty());
+    }
+
+    #[test]
+    fn up_moves_up_down_moves_down_and_a_tie_not_at_all() {
+        let ratings = [
+            rating("a", "up.md", true, 0),
+            rating("b", "up.md", true, 0),
+            rating("a", "down.md", false, 0),
+            rating("a", "tie.md", true, 0),
+            rating("b", "tie.md", false, 0),
+        ];
+        let b = document_boosts(&ratings, now(), &on(0.06));
+        assert!((b["up.md"] - 0.04).abs() < 1e-6, "{b:?}");
+        assert!((b["down.md"] + 0.03).abs() < 1e-6, "{b:?}");
+        assert!(!b.contains_key("tie.md"));
+    }
+
+    #[test]
+    fn a_rating_weighs_half_after_the_half_life() {
+        let fresh = document_boosts(&[rating("a", "x.md", true, 0)], now(), &on(0.1));
+        let old = document_boosts(&[rating("a", "x.md", true, 30)], now(), &on(0.1));
+        // 0.1 × 1/2 against 0.1 × 0.5/1.5.
+        assert!((fresh["x.md"] - 0.05).abs() < 1e-6);
+        assert!((old["x.md"] - 0.1 / 3.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_flood_is_one_vote_and_many_askers_stay_below_the_bound() {
+        // One asker's 10,000 ratings of the same document: its newest counts.
+        let flood: Vec<DocumentRating> = (0..10_000)
+            .map(|i| rating("mallory", "x.md", i == 0, 0))
+            .collect();
+        let b = document_boosts(&flood, now(), &on(0.1));
+        assert!((b["x.md"] - 0.05).abs() < 1e-6, "{b:?}");
+        // 10,000 askers: close to the bound, never past it.
+        let many: Vec<DocumentRating> = (0..10_000)
+            .map(|i| rating(&format!("asker{i}"), "x.md", false, 0))
+            .collect();
+        let b = document_boosts(&many, now(), &on(0.1));
+        assert!(b["x.md"] > -0.1 && b["x.md"] < -0.0999, "{b:?}");
+        // A rating from the future (a clock step) weighs as a fresh one.
+        let b = document_boosts(&[rating("a", "x.md", true, -5)], now(), &on(0.1));
+        assert!((b["x.md"] - 0.05).abs() < 1e-6);
+    }
+}
