@@ -29,6 +29,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, MAX_GAP_DAYS};
+use crate::embed::{dot, normalise};
 use crate::error::Result;
 use crate::feedback::{FeedbackError, FeedbackStore, Unmet, Why};
 
@@ -127,11 +128,10 @@ pub fn read(
 pub fn threshold(config: &Config) -> Result<f32> {
     let similarity = config.feedback.gap_similarity as f32;
     let card = crate::embed::ModelCard::of(&config.embedding.model_dir)?;
+    // A card's scale is positive (`ModelCard::of` checks it).
     Ok(match card.similarity {
-        Some(scale) if scale.passage.scale > 0.0 => {
-            (similarity - scale.passage.shift) / scale.passage.scale
-        }
-        _ => similarity,
+        Some(scale) => (similarity - scale.passage.shift) / scale.passage.scale,
+        None => similarity,
     })
 }
 
@@ -246,17 +246,6 @@ fn unit(v: &[f32]) -> Vec<f32> {
     v
 }
 
-fn normalise(v: &mut [f32]) {
-    let norm = dot(v, v).sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 /// Each vector's group and the groups' centroids (unit vectors): leader
 /// clustering in the given order at cosine `similarity`, then each vector
 /// moved to its nearest final centroid when that one is at least as near.
@@ -276,9 +265,7 @@ fn cluster(
         match nearest(&centroids[..open(&centroids)], v).filter(|&(_, s)| s >= similarity) {
             Some((g, _)) => {
                 sums[g].iter_mut().zip(v).for_each(|(s, x)| *s += x);
-                let mut c = sums[g].clone();
-                normalise(&mut c);
-                centroids[g] = c;
+                centroids[g] = unit(&sums[g]);
                 group_of.push(g);
             }
             None => {

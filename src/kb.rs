@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Serialize;
 
@@ -234,20 +234,19 @@ impl KnowledgeBase {
     /// Documents' boosts from now on (by document path): a search moves
     /// each returned passage by its document's ([`apply_document_boosts`]).
     pub fn set_document_boosts(&self, boosts: HashMap<String, f32>) {
-        let boosts = Arc::new(boosts);
-        match self.document_boosts.write() {
-            Ok(mut held) => *held = boosts,
-            // A writer panicked: the value is whole (one pointer), replace it.
-            Err(poisoned) => *poisoned.into_inner() = boosts,
-        }
+        // A writer that panicked left a whole value (one pointer): replace it.
+        *self
+            .document_boosts
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(boosts);
     }
 
     /// The documents' boosts searches use now.
     pub fn document_boosts(&self) -> Arc<HashMap<String, f32>> {
-        match self.document_boosts.read() {
-            Ok(held) => held.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.document_boosts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Mean cosine similarity of `passage` to its `k` nearest other passages
@@ -419,7 +418,7 @@ fn confidence_status(
     config: &Config,
     hashes: &std::collections::BTreeSet<String>,
 ) -> ConfidenceStatus {
-    use crate::confidence::calibration::{Configured, configured};
+    use crate::confidence::calibration::{Configured, Source, configured};
     let sc = &config.confidence.self_calibration;
     let mut status = ConfidenceStatus {
         weights: "configured",
@@ -429,28 +428,22 @@ fn confidence_status(
     };
     match configured(config) {
         Ok(Some((source, c))) => {
-            use crate::confidence::calibration::Source;
-            let changed_share = c.changed_share(hashes);
-            let file = match source {
-                Source::Labelled => config.confidence.calibration.clone().unwrap_or_default(),
-                Source::Feedback => config.feedback_calibration_path(),
-                Source::SelfFit => config.self_calibration_path(),
+            // A fit on feedback describes people's questions, not the
+            // documents: it does not go stale with them.
+            let changed_share = if source == Source::Feedback {
+                0.0
+            } else {
+                c.changed_share(hashes)
             };
             status.weights = source.as_str();
             status.fit = Some(FitStatus {
-                file,
+                file: source.file(config),
                 created: c.created.clone(),
                 questions: c.fitted_on.questions,
                 questions_by_kind: c.self_calibration.clone(),
                 ece: c.cross_validated.ece,
                 auroc: c.cross_validated.auroc,
-                // A fit on feedback describes people's questions, not the
-                // documents: it does not go stale with them.
-                changed_share: if source == Source::Feedback {
-                    0.0
-                } else {
-                    changed_share
-                },
+                changed_share,
                 stale: source != Source::Feedback && changed_share > sc.refit_share,
             });
         }

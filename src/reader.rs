@@ -212,18 +212,15 @@ pub fn rerank(passages: &mut [crate::search::Passage]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn passage(id: u64, pinned: bool) -> crate::search::Passage {
-        crate::search::Passage::for_tests(id, pinned)
-    }
+    use crate::search::Passage;
 
     #[test]
     fn rerank_orders_by_probability_below_pinned_passages() {
         let mut ps = vec![
-            passage(1, false),
-            passage(2, false),
-            passage(3, true),
-            passage(4, false),
+            Passage::for_tests(1, false),
+            Passage::for_tests(2, false),
+            Passage::for_tests(3, true),
+            Passage::for_tests(4, false),
         ];
         for (p, prob) in ps.iter_mut().zip([0.1, 0.9, 0.2, 0.9]) {
             p.reader_score = Some(prob);

@@ -67,6 +67,15 @@ impl Source {
             Self::SelfFit => "self",
         }
     }
+
+    /// The file a calibration from here is read from.
+    pub fn file(self, config: &Config) -> PathBuf {
+        match self {
+            Self::Labelled => config.confidence.calibration.clone().unwrap_or_default(),
+            Self::Feedback => config.feedback_calibration_path(),
+            Self::SelfFit => config.self_calibration_path(),
+        }
+    }
 }
 
 /// Why no calibration could be read: the labelled file
@@ -88,7 +97,7 @@ pub fn configured(config: &Config) -> Result<Option<(Source, Calibration)>, Conf
             .map_err(Configured::Labelled);
     }
     if config.confidence.feedback_calibration == FeedbackCalibrationMode::Auto {
-        let path = config.feedback_calibration_path();
+        let path = Source::Feedback.file(config);
         if path.exists() {
             match Calibration::load(&path) {
                 Ok(c) => return Ok(Some((Source::Feedback, c))),
@@ -101,7 +110,7 @@ pub fn configured(config: &Config) -> Result<Option<(Source, Calibration)>, Conf
     if config.confidence.self_calibration.mode == SelfCalibrationMode::Off {
         return Ok(None);
     }
-    let path = config.self_calibration_path();
+    let path = Source::SelfFit.file(config);
     if !path.exists() {
         return Ok(None);
     }

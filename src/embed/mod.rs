@@ -155,13 +155,24 @@ impl SimilarityScale {
 /// Cosine similarity of two vectors (their dot product when both are
 /// L2-normalised, as an [`Embedder`]'s are).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let (na, nb) = (dot(a, a).sqrt(), dot(b, b).sqrt());
     if na == 0.0 || nb == 0.0 {
         0.0
     } else {
-        dot / (na * nb)
+        dot(a, b) / (na * nb)
+    }
+}
+
+/// The dot product of two vectors (their cosine when both are unit vectors).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Scales `v` to unit length in place (a zero vector stays zero).
+pub fn normalise(v: &mut [f32]) {
+    let norm = dot(v, v).sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
     }
 }
 

@@ -2,8 +2,6 @@
 //! --feedback N --document-boost B`), measured on the knowledge base the
 //! questions were just asked of.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use super::sample::{sample, simulated_asker};
@@ -99,17 +97,15 @@ pub(super) fn probe(
         let n = held.len().max(1) as f64;
         Ok((at_1 as f64 / n, at_k as f64 / n))
     };
-    let before = kb.document_boosts();
-    kb.set_document_boosts(HashMap::new());
+    // The evaluation's own knowledge base: it starts without boosts.
     let plain = recall(kb)?;
-    kb.set_document_boosts(boosts.clone());
-    let boosted = recall(kb);
-    kb.set_document_boosts((*before).clone());
-    let boosted = boosted?;
+    let documents = boosts.len();
+    kb.set_document_boosts(boosts);
+    let boosted = recall(kb)?;
     Ok(Some(BoostProbe {
         boost,
         rated_answers: rated.len(),
-        documents: boosts.len(),
+        documents,
         questions: held.len(),
         recall_at_1: plain.0,
         recall_at_k: plain.1,

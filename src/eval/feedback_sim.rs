@@ -90,13 +90,8 @@ pub fn simulate(
 ) -> Option<FeedbackCurve> {
     let outcomes = &collected.outcomes;
     let mut rng = Rng::new(seed);
-    let Sample {
-        rated,
-        held_out,
-        flipped,
-    } = sample(&mut rng, outcomes.len(), ratings, noise)?;
-    let sampled: Vec<usize> = rated.iter().map(|&(i, _)| i).collect();
-    let held_out = &held_out[..];
+    let Sample { rated, held_out } = sample(&mut rng, outcomes.len(), ratings, noise)?;
+    let flipped = rated.iter().filter(|(_, flip)| *flip).count();
     let labels: Vec<Label> = rated
         .iter()
         .map(|&(i, flip)| Label {
@@ -109,7 +104,7 @@ pub fn simulate(
         .collect();
     let false_ratings: Vec<Label> = (0..flood)
         .filter_map(|_| {
-            let &i = sampled.get(rng.below(sampled.len().max(1)))?;
+            let &(i, _) = rated.get(rng.below(rated.len().max(1)))?;
             Some(Label {
                 x: features(&outcomes[i].factors),
                 y: !outcomes[i].right,
@@ -157,7 +152,7 @@ pub fn simulate(
         flood: false_ratings.len(),
         held_out: held_out.len(),
         curve,
-        reference: reference(config, collected, held_out, &prior, seed),
+        reference: reference(config, collected, &held_out, &prior, seed),
         document_boost: collected.document_boost.clone(),
     })
 }

@@ -114,7 +114,7 @@ fn reliability_panel(area: &Area<'_>, models: &[ModelFare]) -> Result<(), String
             .map(|b| (b.predicted, b.observed))
             .collect();
         chart
-            .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))
             .map_err(|e| e.to_string())?;
         chart
             .draw_series(model.reliability.iter().map(|b| {
@@ -133,7 +133,6 @@ fn reliability_panel(area: &Area<'_>, models: &[ModelFare]) -> Result<(), String
 
 /// The coverage/risk curves of `models` on `area`.
 fn coverage_risk_panel(root: &Area<'_>, models: &[ModelFare]) -> Result<(), String> {
-    let draw = |message: String| message;
     let max_risk = models
         .iter()
         .flat_map(|m| m.coverage_risk.iter().map(|p| p.risk))
@@ -145,14 +144,14 @@ fn coverage_risk_panel(root: &Area<'_>, models: &[ModelFare]) -> Result<(), Stri
         .x_label_area_size(48)
         .y_label_area_size(64)
         .build_cartesian_2d(0.0f64..1.0f64, 0.0f64..(max_risk * 1.1).min(1.0))
-        .map_err(|e| draw(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .x_desc("coverage: share of questions answered (score >= threshold)")
         .y_desc("risk: share of answered that are wrong")
         .label_style(("sans-serif", 15))
         .draw()
-        .map_err(|e| draw(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     for (i, model) in models.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let points: Vec<(f64, f64)> = model
@@ -171,7 +170,7 @@ fn coverage_risk_panel(root: &Area<'_>, models: &[ModelFare]) -> Result<(), Stri
         );
         chart
             .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
-            .map_err(|e| draw(e.to_string()))?
+            .map_err(|e| e.to_string())?
             .label(label)
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
@@ -182,7 +181,7 @@ fn coverage_risk_panel(root: &Area<'_>, models: &[ModelFare]) -> Result<(), Stri
                     .into_iter()
                     .map(|p| Circle::new(p, 3, colour.filled())),
             )
-            .map_err(|e| draw(e.to_string()))?;
+            .map_err(|e| e.to_string())?;
     }
     chart
         .configure_series_labels()
@@ -191,7 +190,7 @@ fn coverage_risk_panel(root: &Area<'_>, models: &[ModelFare]) -> Result<(), Stri
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
-        .map_err(|e| draw(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 

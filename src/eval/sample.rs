@@ -12,8 +12,6 @@ pub(super) struct Sample {
     pub(super) rated: Vec<(usize, bool)>,
     /// The other questions' indices.
     pub(super) held_out: Vec<usize>,
-    /// Ratings flipped.
-    pub(super) flipped: usize,
 }
 
 /// Draws `ratings` of `questions` (a seeded shuffle, then a flip with
@@ -34,7 +32,6 @@ pub(super) fn sample(
     let (rated, held_out) = order.split_at(ratings);
     let rated: Vec<(usize, bool)> = rated.iter().map(|&i| (i, rng.unit() < noise)).collect();
     Some(Sample {
-        flipped: rated.iter().filter(|(_, flip)| *flip).count(),
         rated,
         held_out: held_out.to_vec(),
     })

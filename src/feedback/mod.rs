@@ -235,6 +235,15 @@ impl FeedbackStore {
         })
     }
 
+    /// The store in `data_dir` when one was created there (`None` when
+    /// nothing was recorded yet: a reader creates nothing).
+    pub fn open_existing(data_dir: &Path, limits: &FeedbackConfig) -> Result<Option<Self>> {
+        match data_dir.join(FEEDBACK_FILE).exists() {
+            true => Self::open(data_dir, limits).map(Some),
+            false => Ok(None),
+        }
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         self.db.path()
@@ -580,8 +589,7 @@ impl FeedbackStore {
         let conn = self.db.lock();
         let mut stmt = conn
             .prepare(
-                "SELECT r.id, r.created_at, r.decision, r.record, v.vector,
-                        EXISTS (SELECT 1 FROM ratings g WHERE g.run_id = r.id AND g.vote = 'down')
+                "SELECT r.created_at, r.decision, json_extract(r.record, '$.question'), v.vector
                  FROM runs r JOIN run_vectors v ON v.run_id = r.id
                  WHERE r.created_at >= ?1
                    AND (r.decision IN ('decline', 'escalate')
@@ -590,7 +598,7 @@ impl FeedbackStore {
                  LIMIT ?2",
             )
             .map_err(|source| self.db(source))?;
-        type Row = (String, i64, String, String, Vec<u8>, bool);
+        type Row = (i64, String, String, Vec<u8>);
         let rows = stmt
             .query_map(
                 params![
@@ -602,27 +610,20 @@ impl FeedbackStore {
             .map_err(|source| self.db(source))?
             .collect::<std::result::Result<Vec<Row>, _>>()
             .map_err(|source| self.db(source))?;
-        rows.into_iter()
-            .map(|(id, at, decision, record, vector, down)| {
-                let run = self.parse(&id, &record)?;
-                let why = match decision.as_str() {
+        Ok(rows
+            .into_iter()
+            .map(|(at, decision, question, vector)| Unmet {
+                question,
+                at: to_time(at),
+                // The query lets through only these and down-rated answers.
+                why: match decision.as_str() {
                     "decline" => Why::Declined,
                     "escalate" => Why::Escalated,
-                    _ if down => Why::RatedDown,
-                    other => {
-                        return Err(
-                            self.corrupt(format!("run {id}: unexpected decision {other:?}"))
-                        );
-                    }
-                };
-                Ok(Unmet {
-                    question: run.question,
-                    at: to_time(at),
-                    why,
-                    vector: dequantise(&vector),
-                })
+                    _ => Why::RatedDown,
+                },
+                vector: dequantise(&vector),
             })
-            .collect()
+            .collect())
     }
 
     fn parse(&self, id: &str, text: &str) -> Result<RecordedRun> {

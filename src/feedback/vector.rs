@@ -2,10 +2,12 @@
 //! vector's components times 127 as signed bytes (a quarter of the
 //! floats' size; a cosine read back is within about 0.01 of the original).
 
+use crate::embed::{dot, normalise};
+
 /// `vector` scaled to unit length, as signed bytes (an all-zero vector
 /// stays zero).
 pub fn quantise(vector: &[f32]) -> Vec<u8> {
-    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let norm = dot(vector, vector).sqrt();
     let scale = if norm > 0.0 { 127.0 / norm } else { 0.0 };
     vector
         .iter()
@@ -15,13 +17,9 @@ pub fn quantise(vector: &[f32]) -> Vec<u8> {
 
 /// The unit vector of bytes stored by [`quantise`].
 pub fn dequantise(bytes: &[u8]) -> Vec<f32> {
-    let v: Vec<f32> = bytes.iter().map(|b| f32::from(*b as i8)).collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.into_iter().map(|x| x / norm).collect()
-    } else {
-        v
-    }
+    let mut v: Vec<f32> = bytes.iter().map(|b| f32::from(*b as i8)).collect();
+    normalise(&mut v);
+    v
 }
 
 #[cfg(test)]

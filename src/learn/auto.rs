@@ -69,6 +69,11 @@ pub struct FitHistory {
 }
 
 impl FitHistory {
+    /// The label count at which the next refit is due.
+    pub fn next_refit_at(&self, config: &Config) -> usize {
+        self.labels_at_last_fit + config.confidence.feedback_refit_every
+    }
+
     /// The history in `config`'s data folder; empty when there is none. A
     /// file that cannot be read is an error naming it.
     pub fn load(config: &Config) -> Result<Self> {
@@ -132,7 +137,7 @@ impl FeedbackCalibration {
             mode: config.confidence.feedback_calibration,
             refit_every: config.confidence.feedback_refit_every,
             labels: feedback.label_count()?,
-            next_refit_at: history.labels_at_last_fit + config.confidence.feedback_refit_every,
+            next_refit_at: history.next_refit_at(config),
             current: history.current().cloned(),
             history: history.fits,
         })
@@ -164,13 +169,18 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
 /// no labelled `confidence.calibration` file wins over it, and
 /// `feedback_refit_every` labels came since the last.
 pub fn due(config: &Config, feedback: &FeedbackStore, history: &FitHistory) -> Result<bool> {
-    if config.confidence.feedback_calibration != FeedbackCalibrationMode::Auto
-        || config.confidence.calibration.is_some()
-    {
+    if !enabled(config) {
         return Ok(false);
     }
     let count = feedback.label_count()?;
-    Ok(count >= history.labels_at_last_fit + config.confidence.feedback_refit_every)
+    Ok(count >= history.next_refit_at(config))
+}
+
+/// Whether refits while serving are on: `confidence.feedback_calibration`
+/// is `auto` and no labelled `confidence.calibration` file wins over it.
+pub fn enabled(config: &Config) -> bool {
+    config.confidence.feedback_calibration == FeedbackCalibrationMode::Auto
+        && config.confidence.calibration.is_none()
 }
 
 /// Fits the weights on the labels in `feedback` and `queue` starting from

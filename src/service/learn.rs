@@ -4,7 +4,7 @@
 
 use super::Grace;
 use crate::error::Result;
-use crate::learn::auto::{FeedbackCalibration, FitHistory, due, refit};
+use crate::learn::auto::{FeedbackCalibration, FitHistory, due, enabled, refit};
 
 impl Grace {
     /// The fit on feedback and its history.
@@ -19,11 +19,12 @@ impl Grace {
     /// service calls it after each rating, each reviewer's answer and at
     /// start.
     pub fn learn_if_due(&self) {
-        let is_due = {
-            let scoring = self.scoring_config();
-            FitHistory::load(&scoring)
-                .and_then(|history| due(&scoring, &self.inner.feedback, &history))
-        };
+        // Off (or a labelled calibration wins): no history to read.
+        if !enabled(self.config()) {
+            return;
+        }
+        let is_due = FitHistory::load(self.config())
+            .and_then(|history| due(self.config(), &self.inner.feedback, &history));
         match is_due {
             Ok(true) => {}
             Ok(false) => return,

@@ -2,7 +2,7 @@
 //! people did not get an answer to.
 
 use grace::config::Config;
-use grace::feedback::{FEEDBACK_FILE, FeedbackStore};
+use grace::feedback::FeedbackStore;
 
 use crate::cli::{Cli, GapsArgs};
 use crate::output;
@@ -10,13 +10,7 @@ use crate::output;
 /// Prints the gap report of the data folder's feedback; a folder where
 /// nothing was recorded yet has an empty report (and is not created).
 pub fn run(cli: &Cli, config: &Config, args: &GapsArgs) -> grace::Result<()> {
-    let store = match config.storage.data_dir.join(FEEDBACK_FILE).exists() {
-        true => Some(FeedbackStore::open(
-            &config.storage.data_dir,
-            &config.feedback,
-        )?),
-        false => None,
-    };
+    let store = FeedbackStore::open_existing(&config.storage.data_dir, &config.feedback)?;
     let report = grace::gaps::read(store.as_ref(), config, args.days, args.limit)?;
     output::gaps(&report, cli.json);
     Ok(())

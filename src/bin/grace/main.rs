@@ -182,17 +182,16 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 true => tools::open_stats(&config)?.all()?,
                 false => Vec::new(),
             };
-            let feedback_file = config.storage.data_dir.join(grace::feedback::FEEDBACK_FILE);
-            let learning = match feedback_file.exists() {
-                true => Some(grace::learn::auto::FeedbackCalibration::of(
+            let learning = match grace::feedback::FeedbackStore::open_existing(
+                &config.storage.data_dir,
+                &config.feedback,
+            )? {
+                Some(store) => Some(grace::learn::auto::FeedbackCalibration::of(
                     &config,
-                    &grace::feedback::FeedbackStore::open(
-                        &config.storage.data_dir,
-                        &config.feedback,
-                    )?,
+                    &store,
                     &grace::review::ReviewQueue::open(&config)?,
                 )?),
-                false => None,
+                None => None,
             };
             output::status(
                 &grace::status(&config)?,

@@ -218,16 +218,14 @@ impl Extractive {
         let identifiers = distinct_identifiers(question);
         let identifier_terms: HashSet<u32> =
             identifiers.iter().map(|id| identifier_term(id)).collect();
-        let terms: Vec<HashSet<u32>> = texts
-            .iter()
-            .map(|t| {
-                self.lexical
-                    .encode_document(t)
-                    .indices
-                    .into_iter()
-                    .collect()
-            })
-            .collect();
+        let term_set = |t: &str| -> HashSet<u32> {
+            self.lexical
+                .encode_document(t)
+                .indices
+                .into_iter()
+                .collect()
+        };
+        let terms: Vec<HashSet<u32>> = texts.iter().map(|t| term_set(t)).collect();
         let scored: Vec<Scored> = vectors
             .iter()
             .enumerate()
@@ -287,12 +285,7 @@ impl Extractive {
             .and_then(|(_, h, _)| *h)
             .map(|text| Heading {
                 text,
-                terms: self
-                    .lexical
-                    .encode_document(text)
-                    .indices
-                    .into_iter()
-                    .collect(),
+                terms: term_set(text),
             });
         let mut chosen = choose(
             best.index,
