@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example gap_study -- missing SET_DIR PREFIX [--others N]
-//! cargo run --release --example gap_study -- timing SET_DIR... [--questions N]
+//! cargo run --release --example gap_study -- timing SET_DIR... [--questions N] [--unrelated]
 //! ```
 //!
 //! `missing`: the set's corpus is ingested without the documents whose
@@ -16,7 +16,9 @@
 //!
 //! `timing`: N (5,000) escalated runs are recorded with real question
 //! embeddings (the sets' questions, repeated with a little noise to reach
-//! N), and the report over them is timed (median of 5; goal: under 5 s).
+//! N; with `--unrelated`, random directions instead: the worst case, no
+//! two alike), and the report over them is timed (median of 5; goal:
+//! under 5 s).
 //! The report reads only the feedback store, never the knowledge base, so
 //! its size does not enter.
 
@@ -147,7 +149,7 @@ fn missing(args: &[String]) -> Result<(), Error> {
         chrono::Utc::now() - chrono::Duration::days(1),
         grace::gaps::MAX_QUESTIONS,
     )?;
-    let place = grace::gaps::membership(&unmet, grace::gaps::threshold(grace.config())?);
+    let place = grace::gaps::membership(&unmet, grace::gaps::thresholds(grace.config())?);
     let in_top = unmet
         .iter()
         .zip(&place)
@@ -165,6 +167,15 @@ fn missing(args: &[String]) -> Result<(), Error> {
         section.len(),
         100.0 * in_top as f64 / section.len().max(1) as f64
     );
+    for (u, p) in unmet.iter().zip(&place) {
+        if *p != 0 && section.contains(&u.question.as_str()) {
+            println!(
+                "  outside the top group (in group {}): {:?}",
+                p + 1,
+                u.question
+            );
+        }
+    }
     for (i, g) in report.groups.iter().take(5).enumerate() {
         let members = unmet.iter().zip(&place).filter(|(_, p)| **p == i);
         let from_section = members
@@ -185,6 +196,7 @@ fn missing(args: &[String]) -> Result<(), Error> {
 
 fn timing(args: &[String]) -> Result<(), Error> {
     let n = flag(args, "--questions", 5_000)?;
+    let unrelated = args.iter().any(|a| a == "--unrelated");
     let sets: Vec<&String> = args.iter().take_while(|a| !a.starts_with("--")).collect();
     if sets.is_empty() {
         return Err("timing SET_DIR... [--questions N]".into());
@@ -214,7 +226,15 @@ fn timing(args: &[String]) -> Result<(), Error> {
     for k in 0..n {
         let i = k % texts.len();
         let mut v = vectors[i].clone();
-        if k >= texts.len() {
+        if unrelated {
+            // The worst case: no two questions alike.
+            for x in v.iter_mut() {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *x = (seed % 2001) as f32 / 1000.0 - 1.0;
+            }
+        } else if k >= texts.len() {
             for x in v.iter_mut() {
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
@@ -237,6 +257,16 @@ fn timing(args: &[String]) -> Result<(), Error> {
     }
     println!(
         "{n} runs recorded in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let started = Instant::now();
+    let unmet = store.unmet(
+        chrono::Utc::now() - chrono::Duration::days(30),
+        grace::gaps::MAX_QUESTIONS,
+    )?;
+    println!(
+        "reading the {} questions alone: {:.3} s",
+        unmet.len(),
         started.elapsed().as_secs_f64()
     );
     let mut times = Vec::new();

@@ -4,32 +4,41 @@
 //! Its input is the questions people did not get an answer to
 //! ([`FeedbackStore::unmet`](crate::feedback::FeedbackStore::unmet)):
 //! declined, escalated, or answered and rated down. They are grouped by
-//! meaning:
+//! meaning, in two steps:
 //!
-//! 1. Leader clustering of their embeddings (unit vectors), oldest
-//!    first: a question joins the group whose centroid is nearest if
-//!    their cosine is at least `feedback.gap_similarity`, else starts a
-//!    group.
-//! 2. Once more against the final centroids, so that a question asked
-//!    before its group formed finds it.
+//! 1. Near repeats first: oldest first, a question joins the group of
+//!    near repeats whose centroid is nearest if their cosine is at least
+//!    [`NEAR_REPEAT`], else starts one (leader clustering; bounded by
+//!    [`OPEN_GROUPS`]).
+//! 2. Then average linkage: the two groups whose questions are on average
+//!    the most similar are merged, as long as that average is at least
+//!    `feedback.gap_similarity` (a group's sum of unit vectors makes the
+//!    average exact, and the nearest-neighbour chain makes it
+//!    groups² work). Unlike joining a running centroid, this does not
+//!    depend on which question came first, and a subject's questions that
+//!    are each only loosely alike still end in one group.
 //!
-//! The setting, 0.4 by default, is on GRACE's similarity scale (MiniLM's
+//! The setting, 0.25 by default, is on GRACE's similarity scale (MiniLM's
 //! cosines), where questions about one subject sit at 0.35 to 0.65 from
-//! each other and unrelated ones below 0.3; another model's cosines are
-//! put on that scale by its model card's map ([`threshold`]), so e5 (for
-//! Japanese), whose cosines crowd near 0.85, groups at a cosine of 0.865.
+//! each other and unrelated ones below 0.3, so that a group's average
+//! stays above 0.25 while it holds one subject; another model's cosines
+//! are put on that scale by its model card's map ([`thresholds`]), so e5
+//! (for Japanese), whose cosines crowd near 0.85, groups at an average
+//! cosine of 0.839. `examples/gap_study.rs` measures it: a section removed
+//! from a knowledge base, its questions among others.
 //!
 //! Each group is labelled by its most typical question (the nearest to
 //! its centroid), counted (in all, per reason, and in each half of the
 //! window: the trend) and shown with a few other examples. The cost is
-//! questions × groups dot products: 5,000 questions in well under a
-//! second (`examples/gap_study.rs` measures it).
+//! questions × [`OPEN_GROUPS`] dot products for the first step and
+//! groups² for the second: 5,000 questions in well under a second
+//! (`examples/gap_study.rs` measures it).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, MAX_GAP_DAYS};
-use crate::embed::{dot, normalise};
+use crate::embed::{dot_lanes, normalise};
 use crate::error::Result;
 use crate::feedback::{FeedbackError, FeedbackStore, Unmet, Why};
 
@@ -39,9 +48,14 @@ pub const EXAMPLES: usize = 3;
 pub const MAX_QUESTIONS: usize = 20_000;
 /// Most groups a report may be asked for.
 pub const MAX_GROUPS: usize = 1_000;
-/// Groups that take members (see [`cluster`]): bounds the work on
-/// [`MAX_QUESTIONS`] questions that have nothing in common.
-const OPEN_GROUPS: usize = 2_000;
+/// Groups of near repeats that take members and are merged (the
+/// module's two steps): bounds the work, and the merge's table of
+/// similarities (16 MB), on [`MAX_QUESTIONS`] questions that have nothing
+/// in common.
+pub const OPEN_GROUPS: usize = 2_000;
+/// Questions at least this similar (on GRACE's similarity scale) are near
+/// repeats of each other: the first step groups them.
+pub const NEAR_REPEAT: f64 = 0.7;
 
 /// What the knowledge base is missing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -54,7 +68,7 @@ pub struct GapReport {
     pub questions: usize,
     /// Groups found in all (more than `groups` holds when limited).
     pub total_groups: usize,
-    /// The similarity a question needs to join a group
+    /// The average similarity two groups need to merge
     /// (`feedback.gap_similarity`, on GRACE's similarity scale).
     pub similarity: f64,
     /// The groups, most asked first.
@@ -88,7 +102,7 @@ pub struct Gap {
 /// The report on the questions in `store` (none when `None`: a data
 /// folder where nothing was recorded yet) of the last `days`
 /// (`feedback.gap_days` when `None`; 1 to [`MAX_GAP_DAYS`]), grouped at
-/// `feedback.gap_similarity` ([`threshold`]), its `limit` largest groups
+/// `feedback.gap_similarity` ([`thresholds`]), its `limit` largest groups
 /// (1 to [`MAX_GROUPS`]).
 pub fn read(
     store: Option<&FeedbackStore>,
@@ -115,18 +129,37 @@ pub fn read(
         Some(store) => store.unmet(since, MAX_QUESTIONS)?,
         None => Vec::new(),
     };
-    let mut r = report(&unmet, threshold(config)?, since, until, limit);
+    let mut r = report(&unmet, thresholds(config)?, since, until, limit);
     r.similarity = config.feedback.gap_similarity;
     Ok(r)
 }
 
-/// `feedback.gap_similarity`, which is on GRACE's similarity scale
-/// (MiniLM's cosines), as a cosine of the configured model: its model
-/// card's map for two texts of a kind ([`crate::embed::SimilarityScale`]'s
-/// `passage`) undone, so that one setting serves every model
-/// (multilingual-e5-small's 0.4 is a cosine of 0.865).
-pub fn threshold(config: &Config) -> Result<f32> {
-    let similarity = config.feedback.gap_similarity as f32;
+/// The cosines the grouping uses, on the configured model's scale.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    /// The average cosine two groups need to merge
+    /// (`feedback.gap_similarity`).
+    pub group: f32,
+    /// The cosine of near repeats ([`NEAR_REPEAT`]).
+    pub repeat: f32,
+}
+
+/// `feedback.gap_similarity` and [`NEAR_REPEAT`] as cosines of the
+/// configured model ([`model_cosine`]).
+pub fn thresholds(config: &Config) -> Result<Thresholds> {
+    Ok(Thresholds {
+        group: model_cosine(config, config.feedback.gap_similarity)?,
+        repeat: model_cosine(config, NEAR_REPEAT)?,
+    })
+}
+
+/// A `similarity` on GRACE's similarity scale (MiniLM's cosines) as a
+/// cosine of the configured model: its model card's map for two texts of
+/// a kind ([`crate::embed::SimilarityScale`]'s `passage`) undone, so that
+/// one setting serves every model (multilingual-e5-small's 0.4 is a
+/// cosine of 0.865).
+pub fn model_cosine(config: &Config, similarity: f64) -> Result<f32> {
+    let similarity = similarity as f32;
     let card = crate::embed::ModelCard::of(&config.embedding.model_dir)?;
     // A card's scale is positive (`ModelCard::of` checks it).
     Ok(match card.similarity {
@@ -136,16 +169,17 @@ pub fn threshold(config: &Config) -> Result<f32> {
 }
 
 /// The report on `unmet` (newest first or in any order), asked in the
-/// window `since..=until`, grouped at cosine `similarity`, its `limit`
-/// largest groups.
+/// window `since..=until`, grouped at `thresholds`, its `limit` largest
+/// groups (`similarity` is the group threshold as a cosine; [`read`] puts
+/// the setting there).
 pub fn report(
     unmet: &[Unmet],
-    similarity: f32,
+    thresholds: Thresholds,
     since: DateTime<Utc>,
     until: DateTime<Utc>,
     limit: usize,
 ) -> GapReport {
-    let mut groups: Vec<Gap> = grouped(unmet, similarity, since, until)
+    let mut groups: Vec<Gap> = grouped(unmet, thresholds, since, until)
         .into_iter()
         .map(|(gap, _)| gap)
         .collect();
@@ -156,17 +190,17 @@ pub fn report(
         until,
         questions: unmet.len(),
         total_groups,
-        similarity: f64::from(similarity),
+        similarity: f64::from(thresholds.group),
         groups,
     }
 }
 
 /// Each of `unmet`'s group, as its place in the report (0: the most
 /// asked), grouped as [`report`] groups them.
-pub fn membership(unmet: &[Unmet], similarity: f32) -> Vec<usize> {
+pub fn membership(unmet: &[Unmet], thresholds: Thresholds) -> Vec<usize> {
     let now = Utc::now();
     let mut place = vec![0; unmet.len()];
-    for (rank, (_, members)) in grouped(unmet, similarity, now, now).iter().enumerate() {
+    for (rank, (_, members)) in grouped(unmet, thresholds, now, now).iter().enumerate() {
         for &i in members {
             place[i] = rank;
         }
@@ -178,14 +212,14 @@ pub fn membership(unmet: &[Unmet], similarity: f32) -> Vec<usize> {
 /// `unmet`).
 fn grouped(
     unmet: &[Unmet],
-    similarity: f32,
+    thresholds: Thresholds,
     since: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Vec<(Gap, Vec<usize>)> {
     let mut order: Vec<usize> = (0..unmet.len()).collect();
     order.sort_by_key(|&i| unmet[i].at);
     let vectors: Vec<Vec<f32>> = order.iter().map(|&i| unit(&unmet[i].vector)).collect();
-    let (group_of, centroids) = cluster(&vectors, similarity, OPEN_GROUPS);
+    let (group_of, centroids) = cluster(&vectors, thresholds, OPEN_GROUPS);
     let middle = since + (until - since) / 2;
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); centroids.len()];
     for (k, g) in group_of.iter().enumerate() {
@@ -200,7 +234,9 @@ fn grouped(
             let typical = m
                 .iter()
                 .copied()
-                .max_by(|&a, &b| dot(&vectors[a], centroid).total_cmp(&dot(&vectors[b], centroid)))
+                .max_by(|&a, &b| {
+                    dot_lanes(&vectors[a], centroid).total_cmp(&dot_lanes(&vectors[b], centroid))
+                })
                 .unwrap_or(m[0]);
             let label = asked(typical).question.clone();
             let mut examples: Vec<String> = Vec::new();
@@ -246,45 +282,144 @@ fn unit(v: &[f32]) -> Vec<f32> {
     v
 }
 
-/// Each vector's group and the groups' centroids (unit vectors): leader
-/// clustering in the given order at cosine `similarity`, then each vector
-/// moved to its nearest final centroid when that one is at least as near.
-/// Only the first `open_groups` ([`OPEN_GROUPS`]) groups take members:
-/// past them a question that joins none stays a group of its own, so that
-/// the work is at most questions × `open_groups` dot products.
+/// Each vector's group and the groups' centroids (unit vectors), in two
+/// steps (see the module): near repeats by leader clustering in the given
+/// order at `thresholds.repeat`, then those groups merged by average
+/// linkage down to `thresholds.group`. Only the first `open_groups`
+/// ([`OPEN_GROUPS`]) groups of near repeats take members and are merged:
+/// past them a question that repeats none stays a group of its own, so
+/// that the work is at most questions × `open_groups` dot products, and
+/// `open_groups`² for the merge.
 fn cluster(
     vectors: &[Vec<f32>],
-    similarity: f32,
+    thresholds: Thresholds,
     open_groups: usize,
 ) -> (Vec<usize>, Vec<Vec<f32>>) {
+    // 1. Near repeats.
     let mut sums: Vec<Vec<f32>> = Vec::new();
     let mut centroids: Vec<Vec<f32>> = Vec::new();
-    let mut group_of = Vec::with_capacity(vectors.len());
-    let open = |centroids: &[Vec<f32>]| centroids.len().min(open_groups);
+    let mut sizes: Vec<usize> = Vec::new();
+    let mut repeat_of = Vec::with_capacity(vectors.len());
     for v in vectors {
-        match nearest(&centroids[..open(&centroids)], v).filter(|&(_, s)| s >= similarity) {
+        let open = centroids.len().min(open_groups);
+        match nearest(&centroids[..open], v).filter(|&(_, s)| s >= thresholds.repeat) {
             Some((g, _)) => {
                 sums[g].iter_mut().zip(v).for_each(|(s, x)| *s += x);
                 centroids[g] = unit(&sums[g]);
-                group_of.push(g);
+                sizes[g] += 1;
+                repeat_of.push(g);
             }
             None => {
                 sums.push(v.clone());
                 centroids.push(v.clone());
-                group_of.push(centroids.len() - 1);
+                sizes.push(1);
+                repeat_of.push(centroids.len() - 1);
             }
         }
     }
-    // One pass against the final centroids.
-    for (k, v) in vectors.iter().enumerate() {
-        if let Some((g, s)) = nearest(&centroids[..open(&centroids)], v)
-            && s >= similarity
-            && s > dot(&centroids[group_of[k]], v)
-        {
-            group_of[k] = g;
+    // 2. Average linkage over the open groups; the others stay alone.
+    let open = sums.len().min(open_groups);
+    let merged_into = average_linkage(&sums[..open], &sizes[..open], thresholds.group);
+    let mut final_of: Vec<usize> = (0..sums.len()).collect();
+    final_of[..open].copy_from_slice(&merged_into);
+    // Number the final groups densely, with their sums.
+    let mut number = vec![usize::MAX; sums.len()];
+    let mut group_sums: Vec<Vec<f32>> = Vec::new();
+    for (g, sum) in sums.iter().enumerate() {
+        let root = final_of[g];
+        if number[root] == usize::MAX {
+            number[root] = group_sums.len();
+            group_sums.push(vec![0.0; sum.len()]);
+        }
+        let target = &mut group_sums[number[root]];
+        if target.len() < sum.len() {
+            target.resize(sum.len(), 0.0);
+        }
+        target.iter_mut().zip(sum).for_each(|(t, x)| *t += x);
+    }
+    let group_of = repeat_of.iter().map(|&g| number[final_of[g]]).collect();
+    (group_of, group_sums.iter().map(|s| unit(s)).collect())
+}
+
+/// Average-linkage clustering of groups given by their `sums` of unit
+/// vectors and `sizes`, merging while the average cosine between two
+/// groups' members is at least `similarity`: each group's final group (an
+/// index into `sums`). The nearest-neighbour chain: follow each group's
+/// most similar one until two are each other's, merge them (their
+/// similarity to a third is the size-weighted mean of theirs, which is
+/// average linkage), and set aside a group whose most similar one is below
+/// `similarity`, since merges elsewhere can only lower its similarities.
+fn average_linkage(sums: &[Vec<f32>], sizes: &[usize], similarity: f32) -> Vec<usize> {
+    let m = sums.len();
+    // The average cosine between two groups' members: dot of the sums
+    // over the product of the sizes.
+    let mut table = vec![0f32; m * m];
+    for a in 0..m {
+        for b in a + 1..m {
+            let s = dot_lanes(&sums[a], &sums[b]) / (sizes[a] * sizes[b]).max(1) as f32;
+            table[a * m + b] = s;
+            table[b * m + a] = s;
         }
     }
-    (group_of, centroids)
+    let mut size: Vec<f32> = sizes.iter().map(|&n| n as f32).collect();
+    let mut active = vec![true; m];
+    let mut parent: Vec<usize> = (0..m).collect();
+    let mut chain: Vec<usize> = Vec::new();
+    let mut next_start = 0;
+    loop {
+        let Some(&a) = chain.last() else {
+            while next_start < m && !active[next_start] {
+                next_start += 1;
+            }
+            if next_start == m {
+                break;
+            }
+            chain.push(next_start);
+            continue;
+        };
+        let previous = chain.len().checked_sub(2).map(|i| chain[i]);
+        // The most similar active group; the previous link wins a tie,
+        // so that the chain ends.
+        let mut best: Option<(usize, f32)> = previous.map(|p| (p, table[a * m + p]));
+        for c in (0..m).filter(|&c| c != a && active[c]) {
+            let s = table[a * m + c];
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((c, s));
+            }
+        }
+        match best {
+            Some((b, s)) if s >= similarity => {
+                if Some(b) != previous {
+                    chain.push(b);
+                    continue;
+                }
+                // a and b are each other's most similar: merge b into a.
+                chain.truncate(chain.len() - 2);
+                let (na, nb) = (size[a], size[b]);
+                for c in (0..m).filter(|&c| active[c] && c != a && c != b) {
+                    let s = (na * table[a * m + c] + nb * table[b * m + c]) / (na + nb);
+                    table[a * m + c] = s;
+                    table[c * m + a] = s;
+                }
+                size[a] = na + nb;
+                active[b] = false;
+                parent[b] = a;
+            }
+            _ => {
+                // Nothing is similar enough to a, now or after any merge.
+                chain.pop();
+                active[a] = false;
+            }
+        }
+    }
+    (0..m)
+        .map(|mut g| {
+            while parent[g] != g {
+                g = parent[g];
+            }
+            g
+        })
+        .collect()
 }
 
 /// The centroid nearest to `v` and its cosine.
@@ -292,7 +427,7 @@ fn nearest(centroids: &[Vec<f32>], v: &[f32]) -> Option<(usize, f32)> {
     centroids
         .iter()
         .enumerate()
-        .map(|(g, c)| (g, dot(c, v)))
+        .map(|(g, c)| (g, dot_lanes(c, v)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
@@ -343,11 +478,135 @@ mod tests {
             .collect();
         normalise(&mut near_first);
         vectors.push(near_first);
-        let (group_of, centroids) = cluster(&vectors, 0.9, open);
+        let at = Thresholds {
+            group: 0.9,
+            repeat: 0.9,
+        };
+        let (group_of, centroids) = cluster(&vectors, at, open);
         assert_eq!(centroids.len(), n);
         assert_eq!(group_of[n], 0);
         assert_eq!(group_of[n - 1], n - 1);
     }
+
+    /// Average linkage by the book: merge the most similar pair of groups
+    /// (average cosine between their members) while it reaches
+    /// `similarity`; each vector's group as the smallest member index.
+    fn naive_average_linkage(vectors: &[Vec<f32>], similarity: f32) -> Vec<usize> {
+        let mut groups: Vec<Vec<usize>> = (0..vectors.len()).map(|i| vec![i]).collect();
+        loop {
+            let mut best: Option<(f32, usize, usize)> = None;
+            for a in 0..groups.len() {
+                for b in a + 1..groups.len() {
+                    let mut total = 0.0;
+                    for &i in &groups[a] {
+                        for &j in &groups[b] {
+                            total += dot_lanes(&vectors[i], &vectors[j]);
+                        }
+                    }
+                    let s = total / (groups[a].len() * groups[b].len()) as f32;
+                    if best.is_none_or(|(t, _, _)| s > t) {
+                        best = Some((s, a, b));
+                    }
+                }
+            }
+            match best {
+                Some((s, a, b)) if s >= similarity => {
+                    let moved = groups.remove(b);
+                    groups[a].extend(moved);
+                }
+                _ => break,
+            }
+        }
+        let mut of = vec![0; vectors.len()];
+        for g in &groups {
+            let first = *g.iter().min().unwrap();
+            for &i in g {
+                of[i] = first;
+            }
+        }
+        of
+    }
+
+    /// `group_of` as each vector's smallest fellow member.
+    fn canonical(group_of: &[usize]) -> Vec<usize> {
+        (0..group_of.len())
+            .map(|i| {
+                (0..group_of.len())
+                    .find(|&j| group_of[j] == group_of[i])
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// Pseudo-random unit vectors around `centres` subjects in 16
+    /// dimensions.
+    fn subjects(n: usize, centres: usize, spread: f32, mut seed: u64) -> Vec<Vec<f32>> {
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 2001) as f32 / 1000.0 - 1.0
+        };
+        let centre: Vec<Vec<f32>> = (0..centres)
+            .map(|_| (0..16).map(|_| next()).collect())
+            .collect();
+        (0..n)
+            .map(|k| {
+                let mut v: Vec<f32> = centre[k % centres]
+                    .iter()
+                    .map(|c| c + spread * next())
+                    .collect();
+                normalise(&mut v);
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_chain_merges_as_average_linkage_by_the_book_does() {
+        for (seed, spread, similarity) in
+            [(1, 0.6, 0.3), (2, 0.9, 0.25), (3, 0.4, 0.5), (4, 1.5, 0.1)]
+        {
+            let vectors = subjects(40, 5, spread, seed);
+            let sizes = vec![1; vectors.len()];
+            let chain = average_linkage(&vectors, &sizes, similarity);
+            assert_eq!(
+                canonical(&chain),
+                naive_average_linkage(&vectors, similarity),
+                "seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_groups_do_not_depend_on_the_order_questions_came_in() {
+        // Loosely alike questions about three subjects (no near repeats):
+        // joining a running centroid at 0.3 puts one of them in another
+        // group when they come in reverse (checked); average linkage gives
+        // one partition whatever the order.
+        let vectors = subjects(30, 3, 0.8, 9);
+        let at = Thresholds {
+            group: 0.3,
+            repeat: 0.99,
+        };
+        let (forward, _) = cluster(&vectors, at, OPEN_GROUPS);
+        let reversed: Vec<Vec<f32>> = vectors.iter().rev().cloned().collect();
+        let (backward, _) = cluster(&reversed, at, OPEN_GROUPS);
+        let backward: Vec<usize> = backward.into_iter().rev().collect();
+        assert_eq!(canonical(&forward), canonical(&backward));
+        // And each subject is one group.
+        let groups: std::collections::BTreeSet<usize> = forward.iter().copied().collect();
+        assert_eq!(groups.len(), 3, "{forward:?}");
+        for k in 0..30 {
+            assert_eq!(forward[k], forward[k % 3], "{forward:?}");
+        }
+    }
+
+    /// Grouping thresholds for the tests' vectors.
+    const AT: Thresholds = Thresholds {
+        group: 0.5,
+        repeat: 0.9,
+    };
 
     /// A unit vector near axis `axis` of 8, nudged by `jitter`.
     fn near(axis: usize, jitter: f32, k: usize) -> Vec<f32> {
@@ -391,7 +650,7 @@ mod tests {
             Why::Declined,
             now,
         ));
-        let r = report(&asked, 0.5, now - Duration::days(30), now, 10);
+        let r = report(&asked, AT, now - Duration::days(30), now, 10);
         assert_eq!(r.questions, 17);
         assert_eq!(r.total_groups, 3, "{r:#?}");
         let top = &r.groups[0];
@@ -410,7 +669,7 @@ mod tests {
         assert_eq!(r.groups[2].count, 1);
         assert!(r.groups[2].examples.is_empty());
         // Limited: the largest first, the total kept.
-        let one = report(&asked, 0.5, now - Duration::days(30), now, 1);
+        let one = report(&asked, AT, now - Duration::days(30), now, 1);
         assert_eq!((one.groups.len(), one.total_groups), (1, 3));
     }
 
@@ -420,21 +679,28 @@ mod tests {
         let mut config = Config::default();
         config.embedding.model_dir = dir.path().to_path_buf();
         // No model card map (MiniLM): the setting is the cosine.
-        assert_eq!(threshold(&config).unwrap(), 0.4);
+        assert_eq!(
+            thresholds(&config).unwrap(),
+            Thresholds {
+                group: 0.25,
+                repeat: 0.7
+            }
+        );
         std::fs::write(
             dir.path().join(crate::embed::MODEL_CARD_FILE),
             "similarity:\n  query: {scale: 7.36, shift: -5.93}\n  passage: {scale: 5.79, shift: -4.61}\n",
         )
         .unwrap();
-        let e5 = threshold(&config).unwrap();
-        assert!((e5 - (0.4 + 4.61) / 5.79).abs() < 1e-6, "{e5}");
+        let e5 = thresholds(&config).unwrap();
+        assert!((e5.group - (0.25 + 4.61) / 5.79).abs() < 1e-6, "{e5:?}");
+        assert!((e5.repeat - (0.7 + 4.61) / 5.79).abs() < 1e-6, "{e5:?}");
         // A broken card is an error naming it, not a silent default.
         std::fs::write(
             dir.path().join(crate::embed::MODEL_CARD_FILE),
             "similarity: [",
         )
         .unwrap();
-        let e = threshold(&config).unwrap_err().to_string();
+        let e = thresholds(&config).unwrap_err().to_string();
         assert!(e.contains(crate::embed::MODEL_CARD_FILE), "{e}");
     }
 
@@ -442,14 +708,14 @@ mod tests {
     fn nothing_hostile_breaks_it() {
         let now = Utc::now();
         let since = now - Duration::days(30);
-        assert!(report(&[], 0.5, since, now, 10).groups.is_empty());
+        assert!(report(&[], AT, since, now, 10).groups.is_empty());
         // Zero vectors, vectors of other lengths, one question repeated.
         let asked = vec![
             unmet("same", vec![0.0; 8], 1, Why::Declined, now),
             unmet("same", vec![1.0; 3], 2, Why::Declined, now),
             unmet("SAME ", vec![1.0; 8], 3, Why::Escalated, now),
         ];
-        let r = report(&asked, 0.5, since, now, 10);
+        let r = report(&asked, AT, since, now, 10);
         assert_eq!(r.groups.iter().map(|g| g.count).sum::<usize>(), 3);
         // Text that is not ASCII is kept as asked, and a repeat in another
         // case of a non-ASCII letter is still an example of its own.
@@ -476,7 +742,7 @@ mod tests {
                 now,
             ),
         ];
-        let r = report(&asked, 0.5, since, now, 10);
+        let r = report(&asked, AT, since, now, 10);
         let g = &r.groups[0];
         assert_eq!(g.count, 3);
         let mut shown: Vec<&str> = g.examples.iter().map(String::as_str).collect();

@@ -28,7 +28,7 @@ pub struct FeedbackConfig {
     pub max_runs: usize,
     /// A "wrong" rating puts the question to a person: it is asked again and escalated, the rated answer's draft for the reviewer to fix (and promote into the knowledge base), and the reviewer's verdict labels the rated run.
     pub escalate_on_wrong: bool,
-    /// The gap report's grouping: the similarity of question embeddings a question needs to join a group, on GRACE's similarity scale (MiniLM's cosines; another model's are mapped onto it by its model card).
+    /// The gap report's grouping: two groups merge while the average similarity between their questions' embeddings is at least this, on GRACE's similarity scale (MiniLM's cosines; another model's are mapped onto it by its model card).
     pub gap_similarity: f64,
     /// Days of questions the gap report reads when not told.
     pub gap_days: u32,
@@ -45,7 +45,7 @@ impl Default for FeedbackConfig {
             max_ratings_per_hour: 60,
             max_runs: 100_000,
             escalate_on_wrong: true,
-            gap_similarity: 0.4,
+            gap_similarity: 0.25,
             gap_days: 30,
             document_boost: 0.0,
             document_boost_half_life_days: 30,

@@ -168,6 +168,29 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// [`dot`] summed in eight lanes, which the compiler turns into vector
+/// instructions: several times faster on long runs of dot products (the
+/// gap report's grouping), rounded differently in the last bits. Search
+/// scores keep [`dot`], so that they do not move.
+pub fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut lanes = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
+            *lane += x * y;
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
 /// Scales `v` to unit length in place (a zero vector stays zero).
 pub fn normalise(v: &mut [f32]) {
     let norm = dot(v, v).sqrt();
