@@ -763,6 +763,30 @@ fn eval_simulates_ratings_and_prints_the_learning_curve() {
     assert!(reference["labels"].as_u64().unwrap() > 30, "{reference}");
     assert!(reference["fare"]["auroc"].is_number(), "{reference}");
     assert_eq!(reference["fare"]["n"], curve[0]["fare"]["n"]);
+    // The factors only feedback makes possible, each beside the
+    // refitted confidence alone, on draws of ratings (the first is the
+    // curve's), out of fold on the held-out questions with an answer step.
+    let factors = &feedback["factors"];
+    assert_eq!(factors["draws"], 20, "{factors}");
+    let scored = factors["questions"].as_f64().unwrap();
+    let held_out = feedback["held_out"].as_f64().unwrap();
+    assert!(scored > 0.0 && scored <= held_out, "{factors}");
+    for key in ["with_rated_neighbours", "with_rated_documents"] {
+        let n = factors[key].as_f64().unwrap();
+        assert!((0.0..=scored).contains(&n), "{key}: {factors}");
+    }
+    assert_eq!(factors["confidence"]["raised_auroc"], 0);
+    for key in ["confidence", "nearest_rated", "document_history", "both"] {
+        let fare = &factors[key];
+        let auroc = fare["auroc"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&auroc), "{key}: {fare}");
+        assert!(
+            fare["raised_auroc"].as_u64().unwrap() <= 20,
+            "{key}: {fare}"
+        );
+        let coverage = fare["coverage_at_risk_10"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&coverage), "{key}: {fare}");
+    }
     // The same seed, the same curve.
     let again = simulate(&["--feedback-noise", "0.1"]);
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();

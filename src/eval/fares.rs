@@ -45,6 +45,19 @@ pub struct CoverageRisk {
     pub risk: f64,
 }
 
+/// The risk "coverage at risk" is read at: at most one answer in ten wrong.
+pub const RISK: f64 = 0.10;
+
+/// The largest share of `pairs` answered with at most `risk` of the
+/// answers wrong, over [`coverage_risk`]'s thresholds.
+pub fn coverage_at_risk(pairs: &[(f64, bool)], risk: f64) -> f64 {
+    coverage_risk(pairs)
+        .into_iter()
+        .filter(|c| c.risk <= risk + 1e-12)
+        .map(|c| c.coverage)
+        .fold(0.0, f64::max)
+}
+
 /// The coverage/risk curve of `(score, right)` pairs at thresholds 0, 0.05,
 /// …, 1.
 pub fn coverage_risk(pairs: &[(f64, bool)]) -> Vec<CoverageRisk> {

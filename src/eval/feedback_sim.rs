@@ -10,8 +10,10 @@
 
 use serde::Serialize;
 
+use super::FeedbackSim;
 use super::boost_probe::BoostProbe;
-use super::fares::coverage_risk;
+use super::fares::coverage_at_risk;
+use super::feedback_factors::{self, FactorProbe};
 use super::outcomes::Collected;
 use super::sample::{Sample, sample, simulated_asker};
 use crate::confidence::fit::{FEATURES, Fare, Model, features};
@@ -22,8 +24,8 @@ use crate::rng::Rng;
 
 /// The curve's points: labels fitted on (as many as the sample allows).
 pub const CURVE_LABELS: [usize; 5] = [0, 25, 50, 100, 200];
-/// The risk "coverage at risk" is read at: at most one answer in ten wrong.
-pub const RISK: f64 = 0.10;
+/// The risk "coverage at risk" is read at.
+pub use super::fares::RISK;
 /// Draws of the chance band of the ECE.
 const ECE_FLOOR_DRAWS: usize = 2_000;
 
@@ -53,6 +55,11 @@ pub struct FeedbackCurve {
     /// (`--document-boost`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub document_boost: Option<BoostProbe>,
+    /// The factors only feedback makes possible, each with the refitted
+    /// confidence, out of fold on the held-out questions with an answer
+    /// step ([`feedback_factors`]); `None` without such questions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factors: Option<FactorProbe>,
 }
 
 /// The refitted weights on the held-out questions, after `labels` ratings.
@@ -77,52 +84,24 @@ pub struct CurvePoint {
     pub unanswerable_answered: f64,
 }
 
-/// Simulates `ratings` ratings of the collected outcomes (seeded by
-/// `seed`, a share `noise` flipped) and returns the learning curve;
-/// `None` when the set has too few questions to hold any out.
+/// Simulates `sim.ratings` ratings of the collected outcomes (seeded by
+/// `sim.seed`, a share `sim.noise` flipped, a flood of `sim.flood`) and
+/// returns the learning curve, with the feedback-only factors measured
+/// on [`FACTOR_DRAWS`] draws (a rated question counts as near at cosine
+/// `near`); `None` when the set has too few questions to hold any out.
 pub fn simulate(
     config: &Config,
     collected: &Collected,
-    ratings: usize,
-    seed: u64,
-    noise: f64,
-    flood: usize,
+    sim: &FeedbackSim,
+    near: f32,
 ) -> Option<FeedbackCurve> {
-    let outcomes = &collected.outcomes;
-    let mut rng = Rng::new(seed);
-    let Sample { rated, held_out } = sample(&mut rng, outcomes.len(), ratings, noise)?;
-    let flipped = rated.iter().filter(|(_, flip)| *flip).count();
-    let labels: Vec<Label> = rated
-        .iter()
-        .map(|&(i, flip)| Label {
-            x: features(&outcomes[i].factors),
-            y: outcomes[i].right != flip,
-            confidence: outcomes[i].confidence,
-            weight: 1.0,
-            by: simulated_asker(i),
-        })
-        .collect();
-    let false_ratings: Vec<Label> = (0..flood)
-        .filter_map(|_| {
-            let &(i, _) = rated.get(rng.below(rated.len().max(1)))?;
-            Some(Label {
-                x: features(&outcomes[i].factors),
-                y: !outcomes[i].right,
-                confidence: outcomes[i].confidence,
-                weight: 1.0,
-                by: "flood".into(),
-            })
-        })
-        .collect();
-    // The held-out questions' features, once; a question without an answer
-    // step has none (it was not answered, and scores 0).
-    let held: Vec<(usize, Option<[f64; FEATURES]>)> = held_out
-        .iter()
-        .map(|&i| {
-            let factors = &outcomes[i].factors;
-            (i, (!factors.0.is_empty()).then(|| features(factors)))
-        })
-        .collect();
+    let FeedbackSim {
+        ratings,
+        seed,
+        noise,
+        ..
+    } = *sim;
+    let first = Draw::new(collected, sim, seed)?;
     let prior = *config.confidence.effective_weights();
     let mut points: Vec<usize> = CURVE_LABELS.into_iter().filter(|&n| n <= ratings).collect();
     if !points.contains(&ratings) {
@@ -131,30 +110,131 @@ pub fn simulate(
     let curve = points
         .into_iter()
         .map(|n| {
-            let mut fitted = labels[..n].to_vec();
-            if n > 0 {
-                fitted.extend(false_ratings.iter().cloned());
-            }
-            learn::cap_givers(&mut fitted);
-            let model = Model::from_weights(&learn::fit_weights(&fitted, &prior));
-            let scored: Vec<(usize, f64)> = held
-                .iter()
-                .map(|(i, x)| (*i, x.as_ref().map_or(0.0, |x| model.predict(x))))
+            let scored: Vec<(usize, f64)> = first
+                .scored_after(n, &prior)
+                .into_iter()
+                .map(|(i, s)| (i, s.unwrap_or(0.0)))
                 .collect();
             point(config, collected, &scored, n)
         })
         .collect();
+    // The factors on FACTOR_DRAWS draws (the first is the curve's), each
+    // after all its ratings: one draw holds out too few questions to tell.
+    let factors = if collected.vectors.len() == collected.outcomes.len() {
+        let draws: Vec<feedback_factors::Drawn> = (0..FACTOR_DRAWS)
+            .filter_map(|d| {
+                let draw = if d == 0 {
+                    first.clone()
+                } else {
+                    Draw::new(collected, sim, seed.wrapping_add(d))?
+                };
+                let scored = draw
+                    .scored_after(ratings, &prior)
+                    .into_iter()
+                    .filter_map(|(i, s)| Some((i, s?)))
+                    .collect();
+                Some(feedback_factors::Drawn {
+                    rated: draw.rated,
+                    scored,
+                })
+            })
+            .collect();
+        feedback_factors::probe(collected, near, &draws)
+    } else {
+        None
+    };
     Some(FeedbackCurve {
         ratings,
         seed,
         noise,
-        flipped,
-        flood: false_ratings.len(),
-        held_out: held_out.len(),
+        flipped: first.rated.iter().filter(|(_, flip)| *flip).count(),
+        flood: first.false_ratings.len(),
+        held_out: first.held.len(),
         curve,
-        reference: reference(config, collected, &held_out, &prior, seed),
+        reference: reference(config, collected, &first.held_out(), &prior, seed),
         document_boost: collected.document_boost.clone(),
+        factors,
     })
+}
+
+/// Draws of simulated ratings the feedback-only factors are measured on.
+pub const FACTOR_DRAWS: u64 = 20;
+
+/// One draw of simulated ratings: who rated what, and the questions held
+/// out.
+#[derive(Clone)]
+struct Draw {
+    /// The rated questions, each with whether its rating is flipped.
+    rated: Vec<(usize, bool)>,
+    /// Their labels, in the same order.
+    labels: Vec<Label>,
+    /// The flood's false ratings.
+    false_ratings: Vec<Label>,
+    /// The held-out questions, each with its features; a question
+    /// without an answer step has none (it was not answered, and scores
+    /// 0 on the curve).
+    held: Vec<(usize, Option<[f64; FEATURES]>)>,
+}
+
+impl Draw {
+    /// Draws `sim`'s ratings from `seed`; `None` when none would be held
+    /// out.
+    fn new(collected: &Collected, sim: &FeedbackSim, seed: u64) -> Option<Self> {
+        let outcomes = &collected.outcomes;
+        let mut rng = Rng::new(seed);
+        let Sample { rated, held_out } = sample(&mut rng, outcomes.len(), sim.ratings, sim.noise)?;
+        let label = |i: usize, y: bool, by: String| Label {
+            x: features(&outcomes[i].factors),
+            y,
+            confidence: outcomes[i].confidence,
+            weight: 1.0,
+            by,
+        };
+        let labels: Vec<Label> = rated
+            .iter()
+            .map(|&(i, flip)| label(i, outcomes[i].right != flip, simulated_asker(i)))
+            .collect();
+        let false_ratings: Vec<Label> = (0..sim.flood)
+            .filter_map(|_| {
+                let &(i, _) = rated.get(rng.below(rated.len().max(1)))?;
+                Some(label(i, !outcomes[i].right, "flood".into()))
+            })
+            .collect();
+        let held = held_out
+            .iter()
+            .map(|&i| {
+                let factors = &outcomes[i].factors;
+                (i, (!factors.0.is_empty()).then(|| features(factors)))
+            })
+            .collect();
+        Some(Self {
+            rated,
+            labels,
+            false_ratings,
+            held,
+        })
+    }
+
+    /// The held-out questions' indices.
+    fn held_out(&self) -> Vec<usize> {
+        self.held.iter().map(|(i, _)| *i).collect()
+    }
+
+    /// The held-out questions scored by the weights refitted (toward
+    /// `prior`) on the first `n` ratings and, past none, the flood; `None`
+    /// for a question without an answer step.
+    fn scored_after(&self, n: usize, prior: &crate::config::Weights) -> Vec<(usize, Option<f64>)> {
+        let mut fitted = self.labels[..n].to_vec();
+        if n > 0 {
+            fitted.extend(self.false_ratings.iter().cloned());
+        }
+        learn::cap_givers(&mut fitted);
+        let model = Model::from_weights(&learn::fit_weights(&fitted, prior));
+        self.held
+            .iter()
+            .map(|(i, x)| (*i, x.as_ref().map(|x| model.predict(x))))
+            .collect()
+    }
 }
 
 /// Folds of the whole-set reference fit.
@@ -247,11 +327,7 @@ fn point(
         fare: Fare::of(&right),
         ece_floor: metrics::ece_floor(&scores, metrics::ECE_BINS, ECE_FLOOR_DRAWS, 1),
         auroc_in_domain: metrics::auroc(&in_domain),
-        coverage_at_risk_10: coverage_risk(&right)
-            .into_iter()
-            .filter(|c| c.risk <= RISK + 1e-12)
-            .map(|c| c.coverage)
-            .fold(0.0, f64::max),
+        coverage_at_risk_10: coverage_at_risk(&right, RISK),
         answered: share(answered.len(), scored.len()),
         right_among_answered: (!answered.is_empty()).then(|| {
             share(

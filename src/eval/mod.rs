@@ -17,6 +17,7 @@ pub mod boost_probe;
 pub mod calibrate;
 pub mod conversations;
 mod fares;
+pub mod feedback_factors;
 pub mod feedback_sim;
 mod outcomes;
 pub mod plot;
@@ -126,8 +127,8 @@ pub fn run_with(
     let collected = collect_with(&config, embedder, dir, k, self_calibrate, feedback.as_ref())?;
     let mut report = report(&config, &collected, calibration.as_ref(), same_set, k);
     if let Some(f) = feedback {
-        report.feedback =
-            feedback_sim::simulate(&config, &collected, f.ratings, f.seed, f.noise, f.flood);
+        let near = crate::gaps::model_cosine(&config, feedback_factors::NEAR)?;
+        report.feedback = feedback_sim::simulate(&config, &collected, &f, near);
     }
     Ok(report)
 }

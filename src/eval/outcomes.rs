@@ -83,6 +83,11 @@ pub struct Collected {
     /// The document boost's effect on the ranking, when asked for
     /// (`grace eval --feedback N --document-boost B`).
     pub document_boost: Option<super::boost_probe::BoostProbe>,
+    /// The documents each question's answer (or draft) cites, in order.
+    pub cited: Vec<Vec<String>>,
+    /// Each question's unit embedding, in order, when ratings are
+    /// simulated (`grace eval --feedback N`; empty otherwise).
+    pub vectors: Vec<Vec<f32>>,
 }
 
 /// Ingests the corpus of the set in `dir` into a temporary store (removed
@@ -198,16 +203,23 @@ pub fn collect_with(
             latency_ms,
         });
     }
-    let document_boost = match feedback {
+    let (document_boost, vectors) = match feedback {
         Some(sim) => {
             let answered_right: Vec<(bool, bool)> =
                 outcomes.iter().map(|o| (o.answered, o.right)).collect();
-            super::boost_probe::probe(&kb, &questions, &answered_right, &cited, sim, k)?
+            let texts: Vec<String> = questions.iter().map(|q| q.question.clone()).collect();
+            let mut vectors = kb.embedder().embed(&texts)?;
+            vectors.iter_mut().for_each(|v| crate::embed::normalise(v));
+            let probe =
+                super::boost_probe::probe(&kb, &questions, &answered_right, &cited, sim, k)?;
+            (probe, vectors)
         }
-        None => None,
+        None => (None, Vec::new()),
     };
     Ok(Collected {
         document_boost,
+        cited,
+        vectors,
         set: dir.to_path_buf(),
         questions,
         outcomes,

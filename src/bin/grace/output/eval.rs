@@ -423,6 +423,30 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
             b.boosted_recall_at_k
         );
     }
+    if let Some(p) = &f.factors {
+        println!(
+            "feedback-only factors, with the refitted confidence, out of fold on the {} held-out questions with an answer step ({} with a rated question near, {} citing a rated document):",
+            p.questions, p.with_rated_neighbours, p.with_rated_documents
+        );
+        println!(
+            "  {:<28} {:>6} {:>9} {:>9}",
+            "", "AUROC", "in-domain", "cov@10%"
+        );
+        for (name, fare) in [
+            ("confidence alone", &p.confidence),
+            ("+ nearest rated questions", &p.nearest_rated),
+            ("+ documents' rating history", &p.document_history),
+            ("+ both", &p.both),
+        ] {
+            println!(
+                "  {:<28} {:>6} {:>9} {:>9.3}",
+                name,
+                num(fare.auroc),
+                num(fare.auroc_in_domain),
+                fare.coverage_at_risk_10
+            );
+        }
+    }
 }
 
 /// What `grace calibrate --from-feedback` fitted, and where it wrote it.
