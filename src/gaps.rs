@@ -4,19 +4,23 @@
 //! Its input is the questions people did not get an answer to
 //! ([`FeedbackStore::unmet`](crate::feedback::FeedbackStore::unmet)):
 //! declined, escalated, or answered and rated down. They are grouped by
-//! meaning, in two steps:
+//! meaning, in three steps:
 //!
 //! 1. Near repeats first: oldest first, a question joins the group of
 //!    near repeats whose centroid is nearest if their cosine is at least
-//!    [`NEAR_REPEAT`], else starts one (leader clustering; bounded by
-//!    [`OPEN_GROUPS`]).
-//! 2. Then average linkage: the two groups whose questions are on average
-//!    the most similar are merged, as long as that average is at least
-//!    `feedback.gap_similarity` (a group's sum of unit vectors makes the
-//!    average exact, and the nearest-neighbour chain makes it
-//!    groups² work). Unlike joining a running centroid, this does not
-//!    depend on which question came first, and a subject's questions that
-//!    are each only loosely alike still end in one group.
+//!    [`NEAR_REPEAT`] (or the setting, if higher), else starts one (leader
+//!    clustering; only the first [`OPEN_GROUPS`] groups take members).
+//! 2. Then average linkage over those groups: the two whose questions are
+//!    on average the most similar are merged, as long as that average is
+//!    at least `feedback.gap_similarity` (a group's sum of unit vectors
+//!    makes the average exact, and the nearest-neighbour chain makes it
+//!    groups² work). Unlike joining a running centroid, this step does
+//!    not depend on which group came first, and a subject's questions
+//!    that are each only loosely alike still end in one group; near
+//!    repeats are alike enough that step 1's order hardly matters.
+//! 3. A question past the open groups (a group of its own) joins the
+//!    merged group of two or more it is on average most alike, if that
+//!    reaches the setting.
 //!
 //! The setting, 0.25 by default, is on GRACE's similarity scale (MiniLM's
 //! cosines), where questions about one subject sit at 0.35 to 0.65 from
@@ -30,9 +34,9 @@
 //! Each group is labelled by its most typical question (the nearest to
 //! its centroid), counted (in all, per reason, and in each half of the
 //! window: the trend) and shown with a few other examples. The cost is
-//! questions × [`OPEN_GROUPS`] dot products for the first step and
-//! groups² for the second: 5,000 questions in well under a second
-//! (`examples/gap_study.rs` measures it).
+//! at most questions × [`OPEN_GROUPS`] dot products for the first and
+//! third steps and [`OPEN_GROUPS`]² for the second: 5,000 questions in
+//! 0.3 s, 20,000 in 1.1 s (`examples/gap_study.rs` measures it).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -144,12 +148,13 @@ pub struct Thresholds {
     pub repeat: f32,
 }
 
-/// `feedback.gap_similarity` and [`NEAR_REPEAT`] as cosines of the
-/// configured model ([`model_cosine`]).
+/// `feedback.gap_similarity` and [`NEAR_REPEAT`] (or the setting, when it
+/// is higher) as cosines of the configured model ([`model_cosine`]).
 pub fn thresholds(config: &Config) -> Result<Thresholds> {
     Ok(Thresholds {
         group: model_cosine(config, config.feedback.gap_similarity)?,
-        repeat: model_cosine(config, NEAR_REPEAT)?,
+        // Near repeats are never looser than a group.
+        repeat: model_cosine(config, NEAR_REPEAT.max(config.feedback.gap_similarity))?,
     })
 }
 
@@ -317,11 +322,50 @@ fn cluster(
             }
         }
     }
-    // 2. Average linkage over the open groups; the others stay alone.
+    // 2. Average linkage over the open groups.
     let open = sums.len().min(open_groups);
     let merged_into = average_linkage(&sums[..open], &sizes[..open], thresholds.group);
     let mut final_of: Vec<usize> = (0..sums.len()).collect();
     final_of[..open].copy_from_slice(&merged_into);
+    // 3. A question past the open groups (a group of its own) joins the
+    // merged group of two or more it is on average most alike, when that
+    // reaches the threshold: the newest questions, where a fresh gap
+    // shows, are grouped too.
+    if sums.len() > open {
+        // (root, sum, size) of each merged group; `slot`: a root's place.
+        let mut merged: Vec<(usize, Vec<f32>, usize)> = Vec::new();
+        let mut slot = vec![usize::MAX; open];
+        for g in 0..open {
+            let root = final_of[g];
+            if slot[root] == usize::MAX {
+                slot[root] = merged.len();
+                merged.push((root, vec![0.0; sums[g].len()], 0));
+            }
+            let (_, sum, size) = &mut merged[slot[root]];
+            if sum.len() < sums[g].len() {
+                sum.resize(sums[g].len(), 0.0);
+            }
+            sum.iter_mut().zip(&sums[g]).for_each(|(t, x)| *t += x);
+            *size += sizes[g];
+        }
+        // Only groups of two or more: a subject asked again (and, with
+        // nothing in common, no work).
+        merged.retain(|(_, _, size)| *size > 1);
+        for g in open..sums.len() {
+            let best = merged
+                .iter()
+                .map(|(root, sum, size)| {
+                    let pairs = (sizes[g] * size).max(1) as f32;
+                    (*root, dot_lanes(&sums[g], sum) / pairs)
+                })
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((root, s)) = best
+                && s >= thresholds.group
+            {
+                final_of[g] = root;
+            }
+        }
+    }
     // Number the final groups densely, with their sums.
     let mut number = vec![usize::MAX; sums.len()];
     let mut group_sums: Vec<Vec<f32>> = Vec::new();
@@ -486,6 +530,27 @@ mod tests {
         assert_eq!(centroids.len(), n);
         assert_eq!(group_of[n], 0);
         assert_eq!(group_of[n - 1], n - 1);
+    }
+
+    #[test]
+    fn a_question_past_the_open_groups_still_joins_a_group_it_is_like() {
+        // Two open groups of loosely alike questions (no near repeats),
+        // then, past the cut, one more question on the first subject and
+        // one on neither.
+        let vectors = subjects(6, 2, 0.8, 21);
+        let at = Thresholds {
+            group: 0.3,
+            repeat: 0.99,
+        };
+        let mut all = vectors.clone();
+        all.push(subjects(8, 2, 0.8, 21)[6].clone());
+        let lone = subjects(1, 1, 0.0, 99).remove(0);
+        all.push(lone);
+        // Every question opens a group of its own in step 1: six fit.
+        let (group_of, _) = cluster(&all, at, 6);
+        assert_eq!(group_of[6], group_of[0], "{group_of:?}");
+        assert_ne!(group_of[7], group_of[0], "{group_of:?}");
+        assert_ne!(group_of[7], group_of[1], "{group_of:?}");
     }
 
     /// Average linkage by the book: merge the most similar pair of groups
@@ -678,14 +743,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::default();
         config.embedding.model_dir = dir.path().to_path_buf();
-        // No model card map (MiniLM): the setting is the cosine.
-        assert_eq!(
-            thresholds(&config).unwrap(),
-            Thresholds {
-                group: 0.25,
-                repeat: 0.7
-            }
-        );
+        // No model card map (MiniLM): the setting is the cosine; near
+        // repeats are never looser than a group.
+        for (setting, group, repeat) in [(0.25, 0.25, 0.7), (0.9, 0.9, 0.9)] {
+            config.feedback.gap_similarity = setting;
+            let at = thresholds(&config).unwrap();
+            assert_eq!((at.group, at.repeat), (group, repeat));
+        }
+        config.feedback.gap_similarity = 0.25;
         std::fs::write(
             dir.path().join(crate::embed::MODEL_CARD_FILE),
             "similarity:\n  query: {scale: 7.36, shift: -5.93}\n  passage: {scale: 5.79, shift: -4.61}\n",

@@ -9,7 +9,8 @@
 //! - **document history**: the rating history of the documents the answer
 //!   cites, as the document boost reads it ([`document_boosts`] at full
 //!   strength: `(up − down) / (up + down + 1)` per document), averaged
-//!   over the cited documents; 0 when none was rated.
+//!   over the cited documents that have one (a document whose votes cancel
+//!   out has none); 0 when none has.
 //!
 //! Each is added to the refitted confidence (its logit, after all the
 //! sample's ratings) and the held-out questions with an answer step are
@@ -50,7 +51,8 @@ pub struct FactorProbe {
     pub questions: f64,
     /// Of them, those with at least one rated question near enough.
     pub with_rated_neighbours: f64,
-    /// Of them, those citing a document that was rated.
+    /// Of them, those citing a document with a rating history (votes that
+    /// do not cancel out).
     pub with_rated_documents: f64,
     /// The cosine a rated question must reach to count as near ([`NEAR`]
     /// on this model's scale).
@@ -237,7 +239,9 @@ fn nearest_rated(
         .iter()
         .filter(|(j, _)| *j != i)
         .map(|&(j, up)| (dot(&vectors[i], &vectors[j]), up))
-        .filter(|(c, _)| *c >= similarity)
+        // A model card may put the threshold below 0: a cosine at or below
+        // 0 is never near (and never weighs negatively).
+        .filter(|(c, _)| *c >= similarity && *c > 0.0)
         .collect();
     if near.is_empty() {
         return None;

@@ -207,9 +207,14 @@ pub fn collect_with(
         Some(sim) => {
             let answered_right: Vec<(bool, bool)> =
                 outcomes.iter().map(|o| (o.answered, o.right)).collect();
-            let texts: Vec<String> = questions.iter().map(|q| q.question.clone()).collect();
-            let mut vectors = kb.embedder().embed(&texts)?;
-            vectors.iter_mut().for_each(|v| crate::embed::normalise(v));
+            // As the feedback store keeps them: query embeddings (cached
+            // from the runs), unit length.
+            let mut vectors = Vec::with_capacity(questions.len());
+            for q in &questions {
+                let mut v = kb.embedder().embed_query(&q.question)?;
+                crate::embed::normalise(&mut v);
+                vectors.push(v);
+            }
             let probe =
                 super::boost_probe::probe(&kb, &questions, &answered_right, &cited, sim, k)?;
             (probe, vectors)

@@ -425,12 +425,12 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
     }
     if let Some(p) = &f.factors {
         println!(
-            "feedback-only factors, with the refitted confidence, out of fold on the {} held-out questions with an answer step ({} with a rated question near, {} citing a rated document):",
-            p.questions, p.with_rated_neighbours, p.with_rated_documents
+            "feedback-only factors, with the refitted confidence, out of fold; means over {} draws of ratings, each holding out {:.1} questions with an answer step ({:.1} with a rated question near, {:.1} citing a document with a rating history):",
+            p.draws, p.questions, p.with_rated_neighbours, p.with_rated_documents
         );
         println!(
-            "  {:<28} {:>6} {:>9} {:>9}",
-            "", "AUROC", "in-domain", "cov@10%"
+            "  {:<28} {:>6} {:>9} {:>9} {:>14}",
+            "", "AUROC", "in-domain", "cov@10%", "AUROC raised"
         );
         for (name, fare) in [
             ("confidence alone", &p.confidence),
@@ -438,12 +438,18 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
             ("+ documents' rating history", &p.document_history),
             ("+ both", &p.both),
         ] {
+            let raised = if std::ptr::eq(fare, &p.confidence) {
+                "-".to_string()
+            } else {
+                format!("in {} of {}", fare.raised_auroc, p.draws)
+            };
             println!(
-                "  {:<28} {:>6} {:>9} {:>9.3}",
+                "  {:<28} {:>6} {:>9} {:>9.3} {:>14}",
                 name,
                 num(fare.auroc),
                 num(fare.auroc_in_domain),
-                fare.coverage_at_risk_10
+                fare.coverage_at_risk_10,
+                raised
             );
         }
     }
