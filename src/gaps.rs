@@ -36,7 +36,7 @@
 //! window: the trend) and shown with a few other examples. The cost is
 //! at most questions × [`OPEN_GROUPS`] dot products for the first and
 //! third steps and [`OPEN_GROUPS`]² for the second: 5,000 questions in
-//! 0.3 s, 20,000 in 1.1 s (`examples/gap_study.rs` measures it).
+//! 0.3 s, 20,000 in 1.2 s (`examples/gap_study.rs` measures it).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
