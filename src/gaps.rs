@@ -774,14 +774,25 @@ mod tests {
         let now = Utc::now();
         let since = now - Duration::days(30);
         assert!(report(&[], AT, since, now, 10).groups.is_empty());
-        // Zero vectors, vectors of other lengths, one question repeated.
+        // Zero vectors, vectors of other lengths, an empty one, one with
+        // non-finite components, one question repeated: every question is
+        // counted once, in some group.
+        let mut broken = vec![1.0; 8];
+        broken[2] = f32::NAN;
+        broken[5] = f32::INFINITY;
         let asked = vec![
             unmet("same", vec![0.0; 8], 1, Why::Declined, now),
             unmet("same", vec![1.0; 3], 2, Why::Declined, now),
             unmet("SAME ", vec![1.0; 8], 3, Why::Escalated, now),
+            unmet("empty", Vec::new(), 4, Why::Declined, now),
+            unmet("broken", broken, 5, Why::Declined, now),
         ];
         let r = report(&asked, AT, since, now, 10);
-        assert_eq!(r.groups.iter().map(|g| g.count).sum::<usize>(), 3);
+        assert_eq!(r.groups.iter().map(|g| g.count).sum::<usize>(), 5);
+        // The same past the open groups (step 3 reads them too).
+        let vectors: Vec<Vec<f32>> = asked.iter().map(|u| unit(&u.vector)).collect();
+        let (group_of, _) = cluster(&vectors, AT, 2);
+        assert_eq!(group_of.len(), 5);
         // Text that is not ASCII is kept as asked, and a repeat in another
         // case of a non-ASCII letter is still an example of its own.
         let asked = vec![

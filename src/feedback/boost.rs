@@ -118,6 +118,40 @@ mod tests {
     }
 
     #[test]
+    fn hostile_sources_and_dates_stay_bounded_and_are_keyed_as_given() {
+        // A document's name is keyed byte for byte: non-ASCII, a path
+        // outside every root, a name differing only in case or in Unicode
+        // normalisation are each a document of their own.
+        let names = [
+            "経費精算.md",
+            "../../etc/passwd",
+            "CAFÉ.md",
+            "café.md",
+            "cafe\u{301}.md",
+        ];
+        let ratings: Vec<DocumentRating> = names
+            .iter()
+            .enumerate()
+            .map(|(k, n)| rating(&format!("asker{k}"), n, k % 2 == 0, 0))
+            .collect();
+        let b = document_boosts(&ratings, now(), &on(0.2));
+        assert_eq!(b.len(), names.len(), "{b:?}");
+        assert!((b["経費精算.md"] - 0.1).abs() < 1e-6, "{b:?}");
+        assert!((b["CAFÉ.md"] - 0.1).abs() < 1e-6, "{b:?}");
+        assert!((b["café.md"] + 0.1).abs() < 1e-6, "{b:?}");
+        // Dates a forged or broken clock could write: 10,000 years old
+        // weighs nothing but is finite; far in the future weighs as fresh.
+        let ancient = document_boosts(&[rating("a", "x.md", true, 3_650_000)], now(), &on(0.2));
+        assert!(
+            ancient
+                .get("x.md")
+                .is_none_or(|b| b.is_finite() && *b >= 0.0)
+        );
+        let future = document_boosts(&[rating("a", "x.md", true, -3_650_000)], now(), &on(0.2));
+        assert!((future["x.md"] - 0.1).abs() < 1e-6, "{future:?}");
+    }
+
+    #[test]
     fn a_rating_weighs_half_after_the_half_life() {
         let fresh = document_boosts(&[rating("a", "x.md", true, 0)], now(), &on(0.1));
         let old = document_boosts(&[rating("a", "x.md", true, 30)], now(), &on(0.1));
