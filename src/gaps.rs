@@ -149,27 +149,20 @@ pub struct Thresholds {
 }
 
 /// `feedback.gap_similarity` and [`NEAR_REPEAT`] (or the setting, when it
-/// is higher) as cosines of the configured model ([`model_cosine`]).
+/// is higher) as cosines of the configured model: its model card's map
+/// for two texts of a kind ([`crate::embed::SimilarityScale`]'s
+/// `passage`) undone, so that one setting serves every model
+/// (multilingual-e5-small's 0.4 is a cosine of 0.865).
 pub fn thresholds(config: &Config) -> Result<Thresholds> {
-    Ok(Thresholds {
-        group: model_cosine(config, config.feedback.gap_similarity)?,
-        // Near repeats are never looser than a group.
-        repeat: model_cosine(config, NEAR_REPEAT.max(config.feedback.gap_similarity))?,
-    })
-}
-
-/// A `similarity` on GRACE's similarity scale (MiniLM's cosines) as a
-/// cosine of the configured model: its model card's map for two texts of
-/// a kind ([`crate::embed::SimilarityScale`]'s `passage`) undone, so that
-/// one setting serves every model (multilingual-e5-small's 0.4 is a
-/// cosine of 0.865).
-pub fn model_cosine(config: &Config, similarity: f64) -> Result<f32> {
-    let similarity = similarity as f32;
     let card = crate::embed::ModelCard::of(&config.embedding.model_dir)?;
-    // A card's scale is positive (`ModelCard::of` checks it).
-    Ok(match card.similarity {
-        Some(scale) => (similarity - scale.passage.shift) / scale.passage.scale,
-        None => similarity,
+    let map = card
+        .similarity
+        .map_or(crate::embed::Affine::IDENTITY, |s| s.passage);
+    let setting = config.feedback.gap_similarity;
+    Ok(Thresholds {
+        group: map.invert(setting as f32),
+        // Near repeats are never looser than a group.
+        repeat: map.invert(NEAR_REPEAT.max(setting) as f32),
     })
 }
 
@@ -322,67 +315,65 @@ fn cluster(
             }
         }
     }
-    // 2. Average linkage over the open groups.
+    // 2. Average linkage over the open groups; numbered densely, with
+    // their sums and sizes.
     let open = sums.len().min(open_groups);
     let merged_into = average_linkage(&sums[..open], &sizes[..open], thresholds.group);
-    let mut final_of: Vec<usize> = (0..sums.len()).collect();
-    final_of[..open].copy_from_slice(&merged_into);
+    let mut number = vec![usize::MAX; open];
+    let mut group_sums: Vec<Vec<f32>> = Vec::new();
+    let mut group_sizes: Vec<usize> = Vec::new();
+    let mut final_of: Vec<usize> = Vec::with_capacity(sums.len());
+    for g in 0..open {
+        let root = merged_into[g];
+        if number[root] == usize::MAX {
+            number[root] = group_sums.len();
+            group_sums.push(Vec::new());
+            group_sizes.push(0);
+        }
+        add_into(&mut group_sums[number[root]], &sums[g]);
+        group_sizes[number[root]] += sizes[g];
+        final_of.push(number[root]);
+    }
     // 3. A question past the open groups (a group of its own) joins the
     // merged group of two or more it is on average most alike, when that
     // reaches the threshold: the newest questions, where a fresh gap
-    // shows, are grouped too.
-    if sums.len() > open {
-        // (root, sum, size) of each merged group; `slot`: a root's place.
-        let mut merged: Vec<(usize, Vec<f32>, usize)> = Vec::new();
-        let mut slot = vec![usize::MAX; open];
-        for g in 0..open {
-            let root = final_of[g];
-            if slot[root] == usize::MAX {
-                slot[root] = merged.len();
-                merged.push((root, vec![0.0; sums[g].len()], 0));
-            }
-            let (_, sum, size) = &mut merged[slot[root]];
-            if sum.len() < sums[g].len() {
-                sum.resize(sums[g].len(), 0.0);
-            }
-            sum.iter_mut().zip(&sums[g]).for_each(|(t, x)| *t += x);
-            *size += sizes[g];
-        }
-        // Only groups of two or more: a subject asked again (and, with
-        // nothing in common, no work).
-        merged.retain(|(_, _, size)| *size > 1);
-        for g in open..sums.len() {
-            let best = merged
+    // shows, are grouped too. Only groups of two or more: a subject asked
+    // again (and, with nothing in common, no work).
+    let merged: Vec<usize> = (0..group_sums.len())
+        .filter(|&k| group_sizes[k] > 1)
+        .collect();
+    let joined: Vec<Option<usize>> = (open..sums.len())
+        .map(|g| {
+            merged
                 .iter()
-                .map(|(root, sum, size)| {
-                    let pairs = (sizes[g] * size).max(1) as f32;
-                    (*root, dot_lanes(&sums[g], sum) / pairs)
+                .map(|&k| {
+                    let pairs = (sizes[g] * group_sizes[k]) as f32;
+                    (k, dot_lanes(&sums[g], &group_sums[k]) / pairs)
                 })
-                .max_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((root, s)) = best
-                && s >= thresholds.group
-            {
-                final_of[g] = root;
-            }
-        }
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .filter(|&(_, s)| s >= thresholds.group)
+                .map(|(k, _)| k)
+        })
+        .collect();
+    for (g, joined) in (open..sums.len()).zip(joined) {
+        let k = joined.unwrap_or_else(|| {
+            group_sums.push(Vec::new());
+            group_sums.len() - 1
+        });
+        add_into(&mut group_sums[k], &sums[g]);
+        final_of.push(k);
     }
-    // Number the final groups densely, with their sums.
-    let mut number = vec![usize::MAX; sums.len()];
-    let mut group_sums: Vec<Vec<f32>> = Vec::new();
-    for (g, sum) in sums.iter().enumerate() {
-        let root = final_of[g];
-        if number[root] == usize::MAX {
-            number[root] = group_sums.len();
-            group_sums.push(vec![0.0; sum.len()]);
-        }
-        let target = &mut group_sums[number[root]];
-        if target.len() < sum.len() {
-            target.resize(sum.len(), 0.0);
-        }
-        target.iter_mut().zip(sum).for_each(|(t, x)| *t += x);
-    }
-    let group_of = repeat_of.iter().map(|&g| number[final_of[g]]).collect();
+    let group_of = repeat_of.iter().map(|&g| final_of[g]).collect();
     (group_of, group_sums.iter().map(|s| unit(s)).collect())
+}
+
+/// Adds `sum` into `target`, which grows to its length (vectors of other
+/// lengths are summed as if padded with zeros).
+fn add_into(target: &mut Vec<f32>, sum: &[f32]) {
+    if target.len() < sum.len() {
+        target.resize(sum.len(), 0.0);
+    }
+    target.iter_mut().zip(sum).for_each(|(t, x)| *t += x);
 }
 
 /// Average-linkage clustering of groups given by their `sums` of unit
@@ -400,7 +391,7 @@ fn average_linkage(sums: &[Vec<f32>], sizes: &[usize], similarity: f32) -> Vec<u
     let mut table = vec![0f32; m * m];
     for a in 0..m {
         for b in a + 1..m {
-            let s = dot_lanes(&sums[a], &sums[b]) / (sizes[a] * sizes[b]).max(1) as f32;
+            let s = dot_lanes(&sums[a], &sums[b]) / (sizes[a] * sizes[b]) as f32;
             table[a * m + b] = s;
             table[b * m + a] = s;
         }
@@ -500,24 +491,12 @@ mod tests {
         // 70 questions with nothing in common (pseudo-random
         // directions in 64 dimensions: cosines far below 0.9), then one
         // near the first: it still joins the first group.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut random = || {
-            let mut v: Vec<f32> = (0..64)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    (seed % 2001) as f32 / 1000.0 - 1.0
-                })
-                .collect();
-            normalise(&mut v);
-            v
-        };
         let (open, n) = (20, 70);
-        let mut vectors: Vec<Vec<f32>> = (0..n).map(|_| random()).collect();
+        let mut vectors = subjects_in(64, n + 1, n + 1, 0.0, 0x2545_f491_4f6c_dd1d);
+        let other = vectors.pop().unwrap();
         let mut near_first: Vec<f32> = vectors[0]
             .iter()
-            .zip(random())
+            .zip(other)
             .map(|(a, b)| a + 0.1 * b)
             .collect();
         normalise(&mut near_first);
@@ -605,15 +584,16 @@ mod tests {
 
     /// Pseudo-random unit vectors around `centres` subjects in 16
     /// dimensions.
-    fn subjects(n: usize, centres: usize, spread: f32, mut seed: u64) -> Vec<Vec<f32>> {
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % 2001) as f32 / 1000.0 - 1.0
-        };
+    fn subjects(n: usize, centres: usize, spread: f32, seed: u64) -> Vec<Vec<f32>> {
+        subjects_in(16, n, centres, spread, seed)
+    }
+
+    /// [`subjects`] in `dims` dimensions.
+    fn subjects_in(dims: usize, n: usize, centres: usize, spread: f32, seed: u64) -> Vec<Vec<f32>> {
+        let mut rng = crate::rng::Rng::new(seed);
+        let mut next = || (2.0 * rng.unit() - 1.0) as f32;
         let centre: Vec<Vec<f32>> = (0..centres)
-            .map(|_| (0..16).map(|_| next()).collect())
+            .map(|_| (0..dims).map(|_| next()).collect())
             .collect();
         (0..n)
             .map(|k| {
@@ -646,9 +626,9 @@ mod tests {
     #[test]
     fn the_groups_do_not_depend_on_the_order_questions_came_in() {
         // Loosely alike questions about three subjects (no near repeats):
-        // joining a running centroid at 0.3 puts one of them in another
-        // group when they come in reverse (checked); average linkage gives
-        // one partition whatever the order.
+        // joining a running centroid at 0.3 mixes two subjects and groups
+        // them differently when they come in reverse (checked); average
+        // linkage gives one partition whatever the order.
         let vectors = subjects(30, 3, 0.8, 9);
         let at = Thresholds {
             group: 0.3,

@@ -102,6 +102,12 @@ impl Affine {
     pub fn apply(&self, cosine: f32) -> f32 {
         self.scale * cosine + self.shift
     }
+
+    /// The cosine that [`Affine::apply`] puts at `similarity` (a card's
+    /// scale is positive: `ModelCard::of` checks it).
+    pub fn invert(&self, similarity: f32) -> f32 {
+        (similarity - self.shift) / self.scale
+    }
 }
 
 /// GRACE's similarity scale is MiniLM's cosine: the fusion's lexical bonus,

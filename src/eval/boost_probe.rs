@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 
-use super::sample::{sample, simulated_asker};
+use super::sample::{document_ratings, sample};
 use super::set::{Question, is_gold};
 use crate::config::FeedbackConfig;
 use crate::error::Result;
-use crate::feedback::{DocumentRating, document_boosts};
+use crate::feedback::document_boosts;
 use crate::kb::KnowledgeBase;
 use crate::rng::Rng;
 
@@ -57,24 +57,13 @@ pub(super) fn probe(
         return Ok(None);
     };
     let now = chrono::Utc::now();
-    // Only an answer can be rated (an escalation or a decline cannot).
-    let rated: Vec<(usize, bool)> = drawn
+    let votes: Vec<(usize, bool)> = drawn
         .rated
         .iter()
-        .copied()
-        .filter(|&(i, _)| outcomes[i].0)
+        .map(|&(i, flip)| (i, outcomes[i].1 != flip))
         .collect();
-    let ratings: Vec<DocumentRating> = rated
-        .iter()
-        .flat_map(|&(i, flip)| {
-            cited[i].iter().map(move |source| DocumentRating {
-                asker: simulated_asker(i),
-                source: source.clone(),
-                up: outcomes[i].1 != flip,
-                at: now,
-            })
-        })
-        .collect();
+    let ratings = document_ratings(cited, |i| outcomes[i].0, &votes, now);
+    let rated_answers = votes.iter().filter(|(i, _)| outcomes[*i].0).count();
     let config = FeedbackConfig {
         document_boost: boost,
         ..kb.config().feedback.clone()
@@ -104,7 +93,7 @@ pub(super) fn probe(
     let boosted = recall(kb)?;
     Ok(Some(BoostProbe {
         boost,
-        rated_answers: rated.len(),
+        rated_answers,
         documents,
         questions: held.len(),
         recall_at_1: plain.0,

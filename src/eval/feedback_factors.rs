@@ -24,12 +24,12 @@ use serde::Serialize;
 
 use super::fares::{RISK, coverage_at_risk};
 use super::outcomes::Collected;
-use super::sample::simulated_asker;
+use super::sample::document_ratings;
 use crate::confidence::fit::{FEATURES, Sample, cross_validate};
 use crate::confidence::metrics;
 use crate::config::FeedbackConfig;
 use crate::embed::dot;
-use crate::feedback::{DocumentRating, document_boosts};
+use crate::feedback::document_boosts;
 
 /// The similarity (on GRACE's scale: MiniLM's cosines) at which a rated
 /// question is near: about one subject.
@@ -265,18 +265,7 @@ fn document_history(
     votes: &[(usize, bool)],
 ) -> HashMap<String, f32> {
     let now = chrono::Utc::now();
-    let ratings: Vec<DocumentRating> = votes
-        .iter()
-        .filter(|(j, _)| answered[*j])
-        .flat_map(|&(j, up)| {
-            cited[j].iter().map(move |source| DocumentRating {
-                asker: simulated_asker(j),
-                source: source.clone(),
-                up,
-                at: now,
-            })
-        })
-        .collect();
+    let ratings = document_ratings(cited, |j| answered[j], votes, now);
     let full = FeedbackConfig {
         document_boost: 1.0,
         ..FeedbackConfig::default()

@@ -107,38 +107,42 @@ pub fn simulate(
     if !points.contains(&ratings) {
         points.push(ratings);
     }
+    // The held-out questions' scores after all the ratings, kept for the
+    // factors' first draw (the curve's last point fits them).
+    let mut last: Vec<(usize, Option<f64>)> = Vec::new();
     let curve = points
         .into_iter()
         .map(|n| {
-            let scored: Vec<(usize, f64)> = first
-                .scored_after(n, &prior)
-                .into_iter()
-                .map(|(i, s)| (i, s.unwrap_or(0.0)))
-                .collect();
+            let after = first.scored_after(n, &prior);
+            let scored: Vec<(usize, f64)> =
+                after.iter().map(|&(i, s)| (i, s.unwrap_or(0.0))).collect();
+            if n == ratings {
+                last = after;
+            }
             point(config, collected, &scored, n)
         })
         .collect();
     // The factors on FACTOR_DRAWS draws (the first is the curve's), each
     // after all its ratings: one draw holds out too few questions to tell.
+    let answered = |after: Vec<(usize, Option<f64>)>| -> Vec<(usize, f64)> {
+        after
+            .into_iter()
+            .filter_map(|(i, s)| Some((i, s?)))
+            .collect()
+    };
     let factors = if collected.vectors.len() == collected.outcomes.len() {
-        let draws: Vec<feedback_factors::Drawn> = (0..FACTOR_DRAWS)
-            .filter_map(|d| {
-                let draw = if d == 0 {
-                    first.clone()
-                } else {
-                    Draw::new(collected, sim, seed.wrapping_add(d))?
-                };
-                let scored = draw
-                    .scored_after(ratings, &prior)
-                    .into_iter()
-                    .filter_map(|(i, s)| Some((i, s?)))
-                    .collect();
-                Some(feedback_factors::Drawn {
-                    rated: draw.rated,
-                    scored,
-                })
+        let mut draws = vec![feedback_factors::Drawn {
+            rated: first.rated.clone(),
+            scored: answered(last),
+        }];
+        draws.extend((1..FACTOR_DRAWS).filter_map(|d| {
+            let draw = Draw::new(collected, sim, seed.wrapping_add(d))?;
+            let scored = answered(draw.scored_after(ratings, &prior));
+            Some(feedback_factors::Drawn {
+                rated: draw.rated,
+                scored,
             })
-            .collect();
+        }));
         feedback_factors::probe(collected, near, &draws)
     } else {
         None
@@ -162,7 +166,6 @@ pub const FACTOR_DRAWS: u64 = 20;
 
 /// One draw of simulated ratings: who rated what, and the questions held
 /// out.
-#[derive(Clone)]
 struct Draw {
     /// The rated questions, each with whether its rating is flipped.
     rated: Vec<(usize, bool)>,

@@ -124,10 +124,14 @@ pub fn run_with(
         config.confidence.calibration = None;
         config.confidence.fitted_weights = None;
     }
+    // A rated question is near at NEAR on GRACE's scale: this model's cosine.
+    let near = embedder
+        .similarity_scale()
+        .passage
+        .invert(feedback_factors::NEAR as f32);
     let collected = collect_with(&config, embedder, dir, k, self_calibrate, feedback.as_ref())?;
     let mut report = report(&config, &collected, calibration.as_ref(), same_set, k);
     if let Some(f) = feedback {
-        let near = crate::gaps::model_cosine(&config, feedback_factors::NEAR)?;
         report.feedback = feedback_sim::simulate(&config, &collected, &f, near);
     }
     Ok(report)

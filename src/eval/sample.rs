@@ -3,6 +3,9 @@
 //! ([`super::feedback_sim`]) and the document boost's probe
 //! ([`super::boost_probe`]) alike.
 
+use chrono::{DateTime, Utc};
+
+use crate::feedback::DocumentRating;
 use crate::rng::Rng;
 
 /// The simulated askers' draw: which questions are rated (in order, each
@@ -40,4 +43,28 @@ pub(super) fn sample(
 /// The simulated asker who rated question `i`.
 pub(super) fn simulated_asker(i: usize) -> String {
     format!("simulated-asker-{i}")
+}
+
+/// The document ratings simulated askers give at `at`: each vote
+/// (question, up) counts for every document the question's answer cites
+/// (`cited`), from that question's asker. Only an answer can be rated:
+/// `answered` says which questions were.
+pub(super) fn document_ratings(
+    cited: &[Vec<String>],
+    answered: impl Fn(usize) -> bool,
+    votes: &[(usize, bool)],
+    at: DateTime<Utc>,
+) -> Vec<DocumentRating> {
+    votes
+        .iter()
+        .filter(|(i, _)| answered(*i))
+        .flat_map(|&(i, up)| {
+            cited[i].iter().map(move |source| DocumentRating {
+                asker: simulated_asker(i),
+                source: source.clone(),
+                up,
+                at,
+            })
+        })
+        .collect()
 }

@@ -432,16 +432,16 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
             "  {:<28} {:>6} {:>9} {:>9} {:>14}",
             "", "AUROC", "in-domain", "cov@10%", "AUROC raised"
         );
-        for (name, fare) in [
-            ("confidence alone", &p.confidence),
-            ("+ nearest rated questions", &p.nearest_rated),
-            ("+ documents' rating history", &p.document_history),
-            ("+ both", &p.both),
+        for (name, fare, candidate) in [
+            ("confidence alone", &p.confidence, false),
+            ("+ nearest rated questions", &p.nearest_rated, true),
+            ("+ documents' rating history", &p.document_history, true),
+            ("+ both", &p.both, true),
         ] {
-            let raised = if std::ptr::eq(fare, &p.confidence) {
-                "-".to_string()
-            } else {
+            let raised = if candidate {
                 format!("in {} of {}", fare.raised_auroc, p.draws)
+            } else {
+                "-".to_string()
             };
             println!(
                 "  {:<28} {:>6} {:>9} {:>9.3} {:>14}",
