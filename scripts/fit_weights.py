@@ -36,7 +36,9 @@ import numpy as np
 # Factor order and the feature transform of src/confidence/mod.rs.
 FITTED = ["max_score", "margin", "neighbour_score", "query_coverage", "abstained"]
 HELD = {"result_count": 0.5, "groundedness": 6.0, "mean_score": 0.0, "score_variance": 0.0, "min_score": 0.0, "citation_validity": 1.0,
-        "self_assessment": 1.0, "identifier_coverage": 8.0, "follow_up_coverage": 10.0}
+        "self_assessment": 1.0, "identifier_coverage": 8.0, "follow_up_coverage": 10.0,
+        # Only people's ratings make it (src/learn/mod.rs fits it).
+        "document_history": 0.0}
 READER = ["reader", "reader_margin"]
 L2_GRID = [0.01, 0.1, 1.0, 10.0]
 FOLDS = 5
@@ -171,7 +173,7 @@ def main():
     order = ["bias", "result_count", "max_score", "mean_score", "score_variance", "min_score",
              "margin", "neighbour_score", "query_coverage", "groundedness", "citation_validity",
              "self_assessment", "abstained", "reader", "reader_margin", "identifier_coverage",
-             "follow_up_coverage"]
+             "follow_up_coverage", "document_history"]
     print("  weights:")
     for n in order:
         if n in weights:

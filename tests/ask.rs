@@ -371,6 +371,7 @@ fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
         cancel: Default::default(),
         agent: None,
         clarifier: None,
+        document_history: Default::default(),
     };
     let started = std::time::Instant::now();
     let r = executor
@@ -445,6 +446,7 @@ fn a_failed_generator_escalates_with_the_reason_instead_of_declining() {
         cancel: Default::default(),
         agent: None,
         clarifier: None,
+        document_history: Default::default(),
     };
     let r = executor
         .ask("How do I rotate an API key?", &mut |_| {})

@@ -60,6 +60,15 @@ impl Api {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// `asker`'s rating of answer `id`: `vote` with `reason`.
+    async fn rate(&self, id: &str, vote: &str, reason: &str, asker: &str) -> (StatusCode, Value) {
+        self.post(
+            &format!("/v1/answers/{id}/feedback"),
+            json!({"vote": vote, "reason": reason, "asker": asker}),
+        )
+        .await
+    }
+
     /// Asks `question` as `asker`; the outcome.
     async fn ask(&self, question: &str, asker: &str) -> Value {
         let (status, outcome) = self
@@ -548,12 +557,7 @@ async fn with_the_document_boost_on_a_down_rating_moves_its_document_down() {
         .unwrap();
     assert!(kb.document_boosts().is_empty());
 
-    let (s, body) = api
-        .post(
-            &format!("/v1/answers/{id}/feedback"),
-            json!({"vote": "down", "reason": "outdated", "asker": "alice"}),
-        )
-        .await;
+    let (s, body) = api.rate(&id, "down", "outdated", "alice").await;
     assert_eq!(s, StatusCode::OK, "{body}");
     let boosts = kb.document_boosts();
     // One vote down: 0.2 × (0 − 1) / (0 + 1 + 1).
@@ -582,6 +586,66 @@ async fn with_the_document_boost_on_a_down_rating_moves_its_document_down() {
             moved.fused_score
         );
     }
+}
+
+/// A document's rating history is a factor of the next answer citing it:
+/// a wrong answer from a page warns about the next one from that page.
+/// With a weight (a refit on feedback gives it one), an answer citing a
+/// document rated down scores lower, and the run keeps the factor, so the
+/// next refit learns from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_citing_a_document_rated_down_scores_lower() {
+    use grace::confidence::Factor;
+    let api = Api::start(|c| {
+        c.confidence.weights.document_history = 2.0;
+        c.feedback.escalate_on_wrong = false;
+    })
+    .await;
+    let first = api.ask(ANSWERED, "alice").await;
+    assert_eq!(first["status"], "answered", "{first}");
+    let id = first["answer_id"].as_str().unwrap().to_string();
+    let run = api.grace.feedback().run(&id).unwrap().unwrap();
+    // No rating yet: no history, and no factor that reads as "even".
+    let factors = run.factors.clone().unwrap();
+    assert_eq!(factors.get(Factor::DocumentHistory), None, "{factors:?}");
+    assert!(api.grace.document_history().is_empty());
+
+    let (s, body) = api.rate(&id, "down", "wrong", "alice").await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    // One vote down for each cited document: (0 − 1) / (0 + 1 + 1).
+    let history = api.grace.document_history();
+    for source in &run.sources {
+        assert_eq!(history.get(source).copied(), Some(-0.5), "{history:?}");
+    }
+
+    let second = api.ask(ANSWERED, "carol").await;
+    let id2 = second["answer_id"].as_str().unwrap().to_string();
+    let rerun = api.grace.feedback().run(&id2).unwrap().unwrap();
+    assert_eq!(rerun.sources, run.sources, "{second}");
+    let factors2 = rerun.factors.clone().unwrap();
+    assert_eq!(
+        factors2.get(Factor::DocumentHistory),
+        Some(-0.5),
+        "{factors2:?}"
+    );
+    // Everything else as before: the history alone lowers it, by its
+    // weight's share of the logit (2 × −0.5).
+    assert!(
+        rerun.confidence < run.confidence,
+        "{} -> {}",
+        run.confidence,
+        rerun.confidence
+    );
+    let logit = |p: f64| (p / (1.0 - p)).ln();
+    let drop = logit(run.confidence) - logit(rerun.confidence);
+    assert!((drop - 1.0).abs() < 1e-6, "logit fell by {drop}");
+    // The page's "why" names it among what lowered the confidence.
+    let steps = second["steps"].as_array().unwrap();
+    let contributions = steps.last().unwrap()["confidence"]["contributions"].to_string();
+    assert!(
+        contributions.contains("document_history"),
+        "{contributions}"
+    );
 }
 
 #[test]
@@ -776,7 +840,18 @@ fn eval_simulates_ratings_and_prints_the_learning_curve() {
         assert!((0.0..=scored).contains(&n), "{key}: {factors}");
     }
     assert_eq!(factors["confidence"]["raised_auroc"], 0);
-    for key in ["confidence", "nearest_rated", "document_history", "both"] {
+    // Beside them, the refit's own scores without and with the documents'
+    // history, as GRACE scores it.
+    assert_eq!(factors["refit"]["raised_auroc"], 0);
+    let keys = [
+        "confidence",
+        "nearest_rated",
+        "document_history",
+        "both",
+        "refit",
+        "refit_with_history",
+    ];
+    for key in keys {
         let fare = &factors[key];
         let auroc = fare["auroc"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&auroc), "{key}: {fare}");

@@ -167,6 +167,7 @@ fn a_plan_cannot_hand_the_answerer_evidence_of_its_own_making() {
         cancel: Default::default(),
         agent: None,
         clarifier: None,
+        document_history: Default::default(),
     };
     let r = executor
         .ask("How do I rotate an API key?", &mut |_| {})

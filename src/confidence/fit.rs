@@ -61,6 +61,14 @@ impl Model {
         sigmoid(self.bias + self.w.iter().zip(x).map(|(w, x)| w * x).sum::<f64>())
     }
 
+    /// The bias, then the weights.
+    fn parameters(&self) -> [f64; PARAMETERS] {
+        let mut theta = [0.0; PARAMETERS];
+        theta[0] = self.bias;
+        theta[1..].copy_from_slice(&self.w);
+        theta
+    }
+
     /// As `confidence.weights`.
     pub fn weights(&self) -> Weights {
         let mut weights = Weights {
@@ -100,61 +108,52 @@ pub fn fit(samples: &[Sample], l2: f64) -> Model {
         let rate = ((positives + 0.5) / (n + 1.0)).clamp(1e-3, 1.0 - 1e-3);
         start.bias = (rate / (1.0 - rate)).ln();
     }
-    newton(samples, None, l2, &Penalty::Zero, start)
+    // The weights toward 0, the bias free.
+    let mut strength = [l2; PARAMETERS];
+    strength[0] = 0.0;
+    newton(samples, None, [0.0; PARAMETERS], strength, start)
 }
 
+/// Parameters of a model: the bias first, then one weight per feature.
+pub const PARAMETERS: usize = FEATURES + 1;
+
 /// Fits the model to `samples`, each counted `weights[i]` times, pulled
-/// toward `prior` with strength `l2` (`l2/2·‖θ − θ_prior‖²`, the bias
-/// included): with no samples it is the prior, and it moves away as
-/// weight accumulates. How feedback refits the weights people's labels
-/// speak for, starting from the fit they have.
-pub fn fit_toward(samples: &[Sample], weights: &[f64], prior: &Model, l2: f64) -> Model {
+/// toward `prior` with strength `l2[j]` on parameter `j` (`Σ l2ⱼ/2·(θⱼ −
+/// θ_priorⱼ)²`, the bias first): with no samples it is the prior, and it
+/// moves away as weight accumulates. How feedback refits the weights
+/// people's labels speak for, starting from the fit they have.
+pub fn fit_toward(
+    samples: &[Sample],
+    weights: &[f64],
+    prior: &Model,
+    l2: &[f64; PARAMETERS],
+) -> Model {
     newton(
         samples,
         Some(weights),
-        l2,
-        &Penalty::Toward(prior.clone()),
+        prior.parameters(),
+        *l2,
         prior.clone(),
     )
 }
 
-/// What the L2 penalty pulls the parameters toward.
-enum Penalty {
-    /// The weights toward 0, the bias free.
-    Zero,
-    /// Every parameter toward a prior model's.
-    Toward(Model),
-}
-
 /// Newton's method with step halving on the weighted log loss plus the
-/// penalty, from `start`.
+/// penalty `Σ strengthⱼ/2·(θⱼ − centerⱼ)²`, from `start`.
 fn newton(
     samples: &[Sample],
     sample_weights: Option<&[f64]>,
-    l2: f64,
-    penalty: &Penalty,
+    center: [f64; PARAMETERS],
+    strength: [f64; PARAMETERS],
     start: Model,
 ) -> Model {
-    const P: usize = FEATURES + 1; // bias first
+    const P: usize = PARAMETERS;
     let weight = |i: usize| {
         sample_weights
             .and_then(|w| w.get(i))
             .copied()
             .unwrap_or(1.0)
     };
-    let mut theta = [0.0; P];
-    theta[0] = start.bias;
-    theta[1..].copy_from_slice(&start.w);
-    // The penalty's centre, and from which parameter it applies.
-    let (center, first) = match penalty {
-        Penalty::Zero => ([0.0; P], 1),
-        Penalty::Toward(m) => {
-            let mut c = [0.0; P];
-            c[0] = m.bias;
-            c[1..].copy_from_slice(&m.w);
-            (c, 0)
-        }
-    };
+    let mut theta = start.parameters();
     let row = |s: &Sample| {
         let mut r = [1.0; P];
         r[1..].copy_from_slice(&s.x);
@@ -169,7 +168,10 @@ fn newton(
                 weight(i) * log_loss_term(z, s.y)
             })
             .sum();
-        data + 0.5 * l2 * (first..P).map(|i| (t[i] - center[i]).powi(2)).sum::<f64>()
+        data + 0.5
+            * (0..P)
+                .map(|i| strength[i] * (t[i] - center[i]).powi(2))
+                .sum::<f64>()
     };
     let mut current = loss(&theta);
     for _ in 0..100 {
@@ -188,9 +190,9 @@ fn newton(
                 }
             }
         }
-        for i in first..P {
-            gradient[i] += l2 * (theta[i] - center[i]);
-            hessian[i][i] += l2;
+        for i in 0..P {
+            gradient[i] += strength[i] * (theta[i] - center[i]);
+            hessian[i][i] += strength[i];
         }
         hessian[0][0] += 1e-9;
         let Some(step) = solve(hessian, gradient) else {
@@ -540,7 +542,7 @@ mod tests {
             w: [0.0; FEATURES],
         };
         // No samples: the prior itself.
-        let none = fit_toward(&[], &[], &prior, 10.0);
+        let none = fit_toward(&[], &[], &prior, &[10.0; PARAMETERS]);
         assert!((none.bias - 2.0).abs() < 1e-6, "{none:?}");
         // Data that say the bias is about -1 (a quarter right): a few
         // samples move it a little, many move it most of the way.
@@ -554,16 +556,16 @@ mod tests {
         };
         let bias_after = |n: usize| {
             let samples = data(n);
-            fit_toward(&samples, &vec![1.0; n], &prior, 10.0).bias
+            fit_toward(&samples, &vec![1.0; n], &prior, &[10.0; PARAMETERS]).bias
         };
         let (few, many) = (bias_after(8), bias_after(8_000));
         assert!(few < 2.0 && few > 0.0, "{few}");
         assert!((many - (1.0f64 / 3.0).ln()).abs() < 0.1, "{many}");
         // A sample's weight counts as that many copies of it.
         let samples = data(8);
-        let weighted = fit_toward(&samples, &[3.0; 8], &prior, 10.0).bias;
+        let weighted = fit_toward(&samples, &[3.0; 8], &prior, &[10.0; PARAMETERS]).bias;
         let copies: Vec<Sample> = (0..3).flat_map(|_| samples.clone()).collect();
-        let copied = fit_toward(&copies, &[1.0; 24], &prior, 10.0).bias;
+        let copied = fit_toward(&copies, &[1.0; 24], &prior, &[10.0; PARAMETERS]).bias;
         assert!((weighted - copied).abs() < 1e-6, "{weighted} {copied}");
     }
 

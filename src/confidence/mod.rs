@@ -15,6 +15,7 @@
 mod answer;
 pub mod calibration;
 pub mod fit;
+mod history;
 pub mod metrics;
 mod retrieval;
 pub mod v1;
@@ -23,6 +24,7 @@ pub use self::answer::{
     CitedSentence, SUPPORT_THRESHOLD, answer_factors, citation_markers, cited_sentences,
     cited_support, strip_markers,
 };
+pub use self::history::document_history_factor;
 pub use self::retrieval::{query_coverage, retrieval_factors};
 pub use crate::lexical::term_coverage;
 
@@ -91,11 +93,16 @@ pub enum Factor {
     /// those inherited from the conversation) found in the passages
     /// (0..1); reported only for follow-ups rewritten to stand alone.
     FollowUpCoverage,
+    /// The rating history of the documents the answer cites: per document
+    /// `(up − down) / (up + down + 1)` of askers' ratings (one vote per
+    /// asker, halving with age), averaged over the cited documents that
+    /// have one (−1..1); reported only when one has.
+    DocumentHistory,
 }
 
 impl Factor {
     /// Every factor, in a fixed order.
-    pub const ALL: [Factor; 16] = [
+    pub const ALL: [Factor; 17] = [
         Factor::ResultCount,
         Factor::MaxScore,
         Factor::MeanScore,
@@ -112,6 +119,7 @@ impl Factor {
         Factor::ReaderMargin,
         Factor::IdentifierCoverage,
         Factor::FollowUpCoverage,
+        Factor::DocumentHistory,
     ];
 
     /// The feature the weight multiplies. Factors are already on a 0..1 (or
@@ -136,7 +144,7 @@ impl Factor {
 
     /// The weight of this factor in `weights`.
     pub fn weight(self, weights: &Weights) -> f64 {
-        // One match for reading and writing: `Weights` is twelve `f64`s.
+        // One match for reading and writing: `Weights` is plain `f64`s.
         let mut weights = *weights;
         *self.weight_mut(&mut weights)
     }
@@ -160,6 +168,7 @@ impl Factor {
             Factor::ReaderMargin => &mut weights.reader_margin,
             Factor::IdentifierCoverage => &mut weights.identifier_coverage,
             Factor::FollowUpCoverage => &mut weights.follow_up_coverage,
+            Factor::DocumentHistory => &mut weights.document_history,
         }
     }
 }

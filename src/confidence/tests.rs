@@ -28,6 +28,7 @@ fn zero_weights() -> Weights {
         reader_margin: 0.0,
         identifier_coverage: 0.0,
         follow_up_coverage: 0.0,
+        document_history: 0.0,
     }
 }
 

@@ -256,6 +256,10 @@ pub struct Weights {
     /// conversation's subject, so what the follow-up adds must be found
     /// too.
     pub follow_up_coverage: f64,
+    /// Weight of the rating history of the documents the answer cites
+    /// (−1..1; reported only when one has a history). 0 until people's
+    /// ratings fit it (`grace calibrate --from-feedback`).
+    pub document_history: f64,
 }
 
 impl Default for Weights {
@@ -278,6 +282,7 @@ impl Default for Weights {
             reader_margin: 0.79,
             identifier_coverage: 8.0,
             follow_up_coverage: 10.0,
+            document_history: 0.0,
         }
     }
 }

@@ -8,7 +8,7 @@ use super::sample::{document_ratings, sample};
 use super::set::{Question, is_gold};
 use crate::config::FeedbackConfig;
 use crate::error::Result;
-use crate::feedback::document_boosts;
+use crate::feedback::{document_boosts, document_history};
 use crate::kb::KnowledgeBase;
 use crate::rng::Rng;
 
@@ -68,7 +68,8 @@ pub(super) fn probe(
         document_boost: boost,
         ..kb.config().feedback.clone()
     };
-    let boosts = document_boosts(&ratings, now, &config);
+    let history = document_history(&ratings, now, config.document_boost_half_life_days);
+    let boosts = document_boosts(&history, &config);
     let held: Vec<&Question> = drawn
         .held_out
         .iter()

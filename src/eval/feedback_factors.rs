@@ -1,22 +1,24 @@
-//! The factors only feedback makes possible, measured before any is kept
+//! The factors only feedback makes possible, measured before one is kept
 //! (`grace eval DIR --feedback N`, the `factors` of its curve):
 //!
 //! - **nearest rated**: the ratings of the rated questions nearest to the
 //!   question (by embedding, at a similarity of at least [`NEAR`] on
 //!   GRACE's similarity scale, the [`NEAREST`] nearest), each weighed by
 //!   its cosine: `Σ c·(±1) / (Σ c + 1)`, 0 with none. A question like one
-//!   answered wrongly before is a warning.
+//!   answered wrongly before is a warning. Not kept: it did not raise the
+//!   AUROC.
 //! - **document history**: the rating history of the documents the answer
-//!   cites, as the document boost reads it ([`document_boosts`] at full
-//!   strength: `(up − down) / (up + down + 1)` per document), averaged
-//!   over the cited documents that have one (a document whose votes cancel
-//!   out has none); 0 when none has.
+//!   cites ([`crate::feedback::document_history`]), averaged over the cited
+//!   documents that have one, 0 when none has. Kept: GRACE scores it as
+//!   the `document_history` factor ([`document_history_factor`]); here it
+//!   is measured against the confidence without it.
 //!
-//! Each is added to the refitted confidence (its logit, after all the
-//! sample's ratings) and the held-out questions with an answer step are
-//! scored out of fold (five stratified folds, the L2 strength
-//! cross-validated, as `grace calibrate` fits): a factor is worth keeping
-//! only if it raises the out-of-fold AUROC over the confidence alone.
+//! Each is added to the refitted confidence without the document history
+//! (its logit, after all the sample's ratings) and the held-out questions
+//! with an answer step are scored out of fold (five stratified folds, the
+//! L2 strength cross-validated, as `grace calibrate` fits): a factor is
+//! worth keeping only if it raises the out-of-fold AUROC over the
+//! confidence alone.
 
 use std::collections::HashMap;
 
@@ -26,10 +28,9 @@ use super::fares::{RISK, coverage_at_risk};
 use super::outcomes::Collected;
 use super::sample::document_ratings;
 use crate::confidence::fit::{FEATURES, Sample, cross_validate};
-use crate::confidence::metrics;
+use crate::confidence::{document_history_factor, metrics};
 use crate::config::FeedbackConfig;
 use crate::embed::dot;
-use crate::feedback::document_boosts;
 
 /// The similarity (on GRACE's scale: MiniLM's cosines) at which a rated
 /// question is near: about one subject.
@@ -65,6 +66,14 @@ pub struct FactorProbe {
     pub document_history: ProbeFare,
     /// With both.
     pub both: ProbeFare,
+    /// The refit's own scores, without the document history (not out of
+    /// fold: the weights fitted on the ratings score the held-out).
+    pub refit: ProbeFare,
+    /// The refit as GRACE fits and scores it, with the `document_history`
+    /// factor (each rated run with the history of the ratings before it,
+    /// the held-out with all of them); `raised_auroc` counts the draws
+    /// where it is above [`FactorProbe::refit`].
+    pub refit_with_history: ProbeFare,
 }
 
 /// How one combination scores the held-out questions out of fold, as the
@@ -87,8 +96,11 @@ pub(super) struct Drawn {
     /// The rated questions, each with whether its rating is flipped.
     pub rated: Vec<(usize, bool)>,
     /// The held-out questions with an answer step, each with the
-    /// confidence refitted on all the draw's ratings.
+    /// confidence refitted on all the draw's ratings (without the
+    /// document history).
     pub scored: Vec<(usize, f64)>,
+    /// The same questions scored as GRACE refits: with it.
+    pub with_history: Vec<(usize, f64)>,
 }
 
 /// Runs the probe on `draws` (a rated question is near at cosine
@@ -99,7 +111,7 @@ pub(super) fn probe(
     similarity: f32,
     draws: &[Drawn],
 ) -> Option<FactorProbe> {
-    let per_draw: Vec<(Counts, [Single; 4])> = draws
+    let per_draw: Vec<(Counts, [Single; 6])> = draws
         .iter()
         .filter(|d| !d.scored.is_empty())
         .map(|d| one_draw(collected, similarity, d))
@@ -110,7 +122,8 @@ pub(super) fn probe(
     let n = per_draw.len() as f64;
     let mean =
         |f: &dyn Fn(&Counts) -> usize| per_draw.iter().map(|(c, _)| f(c) as f64).sum::<f64>() / n;
-    let combined = |k: usize| {
+    // Combination `k`, its AUROC compared per draw with `base`'s.
+    let combined = |k: usize, base: Option<usize>| {
         let singles: Vec<&Single> = per_draw.iter().map(|(_, s)| &s[k]).collect();
         let defined_mean = |f: &dyn Fn(&Single) -> Option<f64>| {
             let values: Vec<f64> = singles.iter().filter_map(|s| f(s)).collect();
@@ -120,16 +133,14 @@ pub(super) fn probe(
             auroc: defined_mean(&|s| s.auroc),
             auroc_in_domain: defined_mean(&|s| s.auroc_in_domain),
             coverage_at_risk_10: singles.iter().map(|s| s.coverage).sum::<f64>() / n,
-            raised_auroc: if k == 0 {
-                0
-            } else {
+            raised_auroc: base.map_or(0, |b| {
                 per_draw
                     .iter()
                     .filter(
-                        |(_, s)| matches!((s[k].auroc, s[0].auroc), (Some(a), Some(b)) if a > b),
+                        |(_, s)| matches!((s[k].auroc, s[b].auroc), (Some(a), Some(b)) if a > b),
                     )
                     .count()
-            },
+            }),
         }
     };
     Some(FactorProbe {
@@ -138,10 +149,12 @@ pub(super) fn probe(
         with_rated_neighbours: mean(&|c| c.neighbours),
         with_rated_documents: mean(&|c| c.documents),
         similarity: f64::from(similarity),
-        confidence: combined(0),
-        nearest_rated: combined(1),
-        document_history: combined(2),
-        both: combined(3),
+        confidence: combined(0, None),
+        nearest_rated: combined(1, Some(0)),
+        document_history: combined(2, Some(0)),
+        both: combined(3, Some(0)),
+        refit: combined(4, None),
+        refit_with_history: combined(5, Some(4)),
     })
 }
 
@@ -159,9 +172,14 @@ struct Single {
     coverage: f64,
 }
 
+/// The scores of `scored`, in order.
+fn own(scored: &[(usize, f64)]) -> Vec<f64> {
+    scored.iter().map(|(_, s)| *s).collect()
+}
+
 /// One draw: its counts, and the confidence alone, with the nearest rated
 /// questions, with the documents' history and with both.
-fn one_draw(collected: &Collected, similarity: f32, draw: &Drawn) -> (Counts, [Single; 4]) {
+fn one_draw(collected: &Collected, similarity: f32, draw: &Drawn) -> (Counts, [Single; 6]) {
     let outcomes = &collected.outcomes;
     let votes: Vec<(usize, bool)> = draw
         .rated
@@ -182,18 +200,14 @@ fn one_draw(collected: &Collected, similarity: f32, draw: &Drawn) -> (Counts, [S
         .map(|&(i, confidence)| {
             let near = nearest_rated(&collected.vectors, &votes, i, similarity);
             counts.neighbours += usize::from(near.is_some());
-            let documents: Vec<f64> = collected.cited[i]
-                .iter()
-                .filter_map(|d| history.get(d).map(|h| f64::from(*h)))
-                .collect();
-            counts.documents += usize::from(!documents.is_empty());
-            let doc = if documents.is_empty() {
-                0.0
-            } else {
-                documents.iter().sum::<f64>() / documents.len() as f64
-            };
+            let doc = document_history_factor(&collected.cited[i], &history);
+            counts.documents += usize::from(doc.is_some());
             let p = confidence.clamp(1e-4, 1.0 - 1e-4);
-            [(p / (1.0 - p)).ln(), near.unwrap_or(0.0), doc]
+            [
+                (p / (1.0 - p)).ln(),
+                near.unwrap_or(0.0),
+                doc.unwrap_or(0.0),
+            ]
         })
         .collect();
     let fare = |use_near: bool, use_doc: bool| {
@@ -221,6 +235,8 @@ fn one_draw(collected: &Collected, similarity: f32, draw: &Drawn) -> (Counts, [S
             fare(true, false),
             fare(false, true),
             fare(true, true),
+            single(collected, &draw.scored, &own(&draw.scored)),
+            single(collected, &draw.with_history, &own(&draw.with_history)),
         ],
     )
 }
@@ -256,7 +272,7 @@ fn nearest_rated(
     Some(signed / (total + 1.0))
 }
 
-/// Each rated document's history: the document boost at full strength
+/// Each rated document's history ([`crate::feedback::document_history`])
 /// over the documents cited (`cited`) by the rated questions that were
 /// answered (`votes` of those in `answered`; only an answer can be rated).
 fn document_history(
@@ -266,11 +282,11 @@ fn document_history(
 ) -> HashMap<String, f32> {
     let now = chrono::Utc::now();
     let ratings = document_ratings(cited, |j| answered[j], votes, now);
-    let full = FeedbackConfig {
-        document_boost: 1.0,
-        ..FeedbackConfig::default()
-    };
-    document_boosts(&ratings, now, &full)
+    crate::feedback::document_history(
+        &ratings,
+        now,
+        FeedbackConfig::default().document_boost_half_life_days,
+    )
 }
 
 /// The out-of-fold `scores` (parallel to `scored`) as one draw's figures.

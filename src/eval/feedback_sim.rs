@@ -7,6 +7,13 @@
 //! the questions not sampled: the learning curve. With a flood, one more
 //! asker gives that many false ratings (each a sampled question rated the
 //! wrong way) alongside every fit: the per-asker cap is what holds them.
+//!
+//! The ratings make documents' rating histories, as they do in GRACE: each
+//! rated run is labelled with the `document_history` factor the ratings
+//! before it made (what GRACE stored when it answered), and the held-out
+//! questions are scored with the one all the fit's ratings make.
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 
@@ -15,10 +22,12 @@ use super::boost_probe::BoostProbe;
 use super::fares::coverage_at_risk;
 use super::feedback_factors::{self, FactorProbe};
 use super::outcomes::Collected;
-use super::sample::{Sample, sample, simulated_asker};
+use super::sample::{Sample, document_ratings, sample, simulated_asker};
 use crate::confidence::fit::{FEATURES, Fare, Model, features};
 use crate::confidence::metrics::{self, EceFloor};
-use crate::config::Config;
+use crate::confidence::{Factor, document_history_factor};
+use crate::config::{Config, FeedbackConfig};
+use crate::feedback::{DocumentRating, document_history};
 use crate::learn::{self, Label};
 use crate::rng::Rng;
 
@@ -107,18 +116,12 @@ pub fn simulate(
     if !points.contains(&ratings) {
         points.push(ratings);
     }
-    // The held-out questions' scores after all the ratings, kept for the
-    // factors' first draw (the curve's last point fits them).
-    let mut last: Vec<(usize, Option<f64>)> = Vec::new();
     let curve = points
         .into_iter()
         .map(|n| {
-            let after = first.scored_after(n, &prior);
+            let after = first.scored_after(collected, n, &prior, true);
             let scored: Vec<(usize, f64)> =
                 after.iter().map(|&(i, s)| (i, s.unwrap_or(0.0))).collect();
-            if n == ratings {
-                last = after;
-            }
             point(config, collected, &scored, n)
         })
         .collect();
@@ -131,18 +134,17 @@ pub fn simulate(
             .collect()
     };
     let factors = if collected.vectors.len() == collected.outcomes.len() {
-        let mut draws = vec![feedback_factors::Drawn {
-            rated: first.rated.clone(),
-            scored: answered(last),
-        }];
-        draws.extend((1..FACTOR_DRAWS).filter_map(|d| {
-            let draw = Draw::new(collected, sim, seed.wrapping_add(d))?;
-            let scored = answered(draw.scored_after(ratings, &prior));
-            Some(feedback_factors::Drawn {
-                rated: draw.rated,
-                scored,
-            })
-        }));
+        let drawn = |draw: &Draw| feedback_factors::Drawn {
+            rated: draw.rated.clone(),
+            scored: answered(draw.scored_after(collected, ratings, &prior, false)),
+            with_history: answered(draw.scored_after(collected, ratings, &prior, true)),
+        };
+        let mut draws = vec![drawn(&first)];
+        draws.extend(
+            (1..FACTOR_DRAWS)
+                .filter_map(|d| Draw::new(collected, sim, seed.wrapping_add(d)))
+                .map(|draw| drawn(&draw)),
+        );
         feedback_factors::probe(collected, near, &draws)
     } else {
         None
@@ -169,14 +171,72 @@ pub const FACTOR_DRAWS: u64 = 20;
 struct Draw {
     /// The rated questions, each with whether its rating is flipped.
     rated: Vec<(usize, bool)>,
-    /// Their labels, in the same order.
+    /// Their labels, in the same order: each run's factors with the
+    /// `document_history` the ratings before it made, as GRACE would have
+    /// stored them.
     labels: Vec<Label>,
     /// The flood's false ratings.
     false_ratings: Vec<Label>,
-    /// The held-out questions, each with its features; a question
-    /// without an answer step has none (it was not answered, and scores
-    /// 0 on the curve).
+    /// The flood's votes (question, up), for the documents' history.
+    false_votes: Vec<(usize, bool)>,
+    /// The held-out questions, each with its features (without a
+    /// document history: [`Draw::scored_after`] adds the one the ratings
+    /// made); a question without an answer step has none (it was not
+    /// answered, and scores 0 on the curve).
     held: Vec<(usize, Option<[f64; FEATURES]>)>,
+}
+
+/// Where `document_history` sits in a feature vector.
+fn history_index() -> usize {
+    Factor::ALL
+        .iter()
+        .position(|f| *f == Factor::DocumentHistory)
+        .unwrap_or(FEATURES)
+}
+
+/// `x` with question `i`'s `document_history` as `history` makes it (none
+/// without an answer step, or without a cited document with a history).
+fn with_history(
+    collected: &Collected,
+    i: usize,
+    mut x: [f64; FEATURES],
+    history: &HashMap<String, f32>,
+) -> [f64; FEATURES] {
+    let value = if collected.outcomes[i].factors.0.is_empty() {
+        None
+    } else {
+        document_history_factor(&collected.cited[i], history)
+    };
+    if let Some(slot) = x.get_mut(history_index()) {
+        *slot = value.map_or(0.0, |v| Factor::DocumentHistory.feature(v));
+    }
+    x
+}
+
+/// The documents' history after the `votes` of simulated askers (each
+/// question's own asker) and the flood's `false_votes` (one asker), as
+/// the service reads it from the feedback store.
+fn history_after(
+    collected: &Collected,
+    votes: &[(usize, bool)],
+    false_votes: &[(usize, bool)],
+) -> HashMap<String, f32> {
+    let now = chrono::Utc::now();
+    let answered = |j: usize| collected.outcomes[j].answered;
+    let mut ratings = document_ratings(&collected.cited, answered, votes, now);
+    ratings.extend(
+        document_ratings(&collected.cited, answered, false_votes, now)
+            .into_iter()
+            .map(|r| DocumentRating {
+                asker: "flood".into(),
+                ..r
+            }),
+    );
+    document_history(
+        &ratings,
+        now,
+        FeedbackConfig::default().document_boost_half_life_days,
+    )
 }
 
 impl Draw {
@@ -186,21 +246,38 @@ impl Draw {
         let outcomes = &collected.outcomes;
         let mut rng = Rng::new(seed);
         let Sample { rated, held_out } = sample(&mut rng, outcomes.len(), sim.ratings, sim.noise)?;
-        let label = |i: usize, y: bool, by: String| Label {
-            x: features(&outcomes[i].factors),
-            y,
-            confidence: outcomes[i].confidence,
-            weight: 1.0,
-            by,
-        };
-        let labels: Vec<Label> = rated
+        let votes: Vec<(usize, bool)> = rated
             .iter()
-            .map(|&(i, flip)| label(i, outcomes[i].right != flip, simulated_asker(i)))
+            .map(|&(i, flip)| (i, outcomes[i].right != flip))
             .collect();
+        // Each rated run as GRACE scored it: with the history of the
+        // ratings given before it.
+        let labels: Vec<Label> = votes
+            .iter()
+            .enumerate()
+            .map(|(k, &(i, y))| {
+                let history = history_after(collected, &votes[..k], &[]);
+                Label {
+                    x: with_history(collected, i, features(&outcomes[i].factors), &history),
+                    y,
+                    confidence: outcomes[i].confidence,
+                    weight: 1.0,
+                    by: simulated_asker(i),
+                }
+            })
+            .collect();
+        let mut false_votes = Vec::new();
         let false_ratings: Vec<Label> = (0..sim.flood)
             .filter_map(|_| {
-                let &(i, _) = rated.get(rng.below(rated.len().max(1)))?;
-                Some(label(i, !outcomes[i].right, "flood".into()))
+                let k = rng.below(rated.len().max(1));
+                let (i, _) = *rated.get(k)?;
+                false_votes.push((i, !outcomes[i].right));
+                // The same run, rated the wrong way.
+                Some(Label {
+                    y: !outcomes[i].right,
+                    by: "flood".into(),
+                    ..labels.get(k)?.clone()
+                })
             })
             .collect();
         let held = held_out
@@ -214,6 +291,7 @@ impl Draw {
             rated,
             labels,
             false_ratings,
+            false_votes,
             held,
         })
     }
@@ -224,18 +302,48 @@ impl Draw {
     }
 
     /// The held-out questions scored by the weights refitted (toward
-    /// `prior`) on the first `n` ratings and, past none, the flood; `None`
-    /// for a question without an answer step.
-    fn scored_after(&self, n: usize, prior: &crate::config::Weights) -> Vec<(usize, Option<f64>)> {
+    /// `prior`) on the first `n` ratings and, past none, the flood, each
+    /// with the documents' history those ratings made; `None` for a
+    /// question without an answer step. Without `history`, the factor is
+    /// left out everywhere (the confidence the feedback-only factors are
+    /// measured against).
+    fn scored_after(
+        &self,
+        collected: &Collected,
+        n: usize,
+        prior: &crate::config::Weights,
+        history: bool,
+    ) -> Vec<(usize, Option<f64>)> {
         let mut fitted = self.labels[..n].to_vec();
-        if n > 0 {
+        let flood: &[(usize, bool)] = if n > 0 {
             fitted.extend(self.false_ratings.iter().cloned());
-        }
+            &self.false_votes
+        } else {
+            &[]
+        };
+        let documents = if history {
+            let votes: Vec<(usize, bool)> = self.labels[..n]
+                .iter()
+                .zip(&self.rated)
+                .map(|(l, &(i, _))| (i, l.y))
+                .collect();
+            history_after(collected, &votes, flood)
+        } else {
+            for l in &mut fitted {
+                if let Some(slot) = l.x.get_mut(history_index()) {
+                    *slot = 0.0;
+                }
+            }
+            HashMap::new()
+        };
         learn::cap_givers(&mut fitted);
         let model = Model::from_weights(&learn::fit_weights(&fitted, prior));
         self.held
             .iter()
-            .map(|(i, x)| (*i, x.as_ref().map(|x| model.predict(x))))
+            .map(|(i, x)| {
+                let x = x.map(|x| with_history(collected, *i, x, &documents));
+                (*i, x.as_ref().map(|x| model.predict(x)))
+            })
             .collect()
     }
 }
@@ -342,5 +450,129 @@ fn point(
             unanswerable.iter().filter(|p| p.1 >= notify).count(),
             unanswerable.len(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::confidence::Factors;
+    use crate::eval::outcomes::Outcome;
+    use crate::exec::Decision;
+
+    /// `n` questions, all answered with an answer step, question `i`
+    /// citing `docs[i]`, right when `i` is even.
+    fn collected(docs: &[&str]) -> Collected {
+        let mut factors = Factors::default();
+        factors.set(Factor::MaxScore, 0.6);
+        let outcomes = (0..docs.len())
+            .map(|i| Outcome {
+                index: i,
+                answered: true,
+                decision: Decision::Answer,
+                answer_text: None,
+                right: i % 2 == 0,
+                confidence: 0.5,
+                factors: factors.clone(),
+                top1: 0.6,
+                reader_top: None,
+                gold_at_1: false,
+                gold_at_k: false,
+                dense_gold_at_1: false,
+                dense_gold_at_k: false,
+                latency_ms: 1.0,
+            })
+            .collect();
+        Collected {
+            set: std::path::PathBuf::new(),
+            questions: Vec::new(),
+            outcomes,
+            questions_sha256: String::new(),
+            chunks: 0,
+            backend: "test",
+            sources: Vec::new(),
+            embedding_model: String::new(),
+            self_fit: None,
+            document_boost: None,
+            cited: docs.iter().map(|d| vec![d.to_string()]).collect(),
+            vectors: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_documents_history_counts_answers_and_the_flood_as_one_asker() {
+        let mut c = collected(&["a.md", "a.md", "a.md", "b.md"]);
+        // Question 3 was escalated: nobody rated an answer from b.md.
+        c.outcomes[3].answered = false;
+        let h = history_after(&c, &[(0, false), (3, true)], &[]);
+        assert_eq!(h.get("a.md").copied(), Some(-0.5), "{h:?}");
+        assert_eq!(h.get("b.md"), None, "{h:?}");
+        // Two false ratings of the flood count once (its newest vote).
+        let h = history_after(&c, &[(0, true), (1, true)], &[(2, false), (1, false)]);
+        // (2 − 1) / (2 + 1 + 1)
+        assert_eq!(h.get("a.md").copied(), Some(0.25), "{h:?}");
+    }
+
+    #[test]
+    fn only_a_question_with_an_answer_step_gets_its_documents_history() {
+        let mut c = collected(&["a.md", "a.md"]);
+        c.outcomes[1].factors = Factors::default();
+        let history = HashMap::from([("a.md".to_string(), -0.5f32)]);
+        let slot = history_index();
+        assert_eq!(with_history(&c, 0, [0.0; FEATURES], &history)[slot], -0.5);
+        assert_eq!(with_history(&c, 1, [0.0; FEATURES], &history)[slot], 0.0);
+        assert_eq!(
+            with_history(&c, 0, [1.0; FEATURES], &HashMap::new())[slot],
+            0.0
+        );
+    }
+
+    #[test]
+    fn a_rated_run_carries_only_the_history_of_ratings_before_it() {
+        // Every question cites the same page: each label's history is that
+        // of the labels before it, never its own rating.
+        let c = collected(&["a.md"; 12]);
+        let sim = FeedbackSim {
+            ratings: 8,
+            seed: 7,
+            noise: 0.0,
+            flood: 0,
+            document_boost: None,
+        };
+        let draw = Draw::new(&c, &sim, sim.seed).unwrap();
+        let slot = history_index();
+        assert_eq!(draw.labels[0].x[slot], 0.0);
+        for k in 1..draw.labels.len() {
+            let votes: Vec<(usize, bool)> = draw.rated[..k]
+                .iter()
+                .map(|&(i, _)| (i, c.outcomes[i].right))
+                .collect();
+            let (up, down) =
+                votes.iter().fold(
+                    (0.0, 0.0),
+                    |(u, d), (_, y)| {
+                        if *y { (u + 1.0, d) } else { (u, d + 1.0) }
+                    },
+                );
+            let expected = (up - down) / (up + down + 1.0);
+            assert!(
+                (draw.labels[k].x[slot] - expected).abs() < 1e-6,
+                "label {k}: {} vs {expected}",
+                draw.labels[k].x[slot]
+            );
+        }
+        // Held-out questions are scored with every fitted rating's history;
+        // without it, with none.
+        let prior = crate::config::Weights {
+            document_history: 4.0,
+            ..Default::default()
+        };
+        let with = draw.scored_after(&c, 8, &prior, true);
+        let without = draw.scored_after(&c, 8, &prior, false);
+        assert_eq!(with.len(), 4);
+        assert!(
+            with.iter().zip(&without).all(|(a, b)| a.1 != b.1),
+            "{with:?} {without:?}"
+        );
     }
 }

@@ -9,7 +9,7 @@ use super::decision::decide;
 use super::report::{Decision, RunReport};
 use super::{Event, Executor};
 use crate::agent::{Agent, AgentEvent, AgentOutcome, AgentStop};
-use crate::confidence::{Factors, failed_score, level};
+use crate::confidence::{Factors, failed_score, level, score_with};
 use crate::config::AgentConfig;
 use crate::plan::{PlanError, PlanOrigin};
 use crate::tools::{StepRecord, ToolOutput, ToolResult};
@@ -92,7 +92,17 @@ impl Executor<'_> {
                 return Ok(report);
             }
             AgentStop::Final => match answer {
-                Some(scored) => {
+                Some(mut scored) => {
+                    if !scored.answer.abstained {
+                        let cited: Vec<String> = scored
+                            .answer
+                            .citations
+                            .iter()
+                            .filter_map(|c| c.source.clone())
+                            .collect();
+                        self.with_history(&mut scored.factors, &cited);
+                        scored.score = score_with(&scored.factors, self.confidence);
+                    }
                     report.confidence = scored.score.score;
                     report.level = level(scored.score.score, thresholds);
                     let abstained = scored.answer.abstained;

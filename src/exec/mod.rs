@@ -20,6 +20,7 @@ pub use self::report::{
     CONFIRM_OPTION_PREFIX, Decision, HumanReply, NOT_ANSWERED_OPTION, RunReport,
 };
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -106,6 +107,10 @@ pub struct Executor<'a> {
     pub agent: Option<(Arc<dyn crate::llm::LlmClient>, AgentConfig)>,
     /// Who answers the agent's questions to the asker now (a terminal).
     pub clarifier: Option<Clarifier<'a>>,
+    /// Each document's rating history (by path): an answer is scored with
+    /// that of the documents it cites (`document_history`). Empty without
+    /// ratings.
+    pub document_history: Arc<HashMap<String, f32>>,
 }
 
 struct Attempt {
@@ -148,6 +153,22 @@ impl<'a> Executor<'a> {
             cancel: Arc::new(AtomicBool::new(false)),
             agent,
             clarifier: None,
+            document_history: Arc::default(),
+        }
+    }
+
+    /// This executor, scoring answers with the documents' rating history
+    /// (`document_history`).
+    pub fn with_document_history(mut self, history: Arc<HashMap<String, f32>>) -> Self {
+        self.document_history = history;
+        self
+    }
+
+    /// `factors` with the rating history of the documents in `cited`, when
+    /// one has a history.
+    fn with_history(&self, factors: &mut crate::confidence::Factors, cited: &[String]) {
+        if let Some(h) = crate::confidence::document_history_factor(cited, &self.document_history) {
+            factors.set(crate::confidence::Factor::DocumentHistory, h);
         }
     }
 

@@ -135,6 +135,9 @@ impl Executor<'_> {
                 }
             }
             factors.merge(&result.factors);
+            if matches!(&result.output, ToolOutput::Answer(a) if !a.abstained) {
+                self.with_history(&mut factors, &result.sources);
+            }
             let confidence = if result.success {
                 score_with(&factors, self.confidence)
             } else {

@@ -29,20 +29,18 @@ pub struct DocumentRating {
     pub at: DateTime<Utc>,
 }
 
-/// Each document's boost at `now`: `document_boost × (u − d) / (u + d + 1)`,
-/// with `u` and `d` its up and down votes weighed by their age. `ratings`
-/// newest first (an asker's later vote on the same document is dropped).
-/// Empty when the boost is off.
-pub fn document_boosts(
+/// Each document's rating history at `now`: `(u − d) / (u + d + 1)`, in
+/// (−1, 1), with `u` and `d` its up and down votes weighed by their age
+/// (half after `half_life_days`). `ratings` newest first (an asker's later
+/// vote on the same document is dropped). A document whose votes cancel
+/// out has none. What the `document_history` confidence factor reads, and
+/// what the boost scales.
+pub fn document_history(
     ratings: &[DocumentRating],
     now: DateTime<Utc>,
-    config: &FeedbackConfig,
+    half_life_days: u32,
 ) -> HashMap<String, f32> {
-    let max = config.document_boost;
-    if max <= 0.0 {
-        return HashMap::new();
-    }
-    let half_life = f64::from(config.document_boost_half_life_days.max(1));
+    let half_life = f64::from(half_life_days.max(1));
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
     // (up, down) weights per document.
     let mut votes: HashMap<&str, (f64, f64)> = HashMap::new();
@@ -61,10 +59,25 @@ pub fn document_boosts(
     }
     votes
         .into_iter()
-        .map(|(source, (up, down))| {
-            let boost = max * (up - down) / (up + down + 1.0);
-            (source.to_string(), boost as f32)
-        })
+        .map(|(source, (up, down))| (source.to_string(), ((up - down) / (up + down + 1.0)) as f32))
+        .filter(|(_, history)| *history != 0.0)
+        .collect()
+}
+
+/// Each document's boost: its [`document_history`] scaled by
+/// `document_boost` (so less than it either way), with the history's
+/// half-life `document_boost_half_life_days`. Empty when the boost is off.
+pub fn document_boosts(
+    history: &HashMap<String, f32>,
+    config: &FeedbackConfig,
+) -> HashMap<String, f32> {
+    let max = config.document_boost;
+    if max <= 0.0 {
+        return HashMap::new();
+    }
+    history
+        .iter()
+        .map(|(source, h)| (source.clone(), (max * f64::from(*h)) as f32))
         .filter(|(_, boost)| *boost != 0.0)
         .collect()
 }
@@ -88,6 +101,16 @@ mod tests {
         DateTime::from_timestamp(1_800_000_000, 0).unwrap()
     }
 
+    /// The boosts as the service makes them: the history, scaled.
+    fn boosts(
+        ratings: &[DocumentRating],
+        now: DateTime<Utc>,
+        config: &FeedbackConfig,
+    ) -> HashMap<String, f32> {
+        let history = document_history(ratings, now, config.document_boost_half_life_days);
+        document_boosts(&history, config)
+    }
+
     fn on(boost: f64) -> FeedbackConfig {
         FeedbackConfig {
             document_boost: boost,
@@ -98,8 +121,8 @@ mod tests {
     #[test]
     fn off_by_default_and_nothing_without_ratings() {
         let ratings = [rating("a", "x.md", true, 0)];
-        assert!(document_boosts(&ratings, now(), &FeedbackConfig::default()).is_empty());
-        assert!(document_boosts(&[], now(), &on(0.05)).is_empty());
+        assert!(boosts(&ratings, now(), &FeedbackConfig::default()).is_empty());
+        assert!(boosts(&[], now(), &on(0.05)).is_empty());
     }
 
     #[test]
@@ -111,7 +134,7 @@ mod tests {
             rating("a", "tie.md", true, 0),
             rating("b", "tie.md", false, 0),
         ];
-        let b = document_boosts(&ratings, now(), &on(0.06));
+        let b = boosts(&ratings, now(), &on(0.06));
         assert!((b["up.md"] - 0.04).abs() < 1e-6, "{b:?}");
         assert!((b["down.md"] + 0.03).abs() < 1e-6, "{b:?}");
         assert!(!b.contains_key("tie.md"));
@@ -134,27 +157,27 @@ mod tests {
             .enumerate()
             .map(|(k, n)| rating(&format!("asker{k}"), n, k % 2 == 0, 0))
             .collect();
-        let b = document_boosts(&ratings, now(), &on(0.2));
+        let b = boosts(&ratings, now(), &on(0.2));
         assert_eq!(b.len(), names.len(), "{b:?}");
         assert!((b["経費精算.md"] - 0.1).abs() < 1e-6, "{b:?}");
         assert!((b["CAFÉ.md"] - 0.1).abs() < 1e-6, "{b:?}");
         assert!((b["café.md"] + 0.1).abs() < 1e-6, "{b:?}");
         // Dates a forged or broken clock could write: 10,000 years old
         // weighs nothing but is finite; far in the future weighs as fresh.
-        let ancient = document_boosts(&[rating("a", "x.md", true, 3_650_000)], now(), &on(0.2));
+        let ancient = boosts(&[rating("a", "x.md", true, 3_650_000)], now(), &on(0.2));
         assert!(
             ancient
                 .get("x.md")
                 .is_none_or(|b| b.is_finite() && *b >= 0.0)
         );
-        let future = document_boosts(&[rating("a", "x.md", true, -3_650_000)], now(), &on(0.2));
+        let future = boosts(&[rating("a", "x.md", true, -3_650_000)], now(), &on(0.2));
         assert!((future["x.md"] - 0.1).abs() < 1e-6, "{future:?}");
     }
 
     #[test]
     fn a_rating_weighs_half_after_the_half_life() {
-        let fresh = document_boosts(&[rating("a", "x.md", true, 0)], now(), &on(0.1));
-        let old = document_boosts(&[rating("a", "x.md", true, 30)], now(), &on(0.1));
+        let fresh = boosts(&[rating("a", "x.md", true, 0)], now(), &on(0.1));
+        let old = boosts(&[rating("a", "x.md", true, 30)], now(), &on(0.1));
         // 0.1 × 1/2 against 0.1 × 0.5/1.5.
         assert!((fresh["x.md"] - 0.05).abs() < 1e-6);
         assert!((old["x.md"] - 0.1 / 3.0).abs() < 1e-6);
@@ -166,16 +189,16 @@ mod tests {
         let flood: Vec<DocumentRating> = (0..10_000)
             .map(|i| rating("mallory", "x.md", i == 0, 0))
             .collect();
-        let b = document_boosts(&flood, now(), &on(0.1));
+        let b = boosts(&flood, now(), &on(0.1));
         assert!((b["x.md"] - 0.05).abs() < 1e-6, "{b:?}");
         // 10,000 askers: close to the bound, never past it.
         let many: Vec<DocumentRating> = (0..10_000)
             .map(|i| rating(&format!("asker{i}"), "x.md", false, 0))
             .collect();
-        let b = document_boosts(&many, now(), &on(0.1));
+        let b = boosts(&many, now(), &on(0.1));
         assert!(b["x.md"] > -0.1 && b["x.md"] < -0.0999, "{b:?}");
         // A rating from the future (a clock step) weighs as a fresh one.
-        let b = document_boosts(&[rating("a", "x.md", true, -5)], now(), &on(0.1));
+        let b = boosts(&[rating("a", "x.md", true, -5)], now(), &on(0.1));
         assert!((b["x.md"] - 0.05).abs() < 1e-6);
     }
 }

@@ -30,7 +30,7 @@ mod rating;
 mod recorded;
 mod vector;
 
-pub use self::boost::{DocumentRating, MAX_BOOST_RATINGS, document_boosts};
+pub use self::boost::{DocumentRating, MAX_BOOST_RATINGS, document_boosts, document_history};
 pub use self::rating::{Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, Vote};
 pub use self::recorded::{RecordedRun, weights_version};
 pub use self::vector::{dequantise, quantise};

@@ -1,8 +1,9 @@
 //! Feedback through the facade: each finished run recorded so that its
 //! asker can rate it, and the rating.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, PoisonError};
 
 use super::Grace;
 use super::ask::AskOptions;
@@ -10,7 +11,8 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::exec::RunReport;
 use crate::feedback::{
-    Asker, FeedbackStore, MAX_BOOST_RATINGS, RatedEscalation, Rating, StoredRating, document_boosts,
+    Asker, FeedbackStore, MAX_BOOST_RATINGS, RatedEscalation, Rating, StoredRating,
+    document_boosts, document_history,
 };
 use crate::gaps::{self, GapReport};
 
@@ -44,31 +46,50 @@ impl Grace {
                 None
             });
         }
-        self.refresh_document_boosts();
+        self.refresh_document_history();
         self.learn_if_due();
         Ok(stored)
     }
 
-    /// Reads the documents' ratings into the knowledge base's boosts
-    /// (`feedback.document_boost`; nothing while it is 0): at start and
-    /// after each rating. A store that cannot be read leaves the boosts as
-    /// they were, with a warning.
-    pub(super) fn refresh_document_boosts(&self) {
+    /// Reads the documents' ratings into their rating history (the
+    /// `document_history` factor of the answers citing them) and, with
+    /// `feedback.document_boost` above 0, the knowledge base's boosts: at
+    /// start and after each rating. A store that cannot be read leaves
+    /// both as they were, with a warning.
+    pub(super) fn refresh_document_history(&self) {
         let config = &self.config().feedback;
-        if config.document_boost <= 0.0 {
-            return;
-        }
         match self.inner.feedback.document_ratings(MAX_BOOST_RATINGS) {
-            Ok(ratings) => self.inner.kb.set_document_boosts(document_boosts(
-                &ratings,
-                chrono::Utc::now(),
-                config,
-            )),
+            Ok(ratings) => {
+                let history = document_history(
+                    &ratings,
+                    chrono::Utc::now(),
+                    config.document_boost_half_life_days,
+                );
+                if config.document_boost > 0.0 {
+                    self.inner
+                        .kb
+                        .set_document_boosts(document_boosts(&history, config));
+                }
+                *self
+                    .inner
+                    .document_history
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner) = Arc::new(history);
+            }
             Err(e) => tracing::warn!(
                 error = %e,
-                "the documents' ratings could not be read; their boosts stay as they were"
+                "the documents' ratings could not be read; their history and boosts stay as they were"
             ),
         }
+    }
+
+    /// Each document's rating history as the answers are scored with now.
+    pub fn document_history(&self) -> Arc<HashMap<String, f32>> {
+        self.inner
+            .document_history
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Puts the question of run `answer_id`, whose answer `asker` rated

@@ -41,6 +41,7 @@ pub use self::events::RunEvent;
 pub(crate) use self::nonblocking::CancelOnDrop;
 pub use self::nonblocking::RunStream;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -91,6 +92,10 @@ struct Inner {
     learned: std::sync::RwLock<Option<crate::config::Weights>>,
     /// A refit on feedback is running in the background.
     learning: AtomicBool,
+    /// Each document's rating history (by path), read from the feedback
+    /// store at start and after each rating: the `document_history`
+    /// factor of every answer citing it.
+    document_history: std::sync::RwLock<Arc<HashMap<String, f32>>>,
 }
 
 #[derive(Default)]
@@ -175,12 +180,13 @@ impl GraceBuilder {
                 refitting: AtomicBool::new(false),
                 learned: std::sync::RwLock::new(None),
                 learning: AtomicBool::new(false),
+                document_history: std::sync::RwLock::new(Arc::new(HashMap::new())),
             }),
         };
         // Labels given while it was not serving (verdicts from the command
         // line) count too.
         grace.learn_if_due();
-        grace.refresh_document_boosts();
+        grace.refresh_document_history();
         Ok(grace)
     }
 }

@@ -111,7 +111,9 @@ impl Grace {
         let _in_flight = Decrement(&runs.in_flight);
         let config = self.scoring_config();
         let limit = options.limit.unwrap_or(config.tools.rag_search.limit);
-        let executor = Executor::new(&self.inner.registry, &config, limit).with_cancel(cancel);
+        let executor = Executor::new(&self.inner.registry, &config, limit)
+            .with_cancel(cancel)
+            .with_document_history(self.document_history());
         let mut forward = |e: crate::exec::Event<'_>| {
             if let Some(event) = RunEvent::from_exec(&e) {
                 on_event(event);

@@ -131,6 +131,7 @@ const TEXTS = {
       reader_margin: ["One passage answers clearly better than the rest", "No passage answers clearly better than the rest"],
       identifier_coverage: ["The passages hold the codes and names the question uses", "A code or name in the question is missing from the passages"],
       follow_up_coverage: ["The passages hold the follow-up's own words", "The follow-up's own words are missing from the passages"],
+      document_history: ["Askers rated earlier answers from these documents up", "Askers rated earlier answers from these documents down"],
     },
     factorOther: ["{0} raised it", "{0} lowered it"],
   },
@@ -248,6 +249,7 @@ const TEXTS = {
       reader_margin: ["一つの箇所が明らかに他より良く答えています", "明らかに良く答えている箇所がありません"],
       identifier_coverage: ["質問のコードや名前が見つかった箇所にあります", "質問のコードや名前が見つかった箇所にありません"],
       follow_up_coverage: ["追加質問の語が見つかった箇所にあります", "追加質問の語が見つかった箇所にありません"],
+      document_history: ["これらの文書からの以前の回答は高く評価されました", "これらの文書からの以前の回答は低く評価されました"],
     },
     factorOther: ["{0} が上げました", "{0} が下げました"],
   },
@@ -419,9 +421,13 @@ function scoreOf(outcome) {
   return steps.length ? steps[steps.length - 1].confidence : null;
 }
 
-function factorText(factor, raised) {
+// Factors whose text says what their value was, not which way it moved
+// the confidence: a refit on people's ratings learns their weight's sign.
+const BY_VALUE = new Set(["document_history"]);
+
+function factorText(factor, raised, value) {
   const pair = TEXTS[lang].factors[factor] || TEXTS.en.factors[factor];
-  if (Array.isArray(pair)) return pair[raised ? 0 : 1];
+  if (Array.isArray(pair)) return pair[(BY_VALUE.has(factor) ? value > 0 : raised) ? 0 : 1];
   return t(`factorOther.${raised ? 0 : 1}`, factor.replace(/_/g, " "));
 }
 
@@ -442,7 +448,7 @@ function whyOf(outcome) {
     const ul = el("ul", { "aria-label": title });
     for (const c of mine) {
       const effect = (c.term > 0 ? "+" : "−") + Math.abs(c.term).toFixed(2);
-      ul.append(el("li", { class: cls, "data-factor": c.factor }, factorText(c.factor, raised), " ",
+      ul.append(el("li", { class: cls, "data-factor": c.factor }, factorText(c.factor, raised, c.value), " ",
         el("span", { class: "help", text: `(${t("effect", effect)})` })));
     }
     details.append(el("p", { class: "help", text: title }), ul);
