@@ -11,9 +11,7 @@ use std::time::Instant;
 
 use grace::config::Config;
 use grace::exec::Decision;
-use grace::feedback::{
-    Asker, FeedbackStore, MAX_BOOST_RATINGS, Rating, RecordedRun, Vote, document_history,
-};
+use grace::feedback::{Asker, FeedbackStore, Rating, RecordedRun, Vote};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -62,12 +60,7 @@ fn main() -> Result<(), Error> {
     let mut documents = 0;
     for _ in 0..7 {
         let started = Instant::now();
-        let ratings = store.document_ratings(MAX_BOOST_RATINGS)?;
-        let history = document_history(
-            &ratings,
-            chrono::Utc::now(),
-            config.feedback.document_boost_half_life_days,
-        );
+        let history = store.document_history()?;
         times.push(started.elapsed().as_secs_f64() * 1000.0);
         documents = history.len();
     }

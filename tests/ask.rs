@@ -514,3 +514,64 @@ fn a_cross_reference_quoting_the_question_is_no_answer() {
     );
     assert!(!answer.contains("Section 12.1"), "{answer}");
 }
+
+/// The documents' rating history scores an answer citing them, and never
+/// an answer that found nothing to say (it cites nothing, whatever the
+/// search found).
+#[test]
+fn the_documents_history_scores_an_answer_and_never_an_abstention() {
+    use grace::confidence::Factor;
+    use grace::tools::ToolOutput;
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
+    let ask = |history: &std::collections::HashMap<String, f32>, question: &str| {
+        Executor::new(&registry, kb.config(), 5)
+            .with_document_history(Arc::new(history.clone()))
+            .ask(question, &mut |_| {})
+            .unwrap()
+    };
+    let answer_step = |r: &RunReport| {
+        r.steps
+            .iter()
+            .rev()
+            .find(|s| matches!(s.result.output, ToolOutput::Answer(_)))
+            .cloned()
+            .unwrap()
+    };
+    let none = std::collections::HashMap::new();
+    let first = ask(&none, "How long are nightly backups kept?");
+    let cited = answer_step(&first).result.sources;
+    assert!(!cited.is_empty(), "{first:?}");
+    assert_eq!(
+        answer_step(&first).factors.get(Factor::DocumentHistory),
+        None
+    );
+    let history: std::collections::HashMap<String, f32> =
+        cited.iter().map(|s| (s.clone(), -0.5)).collect();
+    let again = ask(&history, "How long are nightly backups kept?");
+    assert_eq!(
+        answer_step(&again).factors.get(Factor::DocumentHistory),
+        Some(-0.5)
+    );
+
+    // Every passage the search found has a history; the answer abstains.
+    let off = "What is the boiling point of mercury?";
+    let found: std::collections::HashMap<String, f32> = ask(&none, off)
+        .steps
+        .iter()
+        .filter_map(|s| match &s.result.output {
+            ToolOutput::Passages(p) => Some(p.iter().map(|p| (p.source.clone(), -0.5))),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert!(!found.is_empty());
+    let declined = ask(&found, off);
+    let step = answer_step(&declined);
+    assert!(
+        matches!(&step.result.output, ToolOutput::Answer(a) if a.abstained),
+        "{declined:?}"
+    );
+    assert_eq!(step.factors.get(Factor::DocumentHistory), None);
+}

@@ -615,7 +615,8 @@ async fn an_answer_citing_a_document_rated_down_scores_lower() {
     // One vote down for each cited document: (0 − 1) / (0 + 1 + 1).
     let history = api.grace.document_history();
     for source in &run.sources {
-        assert_eq!(history.get(source).copied(), Some(-0.5), "{history:?}");
+        let h = history.get(source).copied();
+        assert!(h.is_some_and(|h| (h + 0.5).abs() < 1e-3), "{history:?}");
     }
 
     let second = api.ask(ANSWERED, "carol").await;
@@ -623,11 +624,8 @@ async fn an_answer_citing_a_document_rated_down_scores_lower() {
     let rerun = api.grace.feedback().run(&id2).unwrap().unwrap();
     assert_eq!(rerun.sources, run.sources, "{second}");
     let factors2 = rerun.factors.clone().unwrap();
-    assert_eq!(
-        factors2.get(Factor::DocumentHistory),
-        Some(-0.5),
-        "{factors2:?}"
-    );
+    let h = factors2.get(Factor::DocumentHistory);
+    assert!(h.is_some_and(|h| (h + 0.5).abs() < 1e-3), "{factors2:?}");
     // Everything else as before: the history alone lowers it, by its
     // weight's share of the logit (2 × −0.5).
     assert!(
@@ -638,14 +636,14 @@ async fn an_answer_citing_a_document_rated_down_scores_lower() {
     );
     let logit = |p: f64| (p / (1.0 - p)).ln();
     let drop = logit(run.confidence) - logit(rerun.confidence);
-    assert!((drop - 1.0).abs() < 1e-6, "logit fell by {drop}");
+    assert!((drop - 1.0).abs() < 2e-3, "logit fell by {drop}");
     // The page's "why" names it among what lowered the confidence.
-    let steps = second["steps"].as_array().unwrap();
-    let contributions = steps.last().unwrap()["confidence"]["contributions"].to_string();
-    assert!(
-        contributions.contains("document_history"),
-        "{contributions}"
-    );
+    let named = second["steps"].as_array().unwrap().iter().any(|s| {
+        s["confidence"]["contributions"]
+            .to_string()
+            .contains("document_history")
+    });
+    assert!(named, "{second}");
 }
 
 #[test]
@@ -710,6 +708,20 @@ fn the_command_line_rates_the_answer_it_printed() {
     let json = run(&["--json", "ask", "--asker", "dana", ANSWERED]);
     let report: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(report["answer_id"].as_str().unwrap().starts_with("ans_"));
+    // Scored with dana's rating (up, now) of the documents it cites, as a
+    // server would: one vote up is (1 − 0) / (1 + 0 + 1).
+    // (The answer step's; an escalation's `ask_user` step may follow it.)
+    let history = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["confidence"]["contributions"].as_array())
+        .flatten()
+        .find(|c| c["factor"] == "document_history")
+        .unwrap_or_else(|| panic!("no document_history in {report}"));
+    // (A second or two old: its weight has barely begun to decay.)
+    let value = history["value"].as_f64().unwrap();
+    assert!((value - 0.5).abs() < 1e-3, "{history}");
 
     // In a conversation: /good, /bad with a reason, and a bad reason said.
     let chat = common::with_input(

@@ -34,7 +34,7 @@ pub struct FeedbackConfig {
     pub gap_days: u32,
     /// Documents' ratings reorder the passages a search returns: a document rated up moves up, one rated down moves down, by at most this much of the fused score (0: off). Measured before it may be switched on: `grace eval DIR --feedback N --document-boost B`.
     pub document_boost: f64,
-    /// Days after which a rating weighs half as much in the document boost.
+    /// Days after which a rating weighs half as much in a document's rating history (the `document_history` confidence factor, and the document boost).
     pub document_boost_half_life_days: u32,
 }
 

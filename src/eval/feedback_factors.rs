@@ -26,10 +26,8 @@ use serde::Serialize;
 
 use super::fares::{RISK, coverage_at_risk};
 use super::outcomes::Collected;
-use super::sample::document_ratings;
 use crate::confidence::fit::{FEATURES, Sample, cross_validate};
 use crate::confidence::{document_history_factor, metrics};
-use crate::config::FeedbackConfig;
 use crate::embed::dot;
 
 /// The similarity (on GRACE's scale: MiniLM's cosines) at which a rated
@@ -93,8 +91,10 @@ pub struct ProbeFare {
 
 /// One draw of simulated ratings, as the probe reads it.
 pub(super) struct Drawn {
-    /// The rated questions, each with whether its rating is flipped.
-    pub rated: Vec<(usize, bool)>,
+    /// The ratings (question, up).
+    pub votes: Vec<(usize, bool)>,
+    /// The documents' history all the draw's ratings made.
+    pub history: HashMap<String, f32>,
     /// The held-out questions with an answer step, each with the
     /// confidence refitted on all the draw's ratings (without the
     /// document history).
@@ -181,13 +181,7 @@ fn own(scored: &[(usize, f64)]) -> Vec<f64> {
 /// questions, with the documents' history and with both.
 fn one_draw(collected: &Collected, similarity: f32, draw: &Drawn) -> (Counts, [Single; 6]) {
     let outcomes = &collected.outcomes;
-    let votes: Vec<(usize, bool)> = draw
-        .rated
-        .iter()
-        .map(|&(j, flip)| (j, outcomes[j].right != flip))
-        .collect();
-    let answered: Vec<bool> = outcomes.iter().map(|o| o.answered).collect();
-    let history = document_history(&collected.cited, &answered, &votes);
+    let (votes, history) = (&draw.votes, &draw.history);
     let mut counts = Counts {
         questions: draw.scored.len(),
         neighbours: 0,
@@ -198,9 +192,9 @@ fn one_draw(collected: &Collected, similarity: f32, draw: &Drawn) -> (Counts, [S
         .scored
         .iter()
         .map(|&(i, confidence)| {
-            let near = nearest_rated(&collected.vectors, &votes, i, similarity);
+            let near = nearest_rated(&collected.vectors, votes, i, similarity);
             counts.neighbours += usize::from(near.is_some());
-            let doc = document_history_factor(&collected.cited[i], &history);
+            let doc = document_history_factor(&collected.cited[i], history);
             counts.documents += usize::from(doc.is_some());
             let p = confidence.clamp(1e-4, 1.0 - 1e-4);
             [
@@ -272,23 +266,6 @@ fn nearest_rated(
     Some(signed / (total + 1.0))
 }
 
-/// Each rated document's history ([`crate::feedback::document_history`])
-/// over the documents cited (`cited`) by the rated questions that were
-/// answered (`votes` of those in `answered`; only an answer can be rated).
-fn document_history(
-    cited: &[Vec<String>],
-    answered: &[bool],
-    votes: &[(usize, bool)],
-) -> HashMap<String, f32> {
-    let now = chrono::Utc::now();
-    let ratings = document_ratings(cited, |j| answered[j], votes, now);
-    crate::feedback::document_history(
-        &ratings,
-        now,
-        FeedbackConfig::default().document_boost_half_life_days,
-    )
-}
-
 /// The out-of-fold `scores` (parallel to `scored`) as one draw's figures.
 fn single(collected: &Collected, scored: &[(usize, f64)], scores: &[f64]) -> Single {
     let outcomes = &collected.outcomes;
@@ -343,22 +320,5 @@ mod tests {
         }
         let all_up = nearest_rated(&many, &votes, 0, 0.5).unwrap();
         assert!((all_up - NEAREST as f64 / (NEAREST as f64 + 1.0)).abs() < 1e-6);
-    }
-
-    #[test]
-    fn a_documents_history_counts_only_answers_and_one_vote_per_asker() {
-        let cited = vec![
-            vec!["a.md".to_string()],
-            vec!["a.md".to_string(), "b.md".to_string()],
-            vec!["b.md".to_string()],
-        ];
-        // Question 2 was not answered: an escalation is not rated.
-        let answered = [true, true, false];
-        let votes = [(0, true), (1, false), (2, true)];
-        let history = document_history(&cited, &answered, &votes);
-        // a.md: one up, one down: (1 − 1) / 3 = 0, dropped as no boost.
-        assert_eq!(history.get("a.md"), None);
-        // b.md: one down (from question 1): −1 / 2.
-        assert!((history["b.md"] + 0.5).abs() < 1e-6, "{history:?}");
     }
 }

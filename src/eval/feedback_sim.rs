@@ -135,7 +135,8 @@ pub fn simulate(
     };
     let factors = if collected.vectors.len() == collected.outcomes.len() {
         let drawn = |draw: &Draw| feedback_factors::Drawn {
-            rated: draw.rated.clone(),
+            votes: draw.votes.clone(),
+            history: draw.history(collected, ratings),
             scored: answered(draw.scored_after(collected, ratings, &prior, false)),
             with_history: answered(draw.scored_after(collected, ratings, &prior, true)),
         };
@@ -171,9 +172,12 @@ pub const FACTOR_DRAWS: u64 = 20;
 struct Draw {
     /// The rated questions, each with whether its rating is flipped.
     rated: Vec<(usize, bool)>,
+    /// Their ratings (question, up), in the same order.
+    votes: Vec<(usize, bool)>,
     /// Their labels, in the same order: each run's factors with the
-    /// `document_history` the ratings before it made, as GRACE would have
-    /// stored them.
+    /// `document_history` the ratings before it made (the flood's not
+    /// among them: the simulation has no order for it), as GRACE would
+    /// have stored them.
     labels: Vec<Label>,
     /// The flood's false ratings.
     false_ratings: Vec<Label>,
@@ -289,11 +293,19 @@ impl Draw {
             .collect();
         Some(Self {
             rated,
+            votes,
             labels,
             false_ratings,
             false_votes,
             held,
         })
+    }
+
+    /// The documents' history after the first `n` ratings and, past none,
+    /// the flood's.
+    fn history(&self, collected: &Collected, n: usize) -> HashMap<String, f32> {
+        let flood: &[(usize, bool)] = if n > 0 { &self.false_votes } else { &[] };
+        history_after(collected, &self.votes[..n], flood)
     }
 
     /// The held-out questions' indices.
@@ -315,19 +327,11 @@ impl Draw {
         history: bool,
     ) -> Vec<(usize, Option<f64>)> {
         let mut fitted = self.labels[..n].to_vec();
-        let flood: &[(usize, bool)] = if n > 0 {
+        if n > 0 {
             fitted.extend(self.false_ratings.iter().cloned());
-            &self.false_votes
-        } else {
-            &[]
-        };
+        }
         let documents = if history {
-            let votes: Vec<(usize, bool)> = self.labels[..n]
-                .iter()
-                .zip(&self.rated)
-                .map(|(l, &(i, _))| (i, l.y))
-                .collect();
-            history_after(collected, &votes, flood)
+            self.history(collected, n)
         } else {
             for l in &mut fitted {
                 if let Some(slot) = l.x.get_mut(history_index()) {

@@ -1,10 +1,13 @@
-//! Documents' boosts from askers' ratings (`feedback.document_boost`, off
-//! by default): a document whose answers were rated up moves up in the
-//! passages a search returns, one rated down moves down. Bounded (less
-//! than `document_boost` either way, however many ratings), decaying (a
-//! rating weighs half after `document_boost_half_life_days`), and one vote
-//! per asker and document (an asker's newest): one person's flood moves a
-//! document by one vote. Applied by [`crate::search::apply_document_boosts`].
+//! Documents' rating histories from askers' ratings, and the boosts made
+//! from them. A history is in (−1, 1), decaying (a rating weighs half
+//! after `document_boost_half_life_days`), one vote per asker and document
+//! (an asker's newest): one person's flood moves a document by one vote.
+//! Every answer is scored with its cited documents' histories (the
+//! `document_history` confidence factor). The boost (`feedback.document_boost`,
+//! off by default) scales a history into the passages' order: a document
+//! whose answers were rated up moves up in the passages a search returns,
+//! one rated down moves down, bounded by `document_boost` either way.
+//! Applied by [`crate::search::apply_document_boosts`].
 
 use std::collections::{HashMap, HashSet};
 
@@ -12,8 +15,9 @@ use chrono::{DateTime, Utc};
 
 use crate::config::FeedbackConfig;
 
-/// Newest ratings the boosts are made from: older ones have decayed (a
-/// month's half-life) and reading them all would cost every refresh.
+/// Newest ratings the histories (and boosts) are made from: older ones
+/// have decayed (a month's half-life) and reading them all would cost
+/// every refresh.
 pub const MAX_BOOST_RATINGS: usize = 10_000;
 
 /// One rating of an answer, for one document it cited.

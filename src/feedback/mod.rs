@@ -543,8 +543,22 @@ impl FeedbackStore {
             .collect()
     }
 
+    /// Each document's rating history now ([`document_history`]), from the
+    /// newest [`MAX_BOOST_RATINGS`] ratings: what every answer citing it is
+    /// scored with (the `document_history` factor), and what the document
+    /// boost scales ([`document_boosts`]).
+    pub fn document_history(&self) -> Result<std::collections::HashMap<String, f32>> {
+        let ratings = self.document_ratings(MAX_BOOST_RATINGS)?;
+        Ok(document_history(
+            &ratings,
+            chrono::Utc::now(),
+            self.limits.document_boost_half_life_days,
+        ))
+    }
+
     /// The newest `max` ratings, one per document the rated answer cited,
-    /// newest first: what the document boost reads ([`document_boosts`]).
+    /// newest first: what the documents' history is made of
+    /// ([`FeedbackStore::document_history`]).
     pub fn document_ratings(&self, max: usize) -> Result<Vec<DocumentRating>> {
         let conn = self.db.lock();
         let mut stmt = conn

@@ -11,8 +11,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::exec::RunReport;
 use crate::feedback::{
-    Asker, FeedbackStore, MAX_BOOST_RATINGS, RatedEscalation, Rating, StoredRating,
-    document_boosts, document_history,
+    Asker, FeedbackStore, RatedEscalation, Rating, StoredRating, document_boosts,
 };
 use crate::gaps::{self, GapReport};
 
@@ -36,6 +35,8 @@ impl Grace {
         rating: &Rating,
     ) -> Result<StoredRating> {
         let mut stored = self.inner.feedback.rate(answer_id, asker, rating)?;
+        // First, so that a recheck's draft is scored with this rating too.
+        self.refresh_document_history();
         if rating.asks_for_a_person(&self.config().feedback)
             && self.inner.feedback.review_of(answer_id)?.is_none()
         {
@@ -46,7 +47,6 @@ impl Grace {
                 None
             });
         }
-        self.refresh_document_history();
         self.learn_if_due();
         Ok(stored)
     }
@@ -57,14 +57,16 @@ impl Grace {
     /// start and after each rating. A store that cannot be read leaves
     /// both as they were, with a warning.
     pub(super) fn refresh_document_history(&self) {
+        // One refresh at a time: two ratings' refreshes must not publish
+        // the older read last.
+        let _one = self
+            .inner
+            .history_refresh
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let config = &self.config().feedback;
-        match self.inner.feedback.document_ratings(MAX_BOOST_RATINGS) {
-            Ok(ratings) => {
-                let history = document_history(
-                    &ratings,
-                    chrono::Utc::now(),
-                    config.document_boost_half_life_days,
-                );
+        match self.inner.feedback.document_history() {
+            Ok(history) => {
                 if config.document_boost > 0.0 {
                     self.inner
                         .kb

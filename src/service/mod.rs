@@ -96,6 +96,8 @@ struct Inner {
     /// store at start and after each rating: the `document_history`
     /// factor of every answer citing it.
     document_history: std::sync::RwLock<Arc<HashMap<String, f32>>>,
+    /// Held while the documents' history is read and published.
+    history_refresh: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -181,6 +183,7 @@ impl GraceBuilder {
                 learned: std::sync::RwLock::new(None),
                 learning: AtomicBool::new(false),
                 document_history: std::sync::RwLock::new(Arc::new(HashMap::new())),
+                history_refresh: Mutex::new(()),
             }),
         };
         // Labels given while it was not serving (verdicts from the command

@@ -28,7 +28,8 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         && !cli.json
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
-    let mut executor = grace::exec::Executor::new(&registry, kb.config(), limit);
+    let mut executor = grace::exec::Executor::new(&registry, kb.config(), limit)
+        .with_document_history(std::sync::Arc::new(document_history(kb.config())));
     if interactive {
         executor = executor.with_clarifier(&clarify);
     }
@@ -91,6 +92,19 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         return Ok(EXIT_NOT_ANSWERED);
     }
     Ok(0)
+}
+
+/// The documents' rating history the answer is scored with, as the
+/// server would (none before the first rating). A store that cannot be
+/// read scores without it, with a warning: the question is still answered.
+fn document_history(config: &Config) -> std::collections::HashMap<String, f32> {
+    use grace::feedback::FeedbackStore;
+    FeedbackStore::open_existing(&config.storage.data_dir, &config.feedback)
+        .and_then(|store| store.map_or(Ok(Default::default()), |s| s.document_history()))
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the documents' ratings could not be read; answering without their history");
+            Default::default()
+        })
 }
 
 /// Records the finished run so that `asker` can rate it; its id. A run

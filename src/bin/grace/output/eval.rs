@@ -443,16 +443,28 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
             } else {
                 "-".to_string()
             };
-            println!(
-                "  {:<28} {:>6} {:>9} {:>9.3} {:>14}",
-                name,
-                num(fare.auroc),
-                num(fare.auroc_in_domain),
-                fare.coverage_at_risk_10,
-                raised
-            );
+            factor_row(name, fare, raised);
         }
+        println!("  the refit itself (its own scores, not out of fold), as GRACE scores it:");
+        factor_row("without the history", &p.refit, "-".to_string());
+        factor_row(
+            "with document_history",
+            &p.refit_with_history,
+            format!("in {} of {}", p.refit_with_history.raised_auroc, p.draws),
+        );
     }
+}
+
+/// One row of the feedback-only factors' table.
+fn factor_row(name: &str, fare: &grace::eval::feedback_factors::ProbeFare, raised: String) {
+    println!(
+        "  {:<28} {:>6} {:>9} {:>9.3} {:>14}",
+        name,
+        num(fare.auroc),
+        num(fare.auroc_in_domain),
+        fare.coverage_at_risk_10,
+        raised
+    );
 }
 
 /// What `grace calibrate --from-feedback` fitted, and where it wrote it.
