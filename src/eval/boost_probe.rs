@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::sample::{document_ratings, sample};
+use super::sample::{document_ratings, sample, simulated_asker};
 use super::set::{Question, is_gold};
 use crate::config::FeedbackConfig;
 use crate::error::Result;
@@ -62,7 +62,7 @@ pub(super) fn probe(
         .iter()
         .map(|&(i, flip)| (i, outcomes[i].1 != flip))
         .collect();
-    let ratings = document_ratings(cited, |i| outcomes[i].0, &votes, now);
+    let ratings = document_ratings(cited, |i| outcomes[i].0, &votes, simulated_asker, now);
     let rated_answers = votes.iter().filter(|(i, _)| outcomes[*i].0).count();
     let config = FeedbackConfig {
         document_boost: boost,

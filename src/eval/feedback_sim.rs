@@ -27,7 +27,7 @@ use crate::confidence::fit::{FEATURES, Fare, Model, features};
 use crate::confidence::metrics::{self, EceFloor};
 use crate::confidence::{Factor, document_history_factor};
 use crate::config::{Config, FeedbackConfig};
-use crate::feedback::{DocumentRating, document_history};
+use crate::feedback::document_history;
 use crate::learn::{self, Label};
 use crate::rng::Rng;
 
@@ -119,7 +119,8 @@ pub fn simulate(
     let curve = points
         .into_iter()
         .map(|n| {
-            let after = first.scored_after(collected, n, &prior, true);
+            let after =
+                first.scored_after(collected, n, &prior, Some(&first.history(collected, n)));
             let scored: Vec<(usize, f64)> =
                 after.iter().map(|&(i, s)| (i, s.unwrap_or(0.0))).collect();
             point(config, collected, &scored, n)
@@ -134,11 +135,19 @@ pub fn simulate(
             .collect()
     };
     let factors = if collected.vectors.len() == collected.outcomes.len() {
-        let drawn = |draw: &Draw| feedback_factors::Drawn {
-            votes: draw.votes.clone(),
-            history: draw.history(collected, ratings),
-            scored: answered(draw.scored_after(collected, ratings, &prior, false)),
-            with_history: answered(draw.scored_after(collected, ratings, &prior, true)),
+        let drawn = |draw: &Draw| {
+            let history = draw.history(collected, ratings);
+            feedback_factors::Drawn {
+                votes: draw.votes.clone(),
+                scored: answered(draw.scored_after(collected, ratings, &prior, None)),
+                with_history: answered(draw.scored_after(
+                    collected,
+                    ratings,
+                    &prior,
+                    Some(&history),
+                )),
+                history,
+            }
         };
         let mut draws = vec![drawn(&first)];
         draws.extend(
@@ -227,15 +236,15 @@ fn history_after(
 ) -> HashMap<String, f32> {
     let now = chrono::Utc::now();
     let answered = |j: usize| collected.outcomes[j].answered;
-    let mut ratings = document_ratings(&collected.cited, answered, votes, now);
-    ratings.extend(
-        document_ratings(&collected.cited, answered, false_votes, now)
-            .into_iter()
-            .map(|r| DocumentRating {
-                asker: "flood".into(),
-                ..r
-            }),
-    );
+    let cited = &collected.cited;
+    let mut ratings = document_ratings(cited, answered, votes, simulated_asker, now);
+    ratings.extend(document_ratings(
+        cited,
+        answered,
+        false_votes,
+        |_| "flood".into(),
+        now,
+    ));
     document_history(
         &ratings,
         now,
@@ -315,37 +324,36 @@ impl Draw {
 
     /// The held-out questions scored by the weights refitted (toward
     /// `prior`) on the first `n` ratings and, past none, the flood, each
-    /// with the documents' history those ratings made; `None` for a
-    /// question without an answer step. Without `history`, the factor is
-    /// left out everywhere (the confidence the feedback-only factors are
-    /// measured against).
+    /// with the documents' `history` those ratings made
+    /// ([`Draw::history`]); `None` for a question without an answer step.
+    /// Without a history, the factor is left out everywhere (the
+    /// confidence the feedback-only factors are measured against).
     fn scored_after(
         &self,
         collected: &Collected,
         n: usize,
         prior: &crate::config::Weights,
-        history: bool,
+        history: Option<&HashMap<String, f32>>,
     ) -> Vec<(usize, Option<f64>)> {
         let mut fitted = self.labels[..n].to_vec();
         if n > 0 {
             fitted.extend(self.false_ratings.iter().cloned());
         }
-        let documents = if history {
-            self.history(collected, n)
-        } else {
+        let none = HashMap::new();
+        let documents = history.unwrap_or(&none);
+        if history.is_none() {
             for l in &mut fitted {
                 if let Some(slot) = l.x.get_mut(history_index()) {
                     *slot = 0.0;
                 }
             }
-            HashMap::new()
-        };
+        }
         learn::cap_givers(&mut fitted);
         let model = Model::from_weights(&learn::fit_weights(&fitted, prior));
         self.held
             .iter()
             .map(|(i, x)| {
-                let x = x.map(|x| with_history(collected, *i, x, &documents));
+                let x = x.map(|x| with_history(collected, *i, x, documents));
                 (*i, x.as_ref().map(|x| model.predict(x)))
             })
             .collect()
@@ -571,8 +579,8 @@ mod tests {
             document_history: 4.0,
             ..Default::default()
         };
-        let with = draw.scored_after(&c, 8, &prior, true);
-        let without = draw.scored_after(&c, 8, &prior, false);
+        let with = draw.scored_after(&c, 8, &prior, Some(&draw.history(&c, 8)));
+        let without = draw.scored_after(&c, 8, &prior, None);
         assert_eq!(with.len(), 4);
         assert!(
             with.iter().zip(&without).all(|(a, b)| a.1 != b.1),

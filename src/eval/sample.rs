@@ -47,20 +47,23 @@ pub(super) fn simulated_asker(i: usize) -> String {
 
 /// The document ratings simulated askers give at `at`: each vote
 /// (question, up) counts for every document the question's answer cites
-/// (`cited`), from that question's asker. Only an answer can be rated:
-/// `answered` says which questions were.
+/// (`cited`), from `asker(question)` ([`simulated_asker`], or one asker
+/// for a flood). Only an answer can be rated: `answered` says which
+/// questions were.
 pub(super) fn document_ratings(
     cited: &[Vec<String>],
     answered: impl Fn(usize) -> bool,
     votes: &[(usize, bool)],
+    asker: impl Fn(usize) -> String,
     at: DateTime<Utc>,
 ) -> Vec<DocumentRating> {
     votes
         .iter()
         .filter(|(i, _)| answered(*i))
         .flat_map(|&(i, up)| {
+            let asker = asker(i);
             cited[i].iter().map(move |source| DocumentRating {
-                asker: simulated_asker(i),
+                asker: asker.clone(),
                 source: source.clone(),
                 up,
                 at,
