@@ -277,6 +277,13 @@ fn the_cli_prints_a_new_reviewers_token_once_and_rotates_it() {
     // Registering again updates the name and keeps the token (not shown).
     let again = run(&["review", "register", "dana", "--name", "Dana D."]);
     assert!(again["token"].is_null(), "{again}");
+    // Without --name the name registered before stays; a new reviewer's
+    // name is their id.
+    let kept = run(&["review", "register", "dana"]);
+    assert_eq!(kept["name"], "Dana D.", "{kept}");
+    let plain = run(&["review", "register", "erin"]);
+    assert_eq!(plain["name"], "erin", "{plain}");
+    assert!(plain["token"].as_str().unwrap().starts_with("grv_"));
     let rotated = run(&["review", "rotate", "dana"]);
     let new = rotated["token"].as_str().unwrap();
     assert_ne!(new, token);

@@ -20,8 +20,10 @@ pub enum ReviewCommand {
     Register {
         /// The reviewer's id (no spaces), used with --as
         id: String,
+        /// The name shown to askers and on the reviewer page (default: the
+        /// name registered before, else the id)
         #[arg(long)]
-        name: String,
+        name: Option<String>,
         #[arg(long, default_value = "")]
         description: String,
     },
@@ -119,6 +121,14 @@ pub fn run(
             name,
             description,
         } => {
+            let name = match name {
+                Some(name) => name.clone(),
+                None => queue
+                    .reviewers()?
+                    .into_iter()
+                    .find(|r| &r.id == id)
+                    .map_or_else(|| id.clone(), |r| r.name),
+            };
             let r = Reviewer {
                 id: id.clone(),
                 name: name.clone(),
