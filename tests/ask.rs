@@ -575,3 +575,61 @@ fn the_documents_history_scores_an_answer_and_never_an_abstention() {
     );
     assert_eq!(step.factors.get(Factor::DocumentHistory), None);
 }
+
+/// Citations are numbered 1…n in the order the answer cites them, with no
+/// gaps, whatever places the cited passages had in the search: a reader
+/// who sees [1] and [3] looks for a [2] that is not there.
+#[test]
+fn citations_are_numbered_one_to_n_without_gaps() {
+    let data = tempfile::tempdir().unwrap();
+    let kb = common::open_sample(data.path());
+    for q in [
+        "which flag on orbit deploy takes the CR number when I'm shipping to prod?",
+        "where do i push my docker image so orbit can pick it up",
+        "Error ORB-3100 as soon as I bumped replicas from 4 to 12",
+        "who's the platform on call person this week",
+        "how far back can orbit backups go? need something from about 2 months ago",
+        "sev1 how fast does platform respond at night",
+        "canary in orbit — how much traffic goes to the new version and for how long",
+        "any way to see what a deploy would change without actually doing it",
+        "How do I roll back a production deployment?",
+        "What does ORB-2001 mean?",
+    ] {
+        let (r, _) = ask(&kb, kb.config(), q);
+        let Some(answer) = r.answer.as_ref().filter(|a| !a.abstained) else {
+            continue;
+        };
+        let numbers: Vec<usize> = answer.citations.iter().map(|c| c.number).collect();
+        let expected: Vec<usize> = (1..=numbers.len()).collect();
+        assert_eq!(numbers, expected, "{q}: {answer:#?}");
+        for n in grace::confidence::citation_markers(&answer.text) {
+            assert!(
+                numbers.contains(&n),
+                "{q}: [{n}] names no citation: {}",
+                answer.text
+            );
+        }
+    }
+    // The answerer given passages where only the third answers: the
+    // answer cites it as [1], not [3].
+    let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
+    let result = registry.call(
+        "reasoning",
+        &serde_json::json!({
+            "query": "How long are nightly backups kept?",
+            "sources": [
+                {"text": "The cafeteria opens at eight and closes at three.", "source": "food.md"},
+                {"text": "Parking permits are renewed every January.", "source": "parking.md"},
+                {"text": "Nightly backups are kept for 35 days.", "source": "backups.md"},
+            ]
+        }),
+    );
+    let grace::tools::ToolOutput::Answer(answer) = result.output else {
+        panic!("no answer: {result:#?}");
+    };
+    assert!(!answer.abstained, "{answer:#?}");
+    assert_eq!(answer.text, "Nightly backups are kept for 35 days. [1]");
+    assert_eq!(answer.citations.len(), 1);
+    assert_eq!(answer.citations[0].number, 1);
+    assert_eq!(answer.citations[0].source.as_deref(), Some("backups.md"));
+}

@@ -102,6 +102,15 @@ fn a_citation_of_a_source_never_given_voids_the_answer() {
     let tool = Reasoning::new(Scripted::new(quoted)).unwrap();
     let result = tool.execute(&input).unwrap();
     assert_eq!(result.sources, vec!["/kb/restore.md".to_string()]);
+    // The one citation is numbered 1; the quoted markers stay as written.
+    let grace::tools::ToolOutput::Answer(answer) = result.output else {
+        panic!("no answer");
+    };
+    assert_eq!(
+        answer.text,
+        "It says: see the table a[5] and footnote [7] [1]."
+    );
+    assert_eq!(answer.citations[0].number, 1);
 }
 
 #[test]

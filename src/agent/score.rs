@@ -100,7 +100,8 @@ impl Agent<'_> {
                 self_confidence: None,
                 usage: state.usage,
                 generator: self.llm.name().to_string(),
-            },
+            }
+            .renumbered(),
             factors,
             score,
         })

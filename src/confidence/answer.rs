@@ -54,6 +54,19 @@ fn at_markers(text: &str, mut at_marker: impl FnMut(&mut String, &str, &str)) ->
     out
 }
 
+/// `text` with each `[n]` marker whose `n` is in `map` written as
+/// `[map[n]]`, in one pass (so `[1]`→`[2]` and `[2]`→`[1]` swap, not
+/// collapse); other markers and text are copied.
+pub fn renumber_markers(text: &str, map: &[(usize, usize)]) -> String {
+    at_markers(text, |out, marker, _| {
+        let number = marker[1..marker.len() - 1].trim().parse::<usize>().ok();
+        match number.and_then(|n| map.iter().find(|(old, _)| *old == n)) {
+            Some((_, new)) => out.push_str(&format!("[{new}]")),
+            None => out.push_str(marker),
+        }
+    })
+}
+
 /// `text` without its `[n]` citation markers (and the space before each).
 pub fn strip_markers(sentence: &str) -> String {
     at_markers(sentence, |out, _, _| {

@@ -22,7 +22,7 @@ pub mod v1;
 
 pub use self::answer::{
     CitedSentence, SUPPORT_THRESHOLD, answer_factors, citation_markers, cited_sentences,
-    cited_support, strip_markers,
+    cited_support, renumber_markers, strip_markers,
 };
 pub use self::history::document_history_factor;
 pub use self::retrieval::{query_coverage, retrieval_factors};

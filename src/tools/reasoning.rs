@@ -62,6 +62,42 @@ pub struct Answer {
     pub usage: Usage,
 }
 
+impl Answer {
+    /// The answer with its citations numbered 1…n in the order a reader
+    /// meets them (the text's markers first, then any source cited only in
+    /// the generator's list), each marker rewritten to match: a number
+    /// names a citation, never a passage's place in a search the reader
+    /// does not see. Markers with no citation (a quoted `[5]`) stay.
+    pub fn renumbered(mut self) -> Self {
+        let mut order: Vec<usize> = Vec::with_capacity(self.citations.len());
+        let cited = |n: &usize| self.citations.iter().any(|c| c.number == *n);
+        for n in crate::confidence::citation_markers(&self.text) {
+            if cited(&n) && !order.contains(&n) {
+                order.push(n);
+            }
+        }
+        for c in &self.citations {
+            if !order.contains(&c.number) {
+                order.push(c.number);
+            }
+        }
+        let map: Vec<(usize, usize)> = order.iter().enumerate().map(|(i, &n)| (n, i + 1)).collect();
+        if map.iter().all(|(old, new)| old == new) {
+            return self;
+        }
+        self.text = crate::confidence::renumber_markers(&self.text, &map);
+        let mut citations = std::mem::take(&mut self.citations);
+        citations.sort_by_key(|c| order.iter().position(|&n| n == c.number));
+        for c in &mut citations {
+            if let Some((_, new)) = map.iter().find(|(old, _)| *old == c.number) {
+                c.number = *new;
+            }
+        }
+        self.citations = citations;
+        self
+    }
+}
+
 /// Answers from sources with a generator.
 pub struct Reasoning {
     llm: Arc<dyn LlmClient>,
@@ -309,14 +345,17 @@ impl Tool for Reasoning {
         let cited_sources: Vec<String> =
             citations.iter().filter_map(|c| c.source.clone()).collect();
         let mut result = ToolResult::ok(
-            ToolOutput::Answer(Answer {
-                text: draft.answer,
-                citations,
-                abstained: draft.abstained,
-                self_confidence: draft.confidence,
-                generator: self.llm.name().to_string(),
-                usage: generation.usage,
-            }),
+            ToolOutput::Answer(
+                Answer {
+                    text: draft.answer,
+                    citations,
+                    abstained: draft.abstained,
+                    self_confidence: draft.confidence,
+                    generator: self.llm.name().to_string(),
+                    usage: generation.usage,
+                }
+                .renumbered(),
+            ),
             cited_sources,
             factors,
         );
@@ -326,5 +365,72 @@ impl Tool for Reasoning {
             );
         }
         Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cite(number: usize, source: &str) -> Citation {
+        Citation {
+            number,
+            source: Some(source.into()),
+            section: None,
+            page: None,
+        }
+    }
+
+    fn answer(text: &str, citations: Vec<Citation>) -> Answer {
+        Answer {
+            text: text.into(),
+            citations,
+            abstained: false,
+            self_confidence: None,
+            generator: "test".into(),
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn citations_are_numbered_one_to_n_in_reading_order() {
+        // Passages 3, 1 and 6 of a search, cited in that order.
+        let a = answer(
+            "Roll back with `orbit rollback` [3]. Ask first [1][3]. Backups [6].",
+            vec![cite(3, "a.md"), cite(1, "b.md"), cite(6, "c.md")],
+        )
+        .renumbered();
+        assert_eq!(
+            a.text,
+            "Roll back with `orbit rollback` [1]. Ask first [2][1]. Backups [3]."
+        );
+        let numbered: Vec<(usize, &str)> = a
+            .citations
+            .iter()
+            .map(|c| (c.number, c.source.as_deref().unwrap_or_default()))
+            .collect();
+        assert_eq!(numbered, vec![(1, "a.md"), (2, "b.md"), (3, "c.md")]);
+    }
+
+    #[test]
+    fn a_source_only_in_the_list_comes_after_the_texts_and_a_quoted_marker_stays() {
+        // `a[5]` is not a citation: no source 5 is cited.
+        let a = answer(
+            "Index a[5] as shown [4].",
+            vec![cite(2, "list-only.md"), cite(4, "x.md")],
+        )
+        .renumbered();
+        assert_eq!(a.text, "Index a[5] as shown [1].");
+        assert_eq!(a.citations[0].source.as_deref(), Some("x.md"));
+        assert_eq!(a.citations[1].number, 2);
+        assert_eq!(a.citations[1].source.as_deref(), Some("list-only.md"));
+    }
+
+    #[test]
+    fn numbers_already_in_order_are_left_alone() {
+        let a = answer("One [1]. Two [2].", vec![cite(1, "a"), cite(2, "b")]);
+        assert_eq!(a.clone().renumbered(), a);
+        let none = answer("Nothing cited.", Vec::new());
+        assert_eq!(none.clone().renumbered(), none);
     }
 }
