@@ -752,3 +752,68 @@ async fn shutdown_ends_within_the_grace_period_cancelling_what_still_runs() {
     let e: Value = r.json().await.unwrap();
     assert_eq!(error_type(&e), "shutting_down", "{e}");
 }
+
+/// The same question asked three times while a person is asked is one
+/// escalation for reviewers (the administrator's list), answered once and
+/// delivered to each asker through their own handle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_question_asked_three_times_is_one_pending_escalation() {
+    let api = Api::start(|_| {}).await;
+    let question = "Can I deploy on Fridays?";
+    let mut asked = Vec::new();
+    for asker in ["ann", "ben", "cat"] {
+        let (s, outcome) = api
+            .post(
+                "/v1/ask",
+                json!({ "question": question, "escalate": true, "asker": asker }),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{outcome}");
+        assert_eq!(outcome["status"], "escalated", "{outcome}");
+        asked.push(outcome);
+    }
+    let (s, list) = api.get("/v1/review/escalations").await;
+    assert_eq!(s, StatusCode::OK, "{list}");
+    let pending: Vec<&Value> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["status"] == "pending")
+        .collect();
+    assert_eq!(pending.len(), 1, "{list}");
+    let lead = pending[0];
+    assert_eq!(lead["id"], asked[0]["review_id"]);
+    let others: Vec<&str> = lead["also_asked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["asker"].as_str().unwrap())
+        .collect();
+    assert_eq!(others, ["ben", "cat"]);
+
+    let reviewer = common::reviewer(api.grace.escalations(), "rev", "Rev");
+    let r = api
+        .http
+        .post(api.url(&format!("/v1/review/escalations/{}/answer", lead["id"])))
+        .bearer_auth(&reviewer)
+        .json(&json!({ "text": "Only with the release manager's approval." }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    for outcome in &asked {
+        let (s, view) = api
+            .get(&format!(
+                "/v1/escalations/{}?handle={}",
+                outcome["review_id"],
+                outcome["review_handle"].as_str().unwrap()
+            ))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{view}");
+        assert_eq!(view["status"], "answered", "{view}");
+        assert_eq!(
+            view["resolution"]["report"]["answer"]["text"],
+            "Only with the release manager's approval."
+        );
+    }
+}

@@ -220,11 +220,12 @@ async fn a_reviewers_verdict_is_kept_with_the_resolution_given_or_implied() {
     let api = Api::start(|_| {}).await;
     let token = common::reviewer(api.grace.escalations(), "rev", "Rev");
     let mut ids = Vec::new();
-    for _ in 0..2 {
+    // Two questions: the same one twice would be one escalation.
+    for question in [ANSWERED, "How do I rotate an API key?"] {
         let outcome = api
             .post(
                 "/v1/ask",
-                json!({"question": ANSWERED, "asker": "carol", "escalate": true}),
+                json!({"question": question, "asker": "carol", "escalate": true}),
             )
             .await
             .1;

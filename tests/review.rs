@@ -291,11 +291,13 @@ fn the_askers_wait_ends_but_the_escalation_stays_in_the_queue() {
         assert_eq!(out.status.code(), Some(code), "auto={auto}: {shown}");
         assert!(shown.contains(expect), "auto={auto}: {shown}");
     }
-    // Both escalations are still pending, a day from expiring, and each
-    // says until when its asker waited.
+    // Both escalations are still pending, a day from expiring, and say
+    // until when their askers waited: the same question, so the second
+    // joined the first (one for reviewers, with both askers).
     let list = json(&grace(d, &["review", "list", "--json"]));
     let list = list.as_array().unwrap();
-    assert_eq!(list.len(), 2);
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["also_asked"].as_array().unwrap().len(), 1);
     for e in list {
         assert_eq!(e["status"], "pending", "{e}");
         let created =
@@ -389,6 +391,7 @@ fn a_promoted_answer_is_cited_next_time_and_retracting_removes_it() {
             asker: "user",
             allowed: None,
             timeout: None,
+            vector: None,
         })
         .unwrap();
     let answer = "Production deploys are frozen on Fridays; deploy by Thursday 16:00.";
@@ -588,6 +591,7 @@ fn redo_feedback_over_http_searches_again() {
             asker: "user",
             allowed: None,
             timeout: None,
+            vector: None,
         })
         .unwrap()
         .id;
@@ -620,4 +624,152 @@ fn redo_feedback_over_http_searches_again() {
         settled.resolution.is_none(),
         "the feedback was not recorded as the answer"
     );
+}
+
+/// Five questions the sample does not answer, three wordings each (the
+/// same words, other words, a terse one).
+const PARAPHRASED: [[&str; 3]; 5] = [
+    [
+        "How do I change the wallpaper on my work laptop?",
+        "How can I change my work laptop's wallpaper?",
+        "how do i set a different wallpaper on my work laptop",
+    ],
+    [
+        "Who approves expense reports for the platform team?",
+        "Who signs off on the platform team's expense reports?",
+        "who approves platform team expense reports",
+    ],
+    [
+        "What is the Wi-Fi password for the London office?",
+        "What's the wifi password at the London office?",
+        "London office wifi password?",
+    ],
+    [
+        "Can I deploy Orbit services to Azure?",
+        "Is it possible to deploy Orbit services on Azure?",
+        "does orbit deploy to azure",
+    ],
+    [
+        "How many vacation days do new employees get?",
+        "How much paid vacation does a new employee get?",
+        "new hire vacation days - how many?",
+    ],
+];
+
+/// 20 askers ask three wordings each of five questions the knowledge base
+/// does not answer: reviewers see five escalations, answer each once, and
+/// every asker gets the answer to their question. Near misses (another
+/// office, another cloud) stand apart.
+#[test]
+fn paraphrases_from_twenty_askers_are_five_escalations_answered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = grace::Config::default();
+    config.storage.data_dir = dir.path().to_path_buf();
+    let queue = ReviewQueue::open(&config).unwrap();
+    common::reviewer(&queue, "rev", "Rev");
+    let embedder = common::embedder();
+    let mut asked: Vec<(usize, i64)> = Vec::new();
+    for asker in 0..20 {
+        for (topic, wordings) in PARAPHRASED.iter().enumerate() {
+            let question = wordings[asker % 3];
+            let vector = embedder.embed_query(question).unwrap();
+            let run = escalated(question);
+            let e = queue
+                .escalate(NewEscalation {
+                    report: &run,
+                    collection: "grace",
+                    asker: &format!("asker-{asker}"),
+                    allowed: None,
+                    timeout: None,
+                    vector: Some(&vector),
+                })
+                .unwrap();
+            asked.push((topic, e.id));
+        }
+    }
+    let open = queue.list(Viewer::Admin, Some(Status::Pending)).unwrap();
+    assert_eq!(
+        open.len(),
+        5,
+        "{:#?}",
+        open.iter().map(|e| &e.question).collect::<Vec<_>>()
+    );
+    for e in &open {
+        assert_eq!(e.also_asked.len(), 19, "#{}: {}", e.id, e.question);
+        let answer = format!("The answer to {:?}.", e.question);
+        queue
+            .answer(
+                e.id,
+                "rev",
+                &ReviewAnswer {
+                    reply: HumanReply::Text(answer),
+                    sources: Vec::new(),
+                    confidence: None,
+                    verdict: None,
+                },
+            )
+            .unwrap();
+    }
+    for (topic, id) in asked {
+        let e = queue.get(id, Viewer::Asker).unwrap();
+        assert_eq!(e.status, Status::Answered, "#{id}");
+        let text = e.resolution.unwrap().report.unwrap().answer.unwrap().text;
+        assert_eq!(
+            text,
+            format!("The answer to {:?}.", PARAPHRASED[topic][0]),
+            "#{id}"
+        );
+    }
+    // Near misses, while the first is open: another office, another cloud.
+    for (first, near) in [
+        (
+            PARAPHRASED[2][0],
+            "What is the Wi-Fi password for the Paris office?",
+        ),
+        (PARAPHRASED[3][0], "Can I deploy Orbit services to AWS?"),
+    ] {
+        let lead = escalate_embedded(&queue, &*embedder, first);
+        let other = escalate_embedded(&queue, &*embedder, near);
+        assert_eq!(lead.joined_to, None);
+        assert_eq!(other.joined_to, None, "{near}");
+    }
+}
+
+fn escalated(question: &str) -> grace::exec::RunReport {
+    serde_json::from_value(serde_json::json!({
+        "question": question,
+        "confidence": 0.3,
+        "level": "escalate",
+        "decision": "escalate",
+        "plan": {"by": "default"},
+        "escalation": {
+            "question": question,
+            "reason": "confidence 0.30 is below 0.70 (notify)",
+            "options": ["The knowledge base does not answer this"],
+            "urgency": "blocking",
+            "awaiting_response": true
+        },
+        "steps": [],
+        "recovered": false
+    }))
+    .unwrap()
+}
+
+fn escalate_embedded(
+    queue: &ReviewQueue,
+    embedder: &dyn grace::embed::Embedder,
+    question: &str,
+) -> grace::review::Escalation {
+    let vector = embedder.embed_query(question).unwrap();
+    let run = escalated(question);
+    queue
+        .escalate(NewEscalation {
+            report: &run,
+            collection: "grace",
+            asker: "someone",
+            allowed: None,
+            timeout: None,
+            vector: Some(&vector),
+        })
+        .unwrap()
 }

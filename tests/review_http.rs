@@ -89,6 +89,7 @@ impl Server {
                 asker: "user",
                 allowed,
                 timeout: None,
+                vector: None,
             })
             .unwrap()
             .id

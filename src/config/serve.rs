@@ -26,6 +26,12 @@ pub struct ReviewConfig {
     /// Feedback whose first word is one of these asks GRACE to search again
     /// with the rest of the feedback as a hint, instead of answering.
     pub replan_words: Vec<String>,
+    /// An escalation whose question is at least this alike (on GRACE's
+    /// similarity scale: the embedding model card's map of a cosine) to an
+    /// open one's, in the same knowledge base for the same reviewers,
+    /// naming the same identifiers and names, joins it: one answer goes to
+    /// every asker. 1 joins only the same question.
+    pub group_similarity: f64,
 }
 
 impl Default for ReviewConfig {
@@ -38,6 +44,7 @@ impl Default for ReviewConfig {
             replan_words: ["modify", "redo", "replan", "retry"]
                 .map(String::from)
                 .to_vec(),
+            group_similarity: 0.8,
         }
     }
 }

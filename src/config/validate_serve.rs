@@ -23,6 +23,12 @@ pub(super) fn validate_review(r: &super::ReviewConfig) -> Result<()> {
             format!("{} is out of range 0..=1", r.reviewer_confidence),
         ));
     }
+    if !(r.group_similarity > 0.0 && r.group_similarity <= 1.0) {
+        return Err(invalid(
+            "review.group_similarity",
+            format!("{} must be above 0 and at most 1", r.group_similarity),
+        ));
+    }
     if let Some(w) = r
         .replan_words
         .iter()

@@ -4,10 +4,12 @@
 
 mod cache;
 mod fastembed;
+mod quantised;
 
 pub use self::cache::CachedEmbedder;
 pub use self::fastembed::{FastEmbedder, MAX_SESSIONS, MODEL_CARD_FILE, ModelCard};
 pub(crate) use self::fastembed::{MODEL_FILE, TOKENIZER_FILES, init_runtime, tokenizer_files};
+pub use self::quantised::{dequantise, quantise};
 
 use std::path::PathBuf;
 

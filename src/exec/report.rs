@@ -76,6 +76,14 @@ impl RunReport {
         report
     }
 
+    /// The question as it was run: its rewrite for a follow-up, else as
+    /// asked (what was searched, and what a near repeat is compared on).
+    pub fn question_as_run(&self) -> &str {
+        self.rewrite
+            .as_ref()
+            .map_or(self.question.as_str(), |r| r.question.as_str())
+    }
+
     /// The distinct sources the answer cites, in the order it cites them
     /// (none when it abstained or there is no answer).
     pub fn cited_sources(&self) -> Vec<String> {

@@ -21,19 +21,17 @@
 //!   `feedback.max_runs` runs are kept (the oldest runs nobody rated and
 //!   that were not escalated go first).
 //! - **What people did not get.** Each run keeps its question's embedding
-//!   (quantised, [`quantise`]) so that [`FeedbackStore::unmet`] can hand
+//!   (quantised, [`crate::embed::quantise`]) so that [`FeedbackStore::unmet`] can hand
 //!   the gap report ([`crate::gaps`]) the declined, escalated and
 //!   down-rated questions without embedding anything again.
 
 mod boost;
 mod rating;
 mod recorded;
-mod vector;
 
 pub use self::boost::{DocumentRating, MAX_BOOST_RATINGS, document_boosts, document_history};
 pub use self::rating::{Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, Vote};
 pub use self::recorded::{RecordedRun, weights_version};
-pub use self::vector::{dequantise, quantise};
 
 use std::path::{Path, PathBuf};
 
@@ -279,12 +277,8 @@ impl FeedbackStore {
         if !self.limits.enabled {
             return Ok(None);
         }
-        let asked = report
-            .rewrite
-            .as_ref()
-            .map_or(report.question.as_str(), |r| r.question.as_str());
         let vector = embedder
-            .embed_query(asked)
+            .embed_query(report.question_as_run())
             .map_err(|e| tracing::warn!(error = %e, "the question's embedding is not kept for the gap report"))
             .ok();
         self.record_asked(
@@ -331,7 +325,7 @@ impl FeedbackStore {
             if let Some(vector) = vector {
                 tx.execute(
                     "INSERT INTO run_vectors (run_id, vector) VALUES (?1, ?2)",
-                    params![id, quantise(vector)],
+                    params![id, crate::embed::quantise(vector)],
                 )
                 .map_err(err)?;
             }
@@ -635,7 +629,7 @@ impl FeedbackStore {
                     "escalate" => Why::Escalated,
                     _ => Why::RatedDown,
                 },
-                vector: dequantise(&vector),
+                vector: crate::embed::dequantise(&vector),
             })
             .collect())
     }

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::{Result, ReviewError};
 
 /// Schema version stored in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS escalations (
@@ -69,6 +69,18 @@ CREATE TABLE IF NOT EXISTS reviewer_tokens (
     token_hash  TEXT NOT NULL UNIQUE,
     issued_at   INTEGER NOT NULL
 );
+-- Near-repeat escalations (version 3): the question's embedding (the
+-- unit vector's components times 127 as signed bytes), and which open
+-- escalation a later one joined (its lead answers for both).
+CREATE TABLE IF NOT EXISTS escalation_vectors (
+    escalation_id INTEGER PRIMARY KEY REFERENCES escalations(id),
+    vector        BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS escalation_groups (
+    escalation_id INTEGER PRIMARY KEY REFERENCES escalations(id),
+    lead_id       INTEGER NOT NULL REFERENCES escalations(id)
+);
+CREATE INDEX IF NOT EXISTS escalation_groups_lead ON escalation_groups(lead_id);
 CREATE TABLE IF NOT EXISTS context (
     key        TEXT PRIMARY KEY,
     value      TEXT NOT NULL,             -- JSON

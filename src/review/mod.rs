@@ -33,8 +33,8 @@ mod verdict;
 
 pub use self::messages::{Access, ContextValue, Message, MessageStatus, Reviewer};
 pub use self::queue::{
-    AuditEntry, Escalation, EscalationHandle, ListFilter, NewEscalation, Outcome, Resolution,
-    ReviewAnswer, ReviewQueue, Status, Viewer,
+    AlsoAsked, AuditEntry, Escalation, EscalationHandle, ListFilter, NewEscalation, Outcome,
+    Resolution, ReviewAnswer, ReviewQueue, Status, Viewer,
 };
 pub use self::verdict::Verdict;
 

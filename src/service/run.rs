@@ -143,7 +143,19 @@ impl Grace {
         }
         crate::telemetry::decision(report.decision.as_str(), report.confidence);
         let review_id = if report.decision == Decision::Escalate && options.queue {
+            // What joins a near repeat to an open escalation; the search
+            // embedded the question already, so the cache answers.
+            let vector = self
+                .inner
+                .kb
+                .embedder()
+                .embed_query(report.question_as_run())
+                .map_err(
+                    |e| tracing::warn!(error = %e, "the escalation is not compared with open ones"),
+                )
+                .ok();
             let e = self.inner.queue.escalate(NewEscalation {
+                vector: vector.as_deref(),
                 report: &report,
                 collection: &config.qdrant.collection,
                 asker: &options.asker,

@@ -51,11 +51,13 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
     }
     // Still escalated: a durable request for the reviewers.
     let review_id = if report.decision == grace::exec::Decision::Escalate {
+        let vector = kb.embedder().embed_query(report.question_as_run()).ok();
         Some(crate::review::enqueue(
             kb.config(),
             &report,
             &args.reviewers,
             &args.asker,
+            vector.as_deref(),
         )?)
     } else {
         None

@@ -49,6 +49,9 @@ pub enum ReviewCommand {
     Claim { id: i64 },
     /// Give a claimed escalation back to the pool
     Release { id: i64 },
+    /// Take an escalation out of the one it joined (a near repeat answered
+    /// with it): its asker asks something else, and it stands alone
+    Detach { id: i64 },
     /// Answer an escalation; feedback starting with a replan word
     /// (review.replan_words: "redo: look under rollback") makes GRACE
     /// search again with the hint instead
@@ -181,6 +184,12 @@ pub fn run(
             let e = queue.release(*id, me()?)?;
             output::json_or(json, &e, || println!("escalation {id} is pending again"));
         }
+        ReviewCommand::Detach { id } => {
+            let e = queue.detach(*id, me()?)?;
+            output::json_or(json, &e, || {
+                println!("escalation {id} stands alone now ({})", e.status)
+            });
+        }
         ReviewCommand::Answer {
             id,
             text,
@@ -303,12 +312,15 @@ fn redraft(
     Ok(0)
 }
 
-/// Puts an escalated run in the queue; returns its id.
+/// Puts an escalated run in the queue (joining an open escalation of a
+/// near repeat, compared by `vector`, the question as run embedded);
+/// returns its id.
 pub fn enqueue(
     config: &Config,
     report: &RunReport,
     reviewers: &[String],
     asker: &str,
+    vector: Option<&[f32]>,
 ) -> grace::Result<i64> {
     let queue = ReviewQueue::open(config)?;
     let e = queue.escalate(NewEscalation {
@@ -317,6 +329,7 @@ pub fn enqueue(
         asker,
         allowed: (!reviewers.is_empty()).then(|| reviewers.to_vec()),
         timeout: None,
+        vector,
     })?;
     Ok(e.id)
 }

@@ -79,6 +79,7 @@ impl ReviewQueue {
                 report: Some(report),
                 promoted: None,
                 verdict: Some(verdict),
+                for_question: None,
             };
             let claimed = self.load(tx, id, Viewer::Reviewer(reviewer))?;
             self.set_status(
@@ -90,6 +91,7 @@ impl ReviewQueue {
                 action,
                 &detail,
             )?;
+            self.settle_joined(tx, &claimed, status, &resolution, reviewer, action)?;
             Ok(resolution)
         })
     }
@@ -109,6 +111,7 @@ impl ReviewQueue {
                 report: None,
                 promoted: None,
                 verdict: None,
+                for_question: None,
             };
             let claimed = self.load(tx, id, Viewer::Reviewer(reviewer))?;
             self.set_status(
@@ -119,6 +122,14 @@ impl ReviewQueue {
                 reviewer,
                 "rejected",
                 why.trim(),
+            )?;
+            self.settle_joined(
+                tx,
+                &claimed,
+                Status::Rejected,
+                &resolution,
+                reviewer,
+                "rejected",
             )?;
             Ok(resolution)
         })
@@ -140,6 +151,7 @@ impl ReviewQueue {
                 report: None,
                 promoted: None,
                 verdict: None,
+                for_question: None,
             };
             self.set_status(
                 tx,

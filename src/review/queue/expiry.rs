@@ -63,6 +63,7 @@ impl ReviewQueue {
                         report: Some(report),
                         promoted: None,
                         verdict: None,
+                        for_question: None,
                     }
                 }
                 _ => Resolution {
@@ -79,6 +80,7 @@ impl ReviewQueue {
                     report: None,
                     promoted: None,
                     verdict: None,
+                    for_question: None,
                 },
             };
             let detail = resolution.note.clone().unwrap_or_default();

@@ -11,6 +11,12 @@ use crate::review::{Result, ReviewError};
 const COLUMNS: &str = "id, question, reason, request, run, collection, asker, allowed, status, \
      claimed_by, created_at, updated_at, expires_at, resolution";
 
+/// True for an open escalation that joined another still open: it is
+/// shown, counted and answered through that one (its `also_asked`).
+const JOINED_OPEN: &str = "(escalations.status IN ('pending', 'claimed') AND EXISTS ( \
+     SELECT 1 FROM escalation_groups g JOIN escalations l ON l.id = g.lead_id \
+     WHERE g.escalation_id = escalations.id AND l.status IN ('pending', 'claimed')))";
+
 impl ReviewQueue {
     /// Escalations the viewer may see, newest first, optionally of one status.
     pub fn list(&self, viewer: Viewer<'_>, status: Option<Status>) -> Result<Vec<Escalation>> {
@@ -25,7 +31,9 @@ impl ReviewQueue {
 
     /// One page of the escalations the viewer may see, newest first. The
     /// filter, the visibility check and the page are SQL: only the rows
-    /// returned are read and decoded, however many are stored.
+    /// returned are read and decoded, however many are stored. An open
+    /// escalation that joined another open one is not listed: it is among
+    /// that one's `also_asked`.
     pub fn list_page(&self, viewer: Viewer<'_>, filter: &ListFilter) -> Result<Vec<Escalation>> {
         let (sees_all, reviewer) = match viewer {
             Viewer::Admin | Viewer::Asker => (true, None),
@@ -45,6 +53,7 @@ impl ReviewQueue {
                        AND (?3 = 1 OR allowed IS NULL \
                             OR EXISTS (SELECT 1 FROM json_each(escalations.allowed) WHERE value = ?4)) \
                        AND (?5 IS NULL OR id < ?5) \
+                       AND NOT {JOINED_OPEN} \
                      ORDER BY id DESC LIMIT ?6"
                 ))
                 .map_err(db_error(&self.path))?;
@@ -70,16 +79,19 @@ impl ReviewQueue {
                 out.push(e);
             }
         }
-        Ok(out)
+        self.read(|conn| out.into_iter().map(|e| self.with_group(conn, e)).collect())
     }
 
     /// How many escalations have each status (every status, zeros
-    /// included), once those past their time are settled.
+    /// included), once those past their time are settled; an open one
+    /// that joined another open one counts with it, as listed.
     pub fn counts(&self) -> Result<Vec<(Status, u64)>> {
         self.settle_due()?;
         let found: Vec<(String, i64)> = self.read(|conn| {
             let mut stmt = conn
-                .prepare_cached("SELECT status, COUNT(*) FROM escalations GROUP BY status")
+                .prepare_cached(&format!(
+                    "SELECT status, COUNT(*) FROM escalations WHERE NOT {JOINED_OPEN} GROUP BY status"
+                ))
                 .map_err(db_error(&self.path))?;
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(db_error(&self.path))?
@@ -163,7 +175,7 @@ impl ReviewQueue {
         };
         let e = self.decode(row.ok_or_else(not_found)?)?;
         if visible(&e, viewer) {
-            Ok(e)
+            self.with_group(conn, e)
         } else {
             Err(not_found())
         }
@@ -194,6 +206,8 @@ impl ReviewQueue {
                 .resolution
                 .map(|t| from_json(p, &what("resolution"), &t))
                 .transpose()?,
+            joined_to: None,
+            also_asked: Vec::new(),
         })
     }
 }

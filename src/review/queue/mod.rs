@@ -15,13 +15,14 @@
 mod answer;
 mod claim;
 mod expiry;
+mod group;
 mod lookup;
 mod types;
 mod wait;
 
 pub use self::types::{
-    AuditEntry, Escalation, ListFilter, NewEscalation, Outcome, Resolution, ReviewAnswer, Status,
-    Viewer,
+    AlsoAsked, AuditEntry, Escalation, ListFilter, NewEscalation, Outcome, Resolution,
+    ReviewAnswer, Status, Viewer,
 };
 pub use self::wait::EscalationHandle;
 
@@ -45,6 +46,9 @@ pub struct ReviewQueue {
     asker_key: super::handle::AskerKey,
     config: ReviewConfig,
     thresholds: Thresholds,
+    /// `review.group_similarity` as a cosine of the configured embedding
+    /// model (its model card's map undone).
+    group_cosine: f32,
     /// Bumped after every committed write: askers waiting in this process
     /// wake on it instead of polling the database.
     changes: tokio::sync::watch::Sender<u64>,
@@ -60,6 +64,7 @@ impl ReviewQueue {
     pub fn open_at(path: &Path, config: &Config) -> Result<Self> {
         let conn = db::open(path)?;
         Ok(Self {
+            group_cosine: group_cosine(config),
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             asker_key: super::handle::AskerKey::load_or_create(path)?,
@@ -139,7 +144,20 @@ impl ReviewQueue {
         let timeout = new
             .timeout
             .unwrap_or_else(|| Duration::from_secs_f64(self.config.escalation_ttl_seconds));
+        let allowed = new.allowed.as_ref().map(to_json);
+        // Compared as stored: quantised and read back.
+        let vector = new.vector.map(crate::embed::quantise);
         let id = self.write(|tx| {
+            let lead = match &vector {
+                Some(v) => self.lead_for(
+                    tx,
+                    new.collection,
+                    allowed.as_deref(),
+                    new.report.question_as_run(),
+                    &crate::embed::dequantise(v),
+                )?,
+                None => None,
+            };
             let now = now_ms();
             let expires = now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
             tx.execute(
@@ -153,7 +171,7 @@ impl ReviewQueue {
                     to_json(new.report),
                     new.collection,
                     new.asker,
-                    new.allowed.as_ref().map(to_json),
+                    allowed,
                     now,
                     expires
                 ],
@@ -161,6 +179,24 @@ impl ReviewQueue {
             .map_err(db_error(&self.path))?;
             let id = tx.last_insert_rowid();
             self.audit(tx, id, new.asker, "escalated", None, Some(Status::Pending), &request.reason)?;
+            if let Some(v) = &vector {
+                tx.execute(
+                    "INSERT INTO escalation_vectors (escalation_id, vector) VALUES (?1, ?2)",
+                    params![id, v],
+                )
+                .map_err(db_error(&self.path))?;
+            }
+            if let Some(lead) = lead {
+                // The reviewers already have the lead: no new message.
+                tx.execute(
+                    "INSERT INTO escalation_groups (escalation_id, lead_id) VALUES (?1, ?2)",
+                    params![id, lead],
+                )
+                .map_err(db_error(&self.path))?;
+                let detail = format!("#{lead}");
+                self.audit(tx, id, new.asker, "joined", Some(Status::Pending), Some(Status::Pending), &detail)?;
+                return Ok(id);
+            }
             let body = format!("{}\n\nWhy: {}", new.report.question, request.reason);
             let subject = format!("Escalation #{id} needs a reviewer");
             match &new.allowed {
@@ -229,6 +265,23 @@ impl ReviewQueue {
         )
         .map_err(db_error(&self.path))?;
         Ok(())
+    }
+}
+
+/// `review.group_similarity` as a cosine of the configured model: its
+/// model card's map for two texts of a kind undone, as the gap report
+/// does; MiniLM's own when the card cannot be read (the queue opens
+/// without the model, and grouping is a convenience).
+fn group_cosine(config: &Config) -> f32 {
+    let setting = config.review.group_similarity as f32;
+    match crate::embed::ModelCard::of(&config.embedding.model_dir) {
+        Ok(card) => card
+            .similarity
+            .map_or(setting, |s| s.passage.invert(setting)),
+        Err(e) => {
+            tracing::warn!(error = %e, "review.group_similarity is read as a MiniLM cosine");
+            setting
+        }
     }
 }
 

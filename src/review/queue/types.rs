@@ -116,6 +116,10 @@ pub struct Resolution {
     /// their answer); `None` when no reviewer answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::review::Verdict>,
+    /// The question the reviewer answered, when this escalation joined
+    /// another asked in other words: the asker sees what the answer is to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_question: Option<String>,
 }
 
 /// One escalated question.
@@ -156,6 +160,28 @@ pub struct Escalation {
     pub asker_waits_until: DateTime<Utc>,
     /// How it was settled; `None` while open.
     pub resolution: Option<Resolution>,
+    /// The open escalation this one joined (a near repeat of its
+    /// question): that one's answer is this one's. `None` when it stands
+    /// alone or leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joined_to: Option<i64>,
+    /// The escalations that joined this one, still waiting on its answer:
+    /// every other asker, in their own words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_asked: Vec<AlsoAsked>,
+}
+
+/// An asker whose escalation joined another's (see [`Escalation::also_asked`]).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct AlsoAsked {
+    /// Its own id (an asker's handle names it).
+    pub id: i64,
+    /// The question in that asker's words.
+    pub question: String,
+    /// Who asked it.
+    pub asker: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
 }
 
 /// One recorded transition or action.
@@ -190,6 +216,10 @@ pub struct NewEscalation<'a> {
     pub allowed: Option<Vec<String>>,
     /// Overrides `review.escalation_ttl_seconds`.
     pub timeout: Option<Duration>,
+    /// The embedding of the question as run (its rewrite, for a
+    /// follow-up): with it, a near repeat of an open escalation joins it
+    /// (`review.group_similarity`); without it, it stands alone.
+    pub vector: Option<&'a [f32]>,
 }
 
 /// A reviewer's reply.

@@ -53,6 +53,7 @@ fn expiry_with_auto_proceed_gives_the_draft_marked_as_not_reviewed() {
             asker: "user",
             allowed: None,
             timeout: Some(Duration::from_millis(10)),
+            vector: None,
         })
         .unwrap();
     std::thread::sleep(Duration::from_millis(40));

@@ -3,6 +3,7 @@
 //! here; the tests, by topic, in the files beside this one.
 
 mod expiry;
+mod groups;
 mod listing;
 mod messages;
 mod transitions;
@@ -92,6 +93,7 @@ fn escalate(q: &ReviewQueue, allowed: Option<&[&str]>, timeout: Option<Duration>
         asker: "user",
         allowed: allowed.map(|a| a.iter().map(|s| s.to_string()).collect()),
         timeout,
+        vector: None,
     })
     .unwrap()
 }

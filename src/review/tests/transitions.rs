@@ -240,6 +240,7 @@ fn unregistered_reviewers_and_empty_values_are_refused() {
                 asker: "user",
                 allowed: None,
                 timeout: None,
+                vector: None,
             })
             .is_err()
     );

@@ -69,6 +69,7 @@ const TEXTS = {
     },
     statusLabel: "Status",
     reviewerNote: "The reviewer's note: {0}",
+    answeredFor: "Answered for a question like yours: “{0}”",
     unreviewed: "GRACE's own answer, not reviewed by a person:",
     comeBack: "Link to come back to this question",
     reviewerAnswer: "Answer from a reviewer",
@@ -187,6 +188,7 @@ const TEXTS = {
     },
     statusLabel: "状況",
     reviewerNote: "担当者のメモ：{0}",
+    answeredFor: "同じ趣旨の質問への回答です：「{0}」",
     unreviewed: "担当者の確認を受けていない GRACE の回答：",
     comeBack: "この質問に戻るためのリンク",
     reviewerAnswer: "担当者の回答",
@@ -645,6 +647,7 @@ function settledOf(entry) {
   const who = String(r.decided_by || "").replace(/^reviewer:/, "");
   const card = el("section", { class: byReviewer ? "reply reviewer" : "reply caveat", "data-decision": byReviewer ? "reviewer" : "unreviewed" });
   card.append(el("h3", { text: byReviewer ? (who ? t("reviewerAnswerBy", who) : t("reviewerAnswer")) : t("unreviewed") }));
+  if (r.for_question) card.append(el("p", { class: "help for-question", text: t("answeredFor", r.for_question) }));
   card.append(answerText(answer.text, answer.citations || [], r.report));
   const sources = citationsOf(answer.citations || [], r.report);
   if (sources) card.append(sources);

@@ -88,6 +88,16 @@ pub(crate) async fn release(
     blocking(&s, move |queue, _| Ok(queue.release(id, &who)?)).await
 }
 
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/detach", operation_id = "detachEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Takes an escalation out of the one it joined: its asker asks something else, and it stands alone", body = Escalation), (status = 400, body = crate::serve::error::ErrorBody), (status = 401, body = crate::serve::error::ErrorBody), (status = 404, body = crate::serve::error::ErrorBody), (status = 409, body = crate::serve::error::ErrorBody)), security(("bearer" = [])))]
+pub(crate) async fn detach(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> ApiResult<Escalation> {
+    let who = acting_reviewer(caller)?;
+    blocking(&s, move |queue, _| Ok(queue.detach(id, &who)?)).await
+}
+
 /// A reviewer's answer: their own words or an offered option, not both.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]

@@ -12,6 +12,7 @@
 //! | `GET /v1/review/escalations/{id}` | one escalation: question, reason, run (factors, sources), options |
 //! | `POST /v1/review/escalations/{id}/claim` | take it |
 //! | `POST /v1/review/escalations/{id}/release` | give it back |
+//! | `POST /v1/review/escalations/{id}/detach` | take a joined escalation (a near repeat answered with the one it joined) out: it asks something else |
 //! | `POST /v1/review/escalations/{id}/answer` | `{"text"}` or `{"option"}`, optional `sources` `[{"source","section"}]`, `confidence`, `promote`; text starting with a replan word ("redo: …") searches again instead and returns the escalation still `claimed` with a new draft |
 //! | `POST /v1/review/escalations/{id}/reject` | `{"why"}` |
 //! | `POST /v1/review/escalations/{id}/retract` | remove a promoted answer from the knowledge base |
@@ -43,8 +44,9 @@ pub use self::reviewers::{IssuedToken, Me, MessageId, MessageState, Role};
 // name them.
 pub(crate) use self::asker::{__path_asker_view, asker_view};
 pub(crate) use self::escalations::{
-    __path_answer, __path_claim, __path_list, __path_log, __path_reject, __path_release,
-    __path_retract, __path_show, answer, claim, list, log, reject, release, retract, show,
+    __path_answer, __path_claim, __path_detach, __path_list, __path_log, __path_reject,
+    __path_release, __path_retract, __path_show, answer, claim, detach, list, log, reject, release,
+    retract, show,
 };
 pub(crate) use self::gaps::{__path_gaps, gaps};
 pub(crate) use self::reviewers::{
@@ -69,6 +71,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/review/escalations/{id}", get(show))
         .route("/v1/review/escalations/{id}/claim", post(claim))
         .route("/v1/review/escalations/{id}/release", post(release))
+        .route("/v1/review/escalations/{id}/detach", post(detach))
         .route("/v1/review/escalations/{id}/answer", post(answer))
         .route("/v1/review/escalations/{id}/reject", post(reject))
         .route("/v1/review/escalations/{id}/retract", post(retract))

@@ -15,16 +15,17 @@ pub fn escalations(list: &[Escalation], json: bool) {
             return;
         }
         println!(
-            "{:>5}  {:<9}  {:<10}  {:>5}  {:<20}  question",
-            "id", "status", "claimed", "conf", "expires"
+            "{:>5}  {:<9}  {:<10}  {:>5}  {:>6}  {:<20}  question",
+            "id", "status", "claimed", "conf", "askers", "expires"
         );
         for e in list {
             println!(
-                "{:>5}  {:<9}  {:<10}  {:>5.2}  {:<20}  {}",
+                "{:>5}  {:<9}  {:<10}  {:>5.2}  {:>6}  {:<20}  {}",
                 e.id,
                 e.status.as_str(),
                 e.claimed_by.as_deref().unwrap_or("-"),
                 e.run.confidence,
+                1 + e.also_asked.len(),
                 e.expires_at.format("%Y-%m-%d %H:%M"),
                 snippet(&e.question, 60)
             );
@@ -40,6 +41,21 @@ pub fn escalation(e: &Escalation, json: bool) {
             e.id, e.status, e.asker, e.collection
         );
         println!("Question: {}", e.question);
+        if let Some(lead) = e.joined_to {
+            println!(
+                "Joined #{lead}: answered with it (`grace review detach {}` if it asks something else)",
+                e.id
+            );
+        }
+        if !e.also_asked.is_empty() {
+            println!(
+                "Also asked, answered with this one ({} more):",
+                e.also_asked.len()
+            );
+            for a in &e.also_asked {
+                println!("  #{} {}: {}", a.id, a.asker, a.question);
+            }
+        }
         println!("Why: {}", e.reason);
         if let Some(c) = &e.claimed_by {
             println!("Claimed by: {c}");
@@ -187,6 +203,9 @@ pub fn asker_view(e: &Escalation, json: bool) {
         (Outcome::Answered, Some(report)) | (Outcome::ProceededUnreviewed, Some(report)) => {
             if let Some(n) = &r.note {
                 println!("Note: {n}\n");
+            }
+            if let Some(q) = &r.for_question {
+                println!("Answered for a question like yours: \"{q}\"\n");
             }
             if let Some(a) = &report.answer {
                 println!("{}", a.text);

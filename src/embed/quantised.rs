@@ -1,8 +1,9 @@
-//! A question's embedding as the feedback store keeps it: the unit
-//! vector's components times 127 as signed bytes (a quarter of the
-//! floats' size; a cosine read back is within about 0.01 of the original).
+//! An embedding as the stores keep it (a question's, for the gap report
+//! and for joining near-repeat escalations): the unit vector's components
+//! times 127 as signed bytes (a quarter of the floats' size; a cosine read
+//! back is within about 0.01 of the original).
 
-use crate::embed::{dot, normalise};
+use super::{dot, normalise};
 
 /// `vector` scaled to unit length, as signed bytes (an all-zero vector
 /// stays zero).

@@ -1,0 +1,289 @@
+//! Near-repeat escalations: a question asked again, or nearly so, while
+//! an escalation of it is open joins that one (its lead). Reviewers see
+//! one escalation with every asker's words, answer it once, and each
+//! asker gets the answer.
+//!
+//! Joining compares the questions' embeddings (`review.group_similarity`,
+//! on GRACE's similarity scale), within one knowledge base and one set of
+//! allowed reviewers, with two guards an embedding does not keep: the
+//! same identifiers (`ORB-2001` is not `ORB-2002`) and the same names
+//! (capitalised words: "the London office" is not "the Paris office",
+//! though MiniLM puts the two questions at 0.83). What they still let
+//! through ("sick days" for "vacation days", 0.82) a reviewer sees among
+//! the askers' words and detaches ([`ReviewQueue::detach`]); an asker
+//! whose words differ from the question answered is told which question
+//! it was ([`Resolution::for_question`]).
+
+use rusqlite::{Connection, Transaction, params};
+
+use super::types::{AlsoAsked, Escalation, Resolution, Status, Viewer};
+use super::{ReviewQueue, conflict};
+use crate::embed::{cosine, dequantise};
+use crate::review::Result;
+use crate::review::db::{db_error, to_time};
+
+/// The open escalations a new one is compared with, newest first: a
+/// bound on the work of one escalation, whatever the queue holds.
+pub const MAX_CANDIDATES: i64 = 1_000;
+
+/// Whether two questions name the same things: the same identifiers, and
+/// each one's names (capitalised words past a sentence's first) among the
+/// other's words, ignoring case and inner punctuation ("Wi-Fi" is
+/// "wifi").
+pub fn same_subjects(a: &str, b: &str) -> bool {
+    let ids = |q: &str| {
+        let mut ids = crate::lexical::identifiers(q);
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    if ids(a) != ids(b) {
+        return false;
+    }
+    let (words_a, words_b) = (words(a), words(b));
+    names(a).iter().all(|n| words_b.contains(n)) && names(b).iter().all(|n| words_a.contains(n))
+}
+
+/// A question's words, lowercased, without punctuation ("Wi-Fi" →
+/// "wifi"), with whether each starts a sentence and was capitalised.
+fn tokens(question: &str) -> Vec<(String, bool, bool)> {
+    let mut out = Vec::new();
+    let mut sentence_start = true;
+    for raw in question.split_whitespace() {
+        let word: String = raw
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect();
+        let capital = raw
+            .chars()
+            .find(|c| c.is_alphanumeric())
+            .is_some_and(char::is_uppercase);
+        if !word.is_empty() {
+            out.push((word, sentence_start, capital));
+            sentence_start = false;
+        }
+        if raw.ends_with(['.', '?', '!', ':', ';']) {
+            sentence_start = true;
+        }
+    }
+    out
+}
+
+fn words(question: &str) -> Vec<String> {
+    tokens(question).into_iter().map(|(w, _, _)| w).collect()
+}
+
+/// Capitalised words that do not start a sentence, longer than one
+/// letter ("I" is no name).
+fn names(question: &str) -> Vec<String> {
+    tokens(question)
+        .into_iter()
+        .filter(|(w, start, capital)| *capital && !start && w.chars().count() > 1)
+        .map(|(w, _, _)| w)
+        .collect()
+}
+
+impl ReviewQueue {
+    /// The open escalation a new one asking `question` (embedded as
+    /// `vector`, already quantised and read back) joins: the most alike
+    /// of the newest [`MAX_CANDIDATES`] open leads of `collection` for the
+    /// same reviewers (`allowed` as stored), if it is alike enough and
+    /// names the same things.
+    pub(super) fn lead_for(
+        &self,
+        tx: &Transaction<'_>,
+        collection: &str,
+        allowed: Option<&str>,
+        question: &str,
+        vector: &[f32],
+    ) -> Result<Option<i64>> {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT e.id, e.question, v.vector FROM escalations e \
+                 JOIN escalation_vectors v ON v.escalation_id = e.id \
+                 WHERE e.status IN ('pending', 'claimed') AND e.collection = ?1 \
+                   AND e.allowed IS ?2 \
+                   AND NOT EXISTS (SELECT 1 FROM escalation_groups g \
+                        JOIN escalations l ON l.id = g.lead_id \
+                        WHERE g.escalation_id = e.id AND l.status IN ('pending', 'claimed')) \
+                 ORDER BY e.id DESC LIMIT ?3",
+            )
+            .map_err(db_error(&self.path))?;
+        let candidates = stmt
+            .query_map(params![collection, allowed, MAX_CANDIDATES], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                ))
+            })
+            .map_err(db_error(&self.path))?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(db_error(&self.path))?;
+        // The same question quantises to the same bytes: a cosine of 1
+        // within rounding.
+        let threshold = self.group_cosine - 1e-5;
+        let best = candidates
+            .into_iter()
+            .filter(|(_, _, v)| v.len() == vector.len())
+            .map(|(id, q, v)| (id, q, cosine(vector, &dequantise(&v))))
+            .filter(|(_, q, c)| *c >= threshold && same_subjects(question, q))
+            .max_by(|a, b| a.2.total_cmp(&b.2));
+        Ok(best.map(|(id, _, _)| id))
+    }
+
+    /// The open escalations that joined `lead`, oldest first.
+    pub(super) fn also_asked(&self, conn: &Connection, lead: i64) -> Result<Vec<AlsoAsked>> {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT e.id, e.question, e.asker, e.created_at FROM escalation_groups g \
+                 JOIN escalations e ON e.id = g.escalation_id \
+                 WHERE g.lead_id = ?1 AND e.status IN ('pending', 'claimed') ORDER BY e.id",
+            )
+            .map_err(db_error(&self.path))?;
+        stmt.query_map([lead], |r| {
+            Ok(AlsoAsked {
+                id: r.get(0)?,
+                question: r.get(1)?,
+                asker: r.get(2)?,
+                created_at: to_time(r.get(3)?),
+            })
+        })
+        .map_err(db_error(&self.path))?
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(db_error(&self.path))
+    }
+
+    /// `e` with its group: the lead it joined, or those that joined it.
+    pub(super) fn with_group(&self, conn: &Connection, mut e: Escalation) -> Result<Escalation> {
+        e.joined_to = conn
+            .query_row(
+                "SELECT lead_id FROM escalation_groups WHERE escalation_id = ?1",
+                [e.id],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .or_else(|err| match err {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                other => Err(other),
+            })
+            .map_err(db_error(&self.path))?;
+        e.also_asked = self.also_asked(conn, e.id)?;
+        Ok(e)
+    }
+
+    /// Settles every open escalation that joined `lead` as the lead was
+    /// settled (`to`, by `actor`): each asker gets the lead's answer (or
+    /// its rejection), told which question it answers when theirs was
+    /// worded otherwise. Their drafts were not judged: no verdict.
+    pub(super) fn settle_joined(
+        &self,
+        tx: &Transaction<'_>,
+        lead: &Escalation,
+        to: Status,
+        resolution: &Resolution,
+        actor: &str,
+        action: &str,
+    ) -> Result<()> {
+        for joined in self.also_asked(tx, lead.id)? {
+            let e = self.load(tx, joined.id, Viewer::Asker)?;
+            let mut settled = resolution.clone();
+            settled.verdict = None;
+            settled.promoted = None;
+            settled.for_question =
+                (e.question.trim() != lead.question.trim()).then(|| lead.question.clone());
+            if let Some(answered) = &resolution.report {
+                let mut report = e.run.clone();
+                report.answer = answered.answer.clone();
+                report.decision = answered.decision;
+                report.confidence = answered.confidence;
+                report.level = answered.level;
+                report.escalation = None;
+                settled.report = Some(report);
+            }
+            let detail = format!("with #{}", lead.id);
+            self.set_status(tx, &e, to, Some(&settled), actor, action, &detail)?;
+        }
+        Ok(())
+    }
+
+    /// A reviewer takes escalation `id` out of the group it joined: it
+    /// asks something else, and stands alone from now on.
+    pub fn detach(&self, id: i64, reviewer: &str) -> Result<Escalation> {
+        self.write(|tx| {
+            self.require_reviewer(tx, reviewer)?;
+            let e = self.load(tx, id, Viewer::Reviewer(reviewer))?;
+            let Some(lead) = e.joined_to else {
+                return Err(conflict(id, "joined no other escalation".into()));
+            };
+            if !e.status.is_open() {
+                return Err(conflict(id, format!("is already {}", e.status)));
+            }
+            tx.execute(
+                "DELETE FROM escalation_groups WHERE escalation_id = ?1",
+                [id],
+            )
+            .map_err(db_error(&self.path))?;
+            self.audit(
+                tx,
+                id,
+                reviewer,
+                "detached",
+                Some(e.status),
+                Some(e.status),
+                &format!("from #{lead}"),
+            )?;
+            self.load(tx, id, Viewer::Reviewer(reviewer))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_subjects;
+
+    #[test]
+    fn names_and_identifiers_keep_near_questions_apart() {
+        // Paraphrases name the same things.
+        assert!(same_subjects(
+            "What is the Wi-Fi password for the London office?",
+            "london office wifi password?"
+        ));
+        assert!(same_subjects(
+            "Is it possible to deploy Orbit services on Azure?",
+            "does orbit deploy to azure"
+        ));
+        assert!(same_subjects(
+            "I can't log in. What do I do?",
+            "What do I do when I can't log in?"
+        ));
+        // Another name, another identifier: another question.
+        assert!(!same_subjects(
+            "What is the Wi-Fi password for the London office?",
+            "What is the Wi-Fi password for the Paris office?"
+        ));
+        assert!(!same_subjects(
+            "What does ORB-2001 mean?",
+            "What does ORB-2002 mean?"
+        ));
+        assert!(!same_subjects(
+            "Can I deploy Orbit services to Azure?",
+            "Can I deploy Orbit services to AWS?"
+        ));
+    }
+
+    #[test]
+    fn hostile_questions_are_compared_without_panicking() {
+        for q in [
+            "",
+            "   ",
+            "?!.",
+            "Ünïcödé Straße — 東京 ＡＢＣ",
+            &"Word ".repeat(5_000),
+        ] {
+            assert!(same_subjects(q, q), "{q:?}");
+        }
+        assert!(!same_subjects("東京 Tokyo office", "大阪 Osaka office"));
+    }
+}
