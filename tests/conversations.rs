@@ -159,6 +159,16 @@ async fn http_sessions_hold_turns_and_expire() {
         second["rewrite"]["question"],
         "and on staging? (roll back deployment)"
     );
+    // A question that names its own subject is no follow-up, pronoun or
+    // not: it is searched in its own words.
+    for own in [
+        "who is on call for the platform team this week and when should I page them?",
+        "I saw ORB-2001 in the deploy log. What does it mean?",
+    ] {
+        let (status, third) = post(&http, url("/v1/ask"), ask(own)).await;
+        assert_eq!(status, StatusCode::OK, "{third}");
+        assert!(third.get("rewrite").is_none(), "{own}: {third}");
+    }
 
     let r = http
         .get(url(&format!("/v1/sessions/{id}")))
@@ -168,7 +178,7 @@ async fn http_sessions_hold_turns_and_expire() {
     assert_eq!(r.status(), StatusCode::OK);
     let got: Value = r.json().await.unwrap();
     let turns = got["turns"].as_array().unwrap();
-    assert_eq!(turns.len(), 2, "{got}");
+    assert_eq!(turns.len(), 4, "{got}");
     assert_eq!(turns[1]["question"], "and on staging?");
     assert_eq!(
         turns[1]["standalone"],
@@ -305,4 +315,30 @@ fn eval_conversations_names_a_missing_or_bad_file() {
         "{}",
         common::output_text(&out)
     );
+}
+
+/// `grace eval --one-session N`: the set's questions, each standing on its
+/// own, asked in one session; none of the sample's is taken for a
+/// follow-up. A count outside 2..=1000 is refused before anything runs.
+#[test]
+fn eval_one_session_counts_self_contained_questions_taken_for_follow_ups() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = common::repo().join("eval/sample-users-words");
+    let set = set.to_str().unwrap();
+    let out = common::grace(dir.path(), &["--json", "eval", set, "--one-session", "12"]);
+    assert!(out.status.success(), "{}", common::output_text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["asked"], 11, "{report}");
+    assert_eq!(report["rewritten"], 0, "{report}");
+    assert_eq!(report["share"], 0.0);
+    for bad in ["1", "1001"] {
+        let out = common::grace(dir.path(), &["eval", set, "--one-session", bad]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{bad}: {}",
+            common::output_text(&out)
+        );
+        assert!(common::output_text(&out).contains("between 2 and 1000"));
+    }
 }

@@ -165,14 +165,6 @@ pub fn run(
     file: &Path,
     k: usize,
 ) -> Result<ConversationReport> {
-    let corpus = dir.join("corpus");
-    if !corpus.is_dir() {
-        return Err(EvalError::NotASet {
-            path: dir.to_path_buf(),
-            what: "corpus/",
-        }
-        .into());
-    }
     if !file.is_file() {
         return Err(EvalError::Missing {
             path: file.to_path_buf(),
@@ -180,12 +172,7 @@ pub fn run(
         .into());
     }
     let conversations = load_conversations(file)?;
-    let temp = TempDir::new()?;
-    let mut config = config.clone();
-    config.storage.data_dir = temp.0.clone();
-    config.storage.backend = crate::config::Backend::Edge;
-    let grace = Grace::builder(config).embedder(embedder).build()?;
-    grace.ingest_blocking(&[corpus], &IngestOptions::default(), &mut |_| {})?;
+    let (_temp, grace) = open_corpus(config, embedder, dir)?;
 
     let options = AskOptions {
         limit: Some(k),
@@ -228,6 +215,34 @@ pub fn run(
         grace.delete_session(&session.id)?;
     }
     Ok(summarise(dir, file, conversations.len(), k, outcomes))
+}
+
+/// A service over the corpus of the set in `dir` ingested into a
+/// temporary store (removed when the returned folder is dropped).
+pub(super) fn open_corpus(
+    config: &Config,
+    embedder: Arc<dyn Embedder>,
+    dir: &Path,
+) -> Result<(TempDir, Grace)> {
+    let corpus = dir.join("corpus");
+    if !corpus.is_dir() {
+        return Err(EvalError::NotASet {
+            path: dir.to_path_buf(),
+            what: "corpus/",
+        }
+        .into());
+    }
+    let temp = TempDir::new()?;
+    let mut config = config.clone();
+    config.storage.data_dir = temp.0.clone();
+    config.storage.backend = crate::config::Backend::Edge;
+    let grace = Grace::builder(config).embedder(embedder).build()?;
+    grace.ingest_blocking(
+        &[corpus.to_path_buf()],
+        &IngestOptions::default(),
+        &mut |_| {},
+    )?;
+    Ok((temp, grace))
 }
 
 fn summarise(

@@ -19,6 +19,7 @@ pub mod conversations;
 mod fares;
 pub mod feedback_factors;
 pub mod feedback_sim;
+pub mod one_session;
 mod outcomes;
 pub mod plot;
 mod report;

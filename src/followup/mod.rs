@@ -6,9 +6,10 @@
 //! - with a language model, the model rewrites it from the conversation
 //!   ([`rewrite_with_model`]);
 //! - offline (or when the model fails), a rule: a short turn with a
-//!   pronoun, a leading "and"/"what about", or hardly any words of its own
-//!   inherits the key terms and identifiers of the last question that
-//!   stood alone ([`rewrite_by_rule`]).
+//!   pronoun that points back, a leading "and"/"what about", or hardly any
+//!   words of its own inherits the key terms and identifiers of the last
+//!   question that stood alone ([`rewrite_by_rule`]); a question that
+//!   names its own subject is left alone, pronoun or not ([`is_follow_up`]).
 //!
 //! A turn that already stands alone is left as it is. The rewrite is what
 //! retrieval and the answer see; the run reports it (`--trace`).

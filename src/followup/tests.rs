@@ -22,6 +22,49 @@ fn short_turns_with_pronouns_or_ellipsis_are_follow_ups() {
     }
 }
 
+/// Questions that name their own subject stand alone, whatever pronoun
+/// they hold; those that lean on the conversation still do not.
+#[test]
+fn a_question_that_names_its_own_subject_is_no_follow_up() {
+    for q in [
+        // The pronoun points into an earlier sentence or clause.
+        "There's a binary /usr/bin/foo on my system. Which package owns it?",
+        "I saw 'sid' mentioned on a Debian mailing list. What is it?",
+        "record a sequence of keystrokes in bash and replay it",
+        "iphone keeps dimming the screen by itself",
+        // One word of its own, an identifier.
+        "What does core.checkStat do?",
+        // Japanese runs its words together.
+        "ベランダでミニトマトを育てるコツは？",
+        // Existential "there", a counting "one", a relative "that", a time.
+        "How many Debian distributions are there?",
+        "Are there logs of known bugs?",
+        "example of using send and throw together on one generator",
+        "More than one MPM loaded after I enabled mpm_event",
+        "safe to uninstall the python that came with my mac?",
+        "who's the platform on call person this week",
+        // A leading "why" in a question of its own.
+        "Why are Debian package file names so long?",
+        "why no curly braces in python, why does whitespace decide the blocks",
+    ] {
+        assert!(!is_follow_up(q), "{q}");
+    }
+    for q in [
+        "does it get security updates?",
+        "any command that shows it?",
+        "which package provides that?",
+        "how do I undo that with apt?",
+        "why is that?",
+        "is there a newer one?",
+        "what about m68k?",
+        "can an individual user override it?",
+        "how do I check which ones a given package has?",
+        "and which package does that file belong to?",
+    ] {
+        assert!(is_follow_up(q), "{q}");
+    }
+}
+
 #[test]
 fn a_follow_up_inherits_the_previous_key_terms_and_identifiers() {
     let q = rewrite_by_rule("How do I remove them?", "What are Debian packages?").unwrap();

@@ -151,6 +151,11 @@ pub enum Command {
         /// with and without the history
         #[arg(long, value_name = "FILE")]
         conversations: Option<PathBuf>,
+        /// Instead, ask the set's first N questions one after another in
+        /// one session (each stands on its own) and report how many were
+        /// taken for follow-ups and rewritten
+        #[arg(long, value_name = "N", conflicts_with_all = ["conversations", "plot", "self_calibrate", "feedback"])]
+        one_session: Option<usize>,
         /// Simulate N ratings: a seeded sample of N questions rated from
         /// their labels, the weights refitted on the first 0, 25, 50, 100
         /// and 200, each fit scored on the other questions

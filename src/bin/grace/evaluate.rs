@@ -24,6 +24,8 @@ pub struct EvalArgs<'a> {
     pub self_calibrate: bool,
     /// Ask these conversations instead.
     pub conversations: Option<&'a Path>,
+    /// Ask the set's first N questions in one session instead.
+    pub one_session: Option<usize>,
     /// Simulate ratings and report the learning curve.
     pub feedback: Option<grace::eval::FeedbackSim>,
 }
@@ -36,6 +38,7 @@ pub fn eval(cli: &Cli, config: &Config, args: &EvalArgs<'_>) -> grace::Result<()
         plot,
         self_calibrate,
         conversations,
+        one_session,
         feedback,
     } = *args;
     if limit == 0 {
@@ -45,6 +48,12 @@ pub fn eval(cli: &Cli, config: &Config, args: &EvalArgs<'_>) -> grace::Result<()
         let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
         let report = grace::eval::conversations::run(config, embedder, dir, file, limit)?;
         output::conversation_report(&report, cli.json);
+        return Ok(());
+    }
+    if let Some(n) = one_session {
+        let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
+        let report = grace::eval::one_session::run(config, embedder, dir, n, limit)?;
+        output::one_session_report(&report, cli.json);
         return Ok(());
     }
     // Say so before the evaluation runs, not after.

@@ -208,6 +208,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             plot,
             self_calibrate,
             conversations,
+            one_session,
             feedback,
             seed,
             feedback_noise,
@@ -222,6 +223,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 plot: plot.as_deref(),
                 self_calibrate: *self_calibrate,
                 conversations: conversations.as_deref(),
+                one_session: *one_session,
                 feedback: feedback.map(|ratings| grace::eval::FeedbackSim {
                     ratings,
                     seed: *seed,

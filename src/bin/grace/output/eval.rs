@@ -17,6 +17,26 @@ fn separation_line(name: &str, s: &Separation) {
     );
 }
 
+/// `grace eval --one-session N`: self-contained questions taken for
+/// follow-ups.
+pub fn one_session_report(r: &grace::eval::one_session::OneSessionReport, json: bool) {
+    if json {
+        print_json(r);
+        return;
+    }
+    println!(
+        "{}: {} questions asked one after another in one session; {} of the {} after the first rewritten as follow-ups ({})",
+        r.set.display(),
+        r.asked + 1,
+        r.rewritten,
+        r.asked,
+        pct(r.share)
+    );
+    for w in &r.rewrites {
+        println!("  {} → {}", w.question, w.standalone);
+    }
+}
+
 /// `grace eval --conversations`: follow-ups with and without their history.
 pub fn conversation_report(r: &grace::eval::conversations::ConversationReport, json: bool) {
     if json {

@@ -16,7 +16,8 @@ mod run;
 mod tools;
 
 pub use eval::{
-    calibration, conversation_report, eval_report, learned, self_calibration, self_calibration_note,
+    calibration, conversation_report, eval_report, learned, one_session_report, self_calibration,
+    self_calibration_note,
 };
 pub use kb::{config, ingest_report, migrate_report, passages, status, watch_batch};
 pub use review::{
