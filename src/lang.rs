@@ -53,6 +53,38 @@ pub struct Texts {
     pub asks: &'static str,
     /// The asker's prompt for a choice or an answer.
     pub your_answer: &'static str,
+    /// Where every score starts before any factor (`{value}`: the
+    /// weights' intercept).
+    pub starts_at: &'static str,
+    /// Before the factors that raised a score.
+    pub raised: &'static str,
+    /// Before the factors that lowered it.
+    pub lowered: &'static str,
+    /// Before the factors that lowered a declined question's score.
+    pub missing: &'static str,
+    /// The sum shown (`{logit}`) and the step's confidence it makes
+    /// (`{score}`).
+    pub total: &'static str,
+    /// When the run's confidence (`{confidence}`) combines several steps'.
+    pub combined: &'static str,
+    /// A factor nobody wrote words for (`{factor}`): raised it, lowered it.
+    pub factor_other: [&'static str; 2],
+    /// Each confidence factor in plain words (by its name as the API
+    /// writes it): when it raised the score, when it lowered it.
+    pub factors: &'static [(&'static str, &'static str, &'static str)],
+}
+
+impl Texts {
+    /// Factor `name` in plain words, as it `raised` the score or lowered it.
+    pub fn factor(&self, name: &str, raised: bool) -> String {
+        match self.factors.iter().find(|(n, _, _)| *n == name) {
+            Some((_, up, down)) => if raised { up } else { down }.to_string(),
+            None => fill(
+                self.factor_other[usize::from(!raised)],
+                &[("factor", &name.replace('_', " "))],
+            ),
+        }
+    }
 }
 
 const EN: Texts = Texts {
@@ -71,6 +103,100 @@ const EN: Texts = Texts {
     sources: "Sources:",
     asks: "GRACE asks: ",
     your_answer: "Your answer (a number, your own words, or Enter to let GRACE assume): ",
+    starts_at: "Every answer starts at {value}; from there:",
+    raised: "What raised it:",
+    lowered: "What lowered it:",
+    missing: "What was missing:",
+    total: "= {logit}: confidence {score}",
+    combined: "(the run's confidence, {confidence}, weighs each step's: confidence.aggregation)",
+    factor_other: ["{factor} raised it", "{factor} lowered it"],
+    factors: &[
+        (
+            "max_score",
+            "The passage the answer cites matches the question closely",
+            "The passage the answer cites does not match the question closely",
+        ),
+        (
+            "mean_score",
+            "The passages found are close to the question overall",
+            "The passages found are mostly far from the question",
+        ),
+        (
+            "min_score",
+            "Even the weakest passage found is related",
+            "Some passages found are barely related",
+        ),
+        (
+            "score_variance",
+            "The passages found match the question evenly",
+            "The passages found match the question very unevenly",
+        ),
+        (
+            "margin",
+            "The best passage stands out from the others",
+            "Several passages compete and none stands out",
+        ),
+        (
+            "result_count",
+            "Enough passages were found",
+            "Few passages were found",
+        ),
+        (
+            "neighbour_score",
+            "The best passage is specific to this question",
+            "The best passage is generic: many others look like it",
+        ),
+        (
+            "query_coverage",
+            "The passages contain the question's words",
+            "Words of the question are missing from the passages",
+        ),
+        (
+            "groundedness",
+            "The answer's words come from the passages",
+            "The answer says things the passages do not",
+        ),
+        (
+            "citation_validity",
+            "The answer cites passages that were found",
+            "Some of the answer's citations point at nothing found",
+        ),
+        (
+            "self_assessment",
+            "The answering model was sure of its answer",
+            "The answering model was unsure of its answer",
+        ),
+        (
+            "abstained",
+            "The answerer found something to answer with",
+            "The answerer found nothing to answer with",
+        ),
+        (
+            "reader",
+            "A reading model found the answer in a passage",
+            "A reading model found no answer in the passages",
+        ),
+        (
+            "reader_margin",
+            "One passage answers clearly better than the rest",
+            "No passage answers clearly better than the rest",
+        ),
+        (
+            "identifier_coverage",
+            "The passages hold the codes and names the question uses",
+            "A code or name in the question is missing from the passages",
+        ),
+        (
+            "follow_up_coverage",
+            "The passages hold the follow-up's own words",
+            "The follow-up's own words are missing from the passages",
+        ),
+        (
+            "document_history",
+            "Askers rated earlier answers from these documents up",
+            "Askers rated earlier answers from these documents down",
+        ),
+    ],
 };
 
 const JA: Texts = Texts {
@@ -89,6 +215,100 @@ const JA: Texts = Texts {
     sources: "出典:",
     asks: "GRACE からの質問: ",
     your_answer: "回答（番号か自由記述。Enter だけなら GRACE が推定して進めます）: ",
+    starts_at: "どの回答も {value} から始まり、そこから:",
+    raised: "上げた要因:",
+    lowered: "下げた要因:",
+    missing: "足りなかったもの:",
+    total: "= {logit}: 確信度 {score}",
+    combined: "（全体の確信度 {confidence} は各ステップの確信度を重み付けしたものです: confidence.aggregation）",
+    factor_other: ["{factor} が上げました", "{factor} が下げました"],
+    factors: &[
+        (
+            "max_score",
+            "回答が引用した箇所が質問とよく一致しています",
+            "回答が引用した箇所は質問とあまり一致していません",
+        ),
+        (
+            "mean_score",
+            "見つかった箇所が全体として質問に近いです",
+            "見つかった箇所の多くが質問から離れています",
+        ),
+        (
+            "min_score",
+            "最も弱い箇所でも質問に関係しています",
+            "ほとんど関係のない箇所が含まれています",
+        ),
+        (
+            "score_variance",
+            "見つかった箇所が質問に均等に一致しています",
+            "見つかった箇所の一致度に大きなばらつきがあります",
+        ),
+        (
+            "margin",
+            "最も近い箇所が他より際立っています",
+            "複数の箇所が競合し、際立つものがありません",
+        ),
+        (
+            "result_count",
+            "十分な数の箇所が見つかりました",
+            "見つかった箇所が少ないです",
+        ),
+        (
+            "neighbour_score",
+            "最も近い箇所はこの質問に特有のものです",
+            "最も近い箇所は一般的で、似た箇所が多くあります",
+        ),
+        (
+            "query_coverage",
+            "見つかった箇所に質問の語が含まれています",
+            "質問の語が見つかった箇所にありません",
+        ),
+        (
+            "groundedness",
+            "回答の言葉は見つかった箇所に基づいています",
+            "回答には見つかった箇所にない内容が含まれています",
+        ),
+        (
+            "citation_validity",
+            "回答は見つかった箇所を引用しています",
+            "回答の引用の一部が見つかった箇所を指していません",
+        ),
+        (
+            "self_assessment",
+            "回答したモデルは自信を持っていました",
+            "回答したモデルは自信がありませんでした",
+        ),
+        (
+            "abstained",
+            "回答に使える内容が見つかりました",
+            "回答に使える内容が見つかりませんでした",
+        ),
+        (
+            "reader",
+            "読解モデルが箇所の中に答えを見つけました",
+            "読解モデルは答えを見つけられませんでした",
+        ),
+        (
+            "reader_margin",
+            "一つの箇所が明らかに他より良く答えています",
+            "明らかに良く答えている箇所がありません",
+        ),
+        (
+            "identifier_coverage",
+            "質問のコードや名前が見つかった箇所にあります",
+            "質問のコードや名前が見つかった箇所にありません",
+        ),
+        (
+            "follow_up_coverage",
+            "追加質問の語が見つかった箇所にあります",
+            "追加質問の語が見つかった箇所にありません",
+        ),
+        (
+            "document_history",
+            "これらの文書からの以前の回答は高く評価されました",
+            "これらの文書からの以前の回答は低く評価されました",
+        ),
+    ],
 };
 
 impl Lang {

@@ -250,6 +250,26 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         assert!(why.contains("What raised it"), "{why}");
         assert!(b.count(&format!("{card} details.why li.raised")).await >= 1);
         assert!(!why.contains("max_score"), "factor names are put in words: {why}");
+        // Where every answer starts, then each factor's effect: what is
+        // shown adds up to the total shown (to the rounding of each).
+        let number = |s: &str| s.replace('−', "-").parse::<f64>().unwrap();
+        let after = |text: &str, marker: &str| {
+            let rest = &text[text.find(marker).unwrap_or_else(|| panic!("{marker}: {text}")) + marker.len()..];
+            number(rest.split([';', ':', ')', ' ']).next().unwrap())
+        };
+        let baseline = after(&why, "Every answer starts at ");
+        let effects: Vec<f64> = why
+            .split("(effect ")
+            .skip(1)
+            .map(|s| number(s.split(')').next().unwrap()))
+            .collect();
+        let total = after(&why, "Together ");
+        assert!(baseline < 0.0, "{why}");
+        let shown = baseline + effects.iter().sum::<f64>();
+        assert!(
+            (shown - total).abs() <= 0.005 * (effects.len() + 2) as f64,
+            "{baseline} + {effects:?} = {shown}, shown as {total}: {why}"
+        );
         // A citation opens the passage it cites, its source shown relative.
         let cite = b.must_find(&format!("{card} ol.citations a.cite")).await;
         let label = b

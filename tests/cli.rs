@@ -444,3 +444,75 @@ fn output_to_a_closed_pipe_ends_quietly_not_with_a_panic() {
         assert!(!err.contains("stack backtrace"), "{args:?}: {err}");
     }
 }
+
+/// The terminal says why in plain words, in both directions, from where
+/// every answer starts; what it lists adds up to the total it shows; the
+/// decision line never contradicts itself; a declined question leads with
+/// what was missing.
+#[test]
+fn the_terminal_explains_each_confidence_in_plain_words_that_add_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let kb = common::repo().join("examples/kb");
+    assert!(
+        grace(d, &["ingest", kb.to_str().unwrap(), "-q"])
+            .status
+            .success()
+    );
+    for (question, decision) in [
+        ("How do I roll back a production deployment?", "caveat"),
+        ("Can I deploy on Fridays?", "escalate"),
+        ("What is the boiling point of mercury?", "decline"),
+    ] {
+        let out = grace(d, &["ask", "--no-input", question]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            text.contains(&format!("-> {decision}")),
+            "{question}: {text}"
+        );
+        assert!(!text.contains("(escalate) ->"), "{text}");
+        for internal in [
+            "MaxScore",
+            "Margin ",
+            "NeighbourScore",
+            "FollowUpCoverage",
+            "weight ",
+        ] {
+            assert!(!text.contains(internal), "{question}: {internal} in {text}");
+        }
+        let start = text.find("Every answer starts at ").expect("a baseline");
+        let why = &text[start..];
+        let number = |s: &str| s.trim().parse::<f64>().unwrap();
+        let baseline = number(
+            why["Every answer starts at ".len()..]
+                .split(';')
+                .next()
+                .unwrap(),
+        );
+        let terms: Vec<f64> = why
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim_start();
+                (l.starts_with('+') || l.starts_with('-'))
+                    .then(|| number(l.split_whitespace().next().unwrap()))
+            })
+            .collect();
+        let total_line = why
+            .lines()
+            .find(|l| l.trim_start().starts_with("= "))
+            .unwrap();
+        let total = number(total_line.trim_start()[2..].split(':').next().unwrap());
+        let shown = baseline + terms.iter().sum::<f64>();
+        assert!(
+            (shown - total).abs() <= 0.005 * (terms.len() + 2) as f64,
+            "{question}: {baseline} + {terms:?} = {shown}, shown as {total}"
+        );
+        if decision == "decline" {
+            let missing = why.find("What was missing:").expect("what was missing");
+            let raised = why.find("What raised it:").unwrap_or(usize::MAX);
+            assert!(missing < raised, "{why}");
+        } else {
+            assert!(why.contains("What raised it:"), "{why}");
+        }
+    }
+}

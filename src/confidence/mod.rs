@@ -14,6 +14,7 @@
 
 mod answer;
 pub mod calibration;
+mod explain;
 pub mod fit;
 mod history;
 pub mod metrics;
@@ -24,6 +25,7 @@ pub use self::answer::{
     CitedSentence, SUPPORT_THRESHOLD, answer_factors, citation_markers, cited_sentences,
     cited_support, renumber_markers, strip_markers,
 };
+pub use self::explain::{Explanation, explain, shortfall};
 pub use self::history::document_history_factor;
 pub use self::retrieval::{query_coverage, retrieval_factors};
 pub use crate::lexical::term_coverage;

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::report::{CONFIRM_OPTION_PREFIX, Decision, NOT_ANSWERED_OPTION, RunReport};
 use super::{Attempt, Executor};
-use crate::confidence::{Contribution, Level};
+use crate::confidence::{Contribution, Level, explain, shortfall};
 use crate::tools::{Answer, ToolOutput, UserRequest};
 
 impl Executor<'_> {
@@ -82,9 +82,12 @@ pub(super) fn decide(level: Level, abstained: bool, failed: bool) -> Decision {
     }
 }
 
-/// Why a run is escalated: its confidence against the threshold and the
-/// factors that pulled the last step down most.
+/// Why a run is escalated, for the reviewer: its confidence against the
+/// threshold, where every answer starts, and, in plain words, the factors
+/// that held it back most (the room a factor left below its best, or what
+/// it took away) and those that raised it.
 fn reason(attempt: &Attempt, thresholds: &crate::config::Thresholds) -> String {
+    let texts = crate::lang::Lang::En.texts();
     let mut text = format!(
         "confidence {:.2} is below {:.2} (notify)",
         attempt.confidence, thresholds.notify
@@ -97,29 +100,35 @@ fn reason(attempt: &Attempt, thresholds: &crate::config::Thresholds) -> String {
                 last.result.error.as_deref().unwrap_or("unknown error")
             ));
         }
-        // What each factor cost: a positive weight's unused room
-        // (weight * (1 - feature)), a negative weight's penalty.
-        let shortfall = |c: &Contribution| {
-            if c.weight > 0.0 {
-                c.weight * (1.0 - c.feature.min(1.0))
-            } else {
-                -c.term
-            }
-        };
-        let mut weakest: Vec<&Contribution> = last
-            .confidence
+        let score = &last.confidence;
+        if let Some(e) = explain(score) {
+            text.push_str(&format!("; every answer starts at {:+.2}", e.baseline));
+        }
+        let mut held: Vec<&Contribution> = score
             .contributions
             .iter()
             .filter(|c| shortfall(c) > 0.0)
             .collect();
-        weakest.sort_by(|a, b| shortfall(b).total_cmp(&shortfall(a)));
-        let parts: Vec<String> = weakest
+        held.sort_by(|a, b| shortfall(b).total_cmp(&shortfall(a)));
+        let parts: Vec<String> = held
             .iter()
             .take(3)
-            .map(|c| format!("{:?} {:.2} (weight {:.2})", c.factor, c.value, c.weight))
+            .map(|c| {
+                // What held it back: the factor's words for falling short.
+                let words = texts.factor(&c.factor.name(), false);
+                if c.term < 0.0 {
+                    format!("{words} ({:+.2})", c.term)
+                } else {
+                    format!(
+                        "{words} ({:+.2} of {:+.2} possible)",
+                        c.term,
+                        c.term + shortfall(c)
+                    )
+                }
+            })
             .collect();
         if !parts.is_empty() {
-            text.push_str(&format!("; weakest factors: {}", parts.join(", ")));
+            text.push_str(&format!("; held back most: {}", parts.join("; ")));
         }
     }
     text

@@ -78,6 +78,9 @@ const TEXTS = {
     why: "Why this confidence?",
     raised: "What raised it",
     lowered: "What lowered it",
+    missing: "What was missing",
+    startsAt: "Every answer starts at {0}; from there:",
+    total: "Together {0}: confidence {1}%",
     noFactors: "No measurements were recorded for this answer.",
     effect: "effect {0}",
     clarify: "GRACE needs to know more",
@@ -197,6 +200,9 @@ const TEXTS = {
     why: "この確信度の理由",
     raised: "上げた要因",
     lowered: "下げた要因",
+    missing: "足りなかったもの",
+    startsAt: "どの回答も {0} から始まり、そこから:",
+    total: "合計 {0}: 確信度 {1}%",
     noFactors: "この回答には測定値が記録されていません。",
     effect: "影響 {0}",
     clarify: "GRACE から確認したいことがあります",
@@ -440,20 +446,30 @@ function whyOf(outcome) {
     details.append(el("p", { text: t("noFactors") }));
     return details;
   }
-  // The largest effects first; tiny ones say nothing to a reader.
+  // Where every answer starts, then every factor, largest first: what is
+  // listed adds up to the total shown. A declined question leads with what
+  // was missing.
+  const signed = (x) => (x >= 0 ? "+" : "−") + Math.abs(x).toFixed(2);
+  const logistic = score.model !== "grace_v1";
+  if (logistic && Number.isFinite(score.bias)) details.append(el("p", { class: "help baseline", text: t("startsAt", signed(score.bias)) }));
   const terms = score.contributions
-    .filter((c) => Number.isFinite(c.term) && Math.abs(c.term) >= 0.01)
+    .filter((c) => Number.isFinite(c.term) && c.term !== 0)
     .sort((a, b) => Math.abs(b.term) - Math.abs(a.term));
-  for (const [raised, cls, title] of [[true, "raised", t("raised")], [false, "lowered", t("lowered")]]) {
-    const mine = terms.filter((c) => (c.term > 0) === raised).slice(0, 5);
+  const up = [true, "raised", t("raised")];
+  const down = [false, "lowered", t(outcome.decision === "decline" ? "missing" : "lowered")];
+  for (const [raised, cls, title] of outcome.decision === "decline" ? [down, up] : [up, down]) {
+    const mine = terms.filter((c) => (c.term > 0) === raised);
     if (!mine.length) continue;
     const ul = el("ul", { "aria-label": title });
     for (const c of mine) {
-      const effect = (c.term > 0 ? "+" : "−") + Math.abs(c.term).toFixed(2);
+      const effect = signed(c.term);
       ul.append(el("li", { class: cls, "data-factor": c.factor }, factorText(c.factor, raised, c.value), " ",
         el("span", { class: "help", text: `(${t("effect", effect)})` })));
     }
     details.append(el("p", { class: "help", text: title }), ul);
+  }
+  if (logistic && Number.isFinite(score.logit)) {
+    details.append(el("p", { class: "help total", text: t("total", signed(score.logit), Math.round(score.score * 100)) }));
   }
   return details;
 }

@@ -39,7 +39,6 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool, format: AnswerFormat) 
         print_json(r);
         return;
     }
-    let level = format!("{:?}", r.level).to_lowercase();
     // GRACE's own words in the asker's language.
     let texts = grace::lang::Lang::of(&r.question).texts();
     let confidence = format!("{:.2}", r.confidence);
@@ -93,15 +92,18 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool, format: AnswerFormat) 
         },
     }
     println!(
-        "\nconfidence {:.2} ({level}) -> {}{}",
+        "\nconfidence {:.2} -> {}{}",
         r.confidence,
-        format!("{:?}", r.decision).to_lowercase(),
+        r.decision.as_str(),
         if r.recovered {
             " (after a wider search)"
         } else {
             ""
         }
     );
+    if trace || r.decision != Decision::Answer {
+        why(r, texts);
+    }
     if trace {
         println!("\ntrace:");
         if let Some(rw) = &r.rewrite {
@@ -196,6 +198,66 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool, format: AnswerFormat) 
                 );
             }
         }
+    }
+}
+
+/// Why the run's confidence is what it is, in the asker's words: where
+/// every answer starts, then each factor's effect, largest first (what was
+/// missing first for a declined question); what is listed adds up to the
+/// logit.
+fn why(r: &RunReport, texts: &grace::lang::Texts) {
+    let Some(score) = r
+        .steps
+        .iter()
+        .rev()
+        .map(|s| &s.confidence)
+        .find(|c| !c.contributions.is_empty())
+    else {
+        return;
+    };
+    let Some(e) = grace::confidence::explain(score) else {
+        return;
+    };
+    println!(
+        "  {}",
+        grace::lang::fill(
+            texts.starts_at,
+            &[("value", &format!("{:+.2}", e.baseline))]
+        )
+    );
+    let raised = (texts.raised, &e.raised);
+    let lowered = match r.decision {
+        Decision::Decline => (texts.missing, &e.lowered),
+        _ => (texts.lowered, &e.lowered),
+    };
+    let order = match r.decision {
+        Decision::Decline => [lowered, raised],
+        _ => [raised, lowered],
+    };
+    for (title, terms) in order {
+        if terms.is_empty() {
+            continue;
+        }
+        println!("  {title}");
+        for c in terms.iter() {
+            println!("    {:+6.2}  {}", c.term, c.factor.in_words(texts, c));
+        }
+    }
+    let total = grace::lang::fill(
+        texts.total,
+        &[
+            ("logit", &format!("{:+.2}", e.logit)),
+            ("score", &format!("{:.2}", score.score)),
+        ],
+    );
+    if (score.score - r.confidence).abs() < 0.005 {
+        println!("  {total}");
+    } else {
+        let combined = grace::lang::fill(
+            texts.combined,
+            &[("confidence", &format!("{:.2}", r.confidence))],
+        );
+        println!("  {total} {combined}");
     }
 }
 
