@@ -770,6 +770,14 @@ async fn the_same_question_asked_three_times_is_one_pending_escalation() {
             .await;
         assert_eq!(s, StatusCode::OK, "{outcome}");
         assert_eq!(outcome["status"], "escalated", "{outcome}");
+        // No dead end: the passages found, as possibly relevant, and no
+        // typical wait before any person has answered here.
+        let waiting = &outcome["while_waiting"];
+        assert!(
+            !waiting["possibly_relevant"].as_array().unwrap().is_empty(),
+            "{outcome}"
+        );
+        assert!(waiting["typical_review_seconds"].is_null(), "{outcome}");
         asked.push(outcome);
     }
     let (s, list) = api.get("/v1/review/escalations").await;
@@ -816,4 +824,13 @@ async fn the_same_question_asked_three_times_is_one_pending_escalation() {
             "Only with the release manager's approval."
         );
     }
+    // Answered once: the next asker is told how long people take here.
+    let (_, next) = api
+        .post(
+            "/v1/ask",
+            json!({ "question": "Who approves expense reports?", "escalate": true }),
+        )
+        .await;
+    let typical = next["while_waiting"]["typical_review_seconds"].as_f64();
+    assert!(typical.is_some_and(|s| (0.0..60.0).contains(&s)), "{next}");
 }

@@ -376,6 +376,12 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         assert!(status.contains("Waiting for a reviewer"), "{status}");
         // No draft is shown as an answer: only a reviewer's will be.
         assert_eq!(b.count(&format!("{card} .text ~ ol.citations")).await, 0);
+        // No dead end: what GRACE found, marked as possibly relevant, and
+        // how long people take here (nobody has answered yet).
+        let waiting = b.text_of(&format!("{card} .while-waiting")).await;
+        assert!(waiting.contains("Possibly relevant while a person checks"), "{waiting}");
+        assert!(b.count(&format!("{card} .possibly-relevant li")).await >= 1);
+        assert!(waiting.contains("No question has been answered"), "{waiting}");
         let escalation = stored(&b).await["entries"][0]["escalation"].clone();
         let id = escalation["id"].as_i64().unwrap();
         let handle = escalation["handle"].as_str().unwrap().to_string();

@@ -481,7 +481,12 @@ fn the_terminal_explains_each_confidence_in_plain_words_that_add_up() {
             assert!(!text.contains(internal), "{question}: {internal} in {text}");
         }
         let start = text.find("Every answer starts at ").expect("a baseline");
-        let why = &text[start..];
+        // The why ends at its total line.
+        let end = text[start..]
+            .find("\n  = ")
+            .map(|i| start + i + text[start + i + 1..].find('\n').unwrap_or(0) + 1)
+            .unwrap_or(text.len());
+        let why = &text[start..end];
         let number = |s: &str| s.trim().parse::<f64>().unwrap();
         let baseline = number(
             why["Every answer starts at ".len()..]
@@ -507,6 +512,17 @@ fn the_terminal_explains_each_confidence_in_plain_words_that_add_up() {
             (shown - total).abs() <= 0.005 * (terms.len() + 2) as f64,
             "{question}: {baseline} + {terms:?} = {shown}, shown as {total}"
         );
+        if decision == "escalate" {
+            // No dead end: what GRACE found while a person checks.
+            assert!(
+                text.contains("Possibly relevant while a person checks (not an answer):"),
+                "{text}"
+            );
+            assert!(
+                text.contains("No question has been answered by a person here yet."),
+                "{text}"
+            );
+        }
         if decision == "decline" {
             let missing = why.find("What was missing:").expect("what was missing");
             let raised = why.find("What raised it:").unwrap_or(usize::MAX);

@@ -84,6 +84,20 @@ impl RunReport {
             .map_or(self.question.as_str(), |r| r.question.as_str())
     }
 
+    /// The first `limit` passages of the run's first search (none when it
+    /// searched nothing): what it found, whatever it decided.
+    pub fn passages_found(&self, limit: usize) -> Vec<crate::search::Passage> {
+        self.steps
+            .iter()
+            .find_map(|s| match &s.result.output {
+                crate::tools::ToolOutput::Passages(p) => {
+                    Some(p.iter().take(limit).cloned().collect())
+                }
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
     /// The distinct sources the answer cites, in the order it cites them
     /// (none when it abstained or there is no answer).
     pub fn cited_sources(&self) -> Vec<String> {

@@ -78,6 +78,24 @@ pub struct AskOutcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(pattern = r"^ans_[0-9a-f]{32}$")]
     pub answer_id: Option<String>,
+    /// When a person was asked (`review_id`): what the asker has while
+    /// they wait. Never GRACE's draft as an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub while_waiting: Option<WhileWaiting>,
+}
+
+/// Passages an asker may read while a person checks.
+pub const MAX_POSSIBLY_RELEVANT: usize = 3;
+
+/// What an asker whose question went to a person has meanwhile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WhileWaiting {
+    /// The passages GRACE found (at most [`MAX_POSSIBLY_RELEVANT`]),
+    /// possibly relevant, not an answer.
+    pub possibly_relevant: Vec<crate::search::Passage>,
+    /// How long a person usually takes to answer here (seconds; the median
+    /// of the last answered escalations), `None` before the first.
+    pub typical_review_seconds: Option<f64>,
 }
 
 /// How a run ended, in one word (`status` in an outcome's JSON).

@@ -35,7 +35,8 @@ mod refit;
 mod run;
 
 pub use self::ask::{
-    AskOptions, AskOutcome, MAX_REPLY_CHARS, RunStatus, check_ask, check_ask_limit,
+    AskOptions, AskOutcome, MAX_POSSIBLY_RELEVANT, MAX_REPLY_CHARS, RunStatus, WhileWaiting,
+    check_ask, check_ask_limit,
 };
 pub use self::events::RunEvent;
 pub(crate) use self::nonblocking::CancelOnDrop;

@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::Grace;
-use super::ask::{AskOptions, AskOutcome, MAX_REPLY_CHARS, RunStatus, check_ask};
+use super::ask::{
+    AskOptions, AskOutcome, MAX_POSSIBLY_RELEVANT, MAX_REPLY_CHARS, RunStatus, WhileWaiting,
+    check_ask,
+};
 use super::events::RunEvent;
 use crate::error::{Error, Result};
 use crate::exec::{Decision, Executor, RunReport};
@@ -196,6 +199,13 @@ impl Grace {
             Some(format) => report.formatted(format),
             None => report,
         };
+        let while_waiting = match review_id {
+            Some(_) => Some(WhileWaiting {
+                possibly_relevant: report.passages_found(MAX_POSSIBLY_RELEVANT),
+                typical_review_seconds: self.inner.queue.typical_wait()?.map(|d| d.as_secs_f64()),
+            }),
+            None => None,
+        };
         Ok(AskOutcome {
             status: RunStatus::of(report.decision),
             report,
@@ -204,6 +214,7 @@ impl Grace {
             session_id: options.session_id.clone(),
             run_id,
             answer_id,
+            while_waiting,
         })
     }
 

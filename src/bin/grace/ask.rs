@@ -63,10 +63,28 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         None
     };
     let answer_id = record(&kb, &report, &args.asker, review_id);
+    // What the asker has while a person checks: what GRACE found, and how
+    // long people usually take here.
+    let while_waiting = match review_id {
+        Some(_) => Some(grace::service::WhileWaiting {
+            possibly_relevant: report.passages_found(grace::service::MAX_POSSIBLY_RELEVANT),
+            typical_review_seconds: grace::review::ReviewQueue::open(kb.config())?
+                .typical_wait()?
+                .map(|d| d.as_secs_f64()),
+        }),
+        None => None,
+    };
     if cli.json {
-        output::run_report_with_ids(&report, review_id, answer_id.as_deref(), format);
-    } else if let Some(id) = review_id {
+        output::run_report_with_ids(
+            &report,
+            review_id,
+            answer_id.as_deref(),
+            while_waiting.as_ref(),
+            format,
+        );
+    } else if let (Some(id), Some(waiting)) = (review_id, &while_waiting) {
         println!();
+        output::while_waiting(waiting);
         output::queued_for_review(id);
     } else if let (Some(id), grace::exec::Decision::Answer | grace::exec::Decision::Caveat) =
         (&answer_id, report.decision)

@@ -11,6 +11,9 @@ use crate::review::{Result, ReviewError};
 const COLUMNS: &str = "id, question, reason, request, run, collection, asker, allowed, status, \
      claimed_by, created_at, updated_at, expires_at, resolution";
 
+/// Answered escalations whose wait makes the typical one.
+pub const TYPICAL_WAIT_SAMPLE: i64 = 200;
+
 /// True for an open escalation that joined another still open: it is
 /// shown, counted and answered through that one (its `also_asked`).
 const JOINED_OPEN: &str = "(escalations.status IN ('pending', 'claimed') AND EXISTS ( \
@@ -108,6 +111,32 @@ impl ReviewQueue {
                 (status, n)
             })
             .collect())
+    }
+
+    /// How long a person usually takes to answer here: the median time
+    /// from asking to answer of the last 200 (`TYPICAL_WAIT_SAMPLE`) answered
+    /// escalations (`None` before the first).
+    pub fn typical_wait(&self) -> Result<Option<std::time::Duration>> {
+        let mut waits: Vec<i64> = self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT a.at - e.created_at FROM audit a JOIN escalations e ON e.id = a.escalation_id \
+                     WHERE a.action = 'answered' ORDER BY a.id DESC LIMIT ?1",
+                )
+                .map_err(db_error(&self.path))?;
+            stmt.query_map([TYPICAL_WAIT_SAMPLE], |r| r.get(0))
+                .map_err(db_error(&self.path))?
+                .collect::<std::result::Result<Vec<i64>, _>>()
+                .map_err(db_error(&self.path))
+        })?;
+        if waits.is_empty() {
+            return Ok(None);
+        }
+        waits.sort_unstable();
+        let median = waits[waits.len() / 2].max(0);
+        Ok(Some(std::time::Duration::from_millis(
+            u64::try_from(median).unwrap_or(0),
+        )))
     }
 
     /// One escalation; a restricted one the viewer may not see is

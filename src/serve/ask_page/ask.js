@@ -59,6 +59,11 @@ const TEXTS = {
     checking: "A person will check this answer; their reply will show here.",
     askingPerson: "Asking a person…",
     escalated: "GRACE is not sure enough to answer this alone, so it has asked a person.",
+    possiblyRelevant: "Possibly relevant while a person checks (not an answer):",
+    typicalWait: "A person usually answers here within {0}.",
+    noTypicalWait: "No question has been answered by a person here yet.",
+    told: "You will see the answer here, and at the link below, when a person answers.",
+    units: ["{0} s", "{0} min", "{0} h", "{0} days"],
     status: {
       pending: "Waiting for a reviewer. You can leave this page; the link below brings you back.",
       claimed: "A reviewer is working on it.",
@@ -181,6 +186,11 @@ const TEXTS = {
     checking: "担当者がこの回答を確認します。返答はここに表示されます。",
     askingPerson: "担当者に確認しています…",
     escalated: "GRACE だけでは確信が足りないため、担当者に確認を依頼しました。",
+    possiblyRelevant: "担当者の確認を待つ間の参考（回答ではありません）:",
+    typicalWait: "ここでは通常 {0} 以内に担当者が回答しています。",
+    noTypicalWait: "ここではまだ担当者が回答した質問がありません。",
+    told: "担当者が回答すると、ここと下のリンクに表示されます。",
+    units: ["{0} 秒", "{0} 分", "{0} 時間", "{0} 日"],
     status: {
       pending: "担当者の回答を待っています。このページを離れても、下のリンクから戻れます。",
       claimed: "担当者が対応中です。",
@@ -582,6 +592,8 @@ function replyOf(entry, outcome, past) {
     }
   } else if (decision === "escalate") {
     card.append(el("p", { class: "text", text: t("escalated") }));
+    const waiting = whileWaitingOf(outcome);
+    if (waiting) card.append(waiting);
     card.append(escalationOf(entry));
   } else if (decision === "needs_input") {
     card.append(clarificationOf(entry, outcome, past));
@@ -633,6 +645,36 @@ function ratingOf(entry, outcome) {
     }
     box.append(reasons);
   }
+  return box;
+}
+
+/** While a person checks: the passages GRACE found, as possibly relevant
+ * (never as an answer), how long people usually take here, and that the
+ * answer will come here. */
+function whileWaitingOf(outcome) {
+  const w = outcome.while_waiting;
+  if (!w) return null;
+  const box = el("div", { class: "while-waiting" });
+  if ((w.possibly_relevant || []).length) {
+    box.append(el("p", { class: "help", text: t("possiblyRelevant") }));
+    const ul = el("ul", { class: "possibly-relevant" });
+    for (const p of w.possibly_relevant) {
+      const label = [p.source || "?", where(p)].filter(Boolean).join(" · ");
+      // Cut on characters, at a word's end: never "a failed producti".
+      const chars = [...p.text];
+      const text = chars.length > 240 ? `${chars.slice(0, 240).join("").replace(/\s+\S*$/, "")} …` : p.text;
+      ul.append(el("li", {}, el("b", { text: label }), el("br"), el("span", { text })));
+    }
+    box.append(ul);
+  }
+  const s = w.typical_review_seconds;
+  if (s == null) {
+    box.append(el("p", { class: "help typical-wait", text: t("noTypicalWait") }));
+  } else {
+    const [i, n] = s < 90 ? [0, Math.max(1, s)] : s < 5400 ? [1, s / 60] : s < 129600 ? [2, s / 3600] : [3, s / 86400];
+    box.append(el("p", { class: "help typical-wait", text: t("typicalWait", t(`units.${i}`, Math.round(n))) }));
+  }
+  box.append(el("p", { class: "help", text: t("told") }));
   return box;
 }
 

@@ -26,7 +26,7 @@ pub use review::{
 };
 pub use run::{
     cited_sources, gaps, how_to_rate, human_decision, queued_for_review, rated, run_report,
-    run_report_with_ids, terminal_format,
+    run_report_with_ids, terminal_format, while_waiting,
 };
 pub use tools::{
     reflection, runtime_tool_created, runtime_tool_history, tool_list, tool_result, tool_usage,
@@ -111,13 +111,44 @@ pub fn num(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into())
 }
 
-/// `text` on one line, cut at `max_chars` characters (with an ellipsis).
+/// `text` on one line, cut at `max_chars` characters (with an ellipsis),
+/// at the end of a word when one ends in the last third: never "a failed
+/// producti…".
 pub fn snippet(text: &str, max_chars: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max_chars {
         flat
     } else {
-        let cut: String = flat.chars().take(max_chars).collect();
-        format!("{}…", cut.trim_end())
+        let cut: String = flat.chars().take(max_chars + 1).collect();
+        let at_word = cut
+            .rfind(' ')
+            .filter(|&i| cut[..i].chars().count() * 3 >= max_chars * 2);
+        let kept = match at_word {
+            Some(i) => &cut[..i],
+            None => {
+                let end = cut
+                    .char_indices()
+                    .nth(max_chars)
+                    .map_or(cut.len(), |(i, _)| i);
+                &cut[..end]
+            }
+        };
+        format!("{}…", kept.trim_end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snippet;
+
+    #[test]
+    fn a_snippet_ends_at_a_word_and_on_a_character() {
+        let text = "Roll back a failed production deployment with orbit rollback";
+        assert_eq!(snippet(text, 30), "Roll back a failed production…");
+        assert_eq!(snippet(text, 200), text);
+        assert_eq!(snippet("a  b\n\tc", 10), "a b c");
+        // No space to cut at (or none late enough): characters, never bytes.
+        assert_eq!(snippet("デプロイをロールバックする方法", 5), "デプロイを…");
+        assert_eq!(snippet("Supercalifragilistic word", 8), "Supercal…");
     }
 }

@@ -18,6 +18,7 @@ pub fn run_report_with_ids(
     r: &RunReport,
     review_id: Option<i64>,
     answer_id: Option<&str>,
+    while_waiting: Option<&grace::service::WhileWaiting>,
     format: AnswerFormat,
 ) {
     let r = &r.formatted(format);
@@ -25,6 +26,12 @@ pub fn run_report_with_ids(
     if let Some(map) = value.as_object_mut() {
         if let Some(id) = review_id {
             map.insert("review_id".into(), id.into());
+        }
+        if let Some(w) = while_waiting {
+            map.insert(
+                "while_waiting".into(),
+                serde_json::to_value(w).unwrap_or_default(),
+            );
         }
         if let Some(id) = answer_id {
             map.insert("answer_id".into(), id.into());
@@ -258,6 +265,42 @@ fn why(r: &RunReport, texts: &grace::lang::Texts) {
             &[("confidence", &format!("{:.2}", r.confidence))],
         );
         println!("  {total} {combined}");
+    }
+}
+
+/// While a person checks: the passages GRACE found, marked as possibly
+/// relevant (never as an answer), and how long reviews usually take here.
+pub fn while_waiting(w: &grace::service::WhileWaiting) {
+    if !w.possibly_relevant.is_empty() {
+        println!("Possibly relevant while a person checks (not an answer):");
+        for p in &w.possibly_relevant {
+            let page = p.page.map(|n| format!(" p. {n}")).unwrap_or_default();
+            let section = if p.section.is_empty() {
+                String::new()
+            } else {
+                format!(" § {}", p.section)
+            };
+            println!("  - {}{page}{section}", display_path(&p.source));
+            println!("    {}", super::snippet(&p.text, 200));
+        }
+        println!();
+    }
+    match w.typical_review_seconds {
+        Some(s) => println!(
+            "A person usually answers here within {}.",
+            duration_words(s)
+        ),
+        None => println!("No question has been answered by a person here yet."),
+    }
+}
+
+/// `seconds` as a person says it: "2 min", "3 h", "2 days".
+fn duration_words(seconds: f64) -> String {
+    match seconds {
+        s if s < 90.0 => format!("{:.0} s", s.max(1.0)),
+        s if s < 5_400.0 => format!("{:.0} min", s / 60.0),
+        s if s < 129_600.0 => format!("{:.0} h", s / 3_600.0),
+        s => format!("{:.0} days", s / 86_400.0),
     }
 }
 
