@@ -108,7 +108,7 @@ const EN: Texts = Texts {
     lowered: "What lowered it:",
     missing: "What was missing:",
     total: "= {logit}: confidence {score}",
-    combined: "(the run's confidence, {confidence}, weighs each step's: confidence.aggregation)",
+    combined: "(the run's confidence, {confidence}, is not this step's alone: it weighs every step, confidence.aggregation, and is 0 when a step failed)",
     factor_other: ["{factor} raised it", "{factor} lowered it"],
     factors: &[
         (
@@ -220,7 +220,7 @@ const JA: Texts = Texts {
     lowered: "下げた要因:",
     missing: "足りなかったもの:",
     total: "= {logit}: 確信度 {score}",
-    combined: "（全体の確信度 {confidence} は各ステップの確信度を重み付けしたものです: confidence.aggregation）",
+    combined: "（全体の確信度 {confidence} はこのステップだけのものではありません。各ステップを重み付けし（confidence.aggregation）、失敗したステップがあれば 0 です）",
     factor_other: ["{factor} が上げました", "{factor} が下げました"],
     factors: &[
         (

@@ -281,6 +281,16 @@ fn the_cli_prints_a_new_reviewers_token_once_and_rotates_it() {
     // name is their id.
     let kept = run(&["review", "register", "dana"]);
     assert_eq!(kept["name"], "Dana D.", "{kept}");
+    let described = run(&[
+        "review",
+        "register",
+        "dana",
+        "--description",
+        "release team",
+    ]);
+    assert_eq!(described["name"], "Dana D.");
+    let again = run(&["review", "register", "dana"]);
+    assert_eq!(again["description"], "release team", "{again}");
     let plain = run(&["review", "register", "erin"]);
     assert_eq!(plain["name"], "erin", "{plain}");
     assert!(plain["token"].as_str().unwrap().starts_with("grv_"));

@@ -56,10 +56,14 @@ fn at_markers(text: &str, mut at_marker: impl FnMut(&mut String, &str, &str)) ->
 
 /// `text` with each `[n]` marker whose `n` is in `map` written as
 /// `[map[n]]`, in one pass (so `[1]`→`[2]` and `[2]`→`[1]` swap, not
-/// collapse); other markers and text are copied.
+/// collapse); other markers and text are copied, and so is everything in
+/// a code span or block (`a[1]` is code, not a citation).
 pub fn renumber_markers(text: &str, map: &[(usize, usize)]) -> String {
     at_markers(text, |out, marker, _| {
-        let number = marker[1..marker.len() - 1].trim().parse::<usize>().ok();
+        let in_code = out.matches('`').count() % 2 == 1;
+        let number = (!in_code)
+            .then(|| marker[1..marker.len() - 1].trim().parse::<usize>().ok())
+            .flatten();
         match number.and_then(|n| map.iter().find(|(old, _)| *old == n)) {
             Some((_, new)) => out.push_str(&format!("[{new}]")),
             None => out.push_str(marker),

@@ -35,6 +35,8 @@ pub struct Rewritten {
 pub struct OneSessionReport {
     /// The evaluation set's folder.
     pub set: PathBuf,
+    /// Questions asked in the session.
+    pub questions: usize,
     /// Questions asked after the first (each could be taken for a follow-up).
     pub asked: usize,
     /// Of those, rewritten.
@@ -69,7 +71,8 @@ pub fn run(
         ..AskOptions::default()
     };
     let mut rewrites = Vec::new();
-    let asked = questions.iter().take(n).count().saturating_sub(1);
+    let total = questions.iter().take(n).count();
+    let asked = total.saturating_sub(1);
     for q in questions.iter().take(n) {
         let cancel = Arc::new(AtomicBool::new(false));
         let report = grace
@@ -85,6 +88,7 @@ pub fn run(
     grace.delete_session(&session.id)?;
     Ok(OneSessionReport {
         set: dir.to_path_buf(),
+        questions: total,
         asked,
         rewritten: rewrites.len(),
         share: (asked > 0).then(|| rewrites.len() as f64 / asked as f64),

@@ -83,9 +83,9 @@ pub(super) fn decide(level: Level, abstained: bool, failed: bool) -> Decision {
 }
 
 /// Why a run is escalated, for the reviewer: its confidence against the
-/// threshold, where every answer starts, and, in plain words, the factors
-/// that held it back most (the room a factor left below its best, or what
-/// it took away) and those that raised it.
+/// threshold, where every answer starts, and, in plain words, the three
+/// factors that held it back most (the room a factor left below its best,
+/// or what it took away), each in its words for falling short.
 fn reason(attempt: &Attempt, thresholds: &crate::config::Thresholds) -> String {
     let texts = crate::lang::Lang::En.texts();
     let mut text = format!(

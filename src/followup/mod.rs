@@ -18,7 +18,7 @@ mod model;
 mod rule;
 
 pub use self::model::rewrite_with_model;
-pub use self::rule::{focus, is_follow_up, own_terms, rewrite_by_rule};
+pub use self::rule::{focus, is_follow_up, is_key_term, own_terms, rewrite_by_rule};
 
 use serde::{Deserialize, Serialize};
 

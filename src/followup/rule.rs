@@ -251,7 +251,7 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 /// A word that carries the question's subject: not a function word, a
 /// question word or a pronoun, and longer than two characters (or with a
 /// digit: `i386`, `11`).
-fn is_key_term(word: &str) -> bool {
+pub fn is_key_term(word: &str) -> bool {
     let lower = word.to_lowercase();
     (lower.chars().count() > 2 || lower.chars().any(|c| c.is_ascii_digit()))
         && !STOP_WORDS.contains(&lower.as_str())

@@ -199,13 +199,19 @@ impl Grace {
             Some(format) => report.formatted(format),
             None => report,
         };
-        let while_waiting = match review_id {
-            Some(_) => Some(WhileWaiting {
-                possibly_relevant: report.passages_found(MAX_POSSIBLY_RELEVANT),
-                typical_review_seconds: self.inner.queue.typical_wait()?.map(|d| d.as_secs_f64()),
-            }),
-            None => None,
-        };
+        let while_waiting = review_id.map(|_| WhileWaiting {
+            possibly_relevant: report.passages_found(MAX_POSSIBLY_RELEVANT),
+            // Best effort: the escalation is queued already, and its id
+            // must reach the asker whatever this read does.
+            typical_review_seconds: self
+                .inner
+                .queue
+                .typical_wait()
+                .map_err(|e| tracing::warn!(error = %e, "no typical review time"))
+                .ok()
+                .flatten()
+                .map(|d| d.as_secs_f64()),
+        });
         Ok(AskOutcome {
             status: RunStatus::of(report.decision),
             report,

@@ -427,6 +427,19 @@ mod tests {
     }
 
     #[test]
+    fn code_keeps_its_brackets() {
+        let a = answer(
+            "See [3]. Use `a[1]` or\n```\nx[3] = 1\n```\nthen [1].",
+            vec![cite(3, "a.md"), cite(1, "b.md")],
+        )
+        .renumbered();
+        assert_eq!(
+            a.text,
+            "See [1]. Use `a[1]` or\n```\nx[3] = 1\n```\nthen [2]."
+        );
+    }
+
+    #[test]
     fn numbers_already_in_order_are_left_alone() {
         let a = answer("One [1]. Two [2].", vec![cite(1, "a"), cite(2, "b")]);
         assert_eq!(a.clone().renumbered(), a);

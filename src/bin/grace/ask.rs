@@ -65,15 +65,17 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
     let answer_id = record(&kb, &report, &args.asker, review_id);
     // What the asker has while a person checks: what GRACE found, and how
     // long people usually take here.
-    let while_waiting = match review_id {
-        Some(_) => Some(grace::service::WhileWaiting {
-            possibly_relevant: report.passages_found(grace::service::MAX_POSSIBLY_RELEVANT),
-            typical_review_seconds: grace::review::ReviewQueue::open(kb.config())?
-                .typical_wait()?
-                .map(|d| d.as_secs_f64()),
-        }),
-        None => None,
-    };
+    let while_waiting = review_id.map(|_| grace::service::WhileWaiting {
+        possibly_relevant: report.passages_found(grace::service::MAX_POSSIBLY_RELEVANT),
+        // Best effort: the escalation is queued and its id is printed
+        // whatever this read does.
+        typical_review_seconds: grace::review::ReviewQueue::open(kb.config())
+            .and_then(|q| q.typical_wait())
+            .map_err(|e| tracing::warn!(error = %e, "no typical review time"))
+            .ok()
+            .flatten()
+            .map(|d| d.as_secs_f64()),
+    });
     if cli.json {
         output::run_report_with_ids(
             &report,

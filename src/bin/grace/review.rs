@@ -24,8 +24,10 @@ pub enum ReviewCommand {
         /// name registered before, else the id)
         #[arg(long)]
         name: Option<String>,
-        #[arg(long, default_value = "")]
-        description: String,
+        /// What they review (default: the description registered before,
+        /// else none)
+        #[arg(long)]
+        description: Option<String>,
     },
     /// Issue a new token for a reviewer and print it, once; the old one
     /// stops working at once
@@ -124,14 +126,15 @@ pub fn run(
             name,
             description,
         } => {
-            let name = match name {
-                Some(name) => name.clone(),
-                None => queue
-                    .reviewers()?
-                    .into_iter()
-                    .find(|r| &r.id == id)
-                    .map_or_else(|| id.clone(), |r| r.name),
-            };
+            let before = queue.reviewers()?.into_iter().find(|r| &r.id == id);
+            let name = name
+                .clone()
+                .or_else(|| before.as_ref().map(|r| r.name.clone()))
+                .unwrap_or_else(|| id.clone());
+            let description = description
+                .clone()
+                .or_else(|| before.as_ref().map(|r| r.description.clone()))
+                .unwrap_or_default();
             let r = Reviewer {
                 id: id.clone(),
                 name: name.clone(),
@@ -358,10 +361,14 @@ pub fn answer(
                 if let (true, Some(draft), true) =
                     (config.review.auto_proceed_on_timeout, draft, json)
                 {
+                    // The asker's view: never the other askers who joined it.
                     output::print_json_line(&serde_json::json!({
                         "not_reviewed": true,
                         "answer": draft,
-                        "escalation": e,
+                        "escalation": {
+                            "id": e.id, "status": e.status, "question": e.question,
+                            "resolution": e.resolution,
+                        },
                     }));
                     return Ok(0);
                 }

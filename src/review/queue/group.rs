@@ -25,6 +25,8 @@ use crate::review::db::{db_error, to_time};
 /// The open escalations a new one is compared with, newest first: a
 /// bound on the work of one escalation, whatever the queue holds.
 pub const MAX_CANDIDATES: i64 = 1_000;
+/// The joined escalations an escalation shows (all are settled with it).
+pub const MAX_SHOWN: i64 = 200;
 
 /// Whether two questions name the same things: the same identifiers, and
 /// each one's names (capitalised words past a sentence's first) among the
@@ -44,43 +46,67 @@ pub fn same_subjects(a: &str, b: &str) -> bool {
     names(a).iter().all(|n| words_b.contains(n)) && names(b).iter().all(|n| words_a.contains(n))
 }
 
-/// A question's words, lowercased, without punctuation ("Wi-Fi" →
-/// "wifi"), with whether each starts a sentence and was capitalised.
-fn tokens(question: &str) -> Vec<(String, bool, bool)> {
+/// One word of a question (see [`tokens`]).
+struct Token {
+    /// Lowercased, without punctuation ("Wi-Fi" → "wifi").
+    word: String,
+    /// Its part before an apostrophe, lowercased ("What's" → "what").
+    head: String,
+    /// Whether it starts a sentence.
+    first: bool,
+    /// Whether it was capitalised.
+    capital: bool,
+}
+
+/// A question's words (see [`Token`]).
+fn tokens(question: &str) -> Vec<Token> {
     let mut out = Vec::new();
-    let mut sentence_start = true;
+    let mut first = true;
     for raw in question.split_whitespace() {
-        let word: String = raw
-            .chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
-            .collect();
+        let lower = |s: &str| -> String {
+            s.chars()
+                .filter(|c| c.is_alphanumeric())
+                .flat_map(char::to_lowercase)
+                .collect()
+        };
+        let word = lower(raw);
+        let head = lower(raw.split(['\'', '’']).next().unwrap_or(raw));
         let capital = raw
             .chars()
             .find(|c| c.is_alphanumeric())
             .is_some_and(char::is_uppercase);
         if !word.is_empty() {
-            out.push((word, sentence_start, capital));
-            sentence_start = false;
+            out.push(Token {
+                word,
+                head,
+                first,
+                capital,
+            });
+            first = false;
         }
         if raw.ends_with(['.', '?', '!', ':', ';']) {
-            sentence_start = true;
+            first = true;
         }
     }
     out
 }
 
 fn words(question: &str) -> Vec<String> {
-    tokens(question).into_iter().map(|(w, _, _)| w).collect()
+    tokens(question).into_iter().map(|t| t.word).collect()
 }
 
-/// Capitalised words that do not start a sentence, longer than one
-/// letter ("I" is no name).
+/// Capitalised words longer than one letter ("I" is no name): past a
+/// sentence's first word, or a first word that carries a subject ("London
+/// office wifi password?"; not "What", "What's", "Is", "Can").
 fn names(question: &str) -> Vec<String> {
     tokens(question)
         .into_iter()
-        .filter(|(w, start, capital)| *capital && !start && w.chars().count() > 1)
-        .map(|(w, _, _)| w)
+        .filter(|t| {
+            t.capital
+                && t.word.chars().count() > 1
+                && (!t.first || crate::followup::is_key_term(&t.head))
+        })
+        .map(|t| t.word)
         .collect()
 }
 
@@ -100,7 +126,8 @@ impl ReviewQueue {
     ) -> Result<Option<i64>> {
         let mut stmt = tx
             .prepare_cached(
-                "SELECT e.id, e.question, v.vector FROM escalations e \
+                "SELECT e.id, COALESCE(json_extract(e.run, '$.rewrite.question'), e.question), v.vector \
+                 FROM escalations e \
                  JOIN escalation_vectors v ON v.escalation_id = e.id \
                  WHERE e.status IN ('pending', 'claimed') AND e.collection = ?1 \
                    AND e.allowed IS ?2 \
@@ -133,16 +160,22 @@ impl ReviewQueue {
         Ok(best.map(|(id, _, _)| id))
     }
 
-    /// The open escalations that joined `lead`, oldest first.
-    pub(super) fn also_asked(&self, conn: &Connection, lead: i64) -> Result<Vec<AlsoAsked>> {
+    /// The open escalations that joined `lead`, oldest first, at most
+    /// `limit`.
+    pub(super) fn also_asked(
+        &self,
+        conn: &Connection,
+        lead: i64,
+        limit: i64,
+    ) -> Result<Vec<AlsoAsked>> {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT e.id, e.question, e.asker, e.created_at FROM escalation_groups g \
                  JOIN escalations e ON e.id = g.escalation_id \
-                 WHERE g.lead_id = ?1 AND e.status IN ('pending', 'claimed') ORDER BY e.id",
+                 WHERE g.lead_id = ?1 AND e.status IN ('pending', 'claimed') ORDER BY e.id LIMIT ?2",
             )
             .map_err(db_error(&self.path))?;
-        stmt.query_map([lead], |r| {
+        stmt.query_map(params![lead, limit], |r| {
             Ok(AlsoAsked {
                 id: r.get(0)?,
                 question: r.get(1)?,
@@ -155,11 +188,13 @@ impl ReviewQueue {
         .map_err(db_error(&self.path))
     }
 
-    /// `e` with its group: the lead it joined, or those that joined it.
+    /// `e` with its group: the open lead it joined, or those that joined it
+    /// (at most [`MAX_SHOWN`]).
     pub(super) fn with_group(&self, conn: &Connection, mut e: Escalation) -> Result<Escalation> {
         e.joined_to = conn
             .query_row(
-                "SELECT lead_id FROM escalation_groups WHERE escalation_id = ?1",
+                "SELECT g.lead_id FROM escalation_groups g JOIN escalations l ON l.id = g.lead_id \
+                 WHERE g.escalation_id = ?1 AND l.status IN ('pending', 'claimed')",
                 [e.id],
                 |r| r.get(0),
             )
@@ -169,7 +204,7 @@ impl ReviewQueue {
                 other => Err(other),
             })
             .map_err(db_error(&self.path))?;
-        e.also_asked = self.also_asked(conn, e.id)?;
+        e.also_asked = self.also_asked(conn, e.id, MAX_SHOWN)?;
         Ok(e)
     }
 
@@ -186,19 +221,23 @@ impl ReviewQueue {
         actor: &str,
         action: &str,
     ) -> Result<()> {
-        for joined in self.also_asked(tx, lead.id)? {
+        for joined in self.also_asked(tx, lead.id, i64::MAX)? {
             let e = self.load(tx, joined.id, Viewer::Asker)?;
             let mut settled = resolution.clone();
             settled.verdict = None;
             settled.promoted = None;
-            settled.for_question =
-                (e.question.trim() != lead.question.trim()).then(|| lead.question.clone());
+            // Compared and shown as run (a follow-up's rewrite, not "and
+            // on staging?").
+            let answered_for = lead.run.question_as_run();
+            settled.for_question = (e.run.question_as_run().trim() != answered_for.trim())
+                .then(|| answered_for.to_string());
             if let Some(answered) = &resolution.report {
                 let mut report = e.run.clone();
                 report.answer = answered.answer.clone();
                 report.decision = answered.decision;
                 report.confidence = answered.confidence;
                 report.level = answered.level;
+                report.decided_by = answered.decided_by.clone();
                 report.escalation = None;
                 settled.report = Some(report);
             }
@@ -258,10 +297,18 @@ mod tests {
             "I can't log in. What do I do?",
             "What do I do when I can't log in?"
         ));
+        assert!(same_subjects(
+            "Can I deploy on Fridays?",
+            "Is deploying on Fridays allowed?"
+        ));
         // Another name, another identifier: another question.
         assert!(!same_subjects(
             "What is the Wi-Fi password for the London office?",
             "What is the Wi-Fi password for the Paris office?"
+        ));
+        assert!(!same_subjects(
+            "London office wifi password?",
+            "Paris office wifi password?"
         ));
         assert!(!same_subjects(
             "What does ORB-2001 mean?",

@@ -114,14 +114,16 @@ impl ReviewQueue {
     }
 
     /// How long a person usually takes to answer here: the median time
-    /// from asking to answer of the last 200 (`TYPICAL_WAIT_SAMPLE`) answered
-    /// escalations (`None` before the first).
+    /// from asking to answer of the last 200 (`TYPICAL_WAIT_SAMPLE`)
+    /// escalations a reviewer answered (not those answered with one they
+    /// joined); `None` before the first.
     pub fn typical_wait(&self) -> Result<Option<std::time::Duration>> {
         let mut waits: Vec<i64> = self.read(|conn| {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT a.at - e.created_at FROM audit a JOIN escalations e ON e.id = a.escalation_id \
-                     WHERE a.action = 'answered' ORDER BY a.id DESC LIMIT ?1",
+                     WHERE a.action = 'answered' AND a.detail NOT LIKE 'with #%' \
+                     ORDER BY a.id DESC LIMIT ?1",
                 )
                 .map_err(db_error(&self.path))?;
             stmt.query_map([TYPICAL_WAIT_SAMPLE], |r| r.get(0))

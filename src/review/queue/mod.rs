@@ -144,7 +144,14 @@ impl ReviewQueue {
         let timeout = new
             .timeout
             .unwrap_or_else(|| Duration::from_secs_f64(self.config.escalation_ttl_seconds));
-        let allowed = new.allowed.as_ref().map(to_json);
+        // Stored sorted and once each: the same reviewers, the same text
+        // (what a near repeat is compared on).
+        let allowed = new.allowed.as_ref().map(|list| {
+            let mut list = list.clone();
+            list.sort();
+            list.dedup();
+            to_json(&list)
+        });
         // Compared as stored: quantised and read back.
         let vector = new.vector.map(crate::embed::quantise);
         let id = self.write(|tx| {
@@ -275,9 +282,11 @@ impl ReviewQueue {
 fn group_cosine(config: &Config) -> f32 {
     let setting = config.review.group_similarity as f32;
     match crate::embed::ModelCard::of(&config.embedding.model_dir) {
+        // At most 1: "1 joins only the same question" on any model's scale.
         Ok(card) => card
             .similarity
-            .map_or(setting, |s| s.passage.invert(setting)),
+            .map_or(setting, |s| s.passage.invert(setting))
+            .min(1.0),
         Err(e) => {
             tracing::warn!(error = %e, "review.group_similarity is read as a MiniLM cosine");
             setting

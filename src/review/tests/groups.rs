@@ -87,6 +87,7 @@ fn the_same_question_asked_three_times_is_one_escalation_answered_for_each_asker
         assert_eq!(report.question, e.question, "each keeps its own question");
         assert_eq!(resolution.for_question.as_deref(), for_question);
         assert_eq!(resolution.decided_by, "reviewer:alice");
+        assert_eq!(report.decided_by.as_deref(), Some("reviewer:alice"));
         // Only the draft the reviewer saw is judged.
         assert_eq!(resolution.verdict.is_some(), e.id == first.id);
     }
@@ -217,7 +218,19 @@ fn a_reviewer_detaches_an_asker_who_asks_something_else() {
     // Only a joined, open escalation can be detached, and only by a reviewer.
     assert!(f.queue.detach(lead.id, "alice").is_err());
     assert!(f.queue.detach(sick.id, "alice").is_err());
-    assert!(f.queue.detach(sick.id, "mallory").is_err());
+    let other = ask(
+        &f.queue,
+        "How many sick days do new employees get?",
+        "cat",
+        Some(&toward(3, 0.3)),
+        None,
+    );
+    assert_eq!(other.joined_to, Some(sick.id));
+    assert!(f.queue.detach(other.id, "mallory").is_err());
+    assert_eq!(
+        f.queue.get(other.id, Viewer::Admin).unwrap().joined_to,
+        Some(sick.id)
+    );
 }
 
 #[test]
@@ -253,8 +266,9 @@ fn a_rejection_reaches_every_asker_and_a_cancelled_lead_frees_the_others() {
     assert_eq!(d.joined_to, Some(c.id));
     f.queue.cancel(c.id, "cat").unwrap();
     // Its lead withdrawn, the other asker's escalation is listed on its
-    // own and leads the next near repeat.
+    // own, joined to nothing open, and leads the next near repeat.
     assert!(listed(&f.queue).contains(&d.id));
+    assert_eq!(f.queue.get(d.id, Viewer::Admin).unwrap().joined_to, None);
     let e = ask(
         &f.queue,
         "Can I deploy on Saturdays?",

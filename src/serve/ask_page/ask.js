@@ -86,6 +86,7 @@ const TEXTS = {
     missing: "What was missing",
     startsAt: "Every answer starts at {0}; from there:",
     total: "Together {0}: confidence {1}%",
+    combined: "The run's confidence, {0}%, is not this step's alone: it weighs every step, and is 0 when a step failed.",
     noFactors: "No measurements were recorded for this answer.",
     effect: "effect {0}",
     clarify: "GRACE needs to know more",
@@ -213,6 +214,7 @@ const TEXTS = {
     missing: "足りなかったもの",
     startsAt: "どの回答も {0} から始まり、そこから:",
     total: "合計 {0}: 確信度 {1}%",
+    combined: "全体の確信度 {0}% はこのステップだけのものではありません。各ステップを重み付けし、失敗したステップがあれば 0 です。",
     noFactors: "この回答には測定値が記録されていません。",
     effect: "影響 {0}",
     clarify: "GRACE から確認したいことがあります",
@@ -480,6 +482,8 @@ function whyOf(outcome) {
   }
   if (logistic && Number.isFinite(score.logit)) {
     details.append(el("p", { class: "help total", text: t("total", signed(score.logit), Math.round(score.score * 100)) }));
+    const run = Math.round((outcome.confidence || 0) * 100);
+    if (run !== Math.round(score.score * 100)) details.append(el("p", { class: "help", text: t("combined", run) }));
   }
   return details;
 }

@@ -27,7 +27,7 @@ pub fn one_session_report(r: &grace::eval::one_session::OneSessionReport, json: 
     println!(
         "{}: {} questions asked one after another in one session; {} of the {} after the first rewritten as follow-ups ({})",
         r.set.display(),
-        r.asked + 1,
+        r.questions,
         r.rewritten,
         r.asked,
         pct(r.share)
