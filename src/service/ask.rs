@@ -98,6 +98,27 @@ pub struct WhileWaiting {
     pub typical_review_seconds: Option<f64>,
 }
 
+impl WhileWaiting {
+    /// What the asker of the escalated run `report` has while a person
+    /// checks, with the queue's typical wait as read
+    /// ([`ReviewQueue::typical_wait`](crate::review::ReviewQueue::typical_wait)),
+    /// best effort: the escalation is queued already, and its id must
+    /// reach the asker whatever that read did.
+    pub fn of(
+        report: &RunReport,
+        typical_wait: crate::review::Result<Option<std::time::Duration>>,
+    ) -> Self {
+        Self {
+            possibly_relevant: report.passages_found(MAX_POSSIBLY_RELEVANT),
+            typical_review_seconds: typical_wait
+                .map_err(|e| tracing::warn!(error = %e, "no typical review time"))
+                .ok()
+                .flatten()
+                .map(|d| d.as_secs_f64()),
+        }
+    }
+}
+
 /// How a run ended, in one word (`status` in an outcome's JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

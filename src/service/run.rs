@@ -8,10 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::Grace;
-use super::ask::{
-    AskOptions, AskOutcome, MAX_POSSIBLY_RELEVANT, MAX_REPLY_CHARS, RunStatus, WhileWaiting,
-    check_ask,
-};
+use super::ask::{AskOptions, AskOutcome, MAX_REPLY_CHARS, RunStatus, WhileWaiting, check_ask};
 use super::events::RunEvent;
 use crate::error::{Error, Result};
 use crate::exec::{Decision, Executor, RunReport};
@@ -199,19 +196,8 @@ impl Grace {
             Some(format) => report.formatted(format),
             None => report,
         };
-        let while_waiting = review_id.map(|_| WhileWaiting {
-            possibly_relevant: report.passages_found(MAX_POSSIBLY_RELEVANT),
-            // Best effort: the escalation is queued already, and its id
-            // must reach the asker whatever this read does.
-            typical_review_seconds: self
-                .inner
-                .queue
-                .typical_wait()
-                .map_err(|e| tracing::warn!(error = %e, "no typical review time"))
-                .ok()
-                .flatten()
-                .map(|d| d.as_secs_f64()),
-        });
+        let while_waiting =
+            review_id.map(|_| WhileWaiting::of(&report, self.inner.queue.typical_wait()));
         Ok(AskOutcome {
             status: RunStatus::of(report.decision),
             report,

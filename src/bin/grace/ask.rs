@@ -65,16 +65,9 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
     let answer_id = record(&kb, &report, &args.asker, review_id);
     // What the asker has while a person checks: what GRACE found, and how
     // long people usually take here.
-    let while_waiting = review_id.map(|_| grace::service::WhileWaiting {
-        possibly_relevant: report.passages_found(grace::service::MAX_POSSIBLY_RELEVANT),
-        // Best effort: the escalation is queued and its id is printed
-        // whatever this read does.
-        typical_review_seconds: grace::review::ReviewQueue::open(kb.config())
-            .and_then(|q| q.typical_wait())
-            .map_err(|e| tracing::warn!(error = %e, "no typical review time"))
-            .ok()
-            .flatten()
-            .map(|d| d.as_secs_f64()),
+    let while_waiting = review_id.map(|_| {
+        let typical = grace::review::ReviewQueue::open(kb.config()).and_then(|q| q.typical_wait());
+        grace::service::WhileWaiting::of(&report, typical)
     });
     if cli.json {
         output::run_report_with_ids(
