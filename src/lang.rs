@@ -53,6 +53,18 @@ pub struct Texts {
     pub asks: &'static str,
     /// The asker's prompt for a choice or an answer.
     pub your_answer: &'static str,
+    /// Before what the asker of an escalated question may do at a
+    /// terminal.
+    pub asker_choose: &'static str,
+    /// What they may do, in this order: see GRACE's draft (marked
+    /// unconfirmed), rephrase, ask a person.
+    pub asker_options: [&'static str; 3],
+    /// The prompt for it (Enter asks a person).
+    pub asker_prompt: &'static str,
+    /// Above GRACE's draft, shown to its asker.
+    pub unconfirmed_draft: &'static str,
+    /// Asks for the question in other words.
+    pub rephrase: &'static str,
     /// Where every score starts before any factor (`{value}`: the
     /// weights' intercept).
     pub starts_at: &'static str,
@@ -72,6 +84,9 @@ pub struct Texts {
     /// Each confidence factor in plain words (by its name as the API
     /// writes it): when it raised the score, when it lowered it.
     pub factors: &'static [(&'static str, &'static str, &'static str)],
+    /// Words that only reply to a question ("yes", "ok"), lower case: a
+    /// question of one of them alone asks nothing.
+    pub bare_replies: &'static [&'static str],
 }
 
 impl Texts {
@@ -103,6 +118,15 @@ const EN: Texts = Texts {
     sources: "Sources:",
     asks: "GRACE asks: ",
     your_answer: "Your answer (a number, your own words, or Enter to let GRACE assume): ",
+    asker_choose: "What would you like to do?",
+    asker_options: [
+        "See GRACE's draft (unconfirmed: no person has checked it)",
+        "Rephrase your question",
+        "Ask a person",
+    ],
+    asker_prompt: "Your choice (1-3; Enter asks a person): ",
+    unconfirmed_draft: "GRACE's draft, UNCONFIRMED (no person has checked it; do not rely on it yet):",
+    rephrase: "Your question in other words: ",
     starts_at: "Every answer starts at {value}; from there:",
     raised: "What raised it:",
     lowered: "What lowered it:",
@@ -110,6 +134,20 @@ const EN: Texts = Texts {
     total: "= {logit}: confidence {score}",
     combined: "(the run's confidence, {confidence}, is not this step's alone: it weighs every step, confidence.aggregation, and is 0 when a step failed)",
     factor_other: ["{factor} raised it", "{factor} lowered it"],
+    bare_replies: &[
+        "yes",
+        "y",
+        "yeah",
+        "yep",
+        "no",
+        "n",
+        "nope",
+        "ok",
+        "okay",
+        "sure",
+        "thanks",
+        "thank you",
+    ],
     factors: &[
         (
             "max_score",
@@ -215,6 +253,15 @@ const JA: Texts = Texts {
     sources: "出典:",
     asks: "GRACE からの質問: ",
     your_answer: "回答（番号か自由記述。Enter だけなら GRACE が推定して進めます）: ",
+    asker_choose: "どうしますか？",
+    asker_options: [
+        "GRACE の下書きを見る（未確認: まだ誰も確認していません）",
+        "質問を言い換える",
+        "担当者に聞く",
+    ],
+    asker_prompt: "番号を選んでください（1〜3、Enter で担当者に聞きます）: ",
+    unconfirmed_draft: "GRACE の下書き（未確認: まだ誰も確認していません。このまま頼らないでください）:",
+    rephrase: "別の言い方で質問してください: ",
     starts_at: "どの回答も {value} から始まり、そこから:",
     raised: "上げた要因:",
     lowered: "下げた要因:",
@@ -222,6 +269,15 @@ const JA: Texts = Texts {
     total: "= {logit}: 確信度 {score}",
     combined: "（全体の確信度 {confidence} はこのステップだけのものではありません。各ステップを重み付けし（confidence.aggregation）、失敗したステップがあれば 0 です）",
     factor_other: ["{factor} が上げました", "{factor} が下げました"],
+    bare_replies: &[
+        "はい",
+        "いいえ",
+        "うん",
+        "ううん",
+        "ええ",
+        "了解",
+        "ありがとう",
+    ],
     factors: &[
         (
             "max_score",
@@ -333,6 +389,14 @@ impl Lang {
         }
     }
 
+    /// Its code as the API and the pages write it (`en`, `ja`).
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Ja => "ja",
+        }
+    }
+
     /// The language's name in English, for a language model's prompt.
     pub fn name(self) -> &'static str {
         match self {
@@ -357,6 +421,38 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
         out = out.replace(&format!("{{{name}}}"), value);
     }
     out
+}
+
+/// Whether `text` is only a reply word of some language ("Yes!", "はい"),
+/// whatever its case and the signs around it.
+pub fn is_bare_reply(text: &str) -> bool {
+    let word = text
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    Lang::ALL
+        .iter()
+        .any(|l| l.texts().bare_replies.contains(&word.as_str()))
+}
+
+/// Every language's factor words as one JSON object, for the pages:
+/// `{"en": {"factors": {"max_score": [raised, lowered], …}, "other":
+/// ["{factor} raised it", "{factor} lowered it"]}, "ja": …}`. The words
+/// are written once, here; the pages read them from the server.
+pub fn factor_words_json() -> serde_json::Value {
+    let mut all = serde_json::Map::new();
+    for lang in Lang::ALL {
+        let texts = lang.texts();
+        let factors: serde_json::Map<String, serde_json::Value> = texts
+            .factors
+            .iter()
+            .map(|(name, up, down)| (name.to_string(), serde_json::json!([up, down])))
+            .collect();
+        all.insert(
+            lang.code().to_string(),
+            serde_json::json!({"factors": factors, "other": texts.factor_other}),
+        );
+    }
+    serde_json::Value::Object(all)
 }
 
 #[cfg(test)]
@@ -404,5 +500,37 @@ mod tests {
             fill(Lang::Ja.texts().declined, &[("confidence", "0.12")]),
             "ナレッジベースにはこの質問の答えがありません（確信度 0.12）。"
         );
+    }
+
+    #[test]
+    fn a_reply_word_alone_is_no_question() {
+        for reply in ["yes", "Yes!", " OK. ", "thank you", "はい", "いいえ。"] {
+            assert!(is_bare_reply(reply), "{reply:?}");
+        }
+        for question in [
+            "yes or no?",
+            "no-op mode",
+            "okay to deploy on Friday?",
+            "はいの意味",
+        ] {
+            assert!(!is_bare_reply(question), "{question:?}");
+        }
+    }
+
+    #[test]
+    fn every_factor_has_words_in_every_language() {
+        let words = factor_words_json();
+        for lang in Lang::ALL {
+            for factor in crate::confidence::Factor::ALL {
+                let pair = &words[lang.code()]["factors"][factor.name()];
+                assert!(
+                    pair[0].as_str().is_some_and(|w| !w.is_empty())
+                        && pair[1].as_str().is_some_and(|w| !w.is_empty()),
+                    "{} has no words for {}",
+                    lang.code(),
+                    factor.name()
+                );
+            }
+        }
     }
 }

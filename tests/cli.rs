@@ -359,9 +359,12 @@ fn ask_answers_or_exits_4() {
 }
 
 /// `grace ask` at a terminal (a pseudo-terminal from util-linux `script`)
-/// puts an escalation to the person and acts on the reply.
+/// offers the asker of an escalated question what an asker can decide:
+/// see the draft (marked unconfirmed), rephrase, or ask a person. They are
+/// never asked to confirm an answer to their own question: a confident
+/// wrong answer is the worst outcome, and the asker cannot judge it.
 #[test]
-fn ask_at_a_terminal_prompts_and_applies_the_reply() {
+fn ask_at_a_terminal_offers_the_draft_a_rephrase_or_a_person() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let kb = common::repo().join("examples/kb");
@@ -403,17 +406,49 @@ fn ask_at_a_terminal_prompts_and_applies_the_reply() {
         )
     };
 
-    let (code, text) = run_in_pty("Only with an approved change request.\n");
-    assert!(text.contains("Your choice (1-"), "{text}");
+    let open = || {
+        let out = grace(dir.path(), &["--json", "review", "list"]);
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        list.as_array().map_or(0, Vec::len)
+    };
+
+    // 1 shows the draft, marked; 3 asks a person (queued, exit 4).
+    let (code, text) = run_in_pty("1\n3\n");
     assert!(
-        text.contains("Answer (decided by user):") && text.contains("approved change request"),
+        text.contains("Your choice (1-3; Enter asks a person)"),
         "{text}"
     );
-    assert_eq!(code, Some(0), "{text}");
-
-    let (code, text) = run_in_pty("2\n");
-    assert!(text.contains("does not answer this"), "{text}");
+    assert!(text.contains("GRACE's draft, UNCONFIRMED"), "{text}");
+    assert!(!text.contains("Confirm this answer"), "{text}");
+    assert!(
+        text.contains("Queued for review as escalation #1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Possibly relevant while a person checks"),
+        "{text}"
+    );
     assert_eq!(code, Some(4), "{text}");
+    assert_eq!(open(), 1);
+
+    // A number or "yes" that is no option is said so, not taken as a
+    // question or a confirmation; Enter then asks a person.
+    let (code, text) = run_in_pty("7\nyes\n\n");
+    assert!(text.contains("\"7\" is not one of the options"), "{text}");
+    assert!(text.contains("\"yes\" is not one of the options"), "{text}");
+    assert_eq!(code, Some(4), "{text}");
+
+    // 2 asks again in other words: answered, and nobody else is asked.
+    let before = open();
+    let (code, text) = run_in_pty("2\nhow do I rotate an api key for my service\n");
+    assert!(text.contains("Your question in other words"), "{text}");
+    assert!(text.contains("orbit secrets set"), "{text}");
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        open(),
+        before,
+        "a rephrased question that was answered queued nothing"
+    );
 }
 
 /// `grace search … | head -1`: the reader goes away before GRACE writes.

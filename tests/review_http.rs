@@ -45,6 +45,7 @@ fn escalated_run(question: &str) -> RunReport {
         agent: None,
         clarification: None,
         parked: None,
+        conversation: Vec::new(),
     }
 }
 

@@ -67,6 +67,7 @@ impl Executor<'_> {
             agent: None,
             clarification: None,
             parked: None,
+            conversation: Vec::new(),
         };
         let searches = steps.iter().filter(|s| s.action == "rag_search").count();
         let best = steps

@@ -17,7 +17,7 @@ mod steps;
 
 pub use self::decision::review_options;
 pub use self::report::{
-    CONFIRM_OPTION_PREFIX, Decision, HumanReply, NOT_ANSWERED_OPTION, RunReport,
+    CONFIRM_OPTION_PREFIX, Decision, EarlierTurn, HumanReply, NOT_ANSWERED_OPTION, RunReport,
 };
 
 use std::collections::HashMap;

@@ -161,6 +161,21 @@ pub struct RunReport {
     /// sent).
     #[serde(skip)]
     pub parked: Option<Box<AgentState>>,
+    /// The conversation an escalated question was asked in, oldest turn
+    /// first: what a reviewer reads a follow-up against. Empty for a
+    /// question asked alone, and for a run that was not escalated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conversation: Vec<EarlierTurn>,
+}
+
+/// A turn of the conversation before the question (see
+/// [`RunReport::conversation`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EarlierTurn {
+    /// The question as asked.
+    pub question: String,
+    /// GRACE's answer to it, when it gave one.
+    pub answer: Option<String>,
 }
 
 impl RunReport {

@@ -93,6 +93,7 @@ impl Executor<'_> {
             agent: None,
             clarification: None,
             parked: None,
+            conversation: Vec::new(),
         };
         on_event(Event::Answered { report: &report });
         Ok(report)

@@ -46,6 +46,7 @@ fn escalated() -> RunReport {
         agent: None,
         clarification: None,
         parked: None,
+        conversation: Vec::new(),
     }
 }
 

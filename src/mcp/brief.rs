@@ -66,6 +66,7 @@ pub fn ask(full: &Value) -> Value {
     let answer = &full["answer"];
     let citations: Vec<Value> = answer["citations"]
         .as_array()
+        .filter(|_| full["decision"] != "escalate")
         .into_iter()
         .flatten()
         .map(|c| {
@@ -81,17 +82,38 @@ pub fn ask(full: &Value) -> Value {
             )
         })
     };
+    // A person was asked: GRACE's draft is theirs to check, never the
+    // asker's answer; the asker has what GRACE found meanwhile.
+    let escalated = full["decision"] == "escalate";
+    let while_waiting = &full["while_waiting"];
+    let possibly_relevant: Option<Vec<Value>> = while_waiting["possibly_relevant"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    drop_nulls(json!({
+                        "source": p["source"], "section": p["section"], "page": p["page"],
+                        "text": p["text"].as_str().map(|t| crate::text::ellipsized(t, MAX_PASSAGE_CHARS)),
+                    }))
+                })
+                .collect()
+        });
     drop_nulls(json!({
-        "answer": answer["text"].as_str().map(|t| crate::text::ellipsized(t, MAX_ANSWER_CHARS)),
+        "answer": answer["text"]
+            .as_str()
+            .filter(|_| !escalated)
+            .map(|t| crate::text::ellipsized(t, MAX_ANSWER_CHARS)),
         "citations": citations,
         "confidence": round(&full["confidence"]),
         "level": full["level"],
         "decision": full["decision"],
         "status": full["status"],
         "rewritten_question": full["rewrite"]["question"],
-        "escalation": ask_back(&full["escalation"]),
+        "possibly_relevant": possibly_relevant,
+        "typical_review_seconds": round(&while_waiting["typical_review_seconds"]),
         "clarification": ask_back(&full["clarification"]),
         "review_id": full["review_id"],
+        "review_handle": full["review_handle"],
         "session_id": full["session_id"],
         "run_id": full["run_id"],
         "answer_id": full["answer_id"],
@@ -103,6 +125,9 @@ pub fn ask_text(b: &Value) -> String {
     let mut out = String::new();
     match b["answer"].as_str() {
         Some(a) => out.push_str(a),
+        None if b["decision"] == "escalate" => {
+            out.push_str("(no answer yet: GRACE was not sure enough, so a person has been asked)")
+        }
         None => out.push_str("(no answer)"),
     }
     let cites: Vec<String> = b["citations"]
@@ -134,7 +159,33 @@ pub fn ask_text(b: &Value) -> String {
         out.push_str(&format!("\nRead as: {q}"));
     }
     if let Some(id) = b["review_id"].as_i64() {
-        out.push_str(&format!("\nEscalated to a human reviewer: review_id {id}"));
+        out.push_str(&format!(
+            "\nA person has been asked: review_id {id} (`grace answer {id}`, or GET \
+             /v1/escalations/{id} with the review_handle, gives their answer)"
+        ));
+        if let Some(seconds) = b["typical_review_seconds"].as_f64() {
+            out.push_str(&format!(
+                " (people here usually answer within {})",
+                crate::text::duration_words(seconds)
+            ));
+        }
+    }
+    if let Some(passages) = b["possibly_relevant"].as_array().filter(|p| !p.is_empty()) {
+        out.push_str("\nPossibly relevant while a person checks (not an answer):");
+        for (i, p) in passages.iter().enumerate() {
+            out.push_str(&format!(
+                "\n{}. {}",
+                i + 1,
+                p["source"].as_str().unwrap_or("?")
+            ));
+            if let Some(s) = p["section"].as_str().filter(|s| !s.is_empty()) {
+                out.push_str(&format!(" § {s}"));
+            }
+            out.push_str(&format!(
+                "\n   {}",
+                p["text"].as_str().unwrap_or("").replace('\n', " ")
+            ));
+        }
     }
     if let Some(q) = b["clarification"]["question"].as_str() {
         out.push_str(&format!(
@@ -256,6 +307,36 @@ mod tests {
         assert!(take_detail(&mut args));
         assert_eq!(args, json!({"q": "x"}));
         assert!(!take_detail(&mut json!({"detail": "brief"})));
+    }
+
+    #[test]
+    fn an_escalated_outcome_shows_what_was_found_never_the_draft() {
+        let full = json!({
+            "question": "q", "status": "escalated", "confidence": 0.55, "level": "low",
+            "decision": "escalate", "review_id": 12, "review_handle": "h",
+            "answer": {"text": "DRAFT rotate it [1].", "citations": [{"number": 1, "source": "a.md"}],
+                       "generator": "x", "usage": {}},
+            "escalation": {"question": "q", "reason": "r", "options": ["Confirm this answer: DRAFT"]},
+            "while_waiting": {"possibly_relevant": [{"source": "a.md", "section": "Keys", "text": "Rotate keys with orbit."}],
+                              "typical_review_seconds": 600.0},
+        });
+        let b = ask(&full);
+        assert!(
+            b.get("answer").is_none() && b.get("escalation").is_none(),
+            "{b}"
+        );
+        assert_eq!(b["citations"], json!([]));
+        assert_eq!(b["possibly_relevant"][0]["section"], "Keys");
+        let t = ask_text(&b);
+        assert!(!t.contains("DRAFT"), "{t}");
+        assert!(
+            t.contains("review_id 12") && t.contains("within 10 min"),
+            "{t}"
+        );
+        assert!(
+            t.contains("Possibly relevant while a person checks (not an answer):\n1. a.md § Keys\n   Rotate keys with orbit."),
+            "{t}"
+        );
     }
 
     #[test]

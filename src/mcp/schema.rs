@@ -7,7 +7,8 @@ pub(super) fn ask_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "question": {"type": "string", "minLength": 1, "description": "the question"},
+            "question": {"type": "string", "minLength": 1, "maxLength": crate::service::MAX_QUESTION_CHARS,
+                         "description": "the question"},
             "limit": {"type": "integer", "minimum": 1, "maximum": crate::config::MAX_RAG_SEARCH_LIMIT, "description": "passages retrieved"},
             "asker": {"type": "string", "description": "who asks, shown to reviewers"},
             "run_id": {"type": "string", "pattern": "^run_[0-9a-f]{32}$",

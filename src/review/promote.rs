@@ -52,7 +52,7 @@ pub fn promote(
     let mut doc = format!(
         "# {}\n\n{}\n\nReviewed answer by {name} on {}, escalation #{id}.\n",
         one_line(&e.question),
-        strip_markers(&answer.text),
+        as_written(answer),
         resolution.at.format("%Y-%m-%d"),
     );
     let sources: Vec<String> = answer
@@ -160,14 +160,29 @@ fn one_line(text: &str) -> String {
 
 /// Drops citation markers (`[1]`): they point into the draft's sources,
 /// which the promoted document does not carry.
+/// The answer's text as the document keeps it: a reviewer's own words
+/// exactly as they wrote them; GRACE's draft without its `[n]` markers
+/// (its sources are listed under it).
+fn as_written(answer: &crate::tools::Answer) -> String {
+    if answer.generator.starts_with("human:") {
+        answer.text.clone()
+    } else {
+        strip_markers(&answer.text)
+    }
+}
+
+/// `text` without its `[n]` / `[n, m]` citation markers; brackets that
+/// hold anything else, and everything in a code span, are kept.
 fn strip_markers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find('[') {
         let after = &rest[start + 1..];
+        let in_code = (out.matches('`').count() + rest[..start].matches('`').count()) % 2 == 1;
         match after.find(']') {
             Some(end)
-                if end > 0
+                if !in_code
+                    && end > 0
                     && after[..end]
                         .bytes()
                         .all(|b| b.is_ascii_digit() || b == b',' || b == b' ') =>
@@ -196,5 +211,24 @@ mod tests {
             "Run orbit rollback. See [the guide]."
         );
         assert_eq!(strip_markers("[] and [x1]"), "[] and [x1]");
+        assert_eq!(strip_markers("Read `a[0]` [1]."), "Read `a[0]`.");
+    }
+
+    #[test]
+    fn a_reviewers_text_is_kept_exactly() {
+        let mut answer = crate::tools::Answer {
+            text: "Use `orbit keys rotate` [1], then check  `items[0]`.\n\n  - done".into(),
+            citations: Vec::new(),
+            abstained: false,
+            self_confidence: None,
+            usage: Default::default(),
+            generator: "human:reviewer:alice".into(),
+        };
+        assert_eq!(as_written(&answer), answer.text);
+        answer.generator = "extractive".into();
+        assert_eq!(
+            as_written(&answer),
+            "Use `orbit keys rotate`, then check  `items[0]`.\n\n  - done"
+        );
     }
 }

@@ -156,9 +156,7 @@ pub const MAX_REPLY_CHARS: usize = 4_000;
 /// chooses between JSON and an event stream, so a bad ask is a 400 either
 /// way.
 pub fn check_ask(question: &str, options: &AskOptions) -> Result<()> {
-    if crate::text::is_blank(question) {
-        return Err(Error::InvalidInput("the question is empty".into()));
-    }
+    check_question(question)?;
     if let Some(limit) = options.limit {
         check_ask_limit(limit)?;
     }
@@ -174,6 +172,43 @@ pub fn check_ask(question: &str, options: &AskOptions) -> Result<()> {
     Ok(())
 }
 
+/// Longest question GRACE reads (characters): a question, not a pasted
+/// log (the search reads a few hundred words of it at most).
+pub const MAX_QUESTION_CHARS: usize = 4_000;
+
+/// Checks a question before anything runs it, with a message that says
+/// what to do: not blank, at most [`MAX_QUESTION_CHARS`], with at least
+/// one word (a letter of any script), and not a bare reply ("yes", "1")
+/// when GRACE asked nothing (a reply to GRACE's question continues its
+/// run instead: [`Grace::reply_blocking`](super::Grace::reply_blocking)).
+pub fn check_question(question: &str) -> Result<()> {
+    let question = question.trim();
+    if crate::text::is_blank(question) {
+        return Err(Error::InvalidInput("the question is empty".into()));
+    }
+    let chars = question.chars().count();
+    if chars > MAX_QUESTION_CHARS {
+        return Err(Error::InvalidInput(format!(
+            "the question is {chars} characters long; GRACE reads questions of at most \
+             {MAX_QUESTION_CHARS}: ask about the part that matters (an error message, a code, \
+             a name) in your own words"
+        )));
+    }
+    if !question.chars().any(char::is_alphabetic) {
+        return Err(Error::InvalidInput(format!(
+            "{:?} has no words: a number or a sign answers a question GRACE asks, and GRACE \
+             asked none; ask your question in words",
+            crate::text::truncate_chars(question, 40)
+        )));
+    }
+    if crate::lang::is_bare_reply(question) {
+        return Err(Error::InvalidInput(format!(
+            "{question:?} answers a question, and GRACE asked none; ask your question in words"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks the passages an ask retrieves (`limit`, the CLI's `-k`): 1 to
 /// [`MAX_RAG_SEARCH_LIMIT`], what one search may return.
 pub fn check_ask_limit(limit: usize) -> Result<()> {
@@ -183,5 +218,50 @@ pub fn check_ask_limit(limit: usize) -> Result<()> {
         Err(Error::InvalidInput(format!(
             "the passages to retrieve (`limit`, -k) must be 1..={MAX_RAG_SEARCH_LIMIT}, got {limit}"
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(question: &str) -> String {
+        match check_question(question) {
+            Err(Error::InvalidInput(why)) => why,
+            other => panic!("{question:?} was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_question_needs_words() {
+        assert!(refused("  \n ").contains("empty"));
+        for signs in ["?", "?!…", "---", "1", "42.", "¿?", "　？"] {
+            assert!(refused(signs).contains("has no words"), "{signs:?}");
+        }
+        for reply in ["yes", "OK!", "はい"] {
+            assert!(refused(reply).contains("GRACE asked none"), "{reply:?}");
+        }
+        for fine in [
+            "How do I rotate keys?",
+            "ORB-2001?",
+            "デプロイの方法は？",
+            "yes or no?",
+        ] {
+            assert!(check_question(fine).is_ok(), "{fine:?}");
+        }
+    }
+
+    #[test]
+    fn a_pasted_log_is_refused_with_its_length_and_what_to_do() {
+        let line = "2026-11-29T06:00:00Z ERROR orbit-deploy: connection refused (ORB-2001)\n";
+        let log: String = line.repeat(5_000 / line.len() + 1);
+        let log = crate::text::truncate_chars(&log, 5_000);
+        let why = refused(log);
+        assert!(why.contains("5000 characters"), "{why}");
+        assert!(why.contains(&MAX_QUESTION_CHARS.to_string()), "{why}");
+        assert!(why.contains("error message"), "{why}");
+        let longest = "a".repeat(MAX_QUESTION_CHARS);
+        assert!(check_question(&longest).is_ok());
+        assert!(check_question(&format!("{longest}a")).is_err());
     }
 }

@@ -35,8 +35,8 @@ mod refit;
 mod run;
 
 pub use self::ask::{
-    AskOptions, AskOutcome, MAX_POSSIBLY_RELEVANT, MAX_REPLY_CHARS, RunStatus, WhileWaiting,
-    check_ask, check_ask_limit,
+    AskOptions, AskOutcome, MAX_POSSIBLY_RELEVANT, MAX_QUESTION_CHARS, MAX_REPLY_CHARS, RunStatus,
+    WhileWaiting, check_ask, check_ask_limit, check_question,
 };
 pub use self::events::RunEvent;
 pub(crate) use self::nonblocking::CancelOnDrop;
@@ -249,6 +249,14 @@ impl Grace {
     /// Size and provenance of the collection.
     pub fn status(&self) -> Result<crate::kb::Status> {
         self.inner.kb.status()
+    }
+
+    /// Up to `n` example questions for an asker with nothing asked yet,
+    /// from the knowledge base's own section headings
+    /// ([`crate::selfcal::examples`]; at most
+    /// [`MAX_EXAMPLES`](crate::selfcal::examples::MAX_EXAMPLES)).
+    pub fn example_questions_blocking(&self, n: usize) -> Result<Vec<String>> {
+        crate::selfcal::examples::example_questions(self.inner.kb.store(), n)
     }
 
     /// Makes every accepted change to the store durable.

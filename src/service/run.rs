@@ -11,7 +11,7 @@ use super::Grace;
 use super::ask::{AskOptions, AskOutcome, MAX_REPLY_CHARS, RunStatus, WhileWaiting, check_ask};
 use super::events::RunEvent;
 use crate::error::{Error, Result};
-use crate::exec::{Decision, Executor, RunReport};
+use crate::exec::{Decision, EarlierTurn, Executor, RunReport};
 use crate::followup::Rewrite;
 use crate::plan::PlanError;
 use crate::review::NewEscalation;
@@ -53,7 +53,15 @@ impl Grace {
             None => (None, Vec::new()),
         };
         self.run(options, None, cancel, on_event, &mut |executor, on| {
-            executor.ask_turn(question, rewrite.clone(), &history, on)
+            let mut report = executor.ask_turn(question, rewrite.clone(), &history, on)?;
+            report.conversation = history
+                .iter()
+                .map(|(question, answer)| EarlierTurn {
+                    question: question.clone(),
+                    answer: answer.clone(),
+                })
+                .collect();
+            Ok(report)
         })
     }
 
@@ -141,28 +149,13 @@ impl Grace {
             report.escalation = Some(request);
             report.decision = Decision::Escalate;
         }
+        // Only a reviewer reads the conversation back.
+        if report.decision != Decision::Escalate {
+            report.conversation.clear();
+        }
         crate::telemetry::decision(report.decision.as_str(), report.confidence);
         let review_id = if report.decision == Decision::Escalate && options.queue {
-            // What joins a near repeat to an open escalation; the search
-            // embedded the question already, so the cache answers.
-            let vector = self
-                .inner
-                .kb
-                .embedder()
-                .embed_query(report.question_as_run())
-                .map_err(
-                    |e| tracing::warn!(error = %e, "the escalation is not compared with open ones"),
-                )
-                .ok();
-            let e = self.inner.queue.escalate(NewEscalation {
-                vector: vector.as_deref(),
-                report: &report,
-                collection: &config.qdrant.collection,
-                asker: &options.asker,
-                allowed: (!options.reviewers.is_empty()).then(|| options.reviewers.clone()),
-                timeout: None,
-            })?;
-            Some(e.id)
+            Some(self.queue_escalation(&report, options, &config)?)
         } else {
             None
         };
@@ -208,6 +201,58 @@ impl Grace {
             answer_id,
             while_waiting,
         })
+    }
+
+    /// Puts escalated run `report`, asked with `queue: false` (the asker
+    /// chose first: `grace chat` offers to see the draft, rephrase or ask
+    /// a person), in the review queue as `options` say: its id, and what
+    /// the asker has while a person checks.
+    pub fn queue_escalation_blocking(
+        &self,
+        report: &RunReport,
+        options: &AskOptions,
+    ) -> Result<(i64, WhileWaiting)> {
+        if report.decision != Decision::Escalate {
+            return Err(Error::InvalidInput(format!(
+                "only an escalated run goes to a person; this one decided {}",
+                report.decision.as_str()
+            )));
+        }
+        let id = self.queue_escalation(report, options, self.config())?;
+        Ok((
+            id,
+            WhileWaiting::of(report, self.inner.queue.typical_wait()),
+        ))
+    }
+
+    /// Queues escalated `report` for the reviewers `options` allow; a near
+    /// repeat of an open escalation joins it. Its id.
+    fn queue_escalation(
+        &self,
+        report: &RunReport,
+        options: &AskOptions,
+        config: &crate::config::Config,
+    ) -> Result<i64> {
+        // What joins a near repeat to an open escalation; the search
+        // embedded the question already, so the cache answers.
+        let vector = self
+            .inner
+            .kb
+            .embedder()
+            .embed_query(report.question_as_run())
+            .map_err(
+                |e| tracing::warn!(error = %e, "the escalation is not compared with open ones"),
+            )
+            .ok();
+        let e = self.inner.queue.escalate(NewEscalation {
+            vector: vector.as_deref(),
+            report,
+            collection: &config.qdrant.collection,
+            asker: &options.asker,
+            allowed: (!options.reviewers.is_empty()).then(|| options.reviewers.clone()),
+            timeout: None,
+        })?;
+        Ok(e.id)
     }
 
     /// `question` made standalone from session `id`'s last turns (by the

@@ -321,6 +321,16 @@ pub fn sentences(paragraph: &str) -> Vec<String> {
     out
 }
 
+/// `seconds` as a person says it: "2 min", "3 h", "2 days".
+pub fn duration_words(seconds: f64) -> String {
+    match seconds {
+        s if s < 90.0 => format!("{:.0} s", s.max(1.0)),
+        s if s < 5_400.0 => format!("{:.0} min", s / 60.0),
+        s if s < 129_600.0 => format!("{:.0} h", s / 3_600.0),
+        s => format!("{:.0} days", s / 86_400.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

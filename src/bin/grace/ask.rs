@@ -14,9 +14,7 @@ use crate::output;
 /// Runs `grace ask`; the exit code (4 when escalated or declined, 3 when
 /// the agent's question found no one to answer it).
 pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
-    if args.question.trim().is_empty() {
-        return Err(grace::Error::InvalidInput("the question is empty".into()));
-    }
+    grace::service::check_question(&args.question)?;
     if let Some(k) = args.limit {
         grace::service::check_ask_limit(k)?;
     }
@@ -34,20 +32,21 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         executor = executor.with_clarifier(&clarify);
     }
     let mut report = executor.ask(&args.question, &mut |_| {})?;
+    if !cli.json {
+        output::run_report(&report, args.trace, false, format);
+    }
+    if interactive && report.decision == grace::exec::Decision::Escalate {
+        choose(&executor, &mut report, format)?;
+    }
     if report.decision == grace::exec::Decision::NeedsInput {
-        output::run_report(&report, args.trace, cli.json, format);
-        if !cli.json {
+        if cli.json {
+            output::run_report(&report, args.trace, true, format);
+        } else {
             println!(
                 "\n(no terminal to answer at: ask again with the answer in the question, or use `grace chat`)"
             );
         }
         return Ok(EXIT_NEEDS_INPUT);
-    }
-    if !cli.json {
-        output::run_report(&report, args.trace, false, format);
-    }
-    if interactive && report.decision == grace::exec::Decision::Escalate {
-        prompt_for_reply(&mut report);
     }
     // Still escalated: a durable request for the reviewers.
     let review_id = if report.decision == grace::exec::Decision::Escalate {
@@ -155,9 +154,6 @@ pub fn wait_for(seconds: f64) -> grace::Result<std::time::Duration> {
     })
 }
 
-/// Asks the person at the terminal to settle an escalated run: a number
-/// picks an offered option, other text is their own answer, an empty line
-/// leaves the run escalated.
 /// The agent's question to the asker, at the terminal: a number picks an
 /// option, other text is the reply, Enter gives none (the agent proceeds on
 /// its best assumption).
@@ -184,37 +180,63 @@ fn clarify(request: &grace::tools::UserRequest) -> Option<String> {
     Some(output::chosen(&request.options, line))
 }
 
-fn prompt_for_reply(report: &mut grace::exec::RunReport) {
-    use std::io::{BufRead, Write};
-    let options = report
-        .escalation
-        .as_ref()
-        .map(|r| r.options.len())
-        .unwrap_or(0);
+/// The most choices read on one question: a terminal left to a script
+/// stops asking.
+const MAX_CHOICES: usize = 20;
+
+/// What the asker of escalated `report` does, at the terminal: see the
+/// draft (marked unconfirmed), or ask again in other words (`report` is
+/// then the new run's, and shown), until they ask a person (or Enter, or
+/// the end of input) or a rephrased question is answered.
+fn choose(
+    executor: &grace::exec::Executor<'_>,
+    report: &mut grace::exec::RunReport,
+    format: grace::config::AnswerFormat,
+) -> grace::Result<()> {
+    use crate::asker::{self, Choice};
+    use std::io::Write;
     let stdin = std::io::stdin();
-    for _ in 0..3 {
-        print!(
-            "\nYour choice (1-{options}), an answer in your own words, or Enter to leave it escalated: "
-        );
+    let mut input = stdin.lock();
+    let prompt = |text: &str| {
+        print!("{text}");
         let _ = std::io::stdout().flush();
-        let mut line = String::new();
-        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
-            return;
+    };
+    for _ in 0..MAX_CHOICES {
+        if report.decision != grace::exec::Decision::Escalate {
+            return Ok(());
         }
-        let line = line.trim();
-        let reply = if line.is_empty() {
-            grace::exec::HumanReply::Skip
-        } else if let Ok(n) = line.parse::<usize>() {
-            grace::exec::HumanReply::Option(n)
-        } else {
-            grace::exec::HumanReply::Text(line.to_string())
+        let texts = grace::lang::Lang::of(&report.question).texts();
+        asker::show_options(texts);
+        prompt(texts.asker_prompt);
+        let Some(line) = asker::read_line(&mut input)? else {
+            return Ok(());
         };
-        match report.apply_reply(&reply, "user") {
-            Ok(()) => {
-                output::human_decision(report);
-                return;
+        let question = match Choice::of(&line) {
+            Choice::Person => return Ok(()),
+            Choice::Draft => {
+                asker::show_draft(report, texts);
+                continue;
             }
-            Err(e) => println!("{e}"),
+            Choice::NotAnOption(reply) => {
+                println!("{}", asker::not_an_option(&reply));
+                continue;
+            }
+            Choice::Rephrase => {
+                prompt(texts.rephrase);
+                match asker::read_line(&mut input)? {
+                    None => return Ok(()),
+                    Some(q) => q,
+                }
+            }
+            Choice::Question(q) => q,
+        };
+        if let Err(e) = grace::service::check_question(&question) {
+            println!("{e}");
+            continue;
         }
+        *report = executor.ask(question.trim(), &mut |_| {})?;
+        println!();
+        output::run_report(report, false, false, format);
     }
+    Ok(())
 }

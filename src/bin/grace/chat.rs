@@ -5,17 +5,15 @@
 //! `/sources`, `/trace`, `/good` and `/bad [reason]` (rate the last
 //! answer), `/new`, `/help`, `/quit` (or end of input).
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use grace::exec::RunReport;
 use grace::{AskOptions, Config, Grace};
 
+use crate::asker::{self, Choice, read_line};
 use crate::output;
-
-/// Longest line read as one question (bytes); longer input is refused.
-const MAX_LINE_BYTES: usize = 16 * 1024;
 
 const HELP: &str = "Ask a question, or: /sources (of the last answer), /trace (its steps and \
                     factors), /good or /bad [wrong|incomplete|not_what_i_asked|outdated] (rate \
@@ -55,6 +53,10 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
     let mut last_answer: Option<(String, String)> = None;
     // A run waiting for the answer to GRACE's question: the next line.
     let mut waiting: Option<String> = None;
+    // At a terminal, an escalated question waits for its asker's choice
+    // (see the draft, rephrase, ask a person) before anyone is asked.
+    let choosing = terminal && !args.json;
+    let mut pending: Option<Escalated> = None;
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     loop {
@@ -66,6 +68,18 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
             break;
         };
         let line = line.trim();
+        if !line.starts_with('/')
+            && let Some(escalated) = pending.take()
+        {
+            match choice(&grace, escalated, line)? {
+                Chosen::Done => continue,
+                Chosen::Still(escalated) => {
+                    pending = Some(escalated);
+                    continue;
+                }
+                Chosen::NewQuestion => {}
+            }
+        }
         match line {
             "" => continue,
             "/quit" | "/exit" | "/q" => break,
@@ -75,6 +89,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                 last = None;
                 last_answer = None;
                 waiting = None;
+                pending = None;
                 if !args.json {
                     println!("New conversation (session {session}).");
                 }
@@ -115,6 +130,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                             limit: args.limit,
                             asker: args.asker.to_string(),
                             session_id: Some(session.clone()),
+                            queue: !choosing,
                             ..AskOptions::default()
                         };
                         grace.ask_blocking(line, &options, cancel, &mut |_| {})
@@ -147,9 +163,24 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                             "(answer on the next line: a number picks an option; /skip lets GRACE assume)"
                         );
                     }
-                    if let Some(id) = outcome.review_id {
+                    if let (Some(id), Some(w)) = (outcome.review_id, &outcome.while_waiting) {
+                        println!();
+                        output::while_waiting(w);
                         output::queued_for_review(id);
                     }
+                }
+                if choosing
+                    && outcome.report.decision == grace::exec::Decision::Escalate
+                    && outcome.review_id.is_none()
+                {
+                    offer(&outcome.report);
+                    let options = AskOptions {
+                        limit: args.limit,
+                        asker: args.asker.to_string(),
+                        session_id: Some(session.clone()),
+                        ..AskOptions::default()
+                    };
+                    pending = Some(Box::new((outcome.report.clone(), options)));
                 }
                 waiting = outcome.run_id.clone();
                 last_answer = outcome
@@ -197,23 +228,56 @@ fn rate(
     grace.rate_blocking(id, &Asker::session(session), &rating)
 }
 
-/// One line of input, at most [`MAX_LINE_BYTES`]; `None` at the end.
-fn read_line(input: &mut impl BufRead) -> grace::Result<Option<String>> {
-    let mut bytes = Vec::new();
-    let read = std::io::Read::take(&mut *input, MAX_LINE_BYTES as u64 + 1)
-        .read_until(b'\n', &mut bytes)
-        .map_err(|e| grace::Error::InvalidInput(format!("cannot read the input: {e}")))?;
-    if read == 0 {
-        return Ok(None);
-    }
-    if bytes.len() > MAX_LINE_BYTES && !bytes.ends_with(b"\n") {
-        // Skip the rest of the over-long line.
-        let mut rest = Vec::new();
-        input
-            .read_until(b'\n', &mut rest)
-            .map_err(|e| grace::Error::InvalidInput(format!("cannot read the input: {e}")))?;
-        eprintln!("That line is longer than {MAX_LINE_BYTES} bytes; ask a shorter question.");
-        return Ok(Some(String::new()));
-    }
-    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+/// An escalated question waiting for its asker's choice, with the options
+/// it was asked with.
+type Escalated = Box<(RunReport, AskOptions)>;
+
+/// What the asker's line did to an escalated question waiting for their
+/// choice.
+enum Chosen {
+    /// Settled: the draft was shown and dropped, or a person was asked.
+    Done,
+    /// Still waiting (the draft was shown, or the line was no option).
+    Still(Escalated),
+    /// The line is a new question (the escalated one goes to no one).
+    NewQuestion,
+}
+
+/// The options for an escalated question, and how to pick one here.
+fn offer(report: &RunReport) {
+    let texts = grace::lang::Lang::of(&report.question).texts();
+    asker::show_options(texts);
+    println!("(type 1, 2 or 3; Enter asks a person; or ask something else)");
+}
+
+/// `line` read against the options offered for `escalated`.
+fn choice(grace: &Grace, escalated: Escalated, line: &str) -> grace::Result<Chosen> {
+    let (report, options) = &*escalated;
+    let texts = grace::lang::Lang::of(&report.question).texts();
+    Ok(match Choice::of(line) {
+        Choice::Draft => {
+            asker::show_draft(report, texts);
+            offer(report);
+            Chosen::Still(escalated)
+        }
+        Choice::Rephrase => {
+            println!("{}", texts.rephrase.trim_end().trim_end_matches(':'));
+            Chosen::Done
+        }
+        Choice::Person => {
+            let (id, waiting) = grace.queue_escalation_blocking(report, options)?;
+            println!();
+            output::while_waiting(&waiting);
+            output::queued_for_review(id);
+            Chosen::Done
+        }
+        Choice::NotAnOption(reply) => {
+            println!("{}", asker::not_an_option(&reply));
+            Chosen::Still(escalated)
+        }
+        Choice::Question(_) => {
+            println!("(your last question was not sent to a person)");
+            Chosen::NewQuestion
+        }
+    })
 }

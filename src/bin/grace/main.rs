@@ -6,6 +6,7 @@
 //! `migrate`), which print through `output` (which imports none of them).
 
 mod ask;
+mod asker;
 mod chat;
 mod cli;
 mod evaluate;

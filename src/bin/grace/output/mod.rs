@@ -25,7 +25,7 @@ pub use review::{
     reviewers,
 };
 pub use run::{
-    cited_sources, gaps, how_to_rate, human_decision, queued_for_review, rated, run_report,
+    cited_sources, gaps, how_to_rate, print_citations, queued_for_review, rated, run_report,
     run_report_with_ids, terminal_format, while_waiting,
 };
 pub use tools::{

@@ -71,8 +71,10 @@ pub fn run_report(r: &RunReport, trace: bool, json: bool, format: AnswerFormat) 
             }
         }
         Decision::Escalate => {
+            // The asker's view: the reviewer's question and options (the
+            // draft to confirm) are the reviewer's, shown with --trace.
             println!("{}", with_confidence(texts.escalated));
-            if let Some(req) = &r.escalation {
+            if let (true, Some(req)) = (trace, &r.escalation) {
                 println!("\n{}{}", texts.question_for_reviewer, req.question);
                 println!("{}{}", texts.reason, req.reason);
                 for (i, o) in req.options.iter().enumerate() {
@@ -288,23 +290,13 @@ pub fn while_waiting(w: &grace::service::WhileWaiting) {
     match w.typical_review_seconds {
         Some(s) => println!(
             "A person usually answers here within {}.",
-            duration_words(s)
+            grace::text::duration_words(s)
         ),
         None => println!("No question has been answered by a person here yet."),
     }
 }
 
-/// `seconds` as a person says it: "2 min", "3 h", "2 days".
-fn duration_words(seconds: f64) -> String {
-    match seconds {
-        s if s < 90.0 => format!("{:.0} s", s.max(1.0)),
-        s if s < 5_400.0 => format!("{:.0} min", s / 60.0),
-        s if s < 129_600.0 => format!("{:.0} h", s / 3_600.0),
-        s => format!("{:.0} days", s / 86_400.0),
-    }
-}
-
-pub(super) fn print_citations(a: &grace::tools::Answer) {
+pub fn print_citations(a: &grace::tools::Answer) {
     if a.citations.is_empty() {
         return;
     }
@@ -354,21 +346,6 @@ fn agent_trace(a: &grace::agent::AgentTrace) {
         a.usage.output_tokens,
         a.seconds
     );
-}
-
-/// What a human's reply made of an escalated run.
-pub fn human_decision(r: &RunReport) {
-    let who = r.decided_by.as_deref().unwrap_or("a human");
-    match (r.decision, &r.answer) {
-        (Decision::Answer, Some(a)) => {
-            println!("\nAnswer (decided by {who}):\n{}", a.text);
-            print_citations(a);
-        }
-        (Decision::Decline, _) => {
-            println!("\nRecorded (by {who}): the knowledge base does not answer this.")
-        }
-        _ => println!("\nLeft escalated."),
-    }
 }
 
 /// `/sources` in `grace chat`: what the last answer cites, a line each.
