@@ -2,9 +2,12 @@
 //! knowledge base with the real store and model (`tests/support/browser.rs`
 //! drives Debian's chromium over WebDriver):
 //!
+//! - the empty page offers up to five example questions from the knowledge
+//!   base, and one asked with a click is answered; a server without a key
+//!   shows no key field;
 //! - a question asked with the keyboard streams its steps, then an answer
 //!   whose citation opens the passage it cites, with the confidence and its
-//!   "why";
+//!   "why"; "Copy" copies it and says "Copied";
 //! - a follow-up in the conversation shows the question GRACE understood,
 //!   and a reload shows the same conversation;
 //! - an off-topic question is declined, and "Ask a person" queues it;
@@ -14,15 +17,21 @@
 //! - an answer rated No with a reason, stored as the asker's one rating;
 //!   "wrong" puts it to a person, and the card follows that escalation;
 //! - a question or a passage holding HTML is shown as text, never run;
+//! - a question too long or without words: the server's message on the
+//!   page, the question kept in the box;
+//! - commands and code shown as code, a long line scrolling in its block;
 //! - the page's texts in Japanese;
-//! - axe-core, run in the page, finds no serious or critical violation at
-//!   1280 and at 360 px wide;
+//! - axe-core, run in the page, finds no violation of any impact, on the
+//!   empty page and on one holding every kind of reply, at 1280 and at
+//!   360 px wide;
 //! - a clarifying question answered with a button (a scripted model);
-//! - a wrong service key, said on the page.
+//! - the key field, shown once the server asks for a key; a wrong service
+//!   key, said on the page.
 //!
-//! The tests save screenshots (an answer, a caveat, a waiting escalation and
-//! its answer, at 1280 and 360 px) under `$GRACE_SCREENSHOTS` (default: the
-//! build's temporary folder); the book shows those of `docs/src/screenshots`.
+//! The tests save screenshots (the empty page, an answer, a caveat, a
+//! waiting escalation and its answer, at 1280 and 360 px) under
+//! `$GRACE_SCREENSHOTS` (default: the build's temporary folder); the book
+//! shows those of `docs/src/screenshots`.
 //!
 //! A confident wrong answer is the worst outcome: the page never shows an
 //! escalated run's draft as an answer, only a reviewer's.
@@ -39,7 +48,7 @@ use std::time::{Duration, Instant};
 use grace::Grace;
 use grace::config::Config;
 use serde_json::{Value, json};
-use support::browser::Browser;
+use support::browser::{Browser, axe_violations};
 use support::mock_llm::{Mode, Provider, ScriptedModel, clarifying_script};
 
 /// WebDriver's Enter, Shift and "release the modifiers" keys.
@@ -143,45 +152,50 @@ async fn shoot(b: &Browser, name: &str) {
     b.viewport(1280, 860).await;
 }
 
-/// axe-core (the pinned copy `scripts/setup --browser` installs), run in the
-/// page: its serious and critical violations.
-async fn accessibility(b: &Browser) -> Vec<String> {
-    let home = std::env::var_os("HOME").expect("HOME");
-    let axe = PathBuf::from(home).join(".cache/grace/axe/node_modules/axe-core/axe.min.js");
-    let source = std::fs::read_to_string(&axe).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (run scripts/setup --browser: it installs axe-core)",
-            axe.display()
-        )
-    });
-    let loaded = b
-        .run(&format!("{source}\n;return typeof axe;"), json!([]))
-        .await;
-    assert_eq!(loaded, "object", "axe-core did not load: {loaded}");
-    let result = b
-        .run_async(
-            "const done = arguments[arguments.length - 1];
-             axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice']})
-               .then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
-                  help: v.help, targets: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))))
-               .catch(e => done({error: String(e)}));",
-            json!([]),
-        )
-        .await;
-    let violations = result
-        .as_array()
-        .unwrap_or_else(|| panic!("axe-core failed: {result}"));
-    for v in violations {
-        eprintln!(
-            "axe: {} ({}): {} at {}",
-            v["id"], v["impact"], v["help"], v["targets"]
+/// No axe-core violation of any impact, and nothing wider than the
+/// screen, at 1280 and at 360 px wide.
+async fn check_accessible(b: &Browser, what: &str) {
+    for width in [1280, 360] {
+        b.viewport(width, 800).await;
+        let violations = axe_violations(b).await;
+        assert!(
+            violations.is_empty(),
+            "{what} at {width} px: {violations:?}"
+        );
+        // Usable at 360 px: nothing wider than the screen.
+        let wide = b
+            .run("return document.documentElement.scrollWidth;", json!([]))
+            .await;
+        assert!(
+            wide.as_u64().unwrap() <= u64::from(width),
+            "{what} at {width} px: scrolls sideways to {wide}"
         );
     }
-    violations
-        .iter()
-        .filter(|v| v["impact"] == "serious" || v["impact"] == "critical")
-        .map(|v| v.to_string())
-        .collect()
+    b.viewport(1280, 860).await;
+}
+
+/// Whether the first element matching `css` is laid out (there, and not
+/// hidden).
+async fn is_shown(b: &Browser, css: &str) -> bool {
+    b.run(
+        "const e = document.querySelector(arguments[0]); return !!e && e.getClientRects().length > 0;",
+        json!([css]),
+    )
+    .await
+        == true
+}
+
+/// What the server says when it refuses `question` (a 400's message).
+async fn refusal(http: &reqwest::Client, base: &str, question: &str) -> String {
+    let refused = http
+        .post(format!("{base}/v1/ask"))
+        .json(&json!({ "question": question }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400, "{question:?} was not refused");
+    let body: Value = refused.json().await.unwrap();
+    body["error"]["message"].as_str().unwrap().to_string()
 }
 
 #[test]
@@ -198,6 +212,16 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         b.viewport(1280, 860).await;
         b.open(&format!("{base}/")).await;
         b.must_find("#question").await;
+
+        // --- The empty page: example questions from the knowledge base's
+        // sections, and no key field (this server has no key).
+        b.must_find("#examples button.example").await;
+        let examples = b.count("#examples button.example").await;
+        assert!((1..=5).contains(&examples), "{examples} example questions");
+        assert!(is_shown(&b, "#examples button.example").await, "the examples are hidden");
+        assert!(!is_shown(&b, "#key").await, "a key field on a server without a key");
+        shoot(&b, "empty").await;
+        check_accessible(&b, "the empty page").await;
 
         // Records every rendering of a turn: the steps must show before
         // the answer does.
@@ -239,6 +263,23 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         let card = "#conversation > li:nth-child(1) section.reply";
         let text = b.text_of(&format!("{card} .text")).await;
         assert!(text.contains("35 days"), "{text}");
+        assert!(!is_shown(&b, "#examples-box").await, "examples beside a conversation");
+        // "Copy" copies the answer: "Copied" for a moment, then "Copy" again.
+        let copy_css = format!("{card} button.copy");
+        let copy = b.must_find(&copy_css).await;
+        let name = b
+            .run(
+                "return document.querySelector(arguments[0]).getAttribute('aria-label');",
+                json!([copy_css]),
+            )
+            .await;
+        assert_eq!(name, "Copy the answer");
+        assert_eq!(b.text_of(&copy_css).await, "Copy");
+        b.click(&copy).await;
+        b.wait_text(&copy_css, "the copy done", |t| t == "Copied").await;
+        let notice = b.text_of("#notice").await;
+        assert_eq!(notice, "The answer is on the clipboard.");
+        b.wait_text(&copy_css, "the button as it was", |t| t == "Copy").await;
         let badge = b.text_of(&format!("{card} .badge")).await;
         assert_eq!(badge, "Confident answer");
         let percent = b.text_of(&format!("{card} .percent")).await;
@@ -413,6 +454,7 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
             })
             .await;
         assert!(from_reviewer.starts_with("Answer from a reviewer (alice)"), "{from_reviewer}");
+        assert_eq!(b.count("#conversation section.reply.reviewer button.copy").await, 1);
         let status = b.text_of(&format!("{card} .status-line")).await;
         assert!(status.contains("A reviewer answered"), "{status}");
         shoot(&b, "escalation-answered").await;
@@ -449,9 +491,9 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         assert_eq!(asked, question);
         // The passage's markup is shown as written, in the answer and in
         // the passage its citation opens.
-        let shown = b.text_of("#conversation > li:nth-child(1) section.reply .text").await;
+        let written = b.text_of("#conversation > li:nth-child(1) section.reply .text").await;
         let markup = "teal <img src=x id=pwned-passage> <script>document.title='pwned'</script>";
-        assert!(shown.contains(markup), "{shown}");
+        assert!(written.contains(markup), "{written}");
         let cite = b.must_find("#conversation a.cite").await;
         b.click(&cite).await;
         b.wait_text("#passage-text", "the hostile passage", |t| t.contains(markup))
@@ -468,6 +510,56 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         let title = b.run("return document.title;", json!([])).await;
         assert_eq!(title, "GRACE");
 
+        // --- An example question, asked with a click; a new conversation
+        // offers the examples again.
+        new_conversation(&b).await;
+        assert!(is_shown(&b, "#examples button.example").await, "no examples after a new conversation");
+        let first = "#examples li:first-child button.example";
+        let example = b.text_of(first).await;
+        let button = b.must_find(first).await;
+        b.click(&button).await;
+        reply_of(&b, 1).await;
+        let asked = b
+            .text_of("#conversation > li:nth-child(1) .asked .question-text")
+            .await;
+        assert_eq!(asked, example);
+        assert!(!is_shown(&b, "#examples-box").await, "examples beside a conversation");
+
+        // --- Refused questions (a pasted log, signs without words): the
+        // server's own message, the question left in the box to mend.
+        new_conversation(&b).await;
+        let log: String = "deploy failed: connection refused (ORB-2001) "
+            .chars()
+            .cycle()
+            .take(4_999)
+            .chain(['.'])
+            .collect();
+        for question in [log.as_str(), "?!…"] {
+            let said = refusal(&http, &base, question).await;
+            b.run(
+                "document.getElementById('question').value = arguments[0];",
+                json!([question]),
+            )
+            .await;
+            let send = b.must_find("#send").await;
+            b.click(&send).await;
+            b.wait_text("#notice", "the server's message", |t| t == said)
+                .await;
+            let state = b
+                .run(
+                    "const q = document.getElementById('question');
+                     return [document.getElementById('notice').className, q.value, q.hasAttribute('maxlength'),
+                             document.querySelectorAll('#conversation > li').length];",
+                    json!([]),
+                )
+                .await;
+            assert_eq!(
+                state,
+                json!(["error", question, false, 0]),
+                "said as an error, the question kept whole, nothing asked"
+            );
+        }
+
         // --- Accessibility, on a page holding every kind of reply.
         new_conversation(&b).await;
         ask(&b, "How long are nightly backups kept?").await;
@@ -481,20 +573,23 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         b.must_find("#conversation section.reply.reviewer").await;
         let summary = b.must_find("#conversation details.why summary").await;
         b.click(&summary).await;
-        for width in [1280, 360] {
-            b.viewport(width, 800).await;
-            let serious = accessibility(&b).await;
-            assert!(serious.is_empty(), "at {width} px: {serious:?}");
-            // Usable at 360 px: nothing wider than the screen.
-            let wide = b
-                .run(
-                    "return document.documentElement.scrollWidth;",
-                    json!([]),
-                )
-                .await;
-            assert!(wide.as_u64().unwrap() <= u64::from(width), "{width} px: scrolls sideways to {wide}");
-        }
-        b.viewport(1280, 860).await;
+        // Commands and code as code (markdown.js, as answers are drawn):
+        // inline and fenced, monospace, a long line scrolling in its block.
+        let code = b
+            .run(
+                "const box = document.createElement('div');
+                 document.querySelector('#conversation > li:nth-child(1) section.reply .text').append(box);
+                 markdownInto(box, 'Run `grace serve`, then:\\n\\n```sh\\ncurl -s 127.0.0.1:8080/v1/status'
+                   + ' --verbose'.repeat(40) + '\\n\\n# done\\n```', null);
+                 const pre = box.querySelector('pre');
+                 return [box.querySelector('p code').textContent, pre.querySelector('code').textContent.split('\\n').length,
+                         getComputedStyle(pre.querySelector('code')).fontFamily.includes('monospace'),
+                         getComputedStyle(pre).overflowX, pre.scrollWidth > pre.clientWidth];",
+                json!([]),
+            )
+            .await;
+        assert_eq!(code, json!(["grace serve", 3, true, "auto", true]));
+        check_accessible(&b, "every kind of reply").await;
 
         // --- Japanese: the page's own texts follow the chosen language.
         b.run(
@@ -509,6 +604,11 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
         );
         let badge = b.text_of("#conversation > li:nth-child(1) .badge").await;
         assert_eq!(badge, "確かな回答");
+        assert_eq!(b.text_of("#conversation > li:nth-child(1) button.copy").await, "コピー");
+        let heading = b
+            .run("return document.getElementById('examples-title').textContent;", json!([]))
+            .await;
+        assert_eq!(heading, "質問の例");
         b.open(&format!("{base}/?lang=en")).await;
         assert_eq!(b.text_of("#send").await, "Ask");
 
@@ -603,7 +703,26 @@ fn a_wrong_key_is_said_on_the_page_and_the_right_one_works() {
         let server = common::serve(grace.clone()).await;
         let b = Browser::start().await;
         b.open(&format!("{}/", server.base)).await;
-        // No key: the page says one is needed.
+        // The key field is not on the page as served; the server's first
+        // 401 (the page asks for its example questions) shows it.
+        let served = b
+            .run_async(
+                "const done = arguments[arguments.length - 1];
+                 fetch('/').then(r => r.text())
+                   .then(html => done(new DOMParser().parseFromString(html, 'text/html').getElementById('key-field').hidden))
+                   .catch(e => done(String(e)));",
+                json!([]),
+            )
+            .await;
+        assert_eq!(served, true, "the key field is hidden until a key is asked for");
+        b.wait_text("#notice", "the first 401", |t| t.contains("needs a service key"))
+            .await;
+        assert!(is_shown(&b, "#key").await, "no key field after a 401");
+        assert!(!is_shown(&b, "#examples-box").await, "examples without a key");
+        // No key: asking, the page says one is needed (the notice emptied
+        // first, so that what it says is the ask's answer).
+        b.run("document.getElementById('notice').textContent = '';", json!([]))
+            .await;
         ask(&b, "How long are nightly backups kept?").await;
         b.wait_text("#notice", "no key", |t| t.contains("needs a service key"))
             .await;
@@ -635,6 +754,11 @@ fn a_wrong_key_is_said_on_the_page_and_the_right_one_works() {
             .run("return document.getElementById('key').getAttribute('aria-invalid');", json!([]))
             .await;
         assert!(invalid.is_null());
+        // With the key, a new conversation offers the example questions.
+        new_conversation(&b).await;
+        b.must_find("#examples button.example").await;
+        assert!(is_shown(&b, "#examples button.example").await);
+        assert!(is_shown(&b, "#key").await, "the key field stays");
         b.quit().await;
         server.stop().await;
     });

@@ -17,6 +17,7 @@
 //! It never reads an evaluation set: questions come from the store's own
 //! chunks and from the list compiled into the binary.
 
+pub mod examples;
 pub mod model_questions;
 pub mod questions;
 pub mod sections;

@@ -248,8 +248,8 @@ fn gerund_to_verb(word: &str) -> Option<String> {
     let before = bytes[bytes.len() - 2];
     let vowel = |b: u8| b"aeiou".contains(&b);
     Some(
-        if last == before && !vowel(last) && !b"lsz".contains(&last) {
-            // running → run, setting → set
+        if last == before && !vowel(last) && !b"lsz".contains(&last) && bytes.len() > 3 {
+            // running → run, setting → set (but adding → add)
             stem[..stem.len() - 1].to_string()
         } else if !vowel(last)
             && vowel(before)
@@ -419,6 +419,8 @@ mod tests {
         );
         assert_eq!(q("Configuring the proxy"), "How do I configure the proxy?");
         assert_eq!(q("Running tests"), "How do I run tests?");
+        assert_eq!(q("Adding a secret"), "How do I add a secret?");
+        assert_eq!(q("Embedding models"), "How do I embed models?");
         assert_eq!(q("How to roll back"), "How do I roll back?");
         assert_eq!(q("Package priorities"), "What is package priorities?");
         assert_eq!(q("APT pinning"), "What is APT pinning?");

@@ -27,7 +27,7 @@ pub struct Section {
     /// The beginning of its first chunk's text.
     pub text: String,
     /// Position of its first chunk in the document.
-    first_chunk: usize,
+    pub(super) first_chunk: usize,
     /// Words in its first chunk.
     pub words: usize,
 }
@@ -36,10 +36,19 @@ pub struct Section {
 /// Reads the whole collection page by page (ids and payloads; the
 /// vectors are read but not kept).
 pub fn read_sections(store: &dyn VectorStore) -> Result<Vec<Section>> {
+    read_first_sections(store, usize::MAX)
+}
+
+/// The sections of the collection's first `max_points` points (page by
+/// page, whole pages), ordered by document and position: what a caller
+/// that must stay cheap on a large collection reads.
+pub fn read_first_sections(store: &dyn VectorStore, max_points: usize) -> Result<Vec<Section>> {
+    let mut read = 0usize;
     let mut by_key: BTreeMap<(String, String), Section> = BTreeMap::new();
     let mut offset = None;
     loop {
         let page = store.scroll(offset, PAGE)?;
+        read += page.points.len();
         for point in page.points {
             let p = point.payload;
             let words = crate::text::word_count(&p.text);
@@ -61,8 +70,8 @@ pub fn read_sections(store: &dyn VectorStore) -> Result<Vec<Section>> {
             }
         }
         match page.next {
-            Some(next) => offset = Some(next),
-            None => break,
+            Some(next) if read < max_points => offset = Some(next),
+            _ => break,
         }
     }
     let mut sections: Vec<Section> = by_key.into_values().collect();

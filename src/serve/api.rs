@@ -30,8 +30,13 @@ use crate::{
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskBody {
-    /// The question (not blank).
-    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
+    /// The question: not blank, with at least one word, at most
+    /// `MAX_QUESTION_CHARS` characters.
+    #[schema(
+        min_length = 1,
+        max_length = 4000,
+        pattern = r"[^\s\x00-\x1f\x7f-\x9f]"
+    )]
     pub question: String,
     /// Passages retrieved (default `tools.rag_search.limit`).
     #[schema(minimum = 1, maximum = 100)]
@@ -491,6 +496,30 @@ pub async fn status(State(s): State<AppState>) -> Result<Json<StatusResponse>, A
         version: env!("CARGO_PKG_VERSION").to_string(),
         tools,
     }))
+}
+
+/// What `/v1/examples` returns.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExamplesResponse {
+    /// Questions the knowledge base's own sections answer ("How do I
+    /// rotate keys?"), for an asker facing an empty page; none when its
+    /// headings make none.
+    #[schema(max_items = 5)]
+    pub questions: Vec<String>,
+}
+
+/// Up to five example questions, from the knowledge base's section headings.
+#[utoipa::path(get, path = "/v1/examples", operation_id = "getExamples",
+    responses((status = 200, body = ExamplesResponse), (status = 401, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn examples(State(s): State<AppState>) -> Result<Json<ExamplesResponse>, ApiError> {
+    let grace = s.grace.clone();
+    let questions = tokio::task::spawn_blocking(move || {
+        grace.example_questions_blocking(crate::selfcal::examples::MAX_EXAMPLES)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(Json(ExamplesResponse { questions }))
 }
 
 #[cfg(test)]

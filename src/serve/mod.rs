@@ -149,6 +149,7 @@ pub fn router(state: AppState) -> Router {
     // (not the OpenAPI document or the page).
     let v1 = Router::new()
         .route("/v1/status", get(api::status))
+        .route("/v1/examples", get(api::examples))
         .route("/v1/tools", get(tools_api::list))
         .route("/v1/answers/{id}/feedback", post(feedback_api::rate))
         .route("/v1/review/calibration", get(feedback_api::calibration))

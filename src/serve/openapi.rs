@@ -19,7 +19,7 @@ use super::error::{ErrorBody, ErrorDetail};
                        token (`grace review register`), which names the reviewer, or \
                        `server.admin_api_key`."
     ),
-    paths(health, api::ask, api::reply, api::search, api::ingest, api::status, super::review_api::list,
+    paths(health, api::ask, api::reply, api::search, api::ingest, api::status, api::examples, super::review_api::list,
           super::review_api::show, super::review_api::claim, super::review_api::release, super::review_api::detach,
           super::review_api::answer, super::review_api::reject, super::review_api::retract,
           super::review_api::log, super::review_api::asker_view, super::review_api::reviewers, super::review_api::me, super::review_api::gaps, super::review_api::rotate,
@@ -157,6 +157,7 @@ mod tests {
             "/v1/search",
             "/v1/ingest",
             "/v1/status",
+            "/v1/examples",
             "/v1/review/escalations",
             "/v1/review/escalations/{id}/answer",
             "/v1/escalations/{id}",
@@ -183,6 +184,23 @@ mod tests {
         };
         assert_eq!(max("days"), u64::from(crate::config::MAX_GAP_DAYS));
         assert_eq!(max("limit"), crate::gaps::MAX_GROUPS as u64);
+    }
+
+    #[test]
+    fn the_questions_bound_is_the_one_the_code_checks() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let most =
+            doc["components"]["schemas"]["AskBody"]["properties"]["question"]["maxLength"].as_u64();
+        assert_eq!(most, Some(crate::service::MAX_QUESTION_CHARS as u64));
+    }
+
+    #[test]
+    fn the_examples_bound_is_the_one_the_code_keeps() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let most =
+            doc["components"]["schemas"]["ExamplesResponse"]["properties"]["questions"]["maxItems"]
+                .as_u64();
+        assert_eq!(most, Some(crate::selfcal::examples::MAX_EXAMPLES as u64));
     }
 
     #[test]

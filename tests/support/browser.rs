@@ -5,7 +5,7 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -305,4 +305,51 @@ impl Browser {
     pub async fn quit(&self) {
         self.cmd("DELETE", "", Value::Null).await;
     }
+}
+
+/// axe-core (the pinned copy `scripts/setup --browser` installs), run in
+/// `b`'s page on the WCAG 2 A and AA rules and axe's best practices: every
+/// violation, of any impact (minor, moderate, serious, critical), each as
+/// "id (impact): help, at targets" (the first three elements it found).
+pub async fn axe_violations(b: &Browser) -> Vec<String> {
+    let home = std::env::var_os("HOME").expect("HOME");
+    let axe = PathBuf::from(home).join(".cache/grace/axe/node_modules/axe-core/axe.min.js");
+    let source = std::fs::read_to_string(&axe).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run scripts/setup --browser: it installs axe-core)",
+            axe.display()
+        )
+    });
+    let loaded = b
+        .run(&format!("{source}\n;return typeof axe;"), json!([]))
+        .await;
+    assert_eq!(loaded, "object", "axe-core did not load: {loaded}");
+    let result = b
+        .run_async(
+            "const done = arguments[arguments.length - 1];
+             axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice']})
+               .then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+                  help: v.help, targets: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))))
+               .catch(e => done({error: String(e)}));",
+            json!([]),
+        )
+        .await;
+    let violations = result
+        .as_array()
+        .unwrap_or_else(|| panic!("axe-core failed: {result}"));
+    violations
+        .iter()
+        .map(|v| {
+            let said = format!(
+                "{} ({}): {}, at {} ({} elements)",
+                v["id"].as_str().unwrap_or("?"),
+                v["impact"].as_str().unwrap_or("?"),
+                v["help"].as_str().unwrap_or("?"),
+                v["targets"],
+                v["nodes"]
+            );
+            eprintln!("axe: {said}");
+            said
+        })
+        .collect()
 }

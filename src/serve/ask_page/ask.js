@@ -10,6 +10,10 @@
 // - The conversation is kept in this tab's session storage, so a reload
 //   shows the same state; the link #escalation=ID&handle=H reopens one
 //   escalation anywhere.
+// - An empty page offers example questions (GET /v1/examples); the
+//   service-key field shows only once the server asks for a key (a 401).
+// - The confidence factors' words are the server's (FACTOR_WORDS, from
+//   /assets/factors.js, loaded before this script).
 //
 // Every text from the server is written with textContent: a question or a
 // passage holding HTML is shown as text, never run.
@@ -23,9 +27,10 @@ const TEXTS = {
     new: "New conversation",
     language: "Language",
     key: "Service key",
-    keyHelp: "Only if this server has one (server.api_key). Kept in this tab only.",
+    keyHelp: "This server asks for one (server.api_key). Kept in this tab only.",
     conversation: "Conversation",
     empty: "Ask a question about the knowledge base. GRACE shows how sure it is and why, and asks a person when it is not sure enough.",
+    examples: "Try asking",
     question: "Your question",
     send: "Ask",
     questionHelp: "Enter sends; Shift+Enter adds a line.",
@@ -124,26 +129,11 @@ const TEXTS = {
     personAnswered: "A reviewer answered your question.",
     offline: "Cannot reach the server; retrying…",
     newStarted: "A new conversation started.",
-    factors: {
-      max_score: ["The passage the answer cites matches the question closely", "The passage the answer cites does not match the question closely"],
-      mean_score: ["The passages found are close to the question overall", "The passages found are mostly far from the question"],
-      min_score: ["Even the weakest passage found is related", "Some passages found are barely related"],
-      score_variance: ["The passages found match the question evenly", "The passages found match the question very unevenly"],
-      margin: ["The best passage stands out from the others", "Several passages compete and none stands out"],
-      result_count: ["Enough passages were found", "Few passages were found"],
-      neighbour_score: ["The best passage is specific to this question", "The best passage is generic: many others look like it"],
-      query_coverage: ["The passages contain the question's words", "Words of the question are missing from the passages"],
-      groundedness: ["The answer's words come from the passages", "The answer says things the passages do not"],
-      citation_validity: ["The answer cites passages that were found", "Some of the answer's citations point at nothing found"],
-      self_assessment: ["The answering model was sure of its answer", "The answering model was unsure of its answer"],
-      abstained: ["The answerer found something to answer with", "The answerer found nothing to answer with"],
-      reader: ["A reading model found the answer in a passage", "A reading model found no answer in the passages"],
-      reader_margin: ["One passage answers clearly better than the rest", "No passage answers clearly better than the rest"],
-      identifier_coverage: ["The passages hold the codes and names the question uses", "A code or name in the question is missing from the passages"],
-      follow_up_coverage: ["The passages hold the follow-up's own words", "The follow-up's own words are missing from the passages"],
-      document_history: ["Askers rated earlier answers from these documents up", "Askers rated earlier answers from these documents down"],
-    },
-    factorOther: ["{0} raised it", "{0} lowered it"],
+    copy: "Copy",
+    copied: "Copied",
+    copyLabel: "Copy the answer",
+    copiedNotice: "The answer is on the clipboard.",
+    copyFailed: "The answer could not be copied: select its text and copy it.",
   },
   ja: {
     skip: "質問欄へ移動",
@@ -151,9 +141,10 @@ const TEXTS = {
     new: "新しい会話",
     language: "言語",
     key: "サービスキー",
-    keyHelp: "サーバーに設定されている場合のみ（server.api_key）。このタブにだけ保存されます。",
+    keyHelp: "このサーバーでは必要です（server.api_key）。このタブにだけ保存されます。",
     conversation: "会話",
     empty: "ナレッジベースについて質問してください。GRACE はどのくらい確かか、その理由を示し、確信が足りないときは担当者に確認します。",
+    examples: "質問の例",
     question: "質問",
     send: "質問する",
     questionHelp: "Enter で送信、Shift+Enter で改行します。",
@@ -252,26 +243,11 @@ const TEXTS = {
     personAnswered: "担当者があなたの質問に回答しました。",
     offline: "サーバーに接続できません。再試行しています…",
     newStarted: "新しい会話を始めました。",
-    factors: {
-      max_score: ["回答が引用した箇所が質問とよく一致しています", "回答が引用した箇所は質問とあまり一致していません"],
-      mean_score: ["見つかった箇所が全体として質問に近いです", "見つかった箇所の多くが質問から離れています"],
-      min_score: ["最も弱い箇所でも質問に関係しています", "ほとんど関係のない箇所が含まれています"],
-      score_variance: ["見つかった箇所が質問に均等に一致しています", "見つかった箇所の一致度に大きなばらつきがあります"],
-      margin: ["最も近い箇所が他より際立っています", "複数の箇所が競合し、際立つものがありません"],
-      result_count: ["十分な数の箇所が見つかりました", "見つかった箇所が少ないです"],
-      neighbour_score: ["最も近い箇所はこの質問に特有のものです", "最も近い箇所は一般的で、似た箇所が多くあります"],
-      query_coverage: ["見つかった箇所に質問の語が含まれています", "質問の語が見つかった箇所にありません"],
-      groundedness: ["回答の言葉は見つかった箇所に基づいています", "回答には見つかった箇所にない内容が含まれています"],
-      citation_validity: ["回答は見つかった箇所を引用しています", "回答の引用の一部が見つかった箇所を指していません"],
-      self_assessment: ["回答したモデルは自信を持っていました", "回答したモデルは自信がありませんでした"],
-      abstained: ["回答に使える内容が見つかりました", "回答に使える内容が見つかりませんでした"],
-      reader: ["読解モデルが箇所の中に答えを見つけました", "読解モデルは答えを見つけられませんでした"],
-      reader_margin: ["一つの箇所が明らかに他より良く答えています", "明らかに良く答えている箇所がありません"],
-      identifier_coverage: ["質問のコードや名前が見つかった箇所にあります", "質問のコードや名前が見つかった箇所にありません"],
-      follow_up_coverage: ["追加質問の語が見つかった箇所にあります", "追加質問の語が見つかった箇所にありません"],
-      document_history: ["これらの文書からの以前の回答は高く評価されました", "これらの文書からの以前の回答は低く評価されました"],
-    },
-    factorOther: ["{0} が上げました", "{0} が下げました"],
+    copy: "コピー",
+    copied: "コピーしました",
+    copyLabel: "回答をコピー",
+    copiedNotice: "回答をクリップボードにコピーしました。",
+    copyFailed: "回答をコピーできませんでした。テキストを選択してコピーしてください。",
   },
 };
 
@@ -333,22 +309,9 @@ const $ = (id) => document.getElementById(id);
 const conversationEl = $("conversation");
 const questionEl = $("question");
 const keyEl = $("key");
+const keyFieldEl = $("key-field");
 const noticeEl = $("notice");
 const sendEl = $("send");
-
-/** An element with attributes and children (strings become text). */
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) e.append(c);
-  return e;
-}
 
 function say(text, isError) {
   noticeEl.textContent = text;
@@ -419,18 +382,25 @@ async function stream(path, body, onEvent) {
   if (buffer.trim()) dispatch(buffer);
 }
 
-/** Shows a refused key on the page and moves focus to the key field. */
+/** Shows a refused key on the page and moves focus to the key field (shown
+ * from now on: the server has asked for a key). */
 function keyProblem(err) {
   if (!(err instanceof ApiError) || err.status !== 401) return false;
+  revealKey();
   keyEl.setAttribute("aria-invalid", "true");
   say(keyEl.value.trim() ? t("keyRejected") : t("keyNeeded"), true);
   keyEl.focus();
   return true;
 }
 
+/** Says on the page why a request failed. */
 function problem(err) {
   if (keyProblem(err)) return;
-  if (err instanceof ApiError && err.status === 429) say(t("busy"), true);
+  const status = err instanceof ApiError ? err.status : 0;
+  // A 400 is the server refusing what was sent (a question too long, or
+  // without words): its own message says what to change.
+  if (status === 400) say(err.message, true);
+  else if (status === 429) say(t("busy"), true);
   else say(`${t("failed")}: ${err.message}`, true);
 }
 
@@ -445,10 +415,14 @@ function scoreOf(outcome) {
 // the confidence: a refit on people's ratings learns their weight's sign.
 const BY_VALUE = new Set(["document_history"]);
 
+/** A factor in plain words, as it raised the score or lowered it. The
+ * words are the server's (FACTOR_WORDS, from /assets/factors.js), written
+ * once in Rust; a factor without words reads "{factor} raised it". */
 function factorText(factor, raised, value) {
-  const pair = TEXTS[lang].factors[factor] || TEXTS.en.factors[factor];
+  const words = FACTOR_WORDS[lang] || FACTOR_WORDS.en;
+  const pair = words.factors[factor] || FACTOR_WORDS.en.factors[factor];
   if (Array.isArray(pair)) return pair[(BY_VALUE.has(factor) ? value > 0 : raised) ? 0 : 1];
-  return t(`factorOther.${raised ? 0 : 1}`, factor.replace(/_/g, " "));
+  return words.other[raised ? 0 : 1].replace("{factor}", factor.replace(/_/g, " "));
 }
 
 function whyOf(outcome) {
@@ -508,6 +482,71 @@ function answerText(text, citations, outcome) {
     const c = citations.find((x) => x.number === n);
     return c ? citationLink(`[${c.number}]`, c, outcome) : null;
   });
+}
+
+/** An answer as shown on a card: its text, its sources and "Copy". */
+function answerParts(answer, outcome) {
+  const citations = answer.citations || [];
+  return [answerText(answer.text, citations, outcome), citationsOf(citations, outcome), copyButton(answer.text)]
+    .filter(Boolean);
+}
+
+// ------------------------------------------------------------- copying ---
+/** How long "Copy" reads "Copied" after a copy (milliseconds). */
+const COPIED_FOR_MS = 2000;
+
+/** "Copy": puts the answer's text on the clipboard and, once it is there,
+ * reads "Copied" for a moment (the notice says so to screen readers). */
+function copyButton(text) {
+  const button = el("button", { type: "button", class: "copy", "aria-label": t("copyLabel"), text: t("copy") });
+  button.addEventListener("click", async () => {
+    if (!(await copyText(withoutMarkers(text), button))) {
+      say(t("copyFailed"), true);
+      return;
+    }
+    button.textContent = t("copied");
+    say(t("copiedNotice"));
+    setTimeout(() => { button.textContent = t("copy"); }, COPIED_FOR_MS);
+  });
+  return el("div", { class: "actions copy-actions" }, button);
+}
+
+/** The answer's Markdown without its `[n]` citation markers; code, in
+ * backticks or fenced, is kept as written. */
+function withoutMarkers(text) {
+  return String(text)
+    .split(/(```[\s\S]*?```|`[^`\n]+`)/)
+    .map((part, i) => (i % 2 ? part : part.replace(/ ?\[\d{1,3}\]/g, "")))
+    .join("");
+}
+
+/** Puts `text` on the clipboard; true when it got there. The Clipboard API
+ * needs a secure page (https, or this computer), else the older way. */
+async function copyText(text, button) {
+  if (navigator.clipboard && window.isSecureContext) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (_) { /* refused (no permission, say): the older way may work */ }
+  }
+  return copyWithTextarea(text, button);
+}
+
+/** The older way: `text` in a hidden textarea, selected and copied; focus
+ * goes back to `button`. */
+function copyWithTextarea(text, button) {
+  const area = el("textarea", { class: "copy-buffer", readonly: true, tabindex: -1 });
+  area.value = text;
+  document.body.append(area);
+  area.focus({ preventScroll: true });
+  area.select();
+  let copied = false;
+  try {
+    copied = document.execCommand("copy");
+  } catch (_) { /* not allowed here: said as not copied */ }
+  area.remove();
+  button.focus();
+  return copied;
 }
 
 function where(c) {
@@ -579,11 +618,7 @@ function replyOf(entry, outcome, past) {
   card.append(el("h3", { text: t(`heading.${decision}`) }));
   if (decision === "answer" || decision === "caveat") {
     if (decision === "caveat") card.append(el("p", { class: "caveat-note", text: t("caveatNote") }));
-    if (answer) {
-      card.append(answerText(answer.text, answer.citations || [], outcome));
-      const sources = citationsOf(answer.citations || [], outcome);
-      if (sources) card.append(sources);
-    }
+    if (answer) card.append(...answerParts(answer, outcome));
     if (outcome.answer_id && !past) card.append(ratingOf(entry, outcome));
     if (entry.escalation) card.append(escalationOf(entry));
   } else if (decision === "decline") {
@@ -630,7 +665,7 @@ function ratingOf(entry, outcome) {
       say(t(stored.escalation ? "checking" : `rated.${vote}`));
       if (stored.escalation) follow(entry);
     } catch (err) {
-      say(problem(err), true);
+      problem(err);
     }
   };
   const voted = (v) => entry.rating && entry.rating.vote === v ? "true" : "false";
@@ -710,9 +745,7 @@ function settledOf(entry) {
   const card = el("section", { class: byReviewer ? "reply reviewer" : "reply caveat", "data-decision": byReviewer ? "reviewer" : "unreviewed" });
   card.append(el("h3", { text: byReviewer ? (who ? t("reviewerAnswerBy", who) : t("reviewerAnswer")) : t("unreviewed") }));
   if (r.for_question) card.append(el("p", { class: "help for-question", text: t("answeredFor", r.for_question) }));
-  card.append(answerText(answer.text, answer.citations || [], r.report));
-  const sources = citationsOf(answer.citations || [], r.report);
-  if (sources) card.append(sources);
+  card.append(...answerParts(answer, r.report));
   return card;
 }
 
@@ -790,7 +823,7 @@ function turnView(entry) {
 
 function render() {
   conversationEl.replaceChildren(...state.entries.map(turnView));
-  $("empty").hidden = state.entries.length > 0;
+  showEmpty();
 }
 
 /** Re-renders one turn in place. */
@@ -798,8 +831,44 @@ function update(entry) {
   const old = conversationEl.querySelector(`li[data-entry="${entry.id}"]`);
   const fresh = turnView(entry);
   if (old) old.replaceWith(fresh); else conversationEl.append(fresh);
-  $("empty").hidden = true;
+  showEmpty();
   return fresh;
+}
+
+/** The empty page's text and example questions, shown only while the
+ * conversation has no turn. */
+function showEmpty() {
+  const empty = state.entries.length === 0;
+  $("empty").hidden = !empty;
+  $("examples-box").hidden = !empty || examples.length === 0;
+}
+
+// ------------------------------------------------------------- examples ---
+/** Up to five questions the knowledge base answers (GET /v1/examples), in
+ * its language; none until the server gives some. */
+let examples = [];
+
+/** Fetches the example questions once the server gives them; a failure
+ * shows none (a 401 shows the key field). */
+async function loadExamples() {
+  if (examples.length) return;
+  try {
+    const found = await api("GET", "/v1/examples");
+    examples = found && Array.isArray(found.questions) ? found.questions : [];
+  } catch (err) {
+    keyProblem(err);
+    return;
+  }
+  $("examples").replaceChildren(...examples.map((q) =>
+    el("li", {}, el("button", { type: "button", class: "example", text: q, onclick: () => askExample(q) }))));
+  showEmpty();
+}
+
+/** Asks an example question as if it were typed and sent. */
+function askExample(question) {
+  questionEl.value = question;
+  questionEl.focus();
+  $("ask-form").requestSubmit();
 }
 
 // -------------------------------------------------------------- asking ---
@@ -998,9 +1067,21 @@ function applyLanguage() {
   render();
 }
 
-keyEl.value = sessionStorage.getItem("grace-key") || "";
+/** Where this tab keeps the service key, and whether its field is shown. */
+const KEY_STORE = "grace-key";
+const KEY_SHOWN_STORE = "grace-key-shown";
+
+/** Shows the service-key field, for as long as this tab lives: once the
+ * server has asked for a key (a 401), or one is kept already. */
+function revealKey() {
+  keyFieldEl.hidden = false;
+  sessionStorage.setItem(KEY_SHOWN_STORE, "1");
+}
+
+keyEl.value = sessionStorage.getItem(KEY_STORE) || "";
+if (keyEl.value || sessionStorage.getItem(KEY_SHOWN_STORE)) revealKey();
 keyEl.addEventListener("input", () => {
-  sessionStorage.setItem("grace-key", keyEl.value.trim());
+  sessionStorage.setItem(KEY_STORE, keyEl.value.trim());
   keyEl.removeAttribute("aria-invalid");
 });
 
@@ -1018,6 +1099,7 @@ $("new-conversation").addEventListener("click", () => {
   if (old) api("DELETE", `/v1/sessions/${encodeURIComponent(old)}`).catch(() => {});
   if (location.hash) history.replaceState(null, "", location.pathname + location.search);
   render();
+  loadExamples();
   say(t("newStarted"));
   questionEl.focus();
 });
@@ -1046,3 +1128,4 @@ for (const entry of state.entries) {
 }
 openLinkedEscalation();
 window.addEventListener("hashchange", openLinkedEscalation);
+loadExamples();
