@@ -155,6 +155,49 @@ fn an_escalated_ask_is_queued_answered_by_a_reviewer_and_delivered() {
 
 /// The asker is killed (kill -9) while waiting; the escalation is in the
 /// database, a reviewer answers it, and `grace answer ID` returns it.
+/// A follow-up escalated in a conversation reaches its reviewer with the
+/// conversation and the question as GRACE read it; a question asked alone
+/// carries none.
+#[test]
+fn a_reviewer_sees_the_conversation_and_the_question_as_read() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ingest_sample(d);
+    let mut chat = grace_cmd(d, &["chat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    chat.stdin
+        .take()
+        .unwrap()
+        .write_all(b"How do I roll back a deployment?\nand on staging?\n")
+        .unwrap();
+    let out = chat.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let open = queue(d).list(Viewer::Admin, Some(Status::Pending)).unwrap();
+    let e = open
+        .iter()
+        .find(|e| e.question == "and on staging?")
+        .unwrap_or_else(|| panic!("the follow-up was not escalated:\n{}", text(&out)));
+    assert_eq!(e.run.conversation.len(), 1, "{:?}", e.run.conversation);
+    assert_eq!(
+        e.run.conversation[0].question,
+        "How do I roll back a deployment?"
+    );
+    assert!(e.run.conversation[0].answer.is_some());
+    let read_as = &e.run.rewrite.as_ref().expect("a rewrite").question;
+    assert!(read_as.contains("roll back"), "{read_as}");
+
+    // Asked alone: no conversation.
+    let out = grace(d, &["--json", "ask", UNANSWERED]);
+    let id = json(&out)["review_id"].as_i64().unwrap();
+    let alone = queue(d).get(id, Viewer::Admin).unwrap();
+    assert!(alone.run.conversation.is_empty());
+}
+
 #[test]
 fn an_escalation_survives_its_asker_being_killed() {
     let dir = tempfile::tempdir().unwrap();

@@ -341,6 +341,42 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
         .await;
     assert_eq!(picked, true, "1 picks the first option");
 
+    // A follow-up escalated in a conversation: its card shows the
+    // conversation and the question as GRACE read it.
+    let session: Value = http
+        .post(format!("{base}/v1/sessions"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session = session["id"].as_str().unwrap().to_string();
+    let mut follow_up = None;
+    for question in ["How do I roll back a deployment?", "and on staging?"] {
+        let asked: Value = http
+            .post(format!("{base}/v1/ask"))
+            .json(&json!({"question": question, "session_id": session}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        follow_up = asked["review_id"].as_i64();
+    }
+    let follow_up = follow_up.expect("the follow-up was escalated");
+    let card = format!("section.escalation[data-id='{follow_up}']");
+    browser.must_find(&format!("{card} .conversation")).await;
+    let conversation = browser.text_of(&format!("{card} .conversation")).await;
+    assert!(
+        conversation.contains("How do I roll back a deployment?"),
+        "{conversation}"
+    );
+    let read_as = browser.text_of(&format!("{card} .rewrite")).await;
+    assert!(read_as.contains("roll back"), "{read_as}");
+    accessible(&browser, "a follow-up with its conversation").await;
+
     // The second tab: what the knowledge base is missing (both escalated
     // questions are unanswered by it).
     let tab = browser.must_find("#tab-gaps").await;
