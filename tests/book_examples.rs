@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The documents whose examples run, relative to the repository.
-const DOCUMENTS: &[&str] = &["README.md", "docs/src/cli.md"];
+const DOCUMENTS: &[&str] = &["README.md", "docs/src/cli.md", "docs/src/tools.md"];
 
 /// A line standing for any lines the book leaves out.
 const ELISION: &str = "…";

@@ -54,6 +54,15 @@ pub fn chosen(options: &[String], line: &str) -> String {
         .unwrap_or_else(|| line.to_string())
 }
 
+/// "1 question", "2 questions".
+pub(super) fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// One value as one line of JSON (`grace chat --json`: a line per turn).
 pub fn print_json_line<T: Serialize>(value: &T) {
     match serde_json::to_string(value) {

@@ -5,7 +5,7 @@ use grace::config::AnswerFormat;
 use grace::exec::{Decision, RunReport};
 use grace::plan::PlanOrigin;
 
-use super::{display_path, print_json};
+use super::{counted, display_path, print_json};
 
 /// The format answers are shown in at the terminal: `answer.format`,
 /// text unless it says Markdown.
@@ -414,15 +414,6 @@ pub fn rated(stored: &grace::feedback::StoredRating, json: bool) {
             "A person will check it: escalation #{} (`grace answer {}` shows their answer).",
             e.review_id, e.review_id
         );
-    }
-}
-
-/// "1 question", "2 questions".
-fn counted(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }
 

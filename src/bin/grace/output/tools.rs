@@ -19,7 +19,10 @@ fn health(h: &Health) -> String {
 
 /// One line of figures: `12 calls, 11 ok, 1 timeout, p50 12 ms, p95 40 ms, last 2026-…`.
 pub fn figures(u: &ToolUsage) -> String {
-    let mut parts = vec![format!("{} calls", u.calls), format!("{} ok", u.successes)];
+    let mut parts = vec![
+        super::counted(usize::try_from(u.calls).unwrap_or(usize::MAX), "call"),
+        format!("{} ok", u.successes),
+    ];
     for (kind, n) in &u.failures {
         parts.push(format!("{n} {kind}"));
     }
