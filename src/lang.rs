@@ -65,6 +65,16 @@ pub struct Texts {
     pub unconfirmed_draft: &'static str,
     /// Asks for the question in other words.
     pub rephrase: &'static str,
+    /// A reply that is none of the options (`{reply}`).
+    pub not_an_option: &'static str,
+    /// Under the options in a conversation, where other text is a new
+    /// question.
+    pub chat_choice: &'static str,
+    /// When a new question leaves the escalated one with no one.
+    pub not_sent: &'static str,
+    /// When leaving a conversation sends the escalated question to a
+    /// person.
+    pub sent_on_leaving: &'static str,
     /// Where every score starts before any factor (`{value}`: the
     /// weights' intercept).
     pub starts_at: &'static str,
@@ -127,6 +137,10 @@ const EN: Texts = Texts {
     asker_prompt: "Your choice (1-3; Enter asks a person): ",
     unconfirmed_draft: "GRACE's draft, UNCONFIRMED (no person has checked it; do not rely on it yet):",
     rephrase: "Your question in other words: ",
+    not_an_option: "\"{reply}\" is not one of the options: type 1, 2 or 3 (Enter asks a person)",
+    chat_choice: "(type 1, 2 or 3; Enter asks a person; or ask something else)",
+    not_sent: "(your last question was not sent to a person)",
+    sent_on_leaving: "(your last question goes to a person, as Enter would have sent it)",
     starts_at: "Every answer starts at {value}; from there:",
     raised: "What raised it:",
     lowered: "What lowered it:",
@@ -262,6 +276,10 @@ const JA: Texts = Texts {
     asker_prompt: "番号を選んでください（1〜3、Enter で担当者に聞きます）: ",
     unconfirmed_draft: "GRACE の下書き（未確認: まだ誰も確認していません。このまま頼らないでください）:",
     rephrase: "別の言い方で質問してください: ",
+    not_an_option: "「{reply}」は選択肢にありません: 1、2、3 のいずれかを入力してください（Enter で担当者に聞きます）",
+    chat_choice: "（1、2、3 を入力。Enter で担当者に聞きます。別の質問もできます）",
+    not_sent: "（前の質問は担当者に送られていません）",
+    sent_on_leaving: "（前の質問は Enter と同じく担当者に送られます）",
     starts_at: "どの回答も {value} から始まり、そこから:",
     raised: "上げた要因:",
     lowered: "下げた要因:",

@@ -451,6 +451,86 @@ fn ask_at_a_terminal_offers_the_draft_a_rephrase_or_a_person() {
     );
 }
 
+/// `grace chat` at a terminal: an escalated question waits for its
+/// asker's choice; a number is read against the options, a number or
+/// "yes" where GRACE asked nothing is refused, and leaving with a question
+/// waiting sends it to a person, as Enter would.
+#[test]
+fn chat_at_a_terminal_offers_the_same_choice() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    assert!(
+        grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"])
+            .status
+            .success()
+    );
+    let repo = common::repo();
+    let chat = |lines: &str| {
+        let command = format!("{} chat", env!("CARGO_BIN_EXE_grace"));
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(dir.path())
+            .env_remove("GRACE_CONFIG")
+            .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
+            .env(
+                "GRACE_EMBEDDING__RUNTIME_PATH",
+                repo.join("models/libonnxruntime.so"),
+            )
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("util-linux `script` runs the command in a pseudo-terminal");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let open = || {
+        let out = grace(dir.path(), &["--json", "review", "list"]);
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        list.as_array().map_or(0, Vec::len)
+    };
+
+    // 1 shows the draft, 7 is no option, 3 asks a person; then "1" and
+    // "yes" with nothing asked are refused, not asked.
+    let text = chat("Can I deploy on Fridays?\n1\n7\n3\n1\nyes\n/quit\n");
+    assert!(text.contains("What would you like to do?"), "{text}");
+    assert!(text.contains("GRACE's draft, UNCONFIRMED"), "{text}");
+    assert!(text.contains("\"7\" is not one of the options"), "{text}");
+    assert!(
+        text.contains("Queued for review as escalation #1"),
+        "{text}"
+    );
+    assert!(text.contains("\"1\" has no words"), "{text}");
+    assert!(
+        text.contains("\"yes\" answers a question, and GRACE asked none"),
+        "{text}"
+    );
+    assert_eq!(open(), 1);
+
+    // A new question leaves the escalated one with no one.
+    let text =
+        chat("Is there a deploy freeze in December?\nHow long are nightly backups kept?\n/quit\n");
+    assert!(text.contains("not sent to a person"), "{text}");
+    assert!(text.contains("35 days"), "{text}");
+    assert_eq!(open(), 1);
+
+    // Leaving with a question waiting sends it, as Enter would.
+    let text = chat("Is there a deploy freeze in December?\n/quit\n");
+    assert!(text.contains("goes to a person"), "{text}");
+    // Its own escalation (#2), whether it stands alone or joins #1.
+    assert!(
+        text.contains("Queued for review as escalation #2"),
+        "{text}"
+    );
+}
+
 /// `grace search … | head -1`: the reader goes away before GRACE writes.
 /// GRACE stops quietly with 141 (as a tool killed by SIGPIPE), with no
 /// panic or backtrace on stderr.

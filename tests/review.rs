@@ -153,8 +153,6 @@ fn an_escalated_ask_is_queued_answered_by_a_reviewer_and_delivered() {
     );
 }
 
-/// The asker is killed (kill -9) while waiting; the escalation is in the
-/// database, a reviewer answers it, and `grace answer ID` returns it.
 /// A follow-up escalated in a conversation reaches its reviewer with the
 /// conversation and the question as GRACE read it; a question asked alone
 /// carries none.
@@ -198,6 +196,8 @@ fn a_reviewer_sees_the_conversation_and_the_question_as_read() {
     assert!(alone.run.conversation.is_empty());
 }
 
+/// The asker is killed (kill -9) while waiting; the escalation is in the
+/// database, a reviewer answers it, and `grace answer ID` returns it.
 #[test]
 fn an_escalation_survives_its_asker_being_killed() {
     let dir = tempfile::tempdir().unwrap();

@@ -158,8 +158,6 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Drops citation markers (`[1]`): they point into the draft's sources,
-/// which the promoted document does not carry.
 /// The answer's text as the document keeps it: a reviewer's own words
 /// exactly as they wrote them; GRACE's draft without its `[n]` markers
 /// (its sources are listed under it).
@@ -171,8 +169,10 @@ fn as_written(answer: &crate::tools::Answer) -> String {
     }
 }
 
-/// `text` without its `[n]` / `[n, m]` citation markers; brackets that
-/// hold anything else, and everything in a code span, are kept.
+/// `text` without its `[n]` / `[n, m]` citation markers (they point into
+/// the draft's sources, which the promoted document does not carry);
+/// brackets that hold anything else, and everything in a code span, are
+/// kept.
 fn strip_markers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

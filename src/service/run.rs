@@ -206,11 +206,14 @@ impl Grace {
     /// Puts escalated run `report`, asked with `queue: false` (the asker
     /// chose first: `grace chat` offers to see the draft, rephrase or ask
     /// a person), in the review queue as `options` say: its id, and what
-    /// the asker has while a person checks.
+    /// the asker has while a person checks. `answer_id` (the outcome's)
+    /// links the recorded run to the escalation, so that the reviewer's
+    /// verdict labels it.
     pub fn queue_escalation_blocking(
         &self,
         report: &RunReport,
         options: &AskOptions,
+        answer_id: Option<&str>,
     ) -> Result<(i64, WhileWaiting)> {
         if report.decision != Decision::Escalate {
             return Err(Error::InvalidInput(format!(
@@ -219,6 +222,9 @@ impl Grace {
             )));
         }
         let id = self.queue_escalation(report, options, self.config())?;
+        if let Some(answer_id) = answer_id {
+            self.inner.feedback.link_review(answer_id, id)?;
+        }
         Ok((
             id,
             WhileWaiting::of(report, self.inner.queue.typical_wait()),

@@ -1,6 +1,7 @@
 //! `grace ask`: one question, answered with citations and a confidence,
 //! escalated to a person or declined; at a terminal GRACE asks back when
-//! the agent needs input and offers to settle an escalation on the spot.
+//! the agent needs input, and the asker of an escalated question chooses
+//! first (see the draft, rephrase, ask a person: [`crate::asker`]).
 
 use std::io::IsTerminal;
 
@@ -185,15 +186,16 @@ fn clarify(request: &grace::tools::UserRequest) -> Option<String> {
 const MAX_CHOICES: usize = 20;
 
 /// What the asker of escalated `report` does, at the terminal: see the
-/// draft (marked unconfirmed), or ask again in other words (`report` is
-/// then the new run's, and shown), until they ask a person (or Enter, or
-/// the end of input) or a rephrased question is answered.
+/// draft (marked unconfirmed), or ask again in other words after 2
+/// (`report` is then the new run's, and shown), until they ask a person
+/// (3, Enter, or the end of input) or a rephrased question is answered.
+/// Other text is no option: it is said so, never run as a question.
 fn choose(
     executor: &grace::exec::Executor<'_>,
     report: &mut grace::exec::RunReport,
     format: grace::config::AnswerFormat,
 ) -> grace::Result<()> {
-    use crate::asker::{self, Choice};
+    use crate::asker::{self, Choice, Read};
     use std::io::Write;
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
@@ -208,8 +210,10 @@ fn choose(
         let texts = grace::lang::Lang::of(&report.question).texts();
         asker::show_options(texts);
         prompt(texts.asker_prompt);
-        let Some(line) = asker::read_line(&mut input)? else {
-            return Ok(());
+        let line = match asker::read_line(&mut input)? {
+            Read::Line(line) => line,
+            Read::TooLong => continue,
+            Read::End => return Ok(()),
         };
         let question = match Choice::of(&line) {
             Choice::Person => return Ok(()),
@@ -217,18 +221,18 @@ fn choose(
                 asker::show_draft(report, texts);
                 continue;
             }
-            Choice::NotAnOption(reply) => {
-                println!("{}", asker::not_an_option(&reply));
+            Choice::NotAnOption(reply) | Choice::Question(reply) => {
+                println!("{}", asker::not_an_option(&reply, texts));
                 continue;
             }
             Choice::Rephrase => {
                 prompt(texts.rephrase);
                 match asker::read_line(&mut input)? {
-                    None => return Ok(()),
-                    Some(q) => q,
+                    Read::Line(q) => q,
+                    Read::TooLong => continue,
+                    Read::End => return Ok(()),
                 }
             }
-            Choice::Question(q) => q,
         };
         if let Err(e) = grace::service::check_question(&question) {
             println!("{e}");

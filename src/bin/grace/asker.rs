@@ -68,29 +68,40 @@ pub fn show_draft(report: &RunReport, texts: &Texts) {
 }
 
 /// The message for a reply that is no option.
-pub fn not_an_option(reply: &str) -> String {
-    format!("{reply:?} is not one of the options: type 1, 2 or 3 (Enter asks a person)")
+pub fn not_an_option(reply: &str, texts: &Texts) -> String {
+    grace::lang::fill(texts.not_an_option, &[("reply", reply)])
 }
 
-/// One line of input, at most [`MAX_LINE_BYTES`]; `None` at the end. An
-/// over-long line is skipped whole and read as empty, with a message.
-pub fn read_line(input: &mut impl BufRead) -> grace::Result<Option<String>> {
+/// What one read of the input gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// A line (its end of line kept).
+    Line(String),
+    /// A line longer than [`MAX_LINE_BYTES`], skipped whole (said on
+    /// stderr): neither a question nor a choice.
+    TooLong,
+    /// The end of the input.
+    End,
+}
+
+/// One line of input, at most [`MAX_LINE_BYTES`]; the rest of an
+/// over-long line is skipped without being kept.
+pub fn read_line(input: &mut impl BufRead) -> grace::Result<Read> {
+    let cannot =
+        |e: std::io::Error| grace::Error::InvalidInput(format!("cannot read the input: {e}"));
     let mut bytes = Vec::new();
     let read = std::io::Read::take(&mut *input, MAX_LINE_BYTES as u64 + 1)
         .read_until(b'\n', &mut bytes)
-        .map_err(|e| grace::Error::InvalidInput(format!("cannot read the input: {e}")))?;
+        .map_err(cannot)?;
     if read == 0 {
-        return Ok(None);
+        return Ok(Read::End);
     }
     if bytes.len() > MAX_LINE_BYTES && !bytes.ends_with(b"\n") {
-        let mut rest = Vec::new();
-        input
-            .read_until(b'\n', &mut rest)
-            .map_err(|e| grace::Error::InvalidInput(format!("cannot read the input: {e}")))?;
+        input.skip_until(b'\n').map_err(cannot)?;
         eprintln!("That line is longer than {MAX_LINE_BYTES} bytes; ask a shorter question.");
-        return Ok(Some(String::new()));
+        return Ok(Read::TooLong);
     }
-    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+    Ok(Read::Line(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 #[cfg(test)]
@@ -126,8 +137,8 @@ mod tests {
     fn an_over_long_line_is_skipped_whole() {
         let long = format!("{}\nnext\n", "x".repeat(MAX_LINE_BYTES + 10));
         let mut input = std::io::Cursor::new(long.into_bytes());
-        assert_eq!(read_line(&mut input).unwrap(), Some(String::new()));
-        assert_eq!(read_line(&mut input).unwrap(), Some("next\n".into()));
-        assert_eq!(read_line(&mut input).unwrap(), None);
+        assert_eq!(read_line(&mut input).unwrap(), Read::TooLong);
+        assert_eq!(read_line(&mut input).unwrap(), Read::Line("next\n".into()));
+        assert_eq!(read_line(&mut input).unwrap(), Read::End);
     }
 }

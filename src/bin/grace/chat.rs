@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use grace::exec::RunReport;
 use grace::{AskOptions, Config, Grace};
 
-use crate::asker::{self, Choice, read_line};
+use crate::asker::{self, Choice, Read, read_line};
 use crate::output;
 
 const HELP: &str = "Ask a question, or: /sources (of the last answer), /trace (its steps and \
@@ -64,8 +64,10 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
             print!("\n> ");
             let _ = std::io::stdout().flush();
         }
-        let Some(line) = read_line(&mut input)? else {
-            break;
+        let line = match read_line(&mut input)? {
+            Read::Line(line) => line,
+            Read::TooLong => continue,
+            Read::End => break,
         };
         let line = line.trim();
         if !line.starts_with('/')
@@ -85,11 +87,11 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
             "/quit" | "/exit" | "/q" => break,
             "/help" | "/?" => println!("{HELP}"),
             "/new" => {
+                leave(&grace, pending.take())?;
                 session = grace.create_session()?.id;
                 last = None;
                 last_answer = None;
                 waiting = None;
-                pending = None;
                 if !args.json {
                     println!("New conversation (session {session}).");
                 }
@@ -180,7 +182,11 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                         session_id: Some(session.clone()),
                         ..AskOptions::default()
                     };
-                    pending = Some(Box::new((outcome.report.clone(), options)));
+                    pending = Some(Box::new((
+                        outcome.report.clone(),
+                        options,
+                        outcome.answer_id.clone(),
+                    )));
                 }
                 waiting = outcome.run_id.clone();
                 last_answer = outcome
@@ -192,6 +198,8 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
             }
         }
     }
+    // Leaving with a question waiting for a choice: Enter's default.
+    leave(&grace, pending.take())?;
     grace.flush()?;
     Ok(0)
 }
@@ -228,14 +236,14 @@ fn rate(
     grace.rate_blocking(id, &Asker::session(session), &rating)
 }
 
-/// An escalated question waiting for its asker's choice, with the options
-/// it was asked with.
-type Escalated = Box<(RunReport, AskOptions)>;
+/// An escalated question waiting for its asker's choice: the run, the
+/// options it was asked with, its recorded answer id.
+type Escalated = Box<(RunReport, AskOptions, Option<String>)>;
 
 /// What the asker's line did to an escalated question waiting for their
 /// choice.
 enum Chosen {
-    /// Settled: the draft was shown and dropped, or a person was asked.
+    /// Settled: a person was asked, or the asker will rephrase.
     Done,
     /// Still waiting (the draft was shown, or the line was no option).
     Still(Escalated),
@@ -247,12 +255,12 @@ enum Chosen {
 fn offer(report: &RunReport) {
     let texts = grace::lang::Lang::of(&report.question).texts();
     asker::show_options(texts);
-    println!("(type 1, 2 or 3; Enter asks a person; or ask something else)");
+    println!("{}", texts.chat_choice);
 }
 
 /// `line` read against the options offered for `escalated`.
 fn choice(grace: &Grace, escalated: Escalated, line: &str) -> grace::Result<Chosen> {
-    let (report, options) = &*escalated;
+    let (report, _, _) = &*escalated;
     let texts = grace::lang::Lang::of(&report.question).texts();
     Ok(match Choice::of(line) {
         Choice::Draft => {
@@ -265,19 +273,38 @@ fn choice(grace: &Grace, escalated: Escalated, line: &str) -> grace::Result<Chos
             Chosen::Done
         }
         Choice::Person => {
-            let (id, waiting) = grace.queue_escalation_blocking(report, options)?;
-            println!();
-            output::while_waiting(&waiting);
-            output::queued_for_review(id);
+            ask_a_person(grace, &escalated)?;
             Chosen::Done
         }
         Choice::NotAnOption(reply) => {
-            println!("{}", asker::not_an_option(&reply));
+            println!("{}", asker::not_an_option(&reply, texts));
             Chosen::Still(escalated)
         }
         Choice::Question(_) => {
-            println!("(your last question was not sent to a person)");
+            println!("{}", texts.not_sent);
             Chosen::NewQuestion
         }
     })
+}
+
+/// Queues `escalated` for the reviewers, and says what the asker has
+/// meanwhile.
+fn ask_a_person(grace: &Grace, escalated: &Escalated) -> grace::Result<()> {
+    let (report, options, answer_id) = &**escalated;
+    let (id, waiting) = grace.queue_escalation_blocking(report, options, answer_id.as_deref())?;
+    println!();
+    output::while_waiting(&waiting);
+    output::queued_for_review(id);
+    Ok(())
+}
+
+/// Leaving a conversation (or starting a new one) with a question waiting
+/// for its asker's choice sends it to a person, as Enter would have.
+fn leave(grace: &Grace, pending: Option<Escalated>) -> grace::Result<()> {
+    if let Some(escalated) = pending {
+        let texts = grace::lang::Lang::of(&escalated.0.question).texts();
+        println!("{}", texts.sent_on_leaving);
+        ask_a_person(grace, &escalated)?;
+    }
+    Ok(())
 }
