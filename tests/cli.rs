@@ -358,6 +358,39 @@ fn ask_answers_or_exits_4() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `grace ARGS` in `dir` at a terminal (a pseudo-terminal from util-linux
+/// `script`), `input` typed in: its exit code and what it printed.
+fn in_pty(dir: &Path, args: &str, input: &str) -> (Option<i32>, String) {
+    use std::io::Write;
+    let repo = common::repo();
+    let command = format!("{} {args}", env!("CARGO_BIN_EXE_grace"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(dir)
+        .env_remove("GRACE_CONFIG")
+        .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
+        .env(
+            "GRACE_EMBEDDING__RUNTIME_PATH",
+            repo.join("models/libonnxruntime.so"),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs the command in a pseudo-terminal");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
 /// `grace ask` at a terminal (a pseudo-terminal from util-linux `script`)
 /// offers the asker of an escalated question what an asker can decide:
 /// see the draft (marked unconfirmed), rephrase, or ask a person. They are
@@ -365,7 +398,6 @@ fn ask_answers_or_exits_4() {
 /// wrong answer is the worst outcome, and the asker cannot judge it.
 #[test]
 fn ask_at_a_terminal_offers_the_draft_a_rephrase_or_a_person() {
-    use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let kb = common::repo().join("examples/kb");
     assert!(
@@ -373,38 +405,7 @@ fn ask_at_a_terminal_offers_the_draft_a_rephrase_or_a_person() {
             .status
             .success()
     );
-    let repo = common::repo();
-    let run_in_pty = |reply: &str| {
-        let command = format!(
-            "{} ask 'Can I deploy on Fridays?'",
-            env!("CARGO_BIN_EXE_grace")
-        );
-        let mut child = Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
-            .current_dir(dir.path())
-            .env_remove("GRACE_CONFIG")
-            .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
-            .env(
-                "GRACE_EMBEDDING__RUNTIME_PATH",
-                repo.join("models/libonnxruntime.so"),
-            )
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("util-linux `script` runs the command in a pseudo-terminal");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(reply.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
-    };
+    let run_in_pty = |reply: &str| in_pty(dir.path(), "ask 'Can I deploy on Fridays?'", reply);
 
     let open = || {
         let out = grace(dir.path(), &["--json", "review", "list"]);
@@ -457,7 +458,6 @@ fn ask_at_a_terminal_offers_the_draft_a_rephrase_or_a_person() {
 /// waiting sends it to a person, as Enter would.
 #[test]
 fn chat_at_a_terminal_offers_the_same_choice() {
-    use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let kb = common::repo().join("examples/kb");
     assert!(
@@ -465,32 +465,7 @@ fn chat_at_a_terminal_offers_the_same_choice() {
             .status
             .success()
     );
-    let repo = common::repo();
-    let chat = |lines: &str| {
-        let command = format!("{} chat", env!("CARGO_BIN_EXE_grace"));
-        let mut child = Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
-            .current_dir(dir.path())
-            .env_remove("GRACE_CONFIG")
-            .env("GRACE_EMBEDDING__MODEL_DIR", repo.join("models/minilm"))
-            .env(
-                "GRACE_EMBEDDING__RUNTIME_PATH",
-                repo.join("models/libonnxruntime.so"),
-            )
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("util-linux `script` runs the command in a pseudo-terminal");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(lines.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let chat = |lines: &str| in_pty(dir.path(), "chat", lines).1;
     let open = || {
         let out = grace(dir.path(), &["--json", "review", "list"]);
         let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
