@@ -75,6 +75,9 @@ pub struct Texts {
     /// When leaving a conversation sends the escalated question to a
     /// person.
     pub sent_on_leaving: &'static str,
+    /// A bare reply (`{reply}`: "yes", "ok") in a conversation where GRACE
+    /// asked nothing.
+    pub nothing_asked: &'static str,
     /// Where every score starts before any factor (`{value}`: the
     /// weights' intercept).
     pub starts_at: &'static str,
@@ -141,6 +144,7 @@ const EN: Texts = Texts {
     chat_choice: "(type 1, 2 or 3; Enter asks a person; or ask something else)",
     not_sent: "(your last question was not sent to a person)",
     sent_on_leaving: "(your last question goes to a person, as Enter would have sent it)",
+    nothing_asked: "\"{reply}\" answers a question, and GRACE asked none: ask your question in words",
     starts_at: "Every answer starts at {value}; from there:",
     raised: "What raised it:",
     lowered: "What lowered it:",
@@ -280,6 +284,7 @@ const JA: Texts = Texts {
     chat_choice: "（1、2、3 を入力。Enter で担当者に聞きます。別の質問もできます）",
     not_sent: "（前の質問は担当者に送られていません）",
     sent_on_leaving: "（前の質問は Enter と同じく担当者に送られます）",
+    nothing_asked: "「{reply}」は質問への返事ですが、GRACE は何も質問していません。質問を言葉で書いてください",
     starts_at: "どの回答も {value} から始まり、そこから:",
     raised: "上げた要因:",
     lowered: "下げた要因:",

@@ -31,6 +31,14 @@ use std::path::{Path, PathBuf};
 /// The documents whose examples run, relative to the repository.
 const DOCUMENTS: &[&str] = &["README.md", "docs/src/cli.md", "docs/src/tools.md"];
 
+/// Documents whose examples are measurements on other data, dated in
+/// their text, and why they cannot run on the sample.
+const MEASURED: &[(&str, &str)] = &[(
+    "docs/src/calibration.md",
+    "`grace calibrate --self` on debian-faq's corpus (../shared/eval): the sample has 29 \
+     sections, fewer than self-calibration's 50",
+)];
+
 /// A line standing for any lines the book leaves out.
 const ELISION: &str = "…";
 
@@ -420,6 +428,32 @@ fn every_example_output_is_what_grace_prints_on_the_sample() {
         "examples differ from what grace prints (GRACE_BLESS=1 cargo test --test book_examples rewrites them):\n\n{}",
         differences.join("\n\n")
     );
+}
+
+#[test]
+fn every_document_with_an_example_is_run_or_said_to_be_a_measurement() {
+    let mut documents = vec![common::repo().join("README.md")];
+    for entry in std::fs::read_dir(common::repo().join("docs/src")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            documents.push(path);
+        }
+    }
+    for path in documents {
+        let text = std::fs::read_to_string(&path).unwrap();
+        if examples(&text).is_empty() {
+            continue;
+        }
+        let name = path
+            .strip_prefix(common::repo())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            DOCUMENTS.contains(&name.as_str()) || MEASURED.iter().any(|(d, _)| *d == name),
+            "{name} has example output that no test runs: add it to DOCUMENTS"
+        );
+    }
 }
 
 #[test]

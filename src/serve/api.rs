@@ -30,12 +30,12 @@ use crate::{
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskBody {
-    /// The question: not blank, with at least one word, at most
-    /// `MAX_QUESTION_CHARS` characters.
+    /// The question: at most `MAX_QUESTION_CHARS` characters, with at
+    /// least one character of a word (`text::WORD`).
     #[schema(
         min_length = 1,
         max_length = 4000,
-        pattern = r"[^\s\x00-\x1f\x7f-\x9f]"
+        pattern = r"[A-Za-z\u00C0-\u1FFF\u2C00-\u2DFF\u2E80-\u2FFF\u3040-\uD7FF\uF900-\uFDFF\uFE70-\uFEFF\uFF21-\uFF3A\uFF41-\uFF5A\uFF66-\uFFDC]"
     )]
     pub question: String,
     /// Passages retrieved (default `tools.rag_search.limit`).
@@ -48,7 +48,9 @@ pub struct AskBody {
     #[serde(default)]
     #[schema(schema_with = super::body::reviewer_ids)]
     pub reviewers: Vec<String>,
-    /// Who asks, shown to reviewers (default `service`).
+    /// Who asks, shown to reviewers (default `service`): 1 to
+    /// `MAX_ASKER_CHARS` characters, not blank.
+    #[schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     pub asker: Option<String>,
     /// Answer with a `text/event-stream` of run events instead of JSON
     /// (the same as sending `Accept: text/event-stream`).

@@ -195,6 +195,16 @@ mod tests {
     }
 
     #[test]
+    fn the_askers_bound_is_the_one_the_code_checks() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let asker = &doc["components"]["schemas"]["AskBody"]["properties"]["asker"];
+        assert_eq!(
+            asker["maxLength"].as_u64(),
+            Some(crate::feedback::MAX_ASKER_CHARS as u64)
+        );
+    }
+
+    #[test]
     fn the_examples_bound_is_the_one_the_code_keeps() {
         let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
         let most =
@@ -306,7 +316,7 @@ mod tests {
         let schemas = &doc["components"]["schemas"];
         assert_eq!(
             schemas["AskBody"]["properties"]["question"]["pattern"],
-            crate::text::NOT_BLANK
+            crate::text::WORD
         );
         assert_eq!(
             schemas["SearchBody"]["properties"]["query"]["pattern"],
@@ -351,6 +361,7 @@ mod tests {
         for pattern in regex_literals(&text) {
             assert!(
                 pattern == crate::text::NOT_BLANK
+                    || pattern == crate::text::WORD
                     || pattern == crate::text::PLAIN_ID
                     || pattern == crate::session::SESSION_ID_PATTERN
                     || pattern == crate::session::RUN_ID_PATTERN

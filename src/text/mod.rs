@@ -20,6 +20,35 @@ pub const NOT_BLANK: &str = r"[^\s\x00-\x1f\x7f-\x9f]";
 /// control characters at all.
 pub const PLAIN_ID: &str = r"^[^\s\x00-\x1f\x7f-\x9f]+$";
 
+/// The characters that make a word, as ranges: Latin letters, and the
+/// letters of other scripts (Latin-1's letters on, Greek, Cyrillic, the
+/// scripts of India and Asia, kana, CJK, Hangul, full-width letters),
+/// leaving out the blocks of signs (general and CJK punctuation, symbols,
+/// arrows, full-width signs). What [`WORD`] publishes.
+const WORD_RANGES: [(char, char); 11] = [
+    ('A', 'Z'),
+    ('a', 'z'),
+    ('\u{00C0}', '\u{1FFF}'),
+    ('\u{2C00}', '\u{2DFF}'),
+    ('\u{2E80}', '\u{2FFF}'),
+    ('\u{3040}', '\u{D7FF}'),
+    ('\u{F900}', '\u{FDFF}'),
+    ('\u{FE70}', '\u{FEFF}'),
+    ('\u{FF21}', '\u{FF3A}'),
+    ('\u{FF41}', '\u{FF5A}'),
+    ('\u{FF66}', '\u{FFDC}'),
+];
+
+/// The published pattern of a question: at least one character of a word
+/// ([`has_word`]): a question of only signs or digits asks nothing.
+pub const WORD: &str = r"[A-Za-z\u00C0-\u1FFF\u2C00-\u2DFF\u2E80-\u2FFF\u3040-\uD7FF\uF900-\uFDFF\uFE70-\uFEFF\uFF21-\uFF3A\uFF41-\uFF5A\uFF66-\uFFDC]";
+
+/// Whether `text` has a character of a word ([`WORD`]).
+pub fn has_word(text: &str) -> bool {
+    text.chars()
+        .any(|c| WORD_RANGES.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c)))
+}
+
 fn invisible(c: char) -> bool {
     c.is_whitespace() || c.is_control()
 }
@@ -334,6 +363,44 @@ pub fn duration_words(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_pattern_is_the_ranges_the_check_reads() {
+        let class: String = WORD_RANGES
+            .iter()
+            .map(|(lo, hi)| {
+                let at = |c: &char| {
+                    if c.is_ascii_alphabetic() {
+                        c.to_string()
+                    } else {
+                        format!("\\u{:04X}", u32::from(*c))
+                    }
+                };
+                if lo == hi {
+                    at(lo)
+                } else {
+                    format!("{}-{}", at(lo), at(hi))
+                }
+            })
+            .collect();
+        assert_eq!(WORD, format!("[{class}]"));
+        for question in ["How?", "ORB-2001", "デプロイ", "Ünïcode", "к"] {
+            assert!(has_word(question), "{question:?}");
+        }
+        for signs in [
+            "?",
+            "?!…",
+            "1",
+            "42.",
+            "¿?",
+            "\u{3000}？",
+            "€ → ±",
+            "😀",
+            "　",
+        ] {
+            assert!(!has_word(signs), "{signs:?}");
+        }
+    }
 
     #[test]
     fn blank_means_only_white_space_and_controls() {

@@ -114,6 +114,12 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
             command if command.starts_with('/') && command != "/skip" => {
                 println!("Unknown command {command:?}. {HELP}");
             }
+            // "yes" where GRACE asked nothing: no question to run.
+            line if waiting.is_none() && grace::lang::is_bare_reply(line) => {
+                let texts = grace::lang::Lang::of(line).texts();
+                let why = grace::lang::fill(texts.nothing_asked, &[("reply", line)]);
+                output::error(&grace::Error::InvalidInput(why), args.json);
+            }
             line => {
                 let cancel = Arc::new(AtomicBool::new(false));
                 let result = match waiting.take() {
