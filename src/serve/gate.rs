@@ -162,12 +162,12 @@ fn is_loopback_host(host: &str) -> bool {
 }
 
 /// The browser security headers, on every response; the two pages also
-/// get a content security policy: the asker's page runs only the script
-/// and style files it is served with, the reviewer page only its own
-/// inline ones, and both talk to this server only.
+/// get a content security policy: each runs only the script and style
+/// files it is served with (nothing inline), and talks to this server
+/// only.
 pub async fn security_headers(request: Request, next: Next) -> Response {
     let policy = match request.uri().path() {
-        "/review" => Some(REVIEW_PAGE_POLICY),
+        super::review_page::PAGE_PATH => Some(super::review_page::POLICY),
         "/" => Some(super::ask_page::POLICY),
         _ => None,
     };
@@ -194,13 +194,6 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
     response
 }
 
-/// The reviewer page's policy: its own inline script and style and the
-/// Markdown renderer it shares with the asker's page, requests to this
-/// server only.
-const REVIEW_PAGE_POLICY: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
-    style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
-    form-action 'none'; frame-ancestors 'none'";
-
 /// Which token a path needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
@@ -214,8 +207,10 @@ enum Access {
 
 fn access(path: &str) -> Access {
     match path {
-        "/health" | "/openapi.json" | "/review" => Access::Open,
-        p if super::ask_page::PATHS.contains(&p) => Access::Open,
+        "/health" | "/openapi.json" => Access::Open,
+        p if super::ask_page::PATHS.contains(&p) || super::review_page::PATHS.contains(&p) => {
+            Access::Open
+        }
         p if p.starts_with("/v1/review/") => Access::Reviewer,
         _ => Access::Service,
     }

@@ -113,7 +113,8 @@ fn route_of(path: &str) -> &'static str {
         let documented = super::openapi::ApiDoc::openapi().paths.paths.into_keys();
         documented
             .chain(super::ask_page::PATHS.map(String::from))
-            .chain(["/review", "/openapi.json"].map(String::from))
+            .chain(super::review_page::PATHS.map(String::from))
+            .chain(["/openapi.json"].map(String::from))
             .map(|t| {
                 let parts = t.split('/').map(String::from).collect();
                 (t, parts)

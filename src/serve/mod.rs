@@ -30,6 +30,7 @@ pub mod gate;
 pub mod metrics_api;
 pub mod openapi;
 pub mod review_api;
+pub mod review_page;
 pub mod runtime_tools_api;
 pub mod sessions_api;
 pub mod tools_api;
@@ -41,7 +42,6 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::middleware::from_fn_with_state;
-use axum::response::Html;
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
@@ -130,9 +130,6 @@ impl AppState {
     }
 }
 
-/// The reviewer page: vanilla HTML and JavaScript over the review endpoints.
-const REVIEW_PAGE: &str = include_str!("review_page.html");
-
 /// The whole router.
 pub fn router(state: AppState) -> Router {
     // The recorder is in place before the first request is counted.
@@ -164,7 +161,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(from_fn_with_state(state.clone(), gate::show_sources));
     Router::new()
         .merge(ask_page::routes())
-        .route("/review", get(|| async { Html(REVIEW_PAGE) }))
+        .merge(review_page::routes())
         .route("/health", get(gate::health))
         .route("/openapi.json", get(openapi::document))
         .route("/metrics", get(metrics_api::metrics))
