@@ -319,13 +319,7 @@ fn eval_reports_recall_and_separation_as_json() {
 
 #[test]
 fn ask_answers_or_exits_4() {
-    let dir = tempfile::tempdir().unwrap();
-    let kb = common::repo().join("examples/kb");
-    assert!(
-        grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"])
-            .status
-            .success()
-    );
+    let dir = ingested_sample();
 
     let out = grace(
         dir.path(),
@@ -356,6 +350,25 @@ fn ask_answers_or_exits_4() {
 
     let out = grace(dir.path(), &["ask", " "]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A folder with the sample knowledge base ingested.
+fn ingested_sample() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let kb = common::repo().join("examples/kb");
+    assert!(
+        grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"])
+            .status
+            .success()
+    );
+    dir
+}
+
+/// The escalations `grace review list` shows in `dir`.
+fn open_escalations(dir: &Path) -> usize {
+    let out = grace(dir, &["--json", "review", "list"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    list.as_array().map_or(0, Vec::len)
 }
 
 /// `grace ARGS` in `dir` at a terminal (a pseudo-terminal from util-linux
@@ -398,20 +411,10 @@ fn in_pty(dir: &Path, args: &str, input: &str) -> (Option<i32>, String) {
 /// wrong answer is the worst outcome, and the asker cannot judge it.
 #[test]
 fn ask_at_a_terminal_offers_the_draft_a_rephrase_or_a_person() {
-    let dir = tempfile::tempdir().unwrap();
-    let kb = common::repo().join("examples/kb");
-    assert!(
-        grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"])
-            .status
-            .success()
-    );
+    let dir = ingested_sample();
     let run_in_pty = |reply: &str| in_pty(dir.path(), "ask 'Can I deploy on Fridays?'", reply);
 
-    let open = || {
-        let out = grace(dir.path(), &["--json", "review", "list"]);
-        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        list.as_array().map_or(0, Vec::len)
-    };
+    let open = || open_escalations(dir.path());
 
     // 1 shows the draft, marked; 3 asks a person (queued, exit 4).
     let (code, text) = run_in_pty("1\n3\n");
@@ -458,19 +461,9 @@ fn ask_at_a_terminal_offers_the_draft_a_rephrase_or_a_person() {
 /// waiting sends it to a person, as Enter would.
 #[test]
 fn chat_at_a_terminal_offers_the_same_choice() {
-    let dir = tempfile::tempdir().unwrap();
-    let kb = common::repo().join("examples/kb");
-    assert!(
-        grace(dir.path(), &["ingest", kb.to_str().unwrap(), "-q"])
-            .status
-            .success()
-    );
+    let dir = ingested_sample();
     let chat = |lines: &str| in_pty(dir.path(), "chat", lines).1;
-    let open = || {
-        let out = grace(dir.path(), &["--json", "review", "list"]);
-        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        list.as_array().map_or(0, Vec::len)
-    };
+    let open = || open_escalations(dir.path());
 
     // 1 shows the draft, 7 is no option, 3 asks a person; then "1" and
     // "yes" with nothing asked are refused, not asked.

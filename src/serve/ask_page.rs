@@ -34,13 +34,20 @@ pub const FACTORS_PATH: &str = "/assets/factors.js";
 /// they hold no data).
 pub const PATHS: [&str; 5] = ["/", SCRIPT_PATH, STYLE_PATH, MARKDOWN_PATH, FACTORS_PATH];
 
-/// `factors.js`: the global `FACTOR_WORDS` the pages' scripts read.
-fn factors_script() -> String {
-    format!(
-        "// The confidence factors in plain words, from the server's own texts.\n\
-         const FACTOR_WORDS = {};\n",
-        crate::lang::factor_words_json()
-    )
+/// What both pages do with the factors' words (`factors.js`).
+const FACTOR_HELPERS: &str = include_str!("ask_page/factors.js");
+
+/// `factors.js`: the global `FACTOR_WORDS` from the server's own texts,
+/// and the helpers both pages' scripts use with it; made once.
+fn factors_script() -> &'static str {
+    static SCRIPT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SCRIPT.get_or_init(|| {
+        format!(
+            "// The confidence factors in plain words, from the server's own texts.\n\
+             const FACTOR_WORDS = {};\n\n{FACTOR_HELPERS}",
+            crate::lang::factor_words_json()
+        )
+    })
 }
 
 /// The content security policy of `/`: its own script and style only,
@@ -85,7 +92,7 @@ mod tests {
         assert!(HTML.contains(&format!("src=\"{FACTORS_PATH}\"")));
         assert!(HTML.contains(&format!("href=\"{STYLE_PATH}\"")));
         // Nothing from elsewhere, nothing inline for the policy to allow.
-        for page in [HTML, SCRIPT, STYLE, MARKDOWN] {
+        for page in [HTML, SCRIPT, STYLE, MARKDOWN, FACTOR_HELPERS] {
             assert!(!page.contains("http://") && !page.contains("https://"));
         }
         assert!(!HTML.contains("<script>") && !HTML.contains("<style>"));
@@ -96,7 +103,7 @@ mod tests {
             .count();
         assert_eq!(handlers, 0);
         // The scripts write text, never markup.
-        for script in [SCRIPT, MARKDOWN] {
+        for script in [SCRIPT, MARKDOWN, FACTOR_HELPERS] {
             assert!(!script.contains("innerHTML") && !script.contains("outerHTML"));
             assert!(!script.contains("insertAdjacentHTML") && !script.contains("document.write"));
         }
@@ -107,5 +114,6 @@ mod tests {
         let script = factors_script();
         assert!(script.contains("const FACTOR_WORDS = {\"en\":"));
         assert!(script.contains("\"max_score\":[\"The passage the answer cites"));
+        assert!(script.contains("function factorText(code, c, raised)"));
     }
 }

@@ -12,8 +12,8 @@
 //   escalation anywhere.
 // - An empty page offers example questions (GET /v1/examples); the
 //   service-key field shows only once the server asks for a key (a 401).
-// - The confidence factors' words are the server's (FACTOR_WORDS, from
-//   /assets/factors.js, loaded before this script).
+// - The confidence factors' words are the server's (FACTOR_WORDS and
+//   factorText, from /assets/factors.js, loaded before this script).
 //
 // Every text from the server is written with textContent: a question or a
 // passage holding HTML is shown as text, never run.
@@ -405,28 +405,8 @@ function problem(err) {
 }
 
 // ------------------------------------------------------------ rendering ---
-/** The answer step's score: what raised and lowered the confidence. */
-function scoreOf(outcome) {
-  const steps = (outcome.steps || []).filter((s) => s.confidence && (s.confidence.contributions || []).length);
-  return steps.length ? steps[steps.length - 1].confidence : null;
-}
-
-// Factors whose text says what their value was, not which way it moved
-// the confidence: a refit on people's ratings learns their weight's sign.
-const BY_VALUE = new Set(["document_history"]);
-
-/** A factor in plain words, as it raised the score or lowered it. The
- * words are the server's (FACTOR_WORDS, from /assets/factors.js), written
- * once in Rust; a factor without words reads "{factor} raised it". */
-function factorText(factor, raised, value) {
-  const words = FACTOR_WORDS[lang] || FACTOR_WORDS.en;
-  const pair = words.factors[factor] || FACTOR_WORDS.en.factors[factor];
-  if (Array.isArray(pair)) return pair[(BY_VALUE.has(factor) ? value > 0 : raised) ? 0 : 1];
-  return words.other[raised ? 0 : 1].replace("{factor}", factor.replace(/_/g, " "));
-}
-
 function whyOf(outcome) {
-  const score = scoreOf(outcome);
+  const score = lastScore(outcome.steps);
   const details = el("details", { class: "why" }, el("summary", { text: t("why") }));
   if (!score) {
     details.append(el("p", { text: t("noFactors") }));
@@ -435,12 +415,9 @@ function whyOf(outcome) {
   // Where every answer starts, then every factor, largest first: what is
   // listed adds up to the total shown. A declined question leads with what
   // was missing.
-  const signed = (x) => (x >= 0 ? "+" : "−") + Math.abs(x).toFixed(2);
   const logistic = score.model !== "grace_v1";
   if (logistic && Number.isFinite(score.bias)) details.append(el("p", { class: "help baseline", text: t("startsAt", signed(score.bias)) }));
-  const terms = score.contributions
-    .filter((c) => Number.isFinite(c.term) && c.term !== 0)
-    .sort((a, b) => Math.abs(b.term) - Math.abs(a.term));
+  const terms = effects(score);
   const up = [true, "raised", t("raised")];
   const down = [false, "lowered", t(outcome.decision === "decline" ? "missing" : "lowered")];
   for (const [raised, cls, title] of outcome.decision === "decline" ? [down, up] : [up, down]) {
@@ -449,7 +426,7 @@ function whyOf(outcome) {
     const ul = el("ul", { "aria-label": title });
     for (const c of mine) {
       const effect = signed(c.term);
-      ul.append(el("li", { class: cls, "data-factor": c.factor }, factorText(c.factor, raised, c.value), " ",
+      ul.append(el("li", { class: cls, "data-factor": c.factor }, factorText(lang, c, raised), " ",
         el("span", { class: "help", text: `(${t("effect", effect)})` })));
     }
     details.append(el("p", { class: "help", text: title }), ul);

@@ -300,47 +300,22 @@ function conversationOf(run) {
 }
 
 // ------------------------------------------------------------- factors ---
-/** Factors whose words say what their value was, not which way they moved the confidence. */
-const BY_VALUE = new Set(["document_history"]);
-
-/** `x` with its sign, to two decimals. */
-function signed(x) {
-  return (x >= 0 ? "+" : "−") + Math.abs(x).toFixed(2);
-}
-
-/** The score of the last step that has factors, or null. */
-function lastScore(run) {
-  const scored = (run.steps || []).filter((s) => s.confidence && (s.confidence.contributions || []).length);
-  return scored.length ? scored[scored.length - 1].confidence : null;
-}
-
-/** A factor in plain words (FACTOR_WORDS, from the server) as it raised or lowered the confidence. */
-function factorWords(c, raised) {
-  const words = FACTOR_WORDS.en;
-  const up = BY_VALUE.has(c.factor) ? c.value > 0 : raised;
-  const pair = words.factors[c.factor];
-  if (pair) return pair[up ? 0 : 1];
-  return words.other[up ? 0 : 1].replace("{factor}", c.factor.replace(/_/g, " "));
-}
-
 /** Why GRACE was not sure: where every answer starts, what raised and lowered it (largest first), and the total. */
 function factorsOf(run) {
   const box = el("details", { class: "factors" }, el("summary", { text: "Why GRACE was not sure" }));
-  const score = lastScore(run);
+  const score = lastScore(run.steps);
   if (!score) {
     box.append(el("p", { text: "No confidence factors recorded." }));
     return box;
   }
   const logistic = score.model !== "grace_v1";
   if (logistic && Number.isFinite(score.bias)) box.append(el("p", { text: `Every answer starts at ${signed(score.bias)}; from there:` }));
-  const terms = score.contributions
-    .filter((c) => Number.isFinite(c.term) && c.term !== 0)
-    .sort((a, b) => Math.abs(b.term) - Math.abs(a.term));
+  const terms = effects(score);
   for (const [raised, title] of [[true, "What raised it:"], [false, "What lowered it:"]]) {
     const mine = terms.filter((c) => (c.term > 0) === raised);
     if (!mine.length) continue;
     box.append(el("p", { text: title }), el("ul", {}, ...mine.map((c) =>
-      el("li", { class: raised ? "raised" : "lowered", "data-factor": c.factor, text: `${factorWords(c, raised)} (${signed(c.term)})` }))));
+      el("li", { class: raised ? "raised" : "lowered", "data-factor": c.factor, text: `${factorText("en", c, raised)} (${signed(c.term)})` }))));
   }
   const percent = Math.round(score.score * 100);
   box.append(el("p", { class: "total", text: logistic && Number.isFinite(score.logit)
