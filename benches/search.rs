@@ -65,6 +65,7 @@ fn fill(store: &EdgeStore, rng: &mut Rng, lexical: &LexicalEncoder, points: usiz
                 text,
                 content_hash: "bench".into(),
                 page: None,
+                readers: Vec::new(),
             },
         });
         if batch.len() == 1000 {

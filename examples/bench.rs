@@ -27,6 +27,15 @@
 //!                                passages alone and the recall@10 of the
 //!                                dense and the hybrid ranking against
 //!                                exact search (`StoreQuery::exact`)
+//! bench access FROM DATA_DIR N GROUPS QUESTIONS
+//!                                FROM's points grown to N (as `scale`), each
+//!                                document readable by one of GROUPS groups;
+//!                                then, per question, the dense ranking and
+//!                                GRACE's hybrid search unfiltered and for a
+//!                                principal of one group (1/GROUPS of the
+//!                                points), timed, and the recall@10 of the
+//!                                filtered dense ranking against exact
+//!                                filtered search
 //! ```
 //!
 //! `store-write` and `store-query` compare the vector store backends
@@ -86,6 +95,14 @@ fn main() -> Result<()> {
         ["ingest", corpus, data] => ingest(config, corpus.into(), data.into()),
         ["query", data, questions] => query(config, data.into(), questions.into()),
         ["scale", from, to, n] => scale(config, from.into(), to.into(), n.parse()?),
+        ["access", from, to, n, groups, questions] => access(
+            config,
+            from.into(),
+            to.into(),
+            n.parse()?,
+            groups.parse()?,
+            questions.into(),
+        ),
         ["store-write", from, to] => store_write(config, from.into(), to.into(), 0),
         ["store-write", from, to, n] => store_write(config, from.into(), to.into(), n.parse()?),
         ["store-query", data, questions] => {
@@ -270,6 +287,122 @@ fn scale(config: Config, from: PathBuf, to: PathBuf, target: usize) -> Result<()
             "optimized": optimized,
             "indexed_vectors": info.indexed_vectors,
             "segments": info.segments,
+        })
+    );
+    Ok(())
+}
+
+/// The group a document is for in `access`: one of `groups`, by its source.
+fn group_of(source: &str, groups: u64) -> u64 {
+    grace::store::point_id(source, 0, "group") % groups
+}
+
+fn access(
+    config: Config,
+    from: PathBuf,
+    to: PathBuf,
+    target: usize,
+    groups: u64,
+    questions: PathBuf,
+) -> Result<()> {
+    if groups == 0 {
+        return Err("GROUPS must be at least 1".into());
+    }
+    let originals = read_points(&config, from)?;
+    let asked = read_questions(&questions)?;
+    let mut config = config;
+    config.storage.data_dir = to;
+    let model = Arc::new(FastEmbedder::new(&config.embedding)?);
+    model.embed(&["warm-up".to_string()])?;
+    let kb = KnowledgeBase::with_embedder(config, model.clone(), OpenMode::Create)?;
+    let store = kb.store();
+    let started = Instant::now();
+    let mut pending = Vec::with_capacity(32);
+    for mut point in Grown::new(&originals, target) {
+        let g = group_of(&point.payload.source, groups);
+        point.payload.readers = vec![format!("group:g{g}")];
+        pending.push(point);
+        if pending.len() == 32 {
+            store.upsert(std::mem::take(&mut pending))?;
+        }
+    }
+    store.upsert(pending)?;
+    store.flush()?;
+    store.optimize()?;
+    let write_seconds = started.elapsed().as_secs_f64();
+    let principal = grace::access::Principal::new("p", &["g0".to_string()]);
+    let filter = grace::store::PayloadFilter::readable_by(Some(principal.tokens()));
+    let readable = store.count(filter.as_ref())?;
+    let points = store.count(None)?;
+    let mut vectors = HashMap::new();
+    for q in &asked {
+        vectors.insert(q.trim().to_string(), model.embed_query(q.trim())?);
+    }
+    let precomputed = Precomputed {
+        vectors,
+        dimension: model.dimension(),
+    };
+    let qdrant = &kb.config().qdrant;
+    let search = |q: &str, filter: Option<&grace::store::PayloadFilter>| -> Result<Vec<u64>> {
+        let request = SearchRequest {
+            query: q,
+            limit: 10,
+            filter,
+            pin_identifiers: kb.config().search.pin_identifiers,
+            gate: Gate::of(&kb.config().search),
+        };
+        let passages = grace::search::search(store, &precomputed, kb.lexical(), qdrant, &request)?;
+        Ok(passages.iter().map(|p| p.id).collect())
+    };
+    let dense =
+        |q: &str, filter: Option<&grace::store::PayloadFilter>, exact: bool| -> Result<Vec<u64>> {
+            let v = precomputed.vectors.get(q.trim()).ok_or("no vector")?;
+            let query = StoreQuery {
+                filter,
+                exact,
+                ..StoreQuery::ranking(QueryVector::Dense(v), 10)
+            };
+            Ok(store.search(&query)?.iter().map(|h| h.id).collect())
+        };
+    for q in asked.iter().take(5) {
+        search(q, None)?;
+        search(q, filter.as_ref())?;
+    }
+    let (mut open_ms, mut filtered_ms, mut open_dense_ms, mut filtered_dense_ms) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut recalls = Vec::new();
+    for q in &asked {
+        let t = Instant::now();
+        search(q, None)?;
+        open_ms.push(ms_since(t));
+        let t = Instant::now();
+        search(q, filter.as_ref())?;
+        filtered_ms.push(ms_since(t));
+        let t = Instant::now();
+        dense(q, None, false)?;
+        open_dense_ms.push(ms_since(t));
+        let t = Instant::now();
+        let found = dense(q, filter.as_ref(), false)?;
+        filtered_dense_ms.push(ms_since(t));
+        let exact = dense(q, filter.as_ref(), true)?;
+        if !exact.is_empty() {
+            let hit = exact.iter().filter(|id| found.contains(id)).count();
+            recalls.push(hit as f64 / exact.len() as f64);
+        }
+    }
+    println!(
+        "{}",
+        json!({
+            "points": points,
+            "readable": readable,
+            "groups": groups,
+            "write_seconds": write_seconds,
+            "questions": asked.len(),
+            "hybrid_open_ms": open_ms,
+            "hybrid_filtered_ms": filtered_ms,
+            "dense_open_ms": open_dense_ms,
+            "dense_filtered_ms": filtered_dense_ms,
+            "recall_at_10": recalls,
         })
     );
     Ok(())
@@ -708,6 +841,9 @@ impl grace::store::VectorStore for Exact<'_> {
     }
     fn delete_by_source(&self, source: &str) -> grace::store::Result<()> {
         self.0.delete_by_source(source)
+    }
+    fn set_readers(&self, source: &str, readers: &[String]) -> grace::store::Result<()> {
+        self.0.set_readers(source, readers)
     }
     fn count(&self, filter: Option<&grace::store::PayloadFilter>) -> grace::store::Result<usize> {
         self.0.count(filter)

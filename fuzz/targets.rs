@@ -194,7 +194,7 @@ fn answer(data: &[u8]) {
             {"text": "Deploys are frozen in December.", "source": "/kb/b.md"},
         ],
     });
-    let _ = tool.execute(&input);
+    let _ = tool.execute(&input, &grace::access::ReadScope::All);
 }
 
 /// The JSON bodies of `/v1/ask`, `/v1/search` and `/v1/ingest`, parsed as
@@ -206,7 +206,7 @@ fn http(data: &[u8]) {
     match which % 3 {
         0 => {
             if let Ok(b) = serde_json::from_slice::<AskBody>(body) {
-                let options = b.options();
+                let options = b.options(grace::access::ReadScope::All);
                 if let Some(limit) = options.limit {
                     let _ = grace::service::check_ask_limit(limit);
                 }

@@ -74,6 +74,43 @@ pub fn is_random_id(id: &str, prefix: &str) -> bool {
     })
 }
 
+/// Why [`read_capped`] read nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum CappedReadError {
+    /// The file is (or grew) larger than allowed.
+    #[error("too large: {len} bytes, over {max}")]
+    TooLarge {
+        /// Its size (or the bytes read before giving up).
+        len: u64,
+        /// The most allowed.
+        max: u64,
+    },
+    /// It could not be opened or read.
+    #[error("unreadable: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads at most `max` bytes of `path`: a file over it (or one that grows
+/// past it while it is read) is refused, without reading more than `max`
+/// + 1 bytes, whatever its size said a moment before.
+pub fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, CappedReadError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if len > max {
+        return Err(CappedReadError::TooLarge { len, max });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(CappedReadError::TooLarge {
+            len: bytes.len() as u64,
+            max,
+        });
+    }
+    Ok(bytes)
+}
+
 /// Bytes as lower-case hex (digests, tokens, handles).
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

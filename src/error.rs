@@ -55,6 +55,9 @@ pub enum Error {
     /// A rating or verdict failed (no such answer, malformed, too many, database).
     #[error(transparent)]
     Feedback(#[from] crate::feedback::FeedbackError),
+    /// A principal or key failed (unknown, malformed, database).
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthError),
     /// The answerability reader failed (with `confidence.reader: on`).
     #[error(transparent)]
     Reader(#[from] crate::reader::ReaderError),
@@ -119,6 +122,7 @@ impl Error {
             Error::Ingest(e) => match e {
                 IngestError::PathNotFound { .. } => EXIT_NOT_FOUND,
                 IngestError::BadGlob { .. }
+                | IngestError::Config(_)
                 | IngestError::NotAllowed { .. }
                 | IngestError::RemotePathsOff
                 | IngestError::TooManyFiles { .. } => EXIT_BAD_INPUT,
@@ -172,6 +176,13 @@ impl Error {
                 crate::feedback::FeedbackError::Db { .. }
                 | crate::feedback::FeedbackError::Corrupt { .. }
                 | crate::feedback::FeedbackError::Io { .. } => EXIT_FAILURE,
+            },
+            Error::Auth(e) => match e {
+                crate::auth::AuthError::NotFound { .. } => EXIT_NOT_FOUND,
+                crate::auth::AuthError::Invalid(_) => EXIT_BAD_INPUT,
+                crate::auth::AuthError::Db { .. }
+                | crate::auth::AuthError::Corrupt { .. }
+                | crate::auth::AuthError::Io { .. } => EXIT_FAILURE,
             },
             Error::Eval(e) => match e {
                 EvalError::NotASet { .. } | EvalError::Missing { .. } => EXIT_NOT_FOUND,

@@ -32,7 +32,10 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod agent;
+pub mod audit;
+pub mod auth;
 pub mod confidence;
 pub mod config;
 pub mod display;

@@ -89,6 +89,30 @@ pub fn serve_stdio(config: Config) -> Result<()> {
     Ok(())
 }
 
+/// The tools a principal is not offered (the local operator's alone).
+const PRINCIPAL_REFUSED: &[&str] = &[
+    "ingest",
+    "list_escalations",
+    "answer_escalation",
+    "create_tool",
+    "delete_dynamic_tool",
+];
+
+/// Who the client acts as: `mcp.principal` (a name `grace auth list`
+/// shows, else an error: never everything), or the local operator.
+fn principal_scope(config: &crate::config::Config) -> Result<crate::access::ReadScope> {
+    if config.mcp.principal.is_empty() {
+        return Ok(crate::access::ReadScope::All);
+    }
+    let name = &config.mcp.principal;
+    let not_found = || crate::auth::AuthError::NotFound { name: name.clone() };
+    let store =
+        crate::auth::Principals::open_existing(&config.storage.data_dir)?.ok_or_else(not_found)?;
+    let principal = store.get(name)?.ok_or_else(not_found)?;
+    tracing::info!(principal = %name, "MCP client acts as a principal");
+    Ok(crate::access::ReadScope::Principal(principal))
+}
+
 /// The MCP tool server over one [`Grace`] handle.
 #[derive(Clone)]
 pub struct McpServer {
@@ -99,6 +123,9 @@ pub struct McpServer {
     timeout: Duration,
     /// Sources are shown relative, never as the server's full paths.
     display: crate::display::SourceDisplay,
+    /// What the client may read: stdio carries no credentials, so the
+    /// process's own (the local operator's: everything).
+    scope: crate::access::ReadScope,
 }
 
 impl McpServer {
@@ -167,15 +194,22 @@ impl McpServer {
             };
             tools.push(tool);
         }
+        let scope = principal_scope(config)?;
         // Run-time tools' admin tools (seed 002), only when allowed.
         if crate::tools::runtime::mcp::offered(config) {
             for (name, description, schema, read_only) in crate::tools::runtime::mcp::tools() {
                 tools.push(tool(name, description, schema, read_only));
             }
         }
+        // A principal asks and searches what it may read: it does not
+        // ingest, act on escalations or write tools.
+        if scope != crate::access::ReadScope::All {
+            tools.retain(|t| !PRINCIPAL_REFUSED.contains(&t.name.as_ref()));
+        }
         Ok(Self {
             timeout: Duration::from_secs_f64(config.mcp.timeout_seconds),
             display: crate::display::SourceDisplay::new(config),
+            scope,
             grace,
             tools: Arc::new(tools),
         })

@@ -388,6 +388,7 @@ mod tests {
                 section: String::new(),
                 chunk_index: 0,
                 page: None,
+                readers: Vec::new(),
                 text: format!("passage {id}"),
                 content_hash: String::new(),
             },
@@ -437,6 +438,9 @@ mod tests {
             Ok(ids.iter().map(|&id| point(id, vectors(id))).collect())
         }
         fn delete_by_source(&self, _: &str) -> crate::store::Result<()> {
+            Err(engine_error("read-only"))
+        }
+        fn set_readers(&self, _: &str, _: &[String]) -> crate::store::Result<()> {
             Err(engine_error("read-only"))
         }
         fn count(&self, _: Option<&PayloadFilter>) -> crate::store::Result<usize> {

@@ -328,6 +328,7 @@ impl grace::tools::Tool for SlowSearch {
     fn execute(
         &self,
         _: &serde_json::Value,
+        _: &grace::access::ReadScope,
     ) -> Result<grace::tools::ToolResult, grace::tools::ToolError> {
         std::thread::sleep(std::time::Duration::from_secs(5));
         Err(grace::tools::ToolError::new(
@@ -372,6 +373,7 @@ fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
         agent: None,
         clarifier: None,
         document_history: Default::default(),
+        scope: Default::default(),
     };
     let started = std::time::Instant::now();
     let r = executor
@@ -447,6 +449,7 @@ fn a_failed_generator_escalates_with_the_reason_instead_of_declining() {
         agent: None,
         clarifier: None,
         document_history: Default::default(),
+        scope: Default::default(),
     };
     let r = executor
         .ask("How do I rotate an API key?", &mut |_| {})
@@ -623,6 +626,7 @@ fn citations_are_numbered_one_to_n_without_gaps() {
                 {"text": "Nightly backups are kept for 35 days.", "source": "backups.md"},
             ]
         }),
+        &grace::access::ReadScope::All,
     );
     let grace::tools::ToolOutput::Answer(answer) = result.output else {
         panic!("no answer: {result:#?}");

@@ -69,11 +69,7 @@ fn screenshots() -> PathBuf {
 /// The sample knowledge base and one hostile file, copied to `dir/kb`.
 fn knowledge_base(dir: &Path) -> PathBuf {
     let kb = dir.join("kb");
-    std::fs::create_dir_all(&kb).unwrap();
-    for entry in std::fs::read_dir(common::repo().join("examples/kb")).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), kb.join(entry.file_name())).unwrap();
-    }
+    common::copy_tree(&common::repo().join("examples/kb"), &kb);
     std::fs::write(kb.join("widgets.txt"), HOSTILE).unwrap();
     kb
 }

@@ -44,7 +44,7 @@ fn ingest_search_status_round_trip_with_json() {
     let out = grace(dir.path(), &["ingest", kb, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
-    assert_eq!(report["added"], 9);
+    assert_eq!(report["added"], 10);
     assert_eq!(report["skipped"].as_array().unwrap().len(), 0);
     assert!(dir.path().join(".grace/collections/grace").is_dir());
 
@@ -81,7 +81,7 @@ fn ingest_search_status_round_trip_with_json() {
     let out = grace(dir.path(), &["status", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let status = json(&out);
-    assert_eq!(status["sources"], 9);
+    assert_eq!(status["sources"], 10);
     assert!(status["store"]["points"].as_u64().unwrap() >= 6);
     assert_eq!(status["store"]["dimension"], 384);
     assert!(status["model"].as_str().is_some());
@@ -103,7 +103,7 @@ fn ingest_search_status_round_trip_with_json() {
             .unwrap()
             .contains("scripts/setup")
     );
-    assert_eq!(status["sources"], 9);
+    assert_eq!(status["sources"], 10);
 
     // Unchanged re-ingest writes nothing.
     let out = grace(dir.path(), &["ingest", kb, "--json"]);
@@ -113,7 +113,7 @@ fn ingest_search_status_round_trip_with_json() {
             report["unchanged"].as_u64(),
             report["chunks_written"].as_u64()
         ),
-        (Some(9), Some(0))
+        (Some(10), Some(0))
     );
 }
 

@@ -39,7 +39,7 @@ fn every_document_format_is_found_under_its_own_headings() {
         &kb,
         &[common::repo().join("examples/kb"), documents.clone()],
     );
-    assert_eq!((r.files_seen, r.added), (14, 13), "{r:?}");
+    assert_eq!((r.files_seen, r.added), (15, 14), "{r:?}");
     assert_eq!(r.skipped.len(), 1, "{r:?}");
     assert!(r.skipped[0].path.ends_with("scan.pdf"), "{r:?}");
     assert!(

@@ -62,7 +62,9 @@ fn an_injected_document_stays_inside_its_own_source() {
         {"text": INJECTED, "source": "/kb/backups.md"},
         {"text": "Restores take an hour.", "source": "/kb/restore.md"}
     ]});
-    let result = tool.execute(&input).unwrap();
+    let result = tool
+        .execute(&input, &grace::access::ReadScope::All)
+        .unwrap();
     assert!(result.success);
     let message = llm.user_message();
     // The sources are one JSON array after its header line: exactly the two
@@ -90,7 +92,9 @@ fn a_citation_of_a_source_never_given_voids_the_answer() {
         json!({"answer": "Backups run hourly [0].", "citations": [], "confidence": 0.95, "abstained": false}),
     ] {
         let tool = Reasoning::new(Scripted::new(forged.clone())).unwrap();
-        let err = tool.execute(&input).unwrap_err();
+        let err = tool
+            .execute(&input, &grace::access::ReadScope::All)
+            .unwrap_err();
         assert!(
             err.message.contains("only 2 were given"),
             "{forged}: {err:?}"
@@ -100,7 +104,9 @@ fn a_citation_of_a_source_never_given_voids_the_answer() {
     let quoted = json!({"answer": "It says: see the table a[5] and footnote [7] [2].",
                         "citations": [2], "confidence": 0.8, "abstained": false});
     let tool = Reasoning::new(Scripted::new(quoted)).unwrap();
-    let result = tool.execute(&input).unwrap();
+    let result = tool
+        .execute(&input, &grace::access::ReadScope::All)
+        .unwrap();
     assert_eq!(result.sources, vec!["/kb/restore.md".to_string()]);
     // The one citation is numbered 1; the quoted markers stay as written.
     let grace::tools::ToolOutput::Answer(answer) = result.output else {
@@ -177,6 +183,7 @@ fn a_plan_cannot_hand_the_answerer_evidence_of_its_own_making() {
         agent: None,
         clarifier: None,
         document_history: Default::default(),
+        scope: Default::default(),
     };
     let r = executor
         .ask("How do I rotate an API key?", &mut |_| {})

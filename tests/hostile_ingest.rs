@@ -70,7 +70,7 @@ impl Server {
     async fn holds(&self, text: &str) -> bool {
         let found = self
             .grace
-            .search(text, Some(10), None)
+            .search(text, Some(10), None, grace::access::ReadScope::All)
             .await
             .unwrap_or_default();
         found.iter().any(|p| p.text.contains(text))

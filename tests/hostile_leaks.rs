@@ -64,11 +64,7 @@ async fn status_and_server_errors_do_not_show_server_paths() {
 async fn answers_searches_and_reports_show_sources_relative_not_as_server_paths() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("secret-server-layout").join("handbook");
-    std::fs::create_dir_all(&root).unwrap();
-    for f in std::fs::read_dir(common::repo().join("examples/kb")).unwrap() {
-        let f = f.unwrap().path();
-        std::fs::copy(&f, root.join(f.file_name().unwrap())).unwrap();
-    }
+    common::copy_tree(&common::repo().join("examples/kb"), &root);
     let mut config = common::config(&dir.path().join("data"));
     config.ingest.allowed_roots = vec![root.clone()];
     let grace = common::service(config);
@@ -109,7 +105,15 @@ async fn answers_searches_and_reports_show_sources_relative_not_as_server_paths(
         "a server path reached the client: {seen}"
     );
     // The CLI's library view keeps the full path.
-    let passages = grace.search("rotate an API key", None, None).await.unwrap();
+    let passages = grace
+        .search(
+            "rotate an API key",
+            None,
+            None,
+            grace::access::ReadScope::All,
+        )
+        .await
+        .unwrap();
     assert!(passages[0].source.contains("secret-server-layout"));
     server.stop().await;
 }

@@ -153,6 +153,7 @@ fn a_plan_timeout_of_1e20_seconds_is_clamped_to_the_tools_own_not_a_panic() {
             agent: None,
             clarifier: None,
             document_history: Default::default(),
+            scope: Default::default(),
         };
         let r = executor
             .ask("How do I rotate an API key?", &mut |_| {})

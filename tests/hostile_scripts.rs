@@ -150,6 +150,7 @@ fn fetch_exists_only_when_granted() {
         fetch: Some(Arc::new(|url: &str| {
             Ok(json!([{"source": url, "text": "page"}]))
         })),
+        scope: Default::default(),
     };
     let present = sandbox::run(
         "function run() { return fetch('http://example.test/a')[0].source; }",
@@ -162,7 +163,7 @@ fn fetch_exists_only_when_granted() {
 
 /// A search callback returning one passage and counting its calls.
 fn fake_search(calls: Arc<AtomicU32>) -> SearchFn {
-    Arc::new(move |query: &str, k: usize| {
+    Arc::new(move |query: &str, k: usize, _: &grace::access::ReadScope| {
         calls.fetch_add(1, Ordering::SeqCst);
         Ok(json!([{"source": "/kb/a.md", "section": "A", "text": query, "score": 0.5, "k": k}]))
     })
@@ -174,6 +175,7 @@ fn prototype_pollution_does_not_reach_host_results_or_later_calls() {
     let host = Host {
         search: Some(fake_search(calls.clone())),
         fetch: None,
+        scope: Default::default(),
     };
     // A setter on Object.prototype is not run by the host's results (their
     // properties are their own), and its getter does not shadow them.
@@ -203,6 +205,7 @@ fn host_calls_are_bounded() {
     let host = Host {
         search: Some(fake_search(calls.clone())),
         fetch: None,
+        scope: Default::default(),
     };
     let e = sandbox::run(
         "function run() { for (let i = 0; i < 1000; i++) grace.search('q' + i, 1); }",
@@ -307,11 +310,17 @@ fn grace_stays_responsive_while_a_script_burns_its_budget() {
     ]));
     let r = registry.clone();
     let started = Instant::now();
-    let burning = std::thread::spawn(move || r.call("rt.burner", &json!({"burn": true})));
+    let burning = std::thread::spawn(move || {
+        r.call(
+            "rt.burner",
+            &json!({"burn": true}),
+            &grace::access::ReadScope::All,
+        )
+    });
     std::thread::sleep(Duration::from_millis(100));
     // Five quick calls, each answered while the burner still burns.
     for _ in 0..5 {
-        let out = registry.call("rt.quick", &json!({}));
+        let out = registry.call("rt.quick", &json!({}), &grace::access::ReadScope::All);
         assert!(out.success, "{out:?}");
         assert_eq!(out.output, ToolOutput::Data(json!(1)));
     }
@@ -350,7 +359,9 @@ fn an_oversized_or_non_object_input_is_refused_before_the_script() {
         json!([1, 2]),
         json!("text"),
     ] {
-        let e = tool.execute(&input).unwrap_err();
+        let e = tool
+            .execute(&input, &grace::access::ReadScope::All)
+            .unwrap_err();
         assert_eq!(e.kind, ToolErrorKind::InvalidInput, "{e:?}");
     }
 }

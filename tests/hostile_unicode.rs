@@ -242,8 +242,9 @@ fn the_extractive_answerer_quotes_only_what_its_sources_say() {
             }
         }
         let input = json!({"query": q, "sources": sources});
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(&input)));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tool.execute(&input, &grace::access::ReadScope::All)
+        }));
         let Ok(result) = outcome else {
             panic!("seed 41, case {case}: panicked on {input}");
         };

@@ -10,14 +10,6 @@ use grace::ingest::{IngestOptions, IngestReport};
 use grace::store::PayloadFilter;
 use grace::{KnowledgeBase, OpenMode};
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
-}
-
 fn ingest(kb: &KnowledgeBase, paths: &[PathBuf], prune: bool) -> IngestReport {
     kb.ingest(
         paths,
@@ -85,7 +77,7 @@ fn every_format_is_loaded_and_searchable() {
 fn reingest_is_idempotent_and_updates_only_what_changed() {
     let data = tempfile::tempdir().unwrap();
     let docs = tempfile::tempdir().unwrap();
-    copy_dir(&common::repo().join("tests/fixtures/formats"), docs.path());
+    common::copy_tree(&common::repo().join("tests/fixtures/formats"), docs.path());
     let kb = common::open(common::config(data.path()));
 
     let first = ingest(&kb, &[docs.path().to_path_buf()], false);

@@ -115,6 +115,7 @@ fn answer_question(llm: Arc<dyn LlmClient>, retries: u32, question: &str) -> Too
                 "section": "Keys"
             }]
         }),
+&grace::access::ReadScope::All,
     )
 }
 

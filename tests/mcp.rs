@@ -405,7 +405,11 @@ impl grace::tools::Tool for Extra {
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": false})
     }
-    fn execute(&self, input: &Value) -> Result<grace::tools::ToolResult, grace::tools::ToolError> {
+    fn execute(
+        &self,
+        input: &Value,
+        _scope: &grace::access::ReadScope,
+    ) -> Result<grace::tools::ToolResult, grace::tools::ToolError> {
         Ok(grace::tools::ToolResult::ok(
             grace::tools::ToolOutput::Data(json!({"got": input})),
             vec![],

@@ -95,29 +95,41 @@ fn a_misbehaving_server_s_tools_fail_cleanly_and_come_back_after_it_does() {
     assert_eq!(echo.callers, Callers::AGENT.list());
 
     // A plain result is quoted data.
-    let r = registry.call("mcp.fx.echo", &json!({"text": "hi"}));
+    let r = registry.call(
+        "mcp.fx.echo",
+        &json!({"text": "hi"}),
+        &grace::access::ReadScope::All,
+    );
     assert!(r.success, "{r:?}");
     assert_eq!(r.output, ToolOutput::Data(json!({"text": "echo: hi"})));
 
     // Arguments that break the schema never reach the server.
     let before = calls.load(Ordering::SeqCst);
-    let r = registry.call("mcp.fx.echo", &json!({"text": 5}));
+    let r = registry.call(
+        "mcp.fx.echo",
+        &json!({"text": 5}),
+        &grace::access::ReadScope::All,
+    );
     assert_eq!(r.error_kind, Some(ToolErrorKind::InvalidInput), "{r:?}");
     assert_eq!(calls.load(Ordering::SeqCst), before);
 
     // The server's error result: a failure with its message on one line.
-    let r = registry.call("mcp.fx.fail", &json!({}));
+    let r = registry.call("mcp.fx.fail", &json!({}), &grace::access::ReadScope::All);
     assert_eq!(r.error_kind, Some(ToolErrorKind::Failed), "{r:?}");
     let e = r.error.unwrap();
     assert!(e.contains("the ticket system is down IGNORE"), "{e}");
     // Its refusal of the arguments: invalid input.
-    let r = registry.call("mcp.fx.rpc_error", &json!({}));
+    let r = registry.call(
+        "mcp.fx.rpc_error",
+        &json!({}),
+        &grace::access::ReadScope::All,
+    );
     assert_eq!(r.error_kind, Some(ToolErrorKind::InvalidInput), "{r:?}");
 
     // A hanging tool times out at its own 1 s (its override of the
     // server's 20 s).
     let started = Instant::now();
-    let r = registry.call("mcp.fx.hang", &json!({}));
+    let r = registry.call("mcp.fx.hang", &json!({}), &grace::access::ReadScope::All);
     assert_eq!(r.error_kind, Some(ToolErrorKind::Timeout), "{r:?}");
     assert!(
         started.elapsed() < Duration::from_secs(4),
@@ -127,25 +139,30 @@ fn a_misbehaving_server_s_tools_fail_cleanly_and_come_back_after_it_does() {
 
     // Too large: cut to max_result_bytes on a character boundary; far too
     // large (beyond what the transport reads): a failed call.
-    let r = registry.call("mcp.fx.huge", &json!({}));
+    let r = registry.call("mcp.fx.huge", &json!({}), &grace::access::ReadScope::All);
     assert!(r.success, "{r:?}");
     let ToolOutput::Data(d) = &r.output else {
         panic!("{r:?}")
     };
     assert_eq!(d["truncated"], true);
     assert_eq!(d["text"].as_str().unwrap().len(), 65_536);
-    let r = registry.call("mcp.fx.flood", &json!({}));
+    let r = registry.call("mcp.fx.flood", &json!({}), &grace::access::ReadScope::All);
     assert!(!r.success, "{r:?}");
     assert_eq!(r.error_kind, Some(ToolErrorKind::Failed), "{r:?}");
     // The transport refused the message and the connection is renewed.
     assert!(eventually(|| registry
-        .call("mcp.fx.echo", &json!({"text": "a"}))
+        .call(
+            "mcp.fx.echo",
+            &json!({"text": "a"}),
+            &grace::access::ReadScope::All
+        )
         .success));
 
     // Passages: scored against the query, cited as mcp.fx:<source>.
     let r = registry.call(
         "mcp.fx.passages",
         &json!({"query": "may I bring my dog to the office?"}),
+        &grace::access::ReadScope::All,
     );
     assert!(r.success, "{r:?}");
     let ToolOutput::Passages(p) = &r.output else {
@@ -160,10 +177,14 @@ fn a_misbehaving_server_s_tools_fail_cleanly_and_come_back_after_it_does() {
     // same again), never a crash; the connection is renewed and the tools
     // work after.
     for bad in ["mcp.fx.garbage", "mcp.fx.bad_shape"] {
-        let r = registry.call(bad, &json!({}));
+        let r = registry.call(bad, &json!({}), &grace::access::ReadScope::All);
         assert_eq!(r.error_kind, Some(ToolErrorKind::Failed), "{bad}: {r:?}");
         assert!(eventually(|| registry
-            .call("mcp.fx.echo", &json!({"text": "a"}))
+            .call(
+                "mcp.fx.echo",
+                &json!({"text": "a"}),
+                &grace::access::ReadScope::All
+            )
             .success));
     }
 
@@ -171,7 +192,11 @@ fn a_misbehaving_server_s_tools_fail_cleanly_and_come_back_after_it_does() {
     // registry, tried again by a plan) ...
     let port = fx.port;
     fx.stop(&rt);
-    let r = registry.call("mcp.fx.echo", &json!({"text": "b"}));
+    let r = registry.call(
+        "mcp.fx.echo",
+        &json!({"text": "b"}),
+        &grace::access::ReadScope::All,
+    );
     assert!(!r.success, "{r:?}");
     assert!(
         matches!(r.error_kind, Some(ToolErrorKind::Transient)),
@@ -180,7 +205,11 @@ fn a_misbehaving_server_s_tools_fail_cleanly_and_come_back_after_it_does() {
     // ... and work again once it is back (reconnected with backoff).
     let fx = Fixture::start(&rt, port, calls);
     assert!(eventually(|| {
-        let r = registry.call("mcp.fx.echo", &json!({"text": "c"}));
+        let r = registry.call(
+            "mcp.fx.echo",
+            &json!({"text": "c"}),
+            &grace::access::ReadScope::All,
+        );
         r.output == ToolOutput::Data(json!({"text": "echo: c"}))
     }));
     fx.stop(&rt);
@@ -261,9 +290,11 @@ fn a_server_down_at_start_up_has_its_tools_registered_once_it_is_up() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(mcp_tools(&grace) > 0, "{:?}", grace.registry().names());
-    let r = grace
-        .registry()
-        .call("mcp.fx.echo", &json!({"text": "back"}));
+    let r = grace.registry().call(
+        "mcp.fx.echo",
+        &json!({"text": "back"}),
+        &grace::access::ReadScope::All,
+    );
     assert!(r.success, "{r:?}");
     drop(grace);
     fx.stop(&rt);
@@ -415,11 +446,19 @@ fn an_agent_answers_from_a_second_grace_citing_its_source() {
     assert!(killed.success());
     let search = json!({"query": "parking for visitors"});
     assert!(eventually(|| {
-        let r = grace.registry().call("mcp.kb_two.rag_search", &search);
+        let r = grace.registry().call(
+            "mcp.kb_two.rag_search",
+            &search,
+            &grace::access::ReadScope::All,
+        );
         r.error_kind == Some(ToolErrorKind::Transient)
     }));
     assert!(eventually(|| {
-        let r = grace.registry().call("mcp.kb_two.rag_search", &search);
+        let r = grace.registry().call(
+            "mcp.kb_two.rag_search",
+            &search,
+            &grace::access::ReadScope::All,
+        );
         matches!(&r.output, ToolOutput::Passages(p) if p[0].text.contains("level -2"))
     }));
     let second = std::fs::read_to_string(&pidfile).unwrap();

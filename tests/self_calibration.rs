@@ -132,7 +132,10 @@ fn in_domain_negatives_withhold_their_section_and_its_near_duplicates() {
         };
         let passages = |tool: &RagSearch| -> Vec<grace::Passage> {
             match tool
-                .execute(&serde_json::json!({ "query": item.question }))
+                .execute(
+                    &serde_json::json!({ "query": item.question }),
+                    &grace::access::ReadScope::All,
+                )
                 .unwrap()
                 .output
             {

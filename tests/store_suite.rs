@@ -189,6 +189,7 @@ fn point(
             page: index
                 .is_multiple_of(2)
                 .then(|| u32::try_from(index + 1).unwrap_or(u32::MAX)),
+            readers: Vec::new(),
         },
     }
 }
@@ -510,6 +511,64 @@ fn excluded_points_are_never_hits(b: &dyn Fixture) {
     assert_eq!(store.count(Some(&without)).unwrap(), all.len() - 1);
 }
 
+fn readers_are_enforced_inside_both_rankings(b: &dyn Fixture) {
+    let store = b.create("readers", DIM).unwrap();
+    store.upsert(points()).unwrap();
+    // A for the group rust, C for bo alone; D keeps no readers (written
+    // before readers existed: everyone's).
+    store.set_readers(A, &["group:rust".to_string()]).unwrap();
+    store.set_readers(C, &["user:bo".to_string()]).unwrap();
+    let tokens =
+        |t: &[&str]| PayloadFilter::readable_by(Some(t.iter().map(|s| s.to_string()).collect()));
+    let bo = tokens(&["public", "user:bo"]).unwrap();
+    let rust = tokens(&["public", "user:ann", "group:rust"]).unwrap();
+    let sources = |hits: &[grace::store::StoredHit]| -> Vec<String> {
+        hits.iter()
+            .map(|h| h.payload.as_ref().unwrap().source.clone())
+            .collect()
+    };
+    // Dense: the query is nearest A, yet bo gets every point it may read.
+    let hits = dense_search(store.as_ref(), [1.0, 0.0, 0.0, 0.0], 10, Some(&bo));
+    assert_eq!(hits.len(), 3, "{hits:?}");
+    assert!(sources(&hits).iter().all(|s| s != A), "{hits:?}");
+    let hits = dense_search(store.as_ref(), [1.0, 0.0, 0.0, 0.0], 10, Some(&rust));
+    assert_eq!(sources(&hits)[0], A);
+    assert!(sources(&hits).iter().all(|s| s != C), "{hits:?}");
+    // Lexical: the same.
+    let q = LexicalEncoder::new()
+        .unwrap()
+        .encode_query("Rust borrow checker E0382 sourdough");
+    let lexical = |filter: &PayloadFilter| {
+        store
+            .search(&StoreQuery {
+                vector: QueryVector::Lexical(&q),
+                limit: 10,
+                filter: Some(filter),
+                with_payload: true,
+                with_dense: false,
+                exact: false,
+            })
+            .unwrap()
+    };
+    let seen = sources(&lexical(&bo));
+    assert!(
+        seen.contains(&C.to_string()) && !seen.contains(&A.to_string()),
+        "{seen:?}"
+    );
+    let seen = sources(&lexical(&rust));
+    assert!(
+        seen.contains(&A.to_string()) && !seen.contains(&C.to_string()),
+        "{seen:?}"
+    );
+    assert_eq!(store.count(Some(&bo)).unwrap(), 3);
+    assert_eq!(store.count(Some(&rust)).unwrap(), 3);
+    // Readers read back as set, and a re-label opens a document at once.
+    let a = store.retrieve(&[point_id(A, 0, "h")]).unwrap();
+    assert_eq!(a[0].payload.readers, ["group:rust"]);
+    store.set_readers(A, &["public".to_string()]).unwrap();
+    assert_eq!(store.count(Some(&bo)).unwrap(), 5);
+}
+
 fn delete_by_source(b: &dyn Fixture) {
     let store = b.create("delete", DIM).unwrap();
     store.upsert(points()).unwrap();
@@ -648,6 +707,7 @@ store_suite!(
     equal_scores_rank_by_id,
     filter_by_source,
     excluded_points_are_never_hits,
+    readers_are_enforced_inside_both_rankings,
     delete_by_source,
     count_with_and_without_filter,
     info_reports_size_and_dimension,

@@ -24,7 +24,11 @@ fn only_enabled_tools_are_constructed() {
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
     assert_eq!(registry.names(), vec!["ask_user"]);
     assert!(registry.get("rag_search").is_none());
-    let r = registry.call("rag_search", &json!({"query": "rollback"}));
+    let r = registry.call(
+        "rag_search",
+        &json!({"query": "rollback"}),
+        &grace::access::ReadScope::All,
+    );
     assert!(!r.success);
     assert!(r.error.unwrap().contains("not an enabled tool"));
 
@@ -49,6 +53,7 @@ fn rag_search_returns_passages_sources_and_factors() {
     let r = registry.call(
         "rag_search",
         &json!({"query": "What does ORB-2001 mean?", "limit": 3}),
+        &grace::access::ReadScope::All,
     );
     assert!(r.success, "{r:?}");
     let ToolOutput::Passages(passages) = &r.output else {
@@ -67,7 +72,11 @@ fn rag_search_returns_passages_sources_and_factors() {
     assert_eq!(r.attempts, 1);
 
     // The configured default limit applies when none is given.
-    let r = registry.call("rag_search", &json!({"query": "rollback"}));
+    let r = registry.call(
+        "rag_search",
+        &json!({"query": "rollback"}),
+        &grace::access::ReadScope::All,
+    );
     let ToolOutput::Passages(p) = &r.output else {
         panic!()
     };
@@ -78,6 +87,7 @@ fn rag_search_returns_passages_sources_and_factors() {
     let r = registry.call(
         "rag_search",
         &json!({"query": "rotate keys", "filter": {"source": secrets.to_string_lossy()}}),
+        &grace::access::ReadScope::All,
     );
     assert!(r.success);
     assert_eq!(r.sources, vec![secrets.to_string_lossy().into_owned()]);
@@ -97,7 +107,7 @@ fn rag_search_rejects_bad_input_without_retrying() {
         json!({"query": "x", "filter": ["source"]}),
         json!({"query": "x", "filter": {"source": 1}}),
     ] {
-        let r = registry.call("rag_search", &bad);
+        let r = registry.call("rag_search", &bad, &grace::access::ReadScope::All);
         assert!(!r.success, "{bad}");
         assert_eq!(r.attempts, 1, "{bad}");
         assert!(r.suggestions[0].contains("fix the input"), "{bad}: {r:?}");
@@ -123,10 +133,15 @@ fn reasoning_answers_from_sources_with_citations_or_abstains() {
     let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
 
     let question = "How do I rotate an API key?";
-    let found = registry.call("rag_search", &json!({"query": question, "limit": 3}));
+    let found = registry.call(
+        "rag_search",
+        &json!({"query": question, "limit": 3}),
+        &grace::access::ReadScope::All,
+    );
     let r = registry.call(
         "reasoning",
         &json!({"query": question, "sources": passages_json(&found)}),
+        &grace::access::ReadScope::All,
     );
     assert!(r.success, "{r:?}");
     let ToolOutput::Answer(answer) = &r.output else {
@@ -142,10 +157,15 @@ fn reasoning_answers_from_sources_with_citations_or_abstains() {
 
     // A question the knowledge base knows nothing about: abstain, cite nothing.
     let question = "Who won the 1998 football world cup?";
-    let found = registry.call("rag_search", &json!({"query": question, "limit": 3}));
+    let found = registry.call(
+        "rag_search",
+        &json!({"query": question, "limit": 3}),
+        &grace::access::ReadScope::All,
+    );
     let r = registry.call(
         "reasoning",
         &json!({"query": question, "sources": passages_json(&found)}),
+        &grace::access::ReadScope::All,
     );
     let ToolOutput::Answer(answer) = &r.output else {
         panic!("{:?}", r.output)
@@ -161,7 +181,7 @@ fn reasoning_answers_from_sources_with_citations_or_abstains() {
         json!({"query": "q", "sources": [{"source": "a"}]}),
         json!({"query": "", "sources": []}),
     ] {
-        let r = registry.call("reasoning", &bad);
+        let r = registry.call("reasoning", &bad, &grace::access::ReadScope::All);
         assert!(!r.success && r.attempts == 1, "{bad}: {r:?}");
     }
 }
@@ -197,6 +217,7 @@ fn malformed_generator_output_is_retried_then_reported() {
     let r = registry.call(
         "reasoning",
         &json!({"query": "q?", "sources": [{"text": "Some text here."}]}),
+        &grace::access::ReadScope::All,
     );
     assert!(!r.success);
     assert_eq!(r.attempts, 3);
@@ -214,6 +235,7 @@ fn rag_search_reports_how_generic_the_top_passage_is() {
     let r = registry.call(
         "rag_search",
         &json!({"query": "How do I rotate an API key?"}),
+        &grace::access::ReadScope::All,
     );
     let ToolOutput::Passages(passages) = &r.output else {
         panic!("{:?}", r.output)

@@ -52,7 +52,11 @@ impl Tool for Flaky {
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"id": {"type": "string"}}})
     }
-    fn execute(&self, _input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(
+        &self,
+        _input: &Value,
+        _scope: &grace::access::ReadScope,
+    ) -> Result<ToolResult, ToolError> {
         let left = self.failing.load(Ordering::SeqCst);
         if left > 0 {
             self.failing.store(left - 1, Ordering::SeqCst);
@@ -91,7 +95,11 @@ async fn statistics_survive_a_restart_and_show_in_list_stats_and_status() {
     let config = common::config(dir.path());
     let grace = common::sample_service(config.clone()).await;
     for q in ["roll back a deployment", "ORB-2001", ""] {
-        grace.registry().call("rag_search", &json!({"query": q}));
+        grace.registry().call(
+            "rag_search",
+            &json!({"query": q}),
+            &grace::access::ReadScope::All,
+        );
     }
     let usage = |g: &grace::Grace| {
         g.registry()
@@ -162,7 +170,11 @@ async fn the_same_failure_three_times_marks_a_tool_unreliable_for_agent_and_plan
         assert!(
             !grace
                 .registry()
-                .call("mcp.tickets.lookup", &json!({}))
+                .call(
+                    "mcp.tickets.lookup",
+                    &json!({}),
+                    &grace::access::ReadScope::All
+                )
                 .success
         );
     }
@@ -176,7 +188,11 @@ async fn the_same_failure_three_times_marks_a_tool_unreliable_for_agent_and_plan
     assert!(
         !grace
             .registry()
-            .call("mcp.tickets.lookup", &json!({}))
+            .call(
+                "mcp.tickets.lookup",
+                &json!({}),
+                &grace::access::ReadScope::All
+            )
             .success
     );
     let marked = description(&grace).unwrap();
@@ -213,7 +229,11 @@ async fn the_same_failure_three_times_marks_a_tool_unreliable_for_agent_and_plan
     assert!(
         grace
             .registry()
-            .call("mcp.tickets.lookup", &json!({}))
+            .call(
+                "mcp.tickets.lookup",
+                &json!({}),
+                &grace::access::ReadScope::All
+            )
             .success
     );
     assert_eq!(description(&grace).as_deref(), Some("Looks up a ticket"));
@@ -232,7 +252,9 @@ async fn disable_after_takes_a_tool_away_until_an_admin_enables_it() {
         .register(flaky, NO_RETRY, Callers::ALL)
         .unwrap();
     for _ in 0..3 {
-        grace.registry().call("web_fetch", &json!({}));
+        grace
+            .registry()
+            .call("web_fetch", &json!({}), &grace::access::ReadScope::All);
     }
     let stats = grace.registry().stats().unwrap();
     assert!(matches!(stats.health("web_fetch"), Health::Disabled(_)));
@@ -241,7 +263,9 @@ async fn disable_after_takes_a_tool_away_until_an_admin_enables_it() {
             .iter()
             .any(|(n, _)| n == "web_fetch")
     );
-    let refused = grace.registry().call("web_fetch", &json!({}));
+    let refused = grace
+        .registry()
+        .call("web_fetch", &json!({}), &grace::access::ReadScope::All);
     assert!(!refused.success);
     assert!(
         refused
@@ -260,7 +284,12 @@ async fn disable_after_takes_a_tool_away_until_an_admin_enables_it() {
             .iter()
             .any(|(n, _)| n == "web_fetch")
     );
-    assert!(grace.registry().call("web_fetch", &json!({})).success);
+    assert!(
+        grace
+            .registry()
+            .call("web_fetch", &json!({}), &grace::access::ReadScope::All)
+            .success
+    );
 }
 
 #[test]

@@ -77,12 +77,16 @@ fn create_verify_register_update_delete_and_reopen() {
         ("verified", 1.0)
     );
     assert!(created.registered);
-    let r = reg.call("rt.word_count", &json!({"text": "a b c d e"}));
+    let r = reg.call(
+        "rt.word_count",
+        &json!({"text": "a b c d e"}),
+        &grace::access::ReadScope::All,
+    );
     assert!(r.success, "{r:?}");
     assert_eq!(r.output, ToolOutput::Data(json!(5)));
     assert_eq!(version_of(&reg, "rt.word_count"), Some(1));
     // Input without the schema's required key: refused before the script.
-    let bad = reg.call("rt.word_count", &json!({}));
+    let bad = reg.call("rt.word_count", &json!({}), &grace::access::ReadScope::All);
     assert_eq!(
         bad.error_kind,
         Some(grace::tools::ToolErrorKind::InvalidInput)
@@ -200,7 +204,11 @@ impl Tool for FakeFetch {
     fn input_schema(&self) -> Value {
         json!({"type": "object"})
     }
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(
+        &self,
+        input: &Value,
+        _scope: &grace::access::ReadScope,
+    ) -> Result<ToolResult, ToolError> {
         let url = input["url"].as_str().unwrap_or_default().to_string();
         let passage = Passage {
             source: url,
@@ -294,7 +302,7 @@ fn the_agent_creates_only_when_allowed_and_is_audited() {
     assert!(!reg.visible_to("create_tool", Caller::Mcp));
     assert!(!reg.visible_to("create_tool", Caller::Http));
     let spec = serde_json::to_value(word_count(1)).unwrap();
-    let r = reg.call("create_tool", &spec);
+    let r = reg.call("create_tool", &spec, &grace::access::ReadScope::All);
     assert!(r.success, "{r:?}");
     let ToolOutput::Data(d) = &r.output else {
         panic!("{r:?}")
@@ -305,14 +313,22 @@ fn the_agent_creates_only_when_allowed_and_is_audited() {
     let history = tools.history("word_count").unwrap();
     assert_eq!(history.audit[0].actor, "agent");
     // Registered at once, and from every later start.
-    let now = reg.call("rt.word_count", &json!({"text": "one two three"}));
+    let now = reg.call(
+        "rt.word_count",
+        &json!({"text": "one two three"}),
+        &grace::access::ReadScope::All,
+    );
     assert!(now.success, "{now:?}");
     assert!(registry(&kb, &config).get("rt.word_count").is_some());
     // A hostile spec is refused and audited, not run.
     let mut bad = word_count(1);
     bad.name = "bad".into();
     bad.code = "function run() { return eval('1'); }".into();
-    let r = reg.call("create_tool", &serde_json::to_value(bad).unwrap());
+    let r = reg.call(
+        "create_tool",
+        &serde_json::to_value(bad).unwrap(),
+        &grace::access::ReadScope::All,
+    );
     assert!(
         !r.success && r.error.as_deref().unwrap().contains("eval"),
         "{r:?}"
@@ -343,7 +359,14 @@ fn mcp_offers_the_admin_tools_only_when_allowed() {
         assert!(offered.contains(&n.to_string()), "{n}: {offered:?}");
     }
     let call = |name: &str, args: &Value| {
-        grace::tools::runtime::mcp::call(g.config(), g.knowledge_base(), g.registry(), name, args)
+        grace::tools::runtime::mcp::call(
+            g.config(),
+            g.knowledge_base(),
+            g.registry(),
+            name,
+            args,
+            &grace::access::ReadScope::All,
+        )
     };
     let spec = serde_json::to_value(word_count(1)).unwrap();
     let created = call("create_tool", &spec).unwrap();

@@ -208,7 +208,7 @@ fn fetch(registry: &ToolRegistry, url: &str, question: Option<&str>) -> ToolResu
     if let Some(q) = question {
         input["question"] = json!(q);
     }
-    registry.call("web_fetch", &input)
+    registry.call("web_fetch", &input, &grace::access::ReadScope::All)
 }
 
 fn passages(r: &ToolResult) -> &[grace::search::Passage] {
@@ -536,7 +536,11 @@ fn a_search_result_feeds_web_fetch() {
         c.tools.web.search.enabled = true;
         c.tools.web.search.endpoint = endpoint;
     });
-    let r = registry.call("web_search", &json!({"query": "zephyr valve", "limit": 5}));
+    let r = registry.call(
+        "web_search",
+        &json!({"query": "zephyr valve", "limit": 5}),
+        &grace::access::ReadScope::All,
+    );
     assert!(r.success, "{r:?}");
     let ToolOutput::Data(data_out) = &r.output else {
         panic!("{:?}", r.output)
@@ -555,7 +559,11 @@ fn a_search_result_feeds_web_fetch() {
     assert_eq!(r.sources, vec![url.to_string()]);
 
     // `limit` bounds the results.
-    let r = registry.call("web_search", &json!({"query": "zephyr valve", "limit": 1}));
+    let r = registry.call(
+        "web_search",
+        &json!({"query": "zephyr valve", "limit": 1}),
+        &grace::access::ReadScope::All,
+    );
     let ToolOutput::Data(d) = &r.output else {
         panic!()
     };
@@ -572,7 +580,11 @@ fn a_search_endpoint_is_under_the_address_policy() {
         c.tools.web.search.enabled = true;
         c.tools.web.search.endpoint = endpoint;
     });
-    let r = registry.call("web_search", &json!({"query": "x"}));
+    let r = registry.call(
+        "web_search",
+        &json!({"query": "x"}),
+        &grace::access::ReadScope::All,
+    );
     refused(
         &r,
         ToolErrorKind::Failed,
@@ -586,7 +598,11 @@ fn a_search_endpoint_is_under_the_address_policy() {
         c.tools.web.search.enabled = true;
         c.tools.web.search.endpoint = endpoint;
     });
-    let r = registry.call("web_search", &json!({"query": "x"}));
+    let r = registry.call(
+        "web_search",
+        &json!({"query": "x"}),
+        &grace::access::ReadScope::All,
+    );
     refused(
         &r,
         ToolErrorKind::Failed,
@@ -598,7 +614,7 @@ fn a_search_endpoint_is_under_the_address_policy() {
         json!({"query": "x", "limit": 0}),
         json!({"query": "q".repeat(501)}),
     ] {
-        let r = registry.call("web_search", &bad);
+        let r = registry.call("web_search", &bad, &grace::access::ReadScope::All);
         refused(&r, ToolErrorKind::InvalidInput, &[]);
     }
 }
@@ -722,7 +738,7 @@ fn hostile_urls_are_refused_before_any_request() {
         json!({"url": "http://example.com/", "question": "q".repeat(3_000)}),
     ] {
         refused(
-            &registry.call("web_fetch", &input),
+            &registry.call("web_fetch", &input, &grace::access::ReadScope::All),
             ToolErrorKind::InvalidInput,
             &[],
         );
@@ -891,7 +907,10 @@ async fn a_direct_call_from_inside_a_runtime_works() {
     let registry = registry(data.path(), &[server.allow()], |_| {});
     let tool = registry.get("web_fetch").unwrap();
     let r = tool
-        .execute(&json!({"url": server.url("/page.html"), "question": "valve grease"}))
+        .execute(
+            &json!({"url": server.url("/page.html"), "question": "valve grease"}),
+            &grace::access::ReadScope::All,
+        )
         .unwrap();
     assert!(passages(&r)[0].text.contains("silicone"), "{r:?}");
 }

@@ -57,7 +57,7 @@ impl Agent<'_> {
         }
         let result = self
             .registry
-            .call_until(&call.name, &input, None, self.cancel);
+            .call_until(&call.name, &input, None, self.cancel, self.scope);
         let id = format!("agent-{}", state.steps.len() + 1);
         let confidence = result
             .success

@@ -33,6 +33,7 @@ mod prompt;
 mod score;
 mod turns;
 
+use crate::access::ReadScope;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -248,6 +249,8 @@ pub struct Agent<'a> {
     pub limit: usize,
     /// Set to stop the run.
     pub cancel: &'a AtomicBool,
+    /// What the asker may read (every search of the loop).
+    pub scope: &'a ReadScope,
     /// Who answers questions back to the asker now, if anyone.
     pub clarifier: Option<Clarifier<'a>>,
 }

@@ -126,7 +126,7 @@ impl Agent<'_> {
         }
         let check = self
             .registry
-            .call_until("rag_search", &input, None, self.cancel);
+            .call_until("rag_search", &input, None, self.cancel, self.scope);
         if check.success {
             let factors = check.factors.clone();
             let score = score_with(&factors, self.confidence);

@@ -55,6 +55,10 @@ pub struct IngestConfig {
     /// (`grace ingest --watch`, `server.watch`); the batch is then
     /// ingested.
     pub watch_debounce_seconds: f64,
+    /// Who may read a document whose readers nothing else names (no
+    /// `access` in the request or the front matter, no `.grace-access.yml`
+    /// at or above its folder): `public`, `group:NAME`, `user:NAME`.
+    pub default_access: Vec<String>,
 }
 
 impl Default for IngestConfig {
@@ -96,6 +100,7 @@ impl Default for IngestConfig {
             store_retry_seconds: 1.0,
             allowed_roots: Vec::new(),
             watch_debounce_seconds: 0.5,
+            default_access: vec![super::access::PUBLIC.to_string()],
         }
     }
 }

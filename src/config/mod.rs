@@ -13,6 +13,7 @@
 //! models `scripts/setup` put there; other defaults and environment values
 //! against the current directory.
 
+pub mod access;
 mod check;
 mod confidence;
 mod env;
@@ -53,9 +54,15 @@ pub use self::llm::{
 pub use self::models::{EmbeddingConfig, ReaderConfig};
 pub use self::planner::{AgentConfig, PlannerConfig, Strategy};
 pub use self::search::{QdrantConfig, Rerank, SearchConfig};
-pub use self::serve::{McpConfig, ReviewConfig, ServerConfig, SessionsConfig};
+pub use self::serve::{
+    AuditConfig, AuthConfig, JwtConfig, McpConfig, ReviewConfig, ServerConfig, SessionsConfig,
+};
 pub use self::storage::{Backend, Quantization, StorageConfig};
 pub use self::tools::*;
+
+/// The knowledge base one configuration's collection is served as (today's
+/// routes, the audit log).
+pub const DEFAULT_KB: &str = "default";
 
 /// The file looked for in the current directory when no `--config` is given.
 pub const DEFAULT_CONFIG_FILE: &str = "grace_config.yml";
@@ -100,6 +107,10 @@ pub struct Config {
     pub planner: PlannerConfig,
     /// The agent loop's budgets (`agent`).
     pub agent: AgentConfig,
+    /// The audit log (`audit`).
+    pub audit: AuditConfig,
+    /// Who may call GRACE besides its keys: OIDC / JWT tokens (`auth`).
+    pub auth: AuthConfig,
 }
 
 impl Config {

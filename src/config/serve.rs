@@ -49,6 +49,74 @@ impl Default for ReviewConfig {
     }
 }
 
+/// Who may call GRACE besides its keys (`auth`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// OIDC / JWT bearer tokens (`auth.jwt`).
+    pub jwt: JwtConfig,
+}
+
+/// OIDC / JWT bearer tokens: an identity provider's signed token names the
+/// principal and its groups (`auth.jwt`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JwtConfig {
+    /// The issuer tokens must name (`iss`); empty: JWTs are not accepted.
+    pub issuer: String,
+    /// The audience tokens must name (`aud`): this service.
+    pub audience: String,
+    /// The issuer's keys as a JWKS file (read again on an unknown `kid`).
+    pub jwks_file: PathBuf,
+    /// The issuer's keys at this https URL instead (read again on an
+    /// unknown `kid`, at most once a minute).
+    pub jwks_url: String,
+    /// The claim naming the principal.
+    pub name_claim: String,
+    /// The claim listing its groups.
+    pub groups_claim: String,
+    /// Seconds of clock difference allowed on `exp` and `nbf`.
+    pub leeway_seconds: u64,
+}
+
+impl Default for JwtConfig {
+    fn default() -> Self {
+        Self {
+            issuer: String::new(),
+            audience: String::new(),
+            jwks_file: PathBuf::new(),
+            jwks_url: String::new(),
+            name_claim: "sub".into(),
+            groups_claim: "groups".into(),
+            leeway_seconds: 30,
+        }
+    }
+}
+
+/// The audit log (`audit.log` in the data folder): who asked, searched,
+/// viewed or acted on what, never any text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Write the audit log.
+    pub enabled: bool,
+    /// Bytes `audit.log` may reach before it is rotated to `audit.log.1`.
+    pub max_bytes: u64,
+    /// Rotated files kept (`audit.log.1` … `audit.log.N`); the oldest
+    /// beyond is deleted.
+    pub keep_files: usize,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_bytes: 10_000_000,
+            keep_files: 5,
+        }
+    }
+}
+
 /// Conversations (`grace chat`, `session_id` over HTTP and MCP), stored in
 /// `sessions.sqlite3` in the data folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -142,6 +210,10 @@ pub struct McpConfig {
     /// Seconds an `ask` or `ingest` call may take (registry tools keep
     /// their own `tools.<name>.timeout_seconds`).
     pub timeout_seconds: f64,
+    /// The principal `grace mcp` acts as (`GRACE_PRINCIPAL` overrides):
+    /// what it may read, no ingest, no escalations. Empty: the local
+    /// operator.
+    pub principal: String,
 }
 
 impl Default for McpConfig {
@@ -154,6 +226,7 @@ impl Default for McpConfig {
                 .map(String::from)
                 .to_vec(),
             timeout_seconds: 120.0,
+            principal: String::new(),
         }
     }
 }

@@ -6,8 +6,8 @@ use super::check::invalid;
 use super::validate_answer::{validate_confidence, validate_llm, validate_reader};
 use super::validate_kb::{validate_embedding, validate_ingest, validate_qdrant, validate_storage};
 use super::validate_serve::{
-    validate_agent, validate_feedback, validate_mcp, validate_review, validate_server,
-    validate_sessions,
+    validate_agent, validate_audit, validate_feedback, validate_jwt, validate_mcp, validate_review,
+    validate_server, validate_sessions,
 };
 use super::validate_tools::validate_tools;
 use super::{Config, Result};
@@ -17,6 +17,8 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_review(&c.review)?;
     validate_server(&c.server)?;
     validate_mcp(&c.mcp)?;
+    validate_audit(&c.audit)?;
+    validate_jwt(&c.auth.jwt)?;
     validate_sessions(&c.sessions)?;
     validate_feedback(&c.feedback)?;
     validate_agent(&c.agent)?;
@@ -144,6 +146,16 @@ mod tests {
                 3,
             ),
             ("ingest:\n  commit_chunks: 0\n", "ingest.commit_chunks", 2),
+            (
+                "ingest:\n  default_access: []\n",
+                "ingest.default_access",
+                2,
+            ),
+            (
+                "ingest:\n  default_access: [everyone]\n",
+                "ingest.default_access",
+                2,
+            ),
             ("embedding:\n  max_length: 1\n", "embedding.max_length", 2),
             ("embedding:\n  batch_size: 0\n", "embedding.batch_size", 2),
             (

@@ -114,6 +114,8 @@ pub(super) fn validate_ingest(i: &super::IngestConfig) -> Result<()> {
             ),
         ));
     }
+    super::access::check_readers(&i.default_access)
+        .map_err(|m| invalid("ingest.default_access", m))?;
     if i.include.is_empty() {
         return Err(invalid("ingest.include", "needs at least one glob pattern"));
     }

@@ -222,11 +222,100 @@ pub const MAX_WATCHED: usize = 100;
 
 /// The names in `mcp.tools` are checked by `McpServer::new` against the
 /// tools it offers.
+/// Smallest and largest `audit.max_bytes`.
+const AUDIT_BYTES: std::ops::RangeInclusive<u64> = 4_096..=1 << 30;
+/// Most rotated audit files kept.
+const MAX_AUDIT_FILES: usize = 100;
+
+/// Most seconds of `auth.jwt.leeway_seconds`.
+const MAX_LEEWAY_SECONDS: u64 = 300;
+
+pub(super) fn validate_jwt(j: &super::JwtConfig) -> Result<()> {
+    if j.leeway_seconds > MAX_LEEWAY_SECONDS {
+        return Err(invalid(
+            "auth.jwt.leeway_seconds",
+            format!(
+                "{} is out of range 0..={MAX_LEEWAY_SECONDS}",
+                j.leeway_seconds
+            ),
+        ));
+    }
+    if j.issuer.is_empty() {
+        return Ok(());
+    }
+    if j.audience.trim().is_empty() {
+        return Err(invalid(
+            "auth.jwt.audience",
+            "is needed with auth.jwt.issuer: the audience tokens must name (this service)",
+        ));
+    }
+    match (j.jwks_file.as_os_str().is_empty(), j.jwks_url.is_empty()) {
+        (true, true) | (false, false) => {
+            return Err(invalid(
+                "auth.jwt.jwks_file",
+                "with auth.jwt.issuer, set exactly one of auth.jwt.jwks_file and auth.jwt.jwks_url",
+            ));
+        }
+        (true, false) => {
+            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+                .iter()
+                .any(|p| j.jwks_url.starts_with(p));
+            if !j.jwks_url.starts_with("https://") && !loopback {
+                return Err(invalid(
+                    "auth.jwt.jwks_url",
+                    "must be an https:// URL (http:// only on the loopback)",
+                ));
+            }
+        }
+        (false, true) => {}
+    }
+    for (key, claim) in [
+        ("auth.jwt.name_claim", &j.name_claim),
+        ("auth.jwt.groups_claim", &j.groups_claim),
+    ] {
+        if claim.trim().is_empty() {
+            return Err(invalid(key, "names no claim"));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn validate_audit(a: &super::AuditConfig) -> Result<()> {
+    if !AUDIT_BYTES.contains(&a.max_bytes) {
+        return Err(invalid(
+            "audit.max_bytes",
+            format!(
+                "{} is out of range {}..={}",
+                a.max_bytes,
+                AUDIT_BYTES.start(),
+                AUDIT_BYTES.end()
+            ),
+        ));
+    }
+    if a.keep_files > MAX_AUDIT_FILES {
+        return Err(invalid(
+            "audit.keep_files",
+            format!("{} is out of range 0..={MAX_AUDIT_FILES}", a.keep_files),
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn validate_mcp(m: &super::McpConfig) -> Result<()> {
     if !(m.timeout_seconds.is_finite() && m.timeout_seconds > 0.0) {
         return Err(invalid(
             "mcp.timeout_seconds",
             format!("{} must be a number of seconds above 0", m.timeout_seconds),
+        ));
+    }
+    if !m.principal.is_empty() && !super::access::valid_name(&m.principal) {
+        return Err(invalid(
+            "mcp.principal",
+            format!(
+                "`{}` is not a principal name: 1 to {} letters, digits, `.`, `_`, `@` or `-`",
+                m.principal,
+                super::access::MAX_NAME_CHARS
+            ),
         ));
     }
     Ok(())

@@ -27,6 +27,7 @@ impl Executor<'_> {
             confidence: self.confidence,
             limit: self.limit,
             cancel: &self.cancel,
+            scope: &self.scope,
             clarifier: self.clarifier,
         }
     }

@@ -51,7 +51,7 @@ impl Executor<'_> {
             "options": options,
             "urgency": "blocking",
         });
-        match self.registry.call("ask_user", &input).output {
+        match self.registry.call("ask_user", &input, &self.scope).output {
             ToolOutput::UserRequest(r) => Some(r),
             _ => None,
         }

@@ -20,6 +20,7 @@ pub use self::report::{
     CONFIRM_OPTION_PREFIX, Decision, EarlierTurn, HumanReply, NOT_ANSWERED_OPTION, RunReport,
 };
 
+use crate::access::ReadScope;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -111,6 +112,9 @@ pub struct Executor<'a> {
     /// that of the documents it cites (`document_history`). Empty without
     /// ratings.
     pub document_history: Arc<HashMap<String, f32>>,
+    /// What the asker may read: every search of the run finds nothing
+    /// else ([`ReadScope::All`] by default: the local operator).
+    pub scope: ReadScope,
 }
 
 struct Attempt {
@@ -151,6 +155,7 @@ impl<'a> Executor<'a> {
             limit,
             planner: Planner::new(llm),
             cancel: Arc::new(AtomicBool::new(false)),
+            scope: ReadScope::All,
             agent,
             clarifier: None,
             document_history: Arc::default(),
@@ -176,6 +181,12 @@ impl<'a> Executor<'a> {
     /// `clarifier` (the CLI's terminal prompt).
     pub fn with_clarifier(mut self, clarifier: Clarifier<'a>) -> Self {
         self.clarifier = Some(clarifier);
+        self
+    }
+
+    /// This executor, searching only what `scope` may read.
+    pub fn with_scope(mut self, scope: ReadScope) -> Self {
+        self.scope = scope;
         self
     }
 

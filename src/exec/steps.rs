@@ -112,16 +112,16 @@ impl Executor<'_> {
             let timeout = step.timeout.map(|t| {
                 std::time::Duration::try_from_secs_f64(t).unwrap_or(std::time::Duration::MAX)
             });
-            let mut result = self
-                .registry
-                .call_until(&step.action, &input, timeout, &self.cancel);
+            let mut result =
+                self.registry
+                    .call_until(&step.action, &input, timeout, &self.cancel, &self.scope);
             if let (false, Some(fallback)) = (result.success, &step.fallback) {
                 tracing::info!(step = %step.id, %fallback, error = ?result.error, "step failed; trying its fallback");
                 let first_error = result.error.clone();
                 // The fallback is another tool: its own policy applies.
-                result = self
-                    .registry
-                    .call_until(fallback, &input, None, &self.cancel);
+                result =
+                    self.registry
+                        .call_until(fallback, &input, None, &self.cancel, &self.scope);
                 result.suggestions.push(format!(
                     "`{}` failed ({}); this is the result of its fallback `{fallback}`",
                     step.action,

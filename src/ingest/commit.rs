@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use super::manifest::{self, EntryState, SourceEntry};
 use super::{FileStatus, IngestEvent, IngestReport, Ingestor, Result, Run};
+use crate::access::Readers;
 use crate::embed::EmbedError;
 use crate::store::retry::{RetryPolicy, with_retries};
 use crate::store::{ChunkPayload, ChunkPoint, point_id};
@@ -36,6 +37,29 @@ impl Ingestor<'_> {
         Ok(())
     }
 
+    /// Gives the chunks of `source`, whose text is unchanged, new readers:
+    /// the manifest entry is pending while the store is written, as for
+    /// any write, so a crash between leaves it to be written again.
+    pub(super) fn relabel(&self, run: &mut Run, source: &str, readers: &Readers) -> Result<()> {
+        let Some(entry) = run.manifest.sources.get_mut(source) else {
+            return Ok(());
+        };
+        entry.state = EntryState::Pending;
+        run.manifest.save(self.manifest_path)?;
+        self.retrying(&mut run.report, &mut |_| {}, || {
+            self.store.set_readers(source, readers.as_slice())
+        })?;
+        self.store.flush()?;
+        if let Some(entry) = run.manifest.sources.get_mut(source) {
+            entry.state = EntryState::Committed;
+            entry.readers = readers.as_slice().to_vec();
+            entry.updated_at = manifest::now();
+        }
+        run.manifest.save(self.manifest_path)?;
+        run.report.relabelled += 1;
+        Ok(())
+    }
+
     /// Writes the prepared files waiting in `run.group` (see the module
     /// docs for the order); does nothing when there are none.
     pub(super) fn commit_group(
@@ -60,6 +84,7 @@ impl Ingestor<'_> {
                     point_ids: Vec::new(),
                     state: EntryState::Pending,
                     updated_at: now,
+                    readers: Vec::new(),
                 });
             entry.state = EntryState::Pending;
         }
@@ -122,6 +147,7 @@ impl Ingestor<'_> {
                         text: c.text.clone(),
                         content_hash: p.hash.clone(),
                         page: c.page,
+                        readers: p.readers.as_slice().to_vec(),
                     },
                 });
             }
@@ -142,6 +168,7 @@ impl Ingestor<'_> {
                     point_ids: ids,
                     state: EntryState::Committed,
                     updated_at: now,
+                    readers: p.readers.as_slice().to_vec(),
                 },
             );
             let status = if p.existed {

@@ -40,6 +40,10 @@ pub struct SourceEntry {
     pub state: EntryState,
     /// Seconds since the Unix epoch of the last change.
     pub updated_at: u64,
+    /// Who may read it, as applied to its chunks (empty in manifests
+    /// written before readers existed: everyone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<String>,
 }
 
 /// The manifest of one collection.
@@ -158,6 +162,7 @@ mod tests {
                 point_ids: vec![1, 2],
                 state: EntryState::Committed,
                 updated_at: 5,
+                readers: Vec::new(),
             },
         );
         m.save(&p).unwrap();

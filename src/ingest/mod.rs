@@ -26,6 +26,9 @@ use serde::Serialize;
 
 use self::chunk::Chunk;
 use self::manifest::{EntryState, Manifest};
+use self::prepare::{Access, Outcome};
+use crate::access::Readers;
+use crate::access::file::AccessFiles;
 use crate::config::IngestConfig;
 use crate::embed::{EmbedError, Embedder};
 use crate::lexical::LexicalEncoder;
@@ -126,6 +129,9 @@ pub enum IngestError {
         #[source]
         source: std::io::Error,
     },
+    /// The configuration names no valid readers (`ingest.default_access`).
+    #[error("{0}")]
+    Config(String),
     /// The vector store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -147,6 +153,10 @@ pub struct IngestOptions {
     /// out, a client that went away): what was ingested so far is
     /// committed, and the run ends with [`IngestError::Cancelled`].
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Who may read every document of this run, before anything the
+    /// documents say (front matter, `.grace-access.yml`); `None`: what
+    /// they say, else `ingest.default_access`.
+    pub access: Option<Readers>,
 }
 
 /// What happened to one file.
@@ -160,6 +170,9 @@ pub enum FileStatus {
     Updated,
     /// Already in the store with the same content; not touched.
     Unchanged,
+    /// The same content for other readers: its chunks were re-labelled,
+    /// not embedded again.
+    Relabelled,
     /// Not ingested, with the reason.
     Skipped(String),
 }
@@ -229,6 +242,9 @@ pub struct IngestReport {
     pub updated: usize,
     /// Files already in the store with the same content.
     pub unchanged: usize,
+    /// Files with the same content whose readers changed: their chunks
+    /// were re-labelled without embedding them again.
+    pub relabelled: usize,
     /// Files not ingested, and why.
     pub skipped: Vec<SkippedFile>,
     /// Sources whose chunks were removed (pruned, or left pending by an
@@ -282,6 +298,8 @@ struct Prepared {
     hash: String,
     chunks: Vec<Chunk>,
     title: Option<String>,
+    /// Who may read it.
+    readers: Readers,
     existed: bool,
     /// Size of the file, for progress.
     bytes: u64,
@@ -340,6 +358,13 @@ impl Ingestor<'_> {
             );
             manifest.pipeline = pipeline.clone();
         }
+        let default = Readers::parse(&self.config.default_access)
+            .map_err(|m| IngestError::Config(format!("ingest.default_access: {m}")))?;
+        let mut access = Access {
+            request: options.access.clone(),
+            files: AccessFiles::default(),
+            default,
+        };
         let mut run = Run {
             manifest,
             report: IngestReport {
@@ -394,8 +419,8 @@ impl Ingestor<'_> {
             }
             let source = source_key(&candidate.path);
             let previous = run.manifest.sources.get(&source);
-            match self.prepare(candidate, &source, previous, pipeline_changed) {
-                Ok(None) => {
+            match self.prepare(candidate, &source, previous, pipeline_changed, &mut access) {
+                Ok(Outcome::Unchanged) => {
                     run.report.unchanged += 1;
                     let chunks = previous.map(|e| e.point_ids.len()).unwrap_or_default();
                     on_event(IngestEvent::Advanced { bytes });
@@ -405,7 +430,22 @@ impl Ingestor<'_> {
                         chunks,
                     });
                 }
-                Ok(Some(mut prepared)) => {
+                Ok(Outcome::Relabel(readers)) => {
+                    self.relabel(&mut run, &source, &readers)?;
+                    let chunks = run
+                        .manifest
+                        .sources
+                        .get(&source)
+                        .map(|e| e.point_ids.len())
+                        .unwrap_or_default();
+                    on_event(IngestEvent::Advanced { bytes });
+                    on_event(IngestEvent::File {
+                        path: &candidate.path,
+                        status: &FileStatus::Relabelled,
+                        chunks,
+                    });
+                }
+                Ok(Outcome::Changed(mut prepared)) => {
                     prepared.bytes = bytes;
                     run.group_chunks += prepared.chunks.len();
                     run.group.push(prepared);

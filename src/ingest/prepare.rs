@@ -9,6 +9,9 @@ use super::chunk::{self, ChunkParams};
 use super::load::{self, Format, LoadError};
 use super::manifest::{EntryState, SourceEntry};
 use super::{Ingestor, Prepared, limits, walk};
+use crate::access::Readers;
+use crate::access::file::{AccessFiles, front_matter_access};
+use crate::durable::CappedReadError;
 
 impl Ingestor<'_> {
     /// Reads, hashes and chunks a file; `Ok(None)` when it is unchanged,
@@ -19,18 +22,25 @@ impl Ingestor<'_> {
         source: &str,
         previous: Option<&SourceEntry>,
         pipeline_changed: bool,
-    ) -> std::result::Result<Option<Prepared>, String> {
+        access: &mut Access,
+    ) -> std::result::Result<Outcome, String> {
         let path = &candidate.path;
         let bytes = read_capped(path, self.config.max_file_bytes)?;
         let hash = crate::durable::hex(&Sha256::digest(&bytes));
+        let format = Format::from_path(path);
+        let readers = access.readers(path, format, &bytes)?;
         if let Some(prev) = previous
             && prev.state == EntryState::Committed
             && prev.content_hash == hash
             && !pipeline_changed
         {
-            return Ok(None);
+            return Ok(if Readers::stored(&prev.readers) == readers {
+                Outcome::Unchanged
+            } else {
+                Outcome::Relabel(readers)
+            });
         }
-        let format = match Format::from_path(path) {
+        let format = match format {
             Some(f) => f,
             None if candidate.explicit => Format::Text,
             None => return Err("unsupported file type".into()),
@@ -42,39 +52,74 @@ impl Ingestor<'_> {
             overlap: self.config.chunk_overlap,
         };
         let chunks = chunk::chunk_sections(&doc.sections, params);
-        Ok(Some(Prepared {
+        Ok(Outcome::Changed(Prepared {
             source: source.to_string(),
             path: path.clone(),
             hash,
             chunks,
             title: doc.title,
+            readers,
             existed: previous.is_some(),
             bytes: 0,
         }))
     }
 }
 
-/// Reads at most `max` bytes of `path`: a file over it (or one that grows
-/// past it while it is read) is refused, without reading more than `max`
-/// + 1 bytes, whatever its size said a moment before.
+/// What [`Ingestor::prepare`] found a file to need.
+pub(super) enum Outcome {
+    /// The store holds it as it is, for the same readers.
+    Unchanged,
+    /// The same text for other readers: its chunks are re-labelled, not
+    /// embedded again.
+    Relabel(Readers),
+    /// New or changed: read and chunked, to be embedded and written.
+    Changed(Prepared),
+}
+
+/// Where one run takes documents' readers from, first to last: the
+/// request's `access`, `access:` in Markdown front matter, the nearest
+/// `.grace-access.yml`, `ingest.default_access`.
+pub(super) struct Access {
+    /// The request's `access` (HTTP, MCP, `grace ingest --access`).
+    pub request: Option<Readers>,
+    /// The `.grace-access.yml` files read so far.
+    pub files: AccessFiles,
+    /// `ingest.default_access`.
+    pub default: Readers,
+}
+
+impl Access {
+    /// The readers of the file at `path` (its bytes, and its format when
+    /// known). An access file or front matter that cannot be read is the
+    /// file's error: it is not ingested, never as public.
+    fn readers(
+        &mut self,
+        path: &Path,
+        format: Option<Format>,
+        bytes: &[u8],
+    ) -> std::result::Result<Readers, String> {
+        if let Some(r) = &self.request {
+            return Ok(r.clone());
+        }
+        if format == Some(Format::Markdown)
+            && let Ok(text) = std::str::from_utf8(bytes)
+            && let Some(r) = front_matter_access(path, text).map_err(|e| e.to_string())?
+        {
+            return Ok(r);
+        }
+        match path.parent().and_then(|dir| self.files.nearest(dir)) {
+            Some(found) => found.map_err(|e| e.to_string()),
+            None => Ok(self.default.clone()),
+        }
+    }
+}
+
+/// Reads at most `max` bytes of `path` (`ingest.max_file_bytes`).
 fn read_capped(path: &Path, max: u64) -> std::result::Result<Vec<u8>, String> {
-    use std::io::Read;
-    let too_large =
-        |len: u64| format!("too large: {len} bytes, over ingest.max_file_bytes = {max}");
-    let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
-    let len = file
-        .metadata()
-        .map_err(|e| format!("unreadable: {e}"))?
-        .len();
-    if len > max {
-        return Err(too_large(len));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("unreadable: {e}"))?;
-    if bytes.len() as u64 > max {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
+    crate::durable::read_capped(path, max).map_err(|e| match e {
+        CappedReadError::TooLarge { len, max } => {
+            format!("too large: {len} bytes, over ingest.max_file_bytes = {max}")
+        }
+        e @ CappedReadError::Io(_) => e.to_string(),
+    })
 }

@@ -45,6 +45,7 @@ impl McpServer {
                     limit: args["limit"].as_u64().map(|n| n as usize),
                     asker: args["asker"].as_str().unwrap_or("mcp").to_string(),
                     session_id,
+                    scope: self.scope.clone(),
                     ..AskOptions::default()
                 };
                 let outcome = tokio::time::timeout(self.timeout, grace.ask(question, options))
@@ -139,17 +140,27 @@ impl McpServer {
             // Run-time tools' admin tools (offered only when allowed).
             "create_tool" | "list_dynamic_tools" | "run_dynamic_tool" | "delete_dynamic_tool" => {
                 let name = name.to_string();
+                let scope = self.scope.clone();
                 blocking(move || {
                     let (config, kb) = (grace.config(), grace.knowledge_base());
-                    crate::tools::runtime::mcp::call(config, kb, grace.registry(), &name, &args)
-                        .map_err(Error::InvalidInput)
+                    crate::tools::runtime::mcp::call(
+                        config,
+                        kb,
+                        grace.registry(),
+                        &name,
+                        &args,
+                        &scope,
+                    )
+                    .map_err(Error::InvalidInput)
                 })
                 .await
             }
             // A registry tool, under its own policy.
             tool => {
                 let tool = tool.to_string();
-                let result = blocking(move || Ok(grace.registry().call(&tool, &args))).await?;
+                let scope = self.scope.clone();
+                let result =
+                    blocking(move || Ok(grace.registry().call(&tool, &args, &scope))).await?;
                 if result.success {
                     Ok(serde_json::to_value(&result).unwrap_or(Value::Null))
                 } else {

@@ -30,6 +30,7 @@ pub mod replan;
 mod tests;
 pub mod tokens;
 mod verdict;
+pub mod withhold;
 
 pub use self::messages::{Access, ContextValue, Message, MessageStatus, Reviewer};
 pub use self::queue::{

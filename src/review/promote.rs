@@ -9,7 +9,9 @@ use std::path::PathBuf;
 
 use super::ReviewError;
 use super::queue::{Outcome, ReviewQueue, Viewer};
+use crate::access::Readers;
 use crate::ingest::IngestOptions;
+use crate::ingest::manifest::Manifest;
 use crate::kb::KnowledgeBase;
 
 /// Promotes the answer of escalation `id`; returns the document's path.
@@ -49,8 +51,19 @@ pub fn promote(
         .find(|r| r.id == reviewer)
         .map(|r| format!("{} ({})", r.name, r.id))
         .unwrap_or_else(|| reviewer.to_string());
+    // Readable by whoever may read every document it cites: what a
+    // reviewer confirmed from a restricted document stays restricted.
+    let cited: Vec<&str> = answer
+        .citations
+        .iter()
+        .filter_map(|c| c.source.as_deref())
+        .collect();
+    let access = match cited_readers(kb, &cited)? {
+        Some(readers) => format!("---\naccess: [{}]\n---\n", readers.as_slice().join(", ")),
+        None => String::new(),
+    };
     let mut doc = format!(
-        "# {}\n\n{}\n\nReviewed answer by {name} on {}, escalation #{id}.\n",
+        "{access}# {}\n\n{}\n\nReviewed answer by {name} on {}, escalation #{id}.\n",
         one_line(&e.question),
         as_written(answer),
         resolution.at.format("%Y-%m-%d"),
@@ -95,6 +108,55 @@ pub fn promote(
     queue.set_promoted(id, who, Some(&source))?;
     tracing::info!(id, %source, "reviewed answer promoted to the knowledge base");
     Ok(path)
+}
+
+/// The readers of a document citing `sources`: those every one of them
+/// names (`public` names everyone); `None` when they are all public or
+/// none is cited (then `ingest.default_access` applies). Readers are
+/// alternatives, so where the cited documents share none no list says
+/// "readers of all of them": promoting is refused rather than widened.
+fn cited_readers(kb: &KnowledgeBase, sources: &[&str]) -> crate::error::Result<Option<Readers>> {
+    let manifest = Manifest::load(&kb.config().manifest_path())?;
+    let mut common: Option<Vec<String>> = None;
+    // A source as stored, or as a client shows it (relative to a root):
+    // every document it may name counts.
+    let named = |source: &str| -> Vec<Readers> {
+        let Some(m) = &manifest else {
+            return Vec::new();
+        };
+        if let Some(e) = m.sources.get(source) {
+            return vec![Readers::stored(&e.readers)];
+        }
+        let tail = format!("/{}", source.trim_start_matches("./"));
+        m.sources
+            .iter()
+            .filter(|(s, _)| s.ends_with(&tail))
+            .map(|(_, e)| Readers::stored(&e.readers))
+            .collect()
+    };
+    for readers in sources.iter().flat_map(|s| named(s)) {
+        if readers.is_public() {
+            continue;
+        }
+        common = Some(match common {
+            None => readers.as_slice().to_vec(),
+            Some(mut c) => {
+                c.retain(|r| readers.as_slice().contains(r));
+                c
+            }
+        });
+    }
+    match common {
+        None => Ok(None),
+        Some(c) => Readers::parse(&c).map(Some).map_err(|_| {
+            crate::error::Error::InvalidInput(
+                "the documents this answer cites have no reader in common, so no one list of \
+                 readers fits the promoted answer: answer without promoting, or cite fewer \
+                 documents"
+                    .into(),
+            )
+        }),
+    }
 }
 
 /// Removes a promoted answer from the knowledge base.

@@ -4,6 +4,7 @@
 
 use super::questions::{Origin, from_heading, is_generic, last_heading};
 use super::sections::{MIN_WORDS, Section, read_first_sections, sample};
+use crate::access::ReadScope;
 use crate::error::Result;
 use crate::rng::Rng;
 use crate::store::VectorStore;
@@ -18,9 +19,14 @@ const SEED: u64 = 7;
 
 /// Up to `n` (at most [`MAX_EXAMPLES`]) questions, each from the heading of
 /// a section with enough text to answer it, from as many documents as
-/// there are; none for a collection without usable headings.
-pub fn example_questions(store: &dyn VectorStore, n: usize) -> Result<Vec<String>> {
-    Ok(pick(read_first_sections(store, POINTS_READ)?, n))
+/// there are, of what `scope` may read; none for a collection without
+/// usable headings.
+pub fn example_questions(
+    store: &dyn VectorStore,
+    n: usize,
+    scope: &ReadScope,
+) -> Result<Vec<String>> {
+    Ok(pick(read_first_sections(store, POINTS_READ, scope)?, n))
 }
 
 /// Up to `n` questions from the headings of `sections`: a heading that is

@@ -2,6 +2,7 @@
 //! heading path), read from the store, and a deterministic sample of them
 //! spread over the documents.
 
+use crate::access::ReadScope;
 use std::collections::BTreeMap;
 
 use crate::error::Result;
@@ -36,20 +37,28 @@ pub struct Section {
 /// Reads the whole collection page by page (ids and payloads; the
 /// vectors are read but not kept).
 pub fn read_sections(store: &dyn VectorStore) -> Result<Vec<Section>> {
-    read_first_sections(store, usize::MAX)
+    read_first_sections(store, usize::MAX, &ReadScope::All)
 }
 
 /// The sections of the collection's first `max_points` points (page by
 /// page, whole pages), ordered by document and position: what a caller
 /// that must stay cheap on a large collection reads.
-pub fn read_first_sections(store: &dyn VectorStore, max_points: usize) -> Result<Vec<Section>> {
+pub fn read_first_sections(
+    store: &dyn VectorStore,
+    max_points: usize,
+    scope: &ReadScope,
+) -> Result<Vec<Section>> {
     let mut read = 0usize;
     let mut by_key: BTreeMap<(String, String), Section> = BTreeMap::new();
     let mut offset = None;
     loop {
         let page = store.scroll(offset, PAGE)?;
         read += page.points.len();
-        for point in page.points {
+        for point in page
+            .points
+            .into_iter()
+            .filter(|p| scope.may_read(&p.payload.readers))
+        {
             let p = point.payload;
             let words = crate::text::word_count(&p.text);
             let entry = by_key

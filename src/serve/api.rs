@@ -3,6 +3,8 @@
 //! The reference is the OpenAPI document at `/openapi.json` (see
 //! [`super::openapi`]).
 
+use super::gate::Caller;
+use crate::access::ReadScope;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,7 +70,7 @@ pub struct AskBody {
 
 impl AskBody {
     /// The ask's options, the server's defaults where the body is silent.
-    pub fn options(&self) -> AskOptions {
+    pub fn options(&self, scope: ReadScope) -> AskOptions {
         let defaults = AskOptions::default();
         AskOptions {
             limit: self.limit,
@@ -77,6 +79,7 @@ impl AskBody {
             asker: self.asker.clone().unwrap_or(defaults.asker),
             session_id: self.session_id.clone(),
             escalate: self.escalate,
+            scope,
         }
     }
 }
@@ -96,6 +99,7 @@ impl AskBody {
 pub async fn ask(
     State(s): State<AppState>,
     axum::Extension(permit): axum::Extension<Permit>,
+    axum::Extension(caller): axum::Extension<Caller>,
     headers: HeaderMap,
     body: JsonObject<AskBody>,
 ) -> Result<Response, ApiError> {
@@ -105,7 +109,7 @@ pub async fn ask(
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/event-stream"));
-    let options = body.options();
+    let options = body.options(caller.scope());
     // Before the stream starts: a bad ask is a 400 either way.
     crate::service::check_ask(&body.question, &options)?;
     if !wants_stream {
@@ -194,11 +198,13 @@ pub struct ReplyBody {
 pub async fn reply(
     State(s): State<AppState>,
     axum::Extension(permit): axum::Extension<Permit>,
+    axum::Extension(caller): axum::Extension<Caller>,
     axum::extract::Path(id): axum::extract::Path<String>,
     headers: HeaderMap,
     body: JsonObject<ReplyBody>,
 ) -> Result<Response, ApiError> {
     let JsonObject(body) = body;
+    let scope = caller.scope();
     if body
         .reply
         .as_ref()
@@ -218,7 +224,7 @@ pub async fn reply(
     if !wants_stream {
         let grace = s.grace.clone();
         let outcome: AskOutcome = held(permit, move |cancel| {
-            grace.reply_blocking(&id, body.reply.as_deref(), cancel, &mut |_| {})
+            grace.reply_blocking_as(&id, body.reply.as_deref(), &scope, cancel, &mut |_| {})
         })
         .await?;
         return Ok(Json(outcome).into_response());
@@ -226,7 +232,7 @@ pub async fn reply(
     Ok(event_stream(
         &s,
         permit,
-        s.grace.reply_stream(id, body.reply),
+        s.grace.reply_stream(id, body.reply, scope),
     ))
 }
 
@@ -273,6 +279,7 @@ pub struct SearchResponse {
 pub async fn search(
     State(s): State<AppState>,
     axum::Extension(permit): axum::Extension<Permit>,
+    axum::Extension(caller): axum::Extension<Caller>,
     JsonObject(body): JsonObject<SearchBody>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     // A client names a source as it was shown to it (relative).
@@ -282,7 +289,7 @@ pub async fn search(
         .map(|shown| PayloadFilter::source(&s.gate.display.resolve(shown)));
     let grace = s.grace.clone();
     let passages = held(permit, move |_| {
-        grace.search_blocking(&body.query, body.limit, filter.as_ref())
+        grace.search_blocking(&body.query, body.limit, filter.as_ref(), &caller.scope())
     })
     .await?;
     Ok(Json(SearchResponse { passages }))
@@ -314,8 +321,13 @@ pub struct IngestBody {
 pub async fn ingest(
     State(s): State<AppState>,
     axum::Extension(permit): axum::Extension<Permit>,
+    axum::Extension(caller): axum::Extension<Caller>,
     request: axum::extract::Request,
 ) -> Result<Json<IngestReport>, ApiError> {
+    super::gate::not_a_principal(
+        &caller,
+        "a principal's key may ask and search, not ingest: ingest with server.api_key or the admin key",
+    )?;
     let is_multipart = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -514,10 +526,13 @@ pub struct ExamplesResponse {
 #[utoipa::path(get, path = "/v1/examples", operation_id = "getExamples",
     responses((status = 200, body = ExamplesResponse), (status = 401, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn examples(State(s): State<AppState>) -> Result<Json<ExamplesResponse>, ApiError> {
+pub async fn examples(
+    State(s): State<AppState>,
+    axum::Extension(caller): axum::Extension<Caller>,
+) -> Result<Json<ExamplesResponse>, ApiError> {
     let grace = s.grace.clone();
     let questions = tokio::task::spawn_blocking(move || {
-        grace.example_questions_blocking(crate::selfcal::examples::MAX_EXAMPLES)
+        grace.example_questions_blocking(crate::selfcal::examples::MAX_EXAMPLES, &caller.scope())
     })
     .await
     .map_err(ApiError::internal)??;

@@ -73,6 +73,7 @@ fn follow(grace: &Grace, roots: &[PathBuf], options: &WatchOptions, stop: &Arc<A
             prune: true,
             roots: None,
             cancel: Some(stop.clone()),
+            access: None,
         };
         match grace.ingest_blocking(roots, &options, &mut |_| {}) {
             Ok(r) => tracing::info!(

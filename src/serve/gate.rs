@@ -6,6 +6,8 @@
 //! body over the limit). Every response carries the browser security
 //! headers (`nosniff`, no framing, no referrer; a CSP on the reviewer page).
 
+use crate::access::{Principal, ReadScope};
+use crate::auth::KEY_PREFIX;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -238,8 +240,33 @@ pub enum Caller {
     Reviewer(String),
     /// `server.api_key`: a service asking, searching, ingesting.
     Service,
+    /// A principal's own key (`grace auth add-key`): asks and searches
+    /// what its readers open, and nothing else.
+    Principal(Principal),
     /// No token, on a path that needs none.
     Anyone,
+}
+
+impl Caller {
+    /// What this caller may read: a principal what it is a reader of, a
+    /// caller without a token what is public, the keys of the service, the
+    /// administrator and the reviewers everything.
+    pub fn scope(&self) -> ReadScope {
+        match self {
+            Caller::Admin | Caller::Reviewer(_) | Caller::Service => ReadScope::All,
+            Caller::Principal(p) => ReadScope::Principal(p.clone()),
+            Caller::Anyone => ReadScope::public(),
+        }
+    }
+}
+
+/// Refuses (403) a principal's key on what only the service or the
+/// administrator may do (ingest, for one).
+pub fn not_a_principal(caller: &Caller, what: &'static str) -> Result<(), ApiError> {
+    match caller {
+        Caller::Principal(_) => Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", what)),
+        _ => Ok(()),
+    }
 }
 
 fn bearer(request: &Request) -> Option<&str> {
@@ -258,6 +285,11 @@ fn unauthorized(message: &'static str) -> Response {
     ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response()
 }
 
+/// 401 with a reason code of its own (`unknown_key`, …).
+fn unauthorized_because(code: &'static str, message: &'static str) -> Response {
+    ApiError::new(StatusCode::UNAUTHORIZED, code, message).into_response()
+}
+
 /// Works out the [`Caller`] from `Authorization: Bearer <token>` and
 /// refuses a request whose token does not open its path (401).
 ///
@@ -271,7 +303,48 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
     let gate = &s.gate;
     let needed = access(request.uri().path());
     let open = gate.api_key.is_empty();
-    let caller = match (needed, bearer(&request)) {
+    let token = bearer(&request);
+    // A principal's key always acts as that principal (on a server without
+    // keys too); a key that does not work is refused, never read as no key.
+    if needed == Access::Service
+        && let Some(token) = token.filter(|t| t.starts_with(KEY_PREFIX))
+    {
+        let principals = gate.principals.clone();
+        let token = token.to_string();
+        let caller =
+            match tokio::task::spawn_blocking(move || principals.principal_for_key(&token)).await {
+                Ok(Ok(Some(p))) => Caller::Principal(p),
+                Ok(Ok(None)) => {
+                    return unauthorized_because(
+                        "unknown_key",
+                        "the key is unknown or revoked (`grace auth list` shows the principals)",
+                    );
+                }
+                Ok(Err(e)) => return ApiError::internal(e).into_response(),
+                Err(e) => return ApiError::internal(e).into_response(),
+            };
+        request.extensions_mut().insert(caller);
+        return next.run(request).await;
+    }
+    // A JWT is verified as one when tokens are accepted: a token that
+    // fails is refused with its reason, never read as no token.
+    if needed == Access::Service
+        && let (Some(verifier), Some(token)) = (
+            gate.jwt.clone(),
+            token.filter(|t| crate::auth::jwt::looks_like_jwt(t)),
+        )
+    {
+        let caller = match verifier.verify(token).await {
+            Ok(p) => Caller::Principal(p),
+            Err(e) => {
+                return ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.to_string())
+                    .into_response();
+            }
+        };
+        request.extensions_mut().insert(caller);
+        return next.run(request).await;
+    }
+    let caller = match (needed, token) {
         (Access::Open, _) => Caller::Anyone,
         (_, None) if open => Caller::Admin,
         (Access::Service, _) if open => Caller::Admin,

@@ -27,6 +27,7 @@ pub mod error;
 pub mod feedback_api;
 pub mod follow;
 pub mod gate;
+pub mod kbs_api;
 pub mod metrics_api;
 pub mod openapi;
 pub mod review_api;
@@ -89,6 +90,13 @@ pub struct Gate {
     /// How sources are shown to clients (relative, never the server's full
     /// paths; see [`crate::display`]).
     pub display: crate::display::SourceDisplay,
+    /// The principals and their keys (`grace auth add-key`), read at each
+    /// request, so a key issued or revoked while the server runs counts at
+    /// once.
+    pub principals: Arc<crate::auth::Principals>,
+    /// Verifies OIDC / JWT bearer tokens (`auth.jwt`); `None` when no
+    /// issuer is configured.
+    pub jwt: Option<Arc<crate::auth::jwt::JwtVerifier>>,
 }
 
 /// How long connections get to close after the grace is over and what
@@ -109,7 +117,10 @@ pub const WAITERS_PER_PERMIT: usize = 4;
 
 impl AppState {
     /// The state for `grace` with its configured `server` settings.
-    pub fn new(grace: Grace) -> Self {
+    pub fn new(grace: Grace) -> crate::error::Result<Self> {
+        let principals = Arc::new(crate::auth::Principals::open(
+            &grace.config().storage.data_dir,
+        )?);
         let s = &grace.config().server;
         let gate = Gate {
             permits: Arc::new(Semaphore::new(s.max_concurrency)),
@@ -122,11 +133,13 @@ impl AppState {
             admin_api_key: s.admin_api_key.clone(),
             timeout: Duration::from_secs_f64(s.request_timeout),
             display: crate::display::SourceDisplay::new(grace.config()),
+            principals,
+            jwt: crate::auth::jwt::JwtVerifier::new(&grace.config().auth.jwt).map(Arc::new),
         };
-        Self {
+        Ok(Self {
             grace,
             gate: Arc::new(gate),
-        }
+        })
     }
 }
 
@@ -147,6 +160,7 @@ pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/v1/status", get(api::status))
         .route("/v1/examples", get(api::examples))
+        .route("/v1/kbs", get(kbs_api::list))
         .route("/v1/tools", get(tools_api::list))
         .route("/v1/answers/{id}/feedback", post(feedback_api::rate))
         .route("/v1/review/calibration", get(feedback_api::calibration))
@@ -195,7 +209,7 @@ pub fn serve(config: Config, bind: SocketAddr) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::Server(format!("cannot start the runtime: {e}")))?;
-    let state = AppState::new(Grace::open(config)?);
+    let state = AppState::new(Grace::open(config)?)?;
     let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(bind)
             .await

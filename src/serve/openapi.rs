@@ -19,7 +19,7 @@ use super::error::{ErrorBody, ErrorDetail};
                        token (`grace review register`), which names the reviewer, or \
                        `server.admin_api_key`."
     ),
-    paths(health, api::ask, api::reply, api::search, api::ingest, api::status, api::examples, super::review_api::list,
+    paths(health, api::ask, api::reply, api::search, api::ingest, api::status, api::examples, super::kbs_api::list, super::review_api::list,
           super::review_api::show, super::review_api::claim, super::review_api::release, super::review_api::detach,
           super::review_api::answer, super::review_api::reject, super::review_api::retract,
           super::review_api::log, super::review_api::asker_view, super::review_api::reviewers, super::review_api::me, super::review_api::gaps, super::review_api::rotate,

@@ -69,6 +69,7 @@ pub async fn call(
     State(s): State<AppState>,
     Path(name): Path<String>,
     axum::Extension(permit): axum::Extension<Permit>,
+    axum::Extension(caller): axum::Extension<super::gate::Caller>,
     JsonObject(body): JsonObject<CallBody>,
 ) -> Result<Json<ToolResult>, ApiError> {
     if !s.grace.registry().visible_to(&name, Caller::Http) {
@@ -83,8 +84,11 @@ pub async fn call(
     }
     let grace = s.grace.clone();
     let input = serde_json::Value::Object(body.input);
+    let scope = caller.scope();
     let result = held(permit, move |cancel| {
-        Ok(grace.registry().call_until(&name, &input, None, &cancel))
+        Ok(grace
+            .registry()
+            .call_until(&name, &input, None, &cancel, &scope))
     })
     .await?;
     Ok(Json(result))

@@ -1,6 +1,7 @@
 //! What an ask takes and gives: its options and their checks, and its
 //! outcome with the run's status in one word.
 
+use crate::access::ReadScope;
 use serde::{Deserialize, Serialize};
 
 use crate::config::MAX_RAG_SEARCH_LIMIT;
@@ -32,6 +33,10 @@ pub struct AskOptions {
     /// answer as the reviewer's draft. A run that needs the asker's input
     /// asks for it first.
     pub escalate: bool,
+    /// What the asker may read: its searches, answer, factors and
+    /// escalation see nothing else. [`ReadScope::All`] by default (the
+    /// local operator, a service with the service key).
+    pub scope: ReadScope,
 }
 
 impl Default for AskOptions {
@@ -43,6 +48,7 @@ impl Default for AskOptions {
             asker: "service".to_string(),
             session_id: None,
             escalate: false,
+            scope: ReadScope::All,
         }
     }
 }

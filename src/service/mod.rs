@@ -42,6 +42,10 @@ pub use self::events::RunEvent;
 pub(crate) use self::nonblocking::CancelOnDrop;
 pub use self::nonblocking::RunStream;
 
+use crate::access::ReadScope;
+use crate::audit::{Action, AuditLog, Record};
+use crate::config::DEFAULT_KB;
+use crate::ingest::manifest::Manifest;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -97,6 +101,8 @@ struct Inner {
     /// store at start and after each rating: the `document_history`
     /// factor of every answer citing it.
     document_history: std::sync::RwLock<Arc<HashMap<String, f32>>>,
+    /// Who asked, searched and reviewed what (`audit.log`).
+    audit: AuditLog,
     /// Held while the documents' history is read and published.
     history_refresh: Mutex<()>,
 }
@@ -163,6 +169,7 @@ impl GraceBuilder {
             self.mode,
         )?);
         let config = kb.config();
+        let audit = AuditLog::new(&config.storage.data_dir, &config.audit);
         let queue = Arc::new(ReviewQueue::open(config)?);
         let sessions = SessionStore::open(&config.storage.data_dir, &config.sessions)?;
         let feedback = FeedbackStore::open(&config.storage.data_dir, &config.feedback)?;
@@ -184,6 +191,7 @@ impl GraceBuilder {
                 learned: std::sync::RwLock::new(None),
                 learning: AtomicBool::new(false),
                 document_history: std::sync::RwLock::new(Arc::new(HashMap::new())),
+                audit,
                 history_refresh: Mutex::new(()),
             }),
         };
@@ -255,8 +263,8 @@ impl Grace {
     /// from the knowledge base's own section headings
     /// ([`crate::selfcal::examples`]; at most
     /// [`MAX_EXAMPLES`](crate::selfcal::examples::MAX_EXAMPLES)).
-    pub fn example_questions_blocking(&self, n: usize) -> Result<Vec<String>> {
-        crate::selfcal::examples::example_questions(self.inner.kb.store(), n)
+    pub fn example_questions_blocking(&self, n: usize, scope: &ReadScope) -> Result<Vec<String>> {
+        crate::selfcal::examples::example_questions(self.inner.kb.store(), n, scope)
     }
 
     /// Makes every accepted change to the store durable.
@@ -285,6 +293,7 @@ impl Grace {
         query: &str,
         limit: Option<usize>,
         filter: Option<&PayloadFilter>,
+        scope: &ReadScope,
     ) -> Result<Vec<Passage>> {
         if crate::text::is_blank(query) {
             return Err(Error::InvalidInput("the query is empty".into()));
@@ -292,21 +301,83 @@ impl Grace {
         if limit == Some(0) {
             return Err(Error::InvalidInput("the limit must be at least 1".into()));
         }
-        self.inner.kb.search(query, limit, filter)
+        let filter = PayloadFilter {
+            readers: scope.tokens(),
+            ..filter.cloned().unwrap_or_default()
+        };
+        let filter = (!filter.is_empty()).then_some(filter);
+        let passages = self.inner.kb.search(query, limit, filter.as_ref())?;
+        self.inner.audit.record(
+            &Record::new(scope.label(), DEFAULT_KB, Action::Search)
+                .documents(passages.iter().map(|p| p.source.as_str())),
+        );
+        Ok(passages)
     }
 
-    /// Starts a conversation.
+    /// Takes out of `escalations` what `scope` may not read (see
+    /// [`crate::review::withhold`]).
+    pub fn withhold_for(&self, escalations: &mut [Escalation], scope: &ReadScope) -> Result<()> {
+        if *scope == ReadScope::All {
+            return Ok(());
+        }
+        let manifest = Manifest::load(&self.inner.kb.config().manifest_path())?;
+        crate::review::withhold::for_scope(escalations, scope, manifest.as_ref());
+        Ok(())
+    }
+
+    /// Takes out of a run's report what `scope` may not read; returns how
+    /// much was withheld.
+    pub fn withhold_run_for(
+        &self,
+        run: &mut crate::exec::RunReport,
+        scope: &ReadScope,
+    ) -> Result<usize> {
+        if *scope == ReadScope::All {
+            return Ok(0);
+        }
+        let manifest = Manifest::load(&self.inner.kb.config().manifest_path())?;
+        let may_read = crate::review::withhold::readable(scope, manifest.as_ref());
+        Ok(crate::review::withhold::from_report(run, &may_read))
+    }
+
+    /// The audit log (`audit.log`: who asked, searched and reviewed what).
+    pub fn audit(&self) -> &AuditLog {
+        &self.inner.audit
+    }
+
+    /// Starts a conversation (the operator's or a service's).
     pub fn create_session(&self) -> Result<Session> {
-        Ok(self.inner.sessions.create()?)
+        self.create_session_as(&ReadScope::All)
     }
 
     /// Session `id` with its turns.
     pub fn session(&self, id: &str) -> Result<Session> {
-        Ok(self.inner.sessions.get(id)?)
+        self.session_as(id, &ReadScope::All)
     }
 
     /// Ends session `id`.
     pub fn delete_session(&self, id: &str) -> Result<()> {
+        self.delete_session_as(id, &ReadScope::All)
+    }
+
+    /// Starts a conversation belonging to the principal of `scope`: no
+    /// other principal can read, continue or end it.
+    pub fn create_session_as(&self, scope: &ReadScope) -> Result<Session> {
+        Ok(self.inner.sessions.create_for(scope.principal())?)
+    }
+
+    /// Session `id` with its turns, when it is `scope`'s to read (another
+    /// principal's is [`SessionError::NotFound`], as one that never was).
+    ///
+    /// [`SessionError::NotFound`]: crate::session::SessionError::NotFound
+    pub fn session_as(&self, id: &str, scope: &ReadScope) -> Result<Session> {
+        self.inner.sessions.check_owner(id, scope.principal())?;
+        Ok(self.inner.sessions.get(id)?)
+    }
+
+    /// Ends session `id`, when it is `scope`'s.
+    pub fn delete_session_as(&self, id: &str, scope: &ReadScope) -> Result<()> {
+        self.inner.sessions.check_owner(id, scope.principal())?;
         Ok(self.inner.sessions.delete(id)?)
     }
 

@@ -87,6 +87,7 @@ impl Grace {
             prune,
             roots: Some(roots),
             cancel: None,
+            access: None,
         })
     }
 
@@ -96,9 +97,10 @@ impl Grace {
         query: impl Into<String>,
         limit: Option<usize>,
         filter: Option<PayloadFilter>,
+        scope: crate::access::ReadScope,
     ) -> Result<Vec<Passage>> {
         let (this, query) = (self.clone(), query.into());
-        blocking(move || this.search_blocking(&query, limit, filter.as_ref())).await
+        blocking(move || this.search_blocking(&query, limit, filter.as_ref(), &scope)).await
     }
 
     /// [`ask_blocking`](Self::ask_blocking) on tokio's blocking pool;
@@ -137,10 +139,15 @@ impl Grace {
 
     /// [`reply_blocking`](Self::reply_blocking) as a stream of run events
     /// (see [`ask_stream`](Self::ask_stream)).
-    pub fn reply_stream(&self, run_id: impl Into<String>, reply: Option<String>) -> RunStream {
+    pub fn reply_stream(
+        &self,
+        run_id: impl Into<String>,
+        reply: Option<String>,
+        scope: crate::access::ReadScope,
+    ) -> RunStream {
         let run_id = run_id.into();
         self.stream(move |this, cancel, send| {
-            this.reply_blocking(&run_id, reply.as_deref(), cancel, send)
+            this.reply_blocking_as(&run_id, reply.as_deref(), &scope, cancel, send)
         })
     }
 

@@ -2,6 +2,9 @@
 //! what the outcome calls for (park it, queue its escalation, add the turn
 //! to its session).
 
+use crate::access::ReadScope;
+use crate::audit::{Action, Record};
+use crate::config::DEFAULT_KB;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -49,7 +52,12 @@ impl Grace {
     ) -> Result<AskOutcome> {
         check_ask(question, options)?;
         let (rewrite, history) = match &options.session_id {
-            Some(id) => self.follow_up(question, id)?,
+            Some(id) => {
+                self.inner
+                    .sessions
+                    .check_owner(id, options.scope.principal())?;
+                self.follow_up(question, id)?
+            }
             None => (None, Vec::new()),
         };
         self.run(options, None, cancel, on_event, &mut |executor, on| {
@@ -78,6 +86,23 @@ impl Grace {
         cancel: Arc<AtomicBool>,
         on_event: &mut dyn FnMut(RunEvent),
     ) -> Result<AskOutcome> {
+        self.reply_blocking_as(run_id, reply, &ReadScope::All, cancel, on_event)
+    }
+
+    /// [`reply_blocking`](Self::reply_blocking) by the caller `scope`
+    /// says: a principal continues only its own runs (another's is
+    /// [`SessionError::RunNotFound`], and stays for its asker); the run
+    /// goes on with its asker's scope.
+    ///
+    /// [`SessionError::RunNotFound`]: crate::session::SessionError::RunNotFound
+    pub fn reply_blocking_as(
+        &self,
+        run_id: &str,
+        reply: Option<&str>,
+        scope: &ReadScope,
+        cancel: Arc<AtomicBool>,
+        on_event: &mut dyn FnMut(RunEvent),
+    ) -> Result<AskOutcome> {
         if let Some(r) = reply
             && r.chars().count() > MAX_REPLY_CHARS
         {
@@ -85,7 +110,11 @@ impl Grace {
                 "the reply is longer than {MAX_REPLY_CHARS} characters"
             )));
         }
-        let parked: ParkedRun = self.inner.sessions.take_run(run_id)?;
+        // Only the run's asker continues it (the operator and a service
+        // may continue any): another principal's is not found.
+        let parked: ParkedRun = self.inner.sessions.take_run(run_id, |p: &ParkedRun| {
+            *scope == ReadScope::All || p.options.scope == *scope
+        })?;
         let ParkedRun {
             state,
             options,
@@ -121,6 +150,7 @@ impl Grace {
         let limit = options.limit.unwrap_or(config.tools.rag_search.limit);
         let executor = Executor::new(&self.inner.registry, &config, limit)
             .with_cancel(cancel)
+            .with_scope(options.scope.clone())
             .with_document_history(self.document_history());
         let mut forward = |e: crate::exec::Event<'_>| {
             if let Some(event) = RunEvent::from_exec(&e) {
@@ -154,6 +184,15 @@ impl Grace {
             report.conversation.clear();
         }
         crate::telemetry::decision(report.decision.as_str(), report.confidence);
+        let cited = report
+            .answer
+            .iter()
+            .flat_map(|a| a.citations.iter().filter_map(|c| c.source.as_deref()));
+        self.inner.audit.record(
+            &Record::new(options.scope.label(), DEFAULT_KB, Action::Ask)
+                .decision(report.decision.as_str())
+                .documents(cited),
+        );
         let review_id = if report.decision == Decision::Escalate && options.queue {
             Some(self.queue_escalation(&report, options, &config)?)
         } else {

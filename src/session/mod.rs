@@ -40,7 +40,7 @@ const MAX_TURN_SOURCES: usize = 20;
 /// Turns of history follow-up resolution reads.
 pub const HISTORY_TURNS: usize = 4;
 
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     id         TEXT PRIMARY KEY,
@@ -64,6 +64,12 @@ CREATE TABLE IF NOT EXISTS runs (
     state      TEXT NOT NULL               -- JSON
 );
 CREATE INDEX IF NOT EXISTS runs_expiry ON runs(expires_at);
+-- Whose a session is (version 3): a principal's name. A session without a
+-- row is the local operator's or a service's, which may open any session.
+CREATE TABLE IF NOT EXISTS session_owners (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    owner      TEXT NOT NULL
+);
 ";
 /// Result of session operations.
 pub type Result<T> = std::result::Result<T, SessionError>;
@@ -230,8 +236,14 @@ impl SessionStore {
         &self.path
     }
 
-    /// Starts a new session.
+    /// Starts a new session (the operator's or a service's).
     pub fn create(&self) -> Result<Session> {
+        self.create_for(None)
+    }
+
+    /// Starts a new session belonging to principal `owner` (`None`: the
+    /// operator's or a service's).
+    pub fn create_for(&self, owner: Option<&str>) -> Result<Session> {
         let id = new_id(SESSION_PREFIX)?;
         let now = now_ms();
         let expires = now.saturating_add(millis(self.limits.ttl_seconds));
@@ -249,6 +261,13 @@ impl SessionStore {
                 params![id, now, expires],
             )
             .map_err(err)?;
+            if let Some(owner) = owner {
+                tx.execute(
+                    "INSERT INTO session_owners (session_id, owner) VALUES (?1, ?2)",
+                    params![id, owner],
+                )
+                .map_err(err)?;
+            }
             Ok(())
         })?;
         Ok(Session {
@@ -362,6 +381,27 @@ impl SessionStore {
             }
             Ok(())
         })
+    }
+
+    /// Refuses, as [`SessionError::NotFound`], principal `owner` on a
+    /// session that is not its own (so another's session is as absent as
+    /// one that never was); `None` (the operator, a service) may open any.
+    pub fn check_owner(&self, id: &str, owner: Option<&str>) -> Result<()> {
+        let Some(owner) = owner else { return Ok(()) };
+        let found: Option<String> = self
+            .db
+            .lock()
+            .query_row(
+                "SELECT owner FROM session_owners WHERE session_id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_error(&self.path))?;
+        match found.as_deref() == Some(owner) {
+            true => Ok(()),
+            false => Err(SessionError::NotFound { id: shown(id) }),
+        }
     }
 
     /// Ends session `id` (its turns are deleted).

@@ -55,25 +55,35 @@ impl SessionStore {
         Ok(id)
     }
 
-    /// Takes back the state kept under run `id` (once: it is removed);
-    /// [`SessionError::RunNotFound`] when there is none or it expired.
-    pub fn take_run<T: serde::de::DeserializeOwned>(&self, id: &str) -> Result<T> {
+    /// Takes back the state kept under run `id` (once: it is removed)
+    /// when `may_take` allows it (the caller is the run's asker);
+    /// [`SessionError::RunNotFound`] when there is none, it expired, or
+    /// `may_take` refuses (the run then stays for its asker).
+    pub fn take_run<T: serde::de::DeserializeOwned>(
+        &self,
+        id: &str,
+        may_take: impl FnOnce(&T) -> bool,
+    ) -> Result<T> {
         let not_found = || SessionError::RunNotFound { id: shown(id) };
         if !plausible_id(id, RUN_PREFIX) {
             return Err(not_found());
         }
-        let text: String = self.write(|tx, err| {
+        self.write(|tx, err| {
             let text: Option<String> = tx
                 .query_row("SELECT state FROM runs WHERE id = ?1", [id], |r| r.get(0))
                 .optional()
                 .map_err(err)?;
+            let text = text.ok_or_else(not_found)?;
+            let state: T = serde_json::from_str(&text).map_err(|e| SessionError::Corrupt {
+                path: self.path.clone(),
+                message: format!("run {id}: {e}"),
+            })?;
+            if !may_take(&state) {
+                return Err(not_found());
+            }
             tx.execute("DELETE FROM runs WHERE id = ?1", [id])
                 .map_err(err)?;
-            text.ok_or_else(not_found)
-        })?;
-        serde_json::from_str(&text).map_err(|e| SessionError::Corrupt {
-            path: self.path.clone(),
-            message: format!("run {id}: {e}"),
+            Ok(state)
         })
     }
 }

@@ -131,21 +131,21 @@ fn a_parked_run_is_taken_back_once_and_expires() {
     let (_dir, s) = store(SessionsConfig::default());
     let id = s.park_run(&json_state(), 60.0).unwrap();
     assert!(id.starts_with(RUN_PREFIX), "{id}");
-    let back: serde_json::Value = s.take_run(&id).unwrap();
+    let back: serde_json::Value = s.take_run(&id, |_: &serde_json::Value| true).unwrap();
     assert_eq!(back, json_state());
     assert!(matches!(
-        s.take_run::<serde_json::Value>(&id),
+        s.take_run::<serde_json::Value>(&id, |_| true),
         Err(SessionError::RunNotFound { .. })
     ));
     let id = s.park_run(&json_state(), 0.1).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert!(matches!(
-        s.take_run::<serde_json::Value>(&id),
+        s.take_run::<serde_json::Value>(&id, |_| true),
         Err(SessionError::RunNotFound { .. })
     ));
     for bad in ["", "run_", "run_XYZ", "../../etc/passwd"] {
         assert!(matches!(
-            s.take_run::<serde_json::Value>(bad),
+            s.take_run::<serde_json::Value>(bad, |_| true),
             Err(SessionError::RunNotFound { .. })
         ));
     }

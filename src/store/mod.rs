@@ -187,6 +187,11 @@ pub struct ChunkPayload {
     /// The page the chunk is on, from 1, for documents with pages (PDF).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<u32>,
+    /// Who may read it (`public`, `group:NAME`, `user:NAME`; see
+    /// [`crate::access`]); empty on chunks written before readers
+    /// existed, which everyone may read. Indexed: searches filter on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<String>,
 }
 
 /// One point to upsert (or read back by [`VectorStore::scroll`]).
@@ -228,6 +233,13 @@ pub struct PayloadFilter {
     /// without re-ingesting anything).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_ids: Vec<u64>,
+    /// Only points one of these readers may read (a principal's
+    /// [`crate::access::Principal::tokens`]); a point with no readers is
+    /// everyone's. `None`: any point. On the embedded store the lexical
+    /// ranking's term statistics are counted over these points alone, so
+    /// what others may not read does not move the scores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readers: Option<Vec<String>>,
 }
 
 impl PayloadFilter {
@@ -235,21 +247,29 @@ impl PayloadFilter {
     pub fn source(source: &str) -> Self {
         Self {
             must: vec![("source".to_string(), source.to_string())],
-            exclude_ids: Vec::new(),
+            ..Self::default()
         }
     }
 
     /// Every point but these.
     pub fn excluding(ids: Vec<u64>) -> Self {
         Self {
-            must: Vec::new(),
             exclude_ids: ids,
+            ..Self::default()
         }
+    }
+
+    /// Only what one of `readers` may read; `None`: everything.
+    pub fn readable_by(readers: Option<Vec<String>>) -> Option<Self> {
+        readers.map(|r| Self {
+            readers: Some(r),
+            ..Self::default()
+        })
     }
 
     /// True when the filter has no condition.
     pub fn is_empty(&self) -> bool {
-        self.must.is_empty() && self.exclude_ids.is_empty()
+        self.must.is_empty() && self.exclude_ids.is_empty() && self.readers.is_none()
     }
 }
 
@@ -372,6 +392,8 @@ pub trait VectorStore: Send + Sync {
     }
     /// Deletes every point of `source`.
     fn delete_by_source(&self, source: &str) -> Result<()>;
+    /// Sets the readers of every point of `source` (its text unchanged).
+    fn set_readers(&self, source: &str, readers: &[String]) -> Result<()>;
     /// Counts points matching `filter` (all points when `None`).
     fn count(&self, filter: Option<&PayloadFilter>) -> Result<usize>;
     /// Makes every accepted change durable.

@@ -3,6 +3,7 @@
 //! `awaiting_response`); a reviewer channel — the prompt at a terminal, a
 //! review queue — is what talks to the human.
 
+use crate::access::ReadScope;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -63,7 +64,7 @@ impl Tool for AskUser {
         })
     }
 
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
         let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
         let question = required_str(NAME, input, "question")?.to_string();
         let reason = required_str(NAME, input, "reason")?.to_string();
@@ -120,12 +121,15 @@ mod tests {
     #[test]
     fn builds_a_request_awaiting_response() {
         let r = AskUser
-            .execute(&json!({
-                "question": "Which release do you mean?",
-                "reason": "two releases match (max_score 0.41, margin 0.01)",
-                "options": ["bookworm", "trixie"],
-                "urgency": "blocking"
-            }))
+            .execute(
+                &json!({
+                    "question": "Which release do you mean?",
+                    "reason": "two releases match (max_score 0.41, margin 0.01)",
+                    "options": ["bookworm", "trixie"],
+                    "urgency": "blocking"
+                }),
+                &crate::access::ReadScope::All,
+            )
             .unwrap();
         assert!(r.success);
         let ToolOutput::UserRequest(req) = r.output else {
@@ -146,7 +150,9 @@ mod tests {
             json!({"question": "q", "reason": "r", "urgency": "optional", "options": "a"}),
             json!({"question": 3, "reason": "r", "urgency": "optional"}),
         ] {
-            let err = AskUser.execute(&bad).unwrap_err();
+            let err = AskUser
+                .execute(&bad, &crate::access::ReadScope::All)
+                .unwrap_err();
             assert_eq!(err.kind, ToolErrorKind::InvalidInput, "{bad}");
             assert!(!err.is_retryable());
         }

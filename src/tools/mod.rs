@@ -21,6 +21,7 @@ pub mod runtime;
 pub mod stats;
 pub mod web;
 
+pub use crate::access::ReadScope;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -60,10 +61,11 @@ pub trait Tool: Send + Sync {
     fn ranks_by_question(&self) -> bool {
         false
     }
-    /// Runs the tool. `Ok` carries what it produced (which may still be a
-    /// `success: false` result); `Err` is a failure the registry may retry
-    /// (see [`ToolErrorKind`]).
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError>;
+    /// Runs the tool for a caller who may read what `scope` opens: a tool
+    /// that reads the knowledge base finds nothing else. `Ok` carries what
+    /// it produced (which may still be a `success: false` result); `Err` is
+    /// a failure the registry may retry (see [`ToolErrorKind`]).
+    fn execute(&self, input: &Value, scope: &ReadScope) -> Result<ToolResult, ToolError>;
 }
 
 /// What a tool call produced.

@@ -1,6 +1,7 @@
 //! `rag_search {query, limit?, filter?}`: ranked passages from the knowledge
 //! base with the retrieval factors of the confidence model.
 
+use crate::access::ReadScope;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -89,7 +90,7 @@ impl Tool for RagSearch {
         })
     }
 
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, scope: &ReadScope) -> Result<ToolResult, ToolError> {
         let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
         let query = required_str(NAME, input, "query")?;
         let limit = match input.get("limit") {
@@ -117,16 +118,22 @@ impl Tool for RagSearch {
             }
             Some(other) => return Err(invalid(format!("`filter` must be an object, got {other}"))),
         };
+        // What the caller may not read, and what self-calibration
+        // withholds, is left out of the rankings and the neighbours alike.
+        let readers = scope.tokens();
         let withheld = self.withheld.ids();
-        let neighbour_filter =
-            (!withheld.is_empty()).then(|| PayloadFilter::excluding(withheld.clone()));
-        let filter = match (filter, withheld.is_empty()) {
-            (filter, true) => filter,
-            (filter, false) => Some(PayloadFilter {
-                exclude_ids: withheld,
-                ..filter.unwrap_or_default()
-            }),
+        let neighbour_filter = PayloadFilter {
+            exclude_ids: withheld.clone(),
+            readers: readers.clone(),
+            ..PayloadFilter::default()
         };
+        let neighbour_filter = (!neighbour_filter.is_empty()).then_some(neighbour_filter);
+        let filter = PayloadFilter {
+            exclude_ids: withheld,
+            readers,
+            ..filter.unwrap_or_default()
+        };
+        let filter = (!filter.is_empty()).then_some(filter);
         let passages = self
             .kb
             .search(query, Some(limit), filter.as_ref())

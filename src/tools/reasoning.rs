@@ -3,6 +3,7 @@
 //! factors say how grounded the answer is (see
 //! [`crate::confidence::answer_factors`]).
 
+use crate::access::ReadScope;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -182,7 +183,7 @@ impl Tool for Reasoning {
         })
     }
 
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
         let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
         let query = required_str(NAME, input, "query")?;
         let context = str_field(NAME, input, "context")?;

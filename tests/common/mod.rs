@@ -218,7 +218,7 @@ pub struct TestServer {
 
 /// Starts serving `grace` (stop it with [`TestServer::stop`]).
 pub async fn serve(grace: grace::Grace) -> TestServer {
-    serve_state(grace::serve::AppState::new(grace)).await
+    serve_state(grace::serve::AppState::new(grace).unwrap()).await
 }
 
 /// Starts serving `state`, for a test that prepares the state first (holds
@@ -329,5 +329,23 @@ pub fn manifest_progress(data: &Path) -> (usize, usize) {
             (m.sources.len() - pending, pending)
         }
         _ => (0, 0),
+    }
+}
+
+/// Copies the folder `from` to `to`, subfolders included (the sample has
+/// one: `finance/`, with its `.grace-access.yml`).
+pub fn copy_tree(from: &Path, to: &Path) {
+    let mut pending = vec![(from.to_path_buf(), to.to_path_buf())];
+    while let Some((src, dst)) = pending.pop() {
+        std::fs::create_dir_all(&dst).unwrap();
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            let target = dst.join(path.file_name().unwrap());
+            if path.is_dir() {
+                pending.push((path, target));
+            } else {
+                std::fs::copy(&path, &target).unwrap();
+            }
+        }
     }
 }

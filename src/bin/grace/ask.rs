@@ -20,6 +20,9 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         grace::service::check_ask_limit(k)?;
     }
     let limit = args.limit.unwrap_or(config.tools.rag_search.limit);
+    let scope = crate::auth::scope(&config, args.as_principal.as_deref())?;
+    let audit = grace::audit::AuditLog::new(&config.storage.data_dir, &config.audit);
+    let who = scope.label().to_string();
     let format = output::terminal_format(&config);
     let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
     let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
@@ -28,11 +31,13 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
     let mut executor = grace::exec::Executor::new(&registry, kb.config(), limit)
+        .with_scope(scope)
         .with_document_history(std::sync::Arc::new(document_history(kb.config())));
     if interactive {
         executor = executor.with_clarifier(&clarify);
     }
     let mut report = executor.ask(&args.question, &mut |_| {})?;
+    audit.record(&crate::audit::asked(&who, &report));
     if !cli.json {
         output::run_report(&report, args.trace, false, format);
     }

@@ -30,6 +30,8 @@ pub struct ChatArgs<'a> {
     pub json: bool,
     /// Who asks, shown to reviewers.
     pub asker: &'a str,
+    /// What the asker may read (`--as`).
+    pub scope: grace::access::ReadScope,
 }
 
 /// Runs the conversation until `/quit` or the end of input.
@@ -139,6 +141,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                             asker: args.asker.to_string(),
                             session_id: Some(session.clone()),
                             queue: !choosing,
+                            scope: args.scope.clone(),
                             ..AskOptions::default()
                         };
                         grace.ask_blocking(line, &options, cancel, &mut |_| {})
@@ -186,6 +189,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                         limit: args.limit,
                         asker: args.asker.to_string(),
                         session_id: Some(session.clone()),
+                        scope: args.scope.clone(),
                         ..AskOptions::default()
                     };
                     pending = Some(Box::new((

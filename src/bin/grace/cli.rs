@@ -44,6 +44,11 @@ pub enum Command {
         /// --prune; Ctrl-C stops
         #[arg(long)]
         watch: bool,
+        /// Who may read these documents, before what they say themselves
+        /// (front matter `access:`, .grace-access.yml): comma-separated
+        /// `public`, `group:NAME`, `user:NAME`
+        #[arg(long, value_delimiter = ',', value_name = "READERS")]
+        access: Vec<String>,
     },
     /// Find the passages that best match a query
     Search {
@@ -55,6 +60,10 @@ pub enum Command {
         /// Only passages of this source file
         #[arg(long, value_name = "PATH")]
         source: Option<PathBuf>,
+        /// See what this principal may read (`grace auth list`), not
+        /// everything, as the local operator does
+        #[arg(long = "as", value_name = "NAME")]
+        as_principal: Option<String>,
     },
     /// Answer a question from the knowledge base, with citations and a
     /// confidence that decides: answer, caveat, escalate or decline
@@ -74,6 +83,10 @@ pub enum Command {
         /// Your name, shown to reviewers
         #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
         asker: String,
+        /// See what this principal may read (`grace auth list`), not
+        /// everything, as the local operator does
+        #[arg(long = "as", value_name = "NAME")]
+        as_principal: Option<String>,
     },
     /// Rate an answer: up or down, with a reason (the id `grace ask`
     /// printed; one rating per asker per answer, a second replaces it)
@@ -119,6 +132,26 @@ pub enum Command {
     },
     /// Serve GRACE's tools to an MCP client over stdin/stdout
     Mcp,
+    /// Principals and their API keys: add-key (prints the key once),
+    /// list, revoke
+    Auth {
+        #[command(subcommand)]
+        command: crate::auth::AuthCommand,
+    },
+    /// The audit log: who asked, searched, viewed or reviewed what, and
+    /// which documents (never any text), oldest first
+    Audit {
+        /// From this date (2026-11-29) or time (RFC 3339) on
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Only this principal's (`-`: the operator, services, the
+        /// administrator; `reviewer:ID`: a reviewer)
+        #[arg(long, value_name = "NAME")]
+        principal: Option<String>,
+        /// The newest N records at most
+        #[arg(long, value_name = "N", default_value_t = 100)]
+        limit: usize,
+    },
     /// Show the collection, its size, the model and tool usage
     Status,
     /// The tools: list (schema, policy, origin, statistics), stats,
@@ -247,6 +280,10 @@ pub struct AskArgs {
     /// Your name, shown to reviewers
     #[arg(long, env = "USER", default_value = "user", hide_env_values = true)]
     pub asker: String,
+    /// Answer as this principal would be answered (`grace auth list`):
+    /// only what it may read, not everything, as the local operator
+    #[arg(long = "as", value_name = "NAME")]
+    pub as_principal: Option<String>,
 }
 
 /// `grace gaps`.

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use grace::access::Readers;
 use grace::config::Config;
 use grace::ingest::{IngestEvent, IngestOptions};
 use grace::{KnowledgeBase, OpenMode};
@@ -19,6 +20,7 @@ pub fn run(
     paths: &[PathBuf],
     prune: bool,
     watch: bool,
+    access: Option<Readers>,
 ) -> grace::Result<()> {
     // Patterns cannot be followed: refused before any work.
     let roots = if watch { Some(watched(paths)?) } else { None };
@@ -32,9 +34,14 @@ pub fn run(
         )?),
         None => None,
     };
-    ingest(cli, &kb, paths, prune || watch, watch)?;
+    let options = IngestOptions {
+        prune: prune || watch,
+        access,
+        ..Default::default()
+    };
+    ingest(cli, &kb, paths, &options, watch)?;
     if let (Some(roots), Some(watcher)) = (roots, watcher) {
-        follow(cli, &kb, &roots, &watcher)?;
+        follow(cli, &kb, &roots, &watcher, &options)?;
     }
     Ok(())
 }
@@ -47,17 +54,14 @@ fn ingest(
     cli: &Cli,
     kb: &Arc<KnowledgeBase>,
     paths: &[PathBuf],
-    prune: bool,
+    options: &IngestOptions,
     lines: bool,
 ) -> grace::Result<()> {
     let bar = progress_bar(cli.quiet || cli.json);
     let (mut files, mut done) = (0, 0);
     let report = kb.ingest(
         paths,
-        &IngestOptions {
-            prune,
-            ..Default::default()
-        },
+        options,
         &mut |event| match event {
             IngestEvent::Found { files: n, bytes } => {
                 files = n;
@@ -133,6 +137,7 @@ fn follow(
     kb: &Arc<KnowledgeBase>,
     roots: &[PathBuf],
     watch: &grace::watch::Watch,
+    options: &IngestOptions,
 ) -> grace::Result<()> {
     let config = kb.config();
     if !cli.quiet {
@@ -145,14 +150,7 @@ fn follow(
     let stop = std::sync::atomic::AtomicBool::new(false);
     watch.run(&stop, &mut |batch| {
         let started = std::time::Instant::now();
-        let report = kb.ingest(
-            roots,
-            &IngestOptions {
-                prune: true,
-                ..Default::default()
-            },
-            &mut |_| {},
-        );
+        let report = kb.ingest(roots, options, &mut |_| {});
         match report {
             Ok(report) => {
                 output::watch_batch(batch, &report, started.elapsed(), cli.json, cli.quiet);

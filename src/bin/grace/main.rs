@@ -7,6 +7,8 @@
 
 mod ask;
 mod asker;
+mod audit;
+mod auth;
 mod chat;
 mod cli;
 mod evaluate;
@@ -111,12 +113,25 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             paths,
             prune,
             watch,
-        } => ingest::run(cli, config, paths, *prune, *watch)?,
+            access,
+        } => {
+            let access = match access.is_empty() {
+                true => None,
+                false => Some(
+                    grace::access::Readers::parse(access)
+                        .map_err(|m| grace::Error::InvalidInput(format!("--access: {m}")))?,
+                ),
+            };
+            ingest::run(cli, config, paths, *prune, *watch, access)?
+        }
         Command::Search {
             query,
             limit,
             source,
+            as_principal,
         } => {
+            let scope = auth::scope(&config, as_principal.as_deref())?;
+            let log = grace::audit::AuditLog::new(&config.storage.data_dir, &config.audit);
             let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
             let filter = match source {
                 Some(p) => {
@@ -127,7 +142,13 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 }
                 None => None,
             };
+            let filter = grace::store::PayloadFilter {
+                readers: scope.tokens(),
+                ..filter.unwrap_or_default()
+            };
+            let filter = (!filter.is_empty()).then_some(filter);
             let passages = kb.search(query, *limit, filter.as_ref())?;
+            log.record(&audit::searched(scope.label(), &passages));
             output::passages(&passages, cli.json);
         }
         Command::Ask(args) => return ask::run(cli, config, args),
@@ -135,12 +156,14 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             session,
             limit,
             asker,
+            as_principal,
         } => {
             let args = chat::ChatArgs {
                 session: session.as_deref(),
                 limit: *limit,
                 json: cli.json,
                 asker,
+                scope: auth::scope(&config, as_principal.as_deref())?,
             };
             return chat::run(config, &args);
         }
@@ -177,7 +200,26 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             };
             grace::serve::serve(config, bind)?
         }
-        Command::Mcp => grace::mcp::serve_stdio(config)?,
+        Command::Mcp => {
+            let mut config = config;
+            // stdio carries no credentials: the process says whom it serves.
+            if let Ok(name) = std::env::var("GRACE_PRINCIPAL") {
+                config.mcp.principal = name;
+            }
+            grace::mcp::serve_stdio(config)?
+        }
+        Command::Auth { command } => auth::run(&config, command, cli.json)?,
+        Command::Audit {
+            since,
+            principal,
+            limit,
+        } => audit::run(
+            &config,
+            since.as_deref(),
+            principal.as_deref(),
+            *limit,
+            cli.json,
+        )?,
         Command::Status => {
             let usage = match config.tool_stats_path().exists() {
                 true => tools::open_stats(&config)?.all()?,

@@ -133,7 +133,7 @@ pub fn run(cmd: &RuntimeCommand, config: &Config, json: bool) -> grace::Result<u
                 Ok(stats) => registry = registry.with_stats(Arc::new(stats)),
                 Err(e) => tracing::warn!(error = %e, "no tool statistics"),
             }
-            let result = registry.call(tool.name(), &input);
+            let result = registry.call(tool.name(), &input, &grace::access::ReadScope::All);
             output::tool_result(&result, json);
             Ok(if result.success { 0 } else { 1 })
         }
@@ -149,6 +149,7 @@ fn open(config: &Config, code: &str) -> grace::Result<RuntimeTools> {
             Ok(kb) => Host {
                 search: Some(runtime::search_in(Arc::new(kb))),
                 fetch: None,
+                scope: grace::access::ReadScope::All,
             },
             Err(e) => {
                 tracing::warn!(error = %e, "no knowledge base: grace.search is not available");

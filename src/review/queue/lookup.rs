@@ -144,7 +144,16 @@ impl ReviewQueue {
     /// One escalation; a restricted one the viewer may not see is
     /// [`ReviewError::NotFound`], exactly like a missing one.
     pub fn get(&self, id: i64, viewer: Viewer<'_>) -> Result<Escalation> {
-        self.write(|tx| self.load(tx, id, viewer))
+        let e = self.write(|tx| self.load(tx, id, viewer))?;
+        let who = match viewer {
+            Viewer::Reviewer(r) => Some(format!("reviewer:{r}")),
+            Viewer::Admin => Some("-".to_string()),
+            Viewer::Anyone | Viewer::Asker => None,
+        };
+        if let Some(who) = who {
+            self.log_view(&who, &e);
+        }
+        Ok(e)
     }
 
     /// Every recorded transition of an escalation, oldest first.
@@ -238,6 +247,7 @@ impl ReviewQueue {
                 .map(|t| from_json(p, &what("resolution"), &t))
                 .transpose()?,
             joined_to: None,
+            withheld: 0,
             also_asked: Vec::new(),
         })
     }

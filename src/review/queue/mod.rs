@@ -26,6 +26,8 @@ pub use self::types::{
 };
 pub use self::wait::EscalationHandle;
 
+use crate::audit::{Action, AuditLog, Record};
+use crate::config::DEFAULT_KB;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -52,6 +54,8 @@ pub struct ReviewQueue {
     /// Bumped after every committed write: askers waiting in this process
     /// wake on it instead of polling the database.
     changes: tokio::sync::watch::Sender<u64>,
+    /// The data folder's audit log: every transition is also a line there.
+    log: AuditLog,
 }
 
 impl ReviewQueue {
@@ -71,7 +75,23 @@ impl ReviewQueue {
             config: config.review.clone(),
             thresholds: config.confidence.thresholds.clone(),
             changes: tokio::sync::watch::Sender::new(0),
+            log: AuditLog::new(&config.storage.data_dir, &config.audit),
         })
+    }
+
+    /// Records in the audit log that `who` read escalation `e` (and the
+    /// documents its draft cites).
+    pub(super) fn log_view(&self, who: &str, e: &Escalation) {
+        let cited = e
+            .run
+            .answer
+            .iter()
+            .flat_map(|a| a.citations.iter().filter_map(|c| c.source.as_deref()));
+        self.log.record(
+            &Record::new(who, DEFAULT_KB, Action::EscalationView)
+                .escalation(e.id)
+                .documents(cited),
+        );
     }
 
     /// The database file.
@@ -271,6 +291,11 @@ impl ReviewQueue {
             ],
         )
         .map_err(db_error(&self.path))?;
+        self.log.record(
+            &Record::new(actor, DEFAULT_KB, Action::Review)
+                .decision(action)
+                .escalation(id),
+        );
         Ok(())
     }
 }

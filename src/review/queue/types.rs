@@ -169,6 +169,15 @@ pub struct Escalation {
     /// every other asker, in their own words.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub also_asked: Vec<AlsoAsked>,
+    /// Passages, drafts and step inputs taken out because they come from
+    /// documents the reader of this view may not read (see
+    /// [`crate::review::withhold`]); 0: nothing was.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub withheld: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// An asker whose escalation joined another's (see [`Escalation::also_asked`]).

@@ -6,7 +6,9 @@ use axum::Extension;
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 
-use super::{ApiResult, acting_reviewer, blocking, blocking_with_permit, viewer};
+use super::{
+    ApiResult, acting_reviewer, blocking, blocking_with_permit, one_read_by, read_by, viewer,
+};
 use crate::exec::HumanReply;
 use crate::review::{AuditEntry, Escalation, ListFilter, Resolution, ReviewAnswer, Status, Viewer};
 use crate::serve::AppState;
@@ -53,8 +55,11 @@ pub(crate) async fn list(
         limit: Some(limit),
         before: q.before,
     };
-    blocking(&s, move |queue, _| {
-        Ok(queue.list_page(viewer(&caller), &filter)?)
+    let principals = s.gate.principals.clone();
+    blocking(&s, move |queue, grace| {
+        let mut list = queue.list_page(viewer(&caller), &filter)?;
+        read_by(grace, &principals, &caller, &mut list)?;
+        Ok(list)
     })
     .await
 }
@@ -65,7 +70,12 @@ pub(crate) async fn show(
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult<Escalation> {
-    blocking(&s, move |queue, _| Ok(queue.get(id, viewer(&caller))?)).await
+    let principals = s.gate.principals.clone();
+    blocking(&s, move |queue, grace| {
+        let e = queue.get(id, viewer(&caller))?;
+        one_read_by(grace, &principals, &caller, e)
+    })
+    .await
 }
 
 #[utoipa::path(post, path = "/v1/review/escalations/{id}/claim", operation_id = "claimEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Claims it for this reviewer", body = Escalation), (status = 400, body = crate::serve::error::ErrorBody), (status = 401, body = crate::serve::error::ErrorBody), (status = 404, body = crate::serve::error::ErrorBody), (status = 409, body = crate::serve::error::ErrorBody)), security(("bearer" = [])))]
@@ -74,8 +84,12 @@ pub(crate) async fn claim(
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult<Escalation> {
-    let who = acting_reviewer(caller)?;
-    blocking(&s, move |queue, _| Ok(queue.claim(id, &who)?)).await
+    let who = acting_reviewer(caller.clone())?;
+    let principals = s.gate.principals.clone();
+    blocking(&s, move |queue, grace| {
+        one_read_by(grace, &principals, &caller, queue.claim(id, &who)?)
+    })
+    .await
 }
 
 #[utoipa::path(post, path = "/v1/review/escalations/{id}/release", operation_id = "releaseEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Gives a claim back", body = Escalation), (status = 400, body = crate::serve::error::ErrorBody), (status = 401, body = crate::serve::error::ErrorBody), (status = 404, body = crate::serve::error::ErrorBody), (status = 409, body = crate::serve::error::ErrorBody)), security(("bearer" = [])))]
@@ -84,8 +98,12 @@ pub(crate) async fn release(
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult<Escalation> {
-    let who = acting_reviewer(caller)?;
-    blocking(&s, move |queue, _| Ok(queue.release(id, &who)?)).await
+    let who = acting_reviewer(caller.clone())?;
+    let principals = s.gate.principals.clone();
+    blocking(&s, move |queue, grace| {
+        one_read_by(grace, &principals, &caller, queue.release(id, &who)?)
+    })
+    .await
 }
 
 #[utoipa::path(post, path = "/v1/review/escalations/{id}/detach", operation_id = "detachEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Takes an escalation out of the one it joined: its asker asks something else, and it stands alone", body = Escalation), (status = 400, body = crate::serve::error::ErrorBody), (status = 401, body = crate::serve::error::ErrorBody), (status = 404, body = crate::serve::error::ErrorBody), (status = 409, body = crate::serve::error::ErrorBody)), security(("bearer" = [])))]
@@ -94,8 +112,12 @@ pub(crate) async fn detach(
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult<Escalation> {
-    let who = acting_reviewer(caller)?;
-    blocking(&s, move |queue, _| Ok(queue.detach(id, &who)?)).await
+    let who = acting_reviewer(caller.clone())?;
+    let principals = s.gate.principals.clone();
+    blocking(&s, move |queue, grace| {
+        one_read_by(grace, &principals, &caller, queue.detach(id, &who)?)
+    })
+    .await
 }
 
 /// A reviewer's answer: their own words or an offered option, not both.
@@ -165,7 +187,8 @@ pub(crate) async fn answer(
     Path(id): Path<i64>,
     JsonObject(body): JsonObject<AnswerBody>,
 ) -> ApiResult<Escalation> {
-    let who = acting_reviewer(caller)?;
+    let who = acting_reviewer(caller.clone())?;
+    let principals = s.gate.principals.clone();
     let (reply, sources, confidence, promote, verdict) = match body {
         AnswerBody::Text(t) => (
             HumanReply::Text(t.text),
@@ -207,7 +230,8 @@ pub(crate) async fn answer(
     if hint.is_some() || promote {
         return blocking_with_permit(&s, move |queue, grace| {
             if let Some(hint) = hint {
-                return grace.redraft_blocking(id, &who, &hint);
+                let e = grace.redraft_blocking(id, &who, &hint)?;
+                return one_read_by(grace, &principals, &caller, e);
             }
             let resolution = queue.answer(id, &who, &answer)?;
             if resolution.outcome == crate::review::Outcome::Answered {
@@ -215,7 +239,8 @@ pub(crate) async fn answer(
             }
             // A verdict is a label.
             grace.learn_if_due();
-            Ok(queue.get(id, Viewer::Reviewer(&who))?)
+            let e = queue.get(id, Viewer::Reviewer(&who))?;
+            one_read_by(grace, &principals, &caller, e)
         })
         .await;
     }
@@ -223,7 +248,8 @@ pub(crate) async fn answer(
         queue.answer(id, &who, &answer)?;
         // A verdict is a label.
         grace.learn_if_due();
-        Ok(queue.get(id, Viewer::Reviewer(&who))?)
+        let e = queue.get(id, Viewer::Reviewer(&who))?;
+        one_read_by(grace, &principals, &caller, e)
     })
     .await
 }
@@ -244,8 +270,16 @@ pub(crate) async fn reject(
     Path(id): Path<i64>,
     JsonObject(body): JsonObject<RejectBody>,
 ) -> ApiResult<Resolution> {
-    let who = acting_reviewer(caller)?;
-    blocking(&s, move |queue, _| Ok(queue.reject(id, &who, &body.why)?)).await
+    let who = acting_reviewer(caller.clone())?;
+    let principals = s.gate.principals.clone();
+    blocking(&s, move |queue, grace| {
+        let mut resolution = queue.reject(id, &who, &body.why)?;
+        if let (Some(run), Caller::Reviewer(id)) = (resolution.report.as_mut(), &caller) {
+            grace.withhold_run_for(run, &crate::auth::reviewer_scope(&principals, id)?)?;
+        }
+        Ok(resolution)
+    })
+    .await
 }
 
 #[utoipa::path(post, path = "/v1/review/escalations/{id}/retract", operation_id = "retractEscalation", params(("id" = i64, Path)), responses((status = 200, description = "Removes a promoted answer from the knowledge base", body = Escalation), (status = 400, body = crate::serve::error::ErrorBody), (status = 401, body = crate::serve::error::ErrorBody), (status = 404, body = crate::serve::error::ErrorBody), (status = 409, body = crate::serve::error::ErrorBody)), security(("bearer" = [])))]
@@ -254,13 +288,15 @@ pub(crate) async fn retract(
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> ApiResult<Escalation> {
-    let who = acting_reviewer(caller)?;
+    let who = acting_reviewer(caller.clone())?;
+    let principals = s.gate.principals.clone();
     // Retracting rewrites the knowledge base.
     blocking_with_permit(&s, move |queue, grace| {
         // Only a reviewer who may see the escalation may retract it.
         queue.get(id, Viewer::Reviewer(&who))?;
         grace.retract_blocking(id, &who)?;
-        Ok(queue.get(id, Viewer::Reviewer(&who))?)
+        let e = queue.get(id, Viewer::Reviewer(&who))?;
+        one_read_by(grace, &principals, &caller, e)
     })
     .await
 }

@@ -62,7 +62,7 @@ use axum::{Json, Router};
 use super::AppState;
 use super::error::ApiError;
 use super::gate::Caller;
-use crate::review::{ReviewQueue, Viewer};
+use crate::review::{Escalation, ReviewQueue, Viewer};
 use crate::service::Grace;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -123,8 +123,35 @@ fn viewer(caller: &Caller) -> Viewer<'_> {
     match caller {
         Caller::Admin => Viewer::Admin,
         Caller::Reviewer(id) => Viewer::Reviewer(id),
-        Caller::Service | Caller::Anyone => Viewer::Anyone,
+        Caller::Service | Caller::Principal(_) | Caller::Anyone => Viewer::Anyone,
     }
+}
+
+/// `escalations` as `caller` may read them: a reviewer whose id is also a
+/// principal's name (`grace auth add-key`) gets nothing of documents that
+/// principal may not read, and a count of what was withheld.
+pub(super) fn read_by(
+    grace: &Grace,
+    principals: &crate::auth::Principals,
+    caller: &Caller,
+    escalations: &mut [Escalation],
+) -> crate::error::Result<()> {
+    if let Caller::Reviewer(id) = caller {
+        let scope = crate::auth::reviewer_scope(principals, id)?;
+        grace.withhold_for(escalations, &scope)?;
+    }
+    Ok(())
+}
+
+/// [`read_by`] for one escalation.
+pub(super) fn one_read_by(
+    grace: &Grace,
+    principals: &crate::auth::Principals,
+    caller: &Caller,
+    mut e: Escalation,
+) -> crate::error::Result<Escalation> {
+    read_by(grace, principals, caller, std::slice::from_mut(&mut e))?;
+    Ok(e)
 }
 
 /// The reviewer acting: only a reviewer's own token names one.

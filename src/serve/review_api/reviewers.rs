@@ -141,7 +141,7 @@ pub(crate) async fn me(Extension(caller): Extension<Caller>) -> ApiResult<Me> {
         Caller::Reviewer(id) => (Role::Reviewer, Some(id)),
         Caller::Admin => (Role::Admin, None),
         // The gate lets no other caller through to the review paths.
-        Caller::Service | Caller::Anyone => (Role::None, None),
+        Caller::Service | Caller::Principal(_) | Caller::Anyone => (Role::None, None),
     };
     Ok(Json(Me { role, reviewer }))
 }

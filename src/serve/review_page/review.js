@@ -467,6 +467,11 @@ function passagesOf(e) {
       el("ul", { class: "passages" }, ...others.map((p) => passageItem(p, null, [], null)))));
   }
   if (!found.length && !citations.length) box.append(el("p", { class: "meta", text: "GRACE found no passages." }));
+  if (e.withheld) {
+    box.append(el("p", { class: "withheld", role: "note",
+      text: `${e.withheld} ${e.withheld === 1 ? "passage or draft is" : "passages or drafts are"} withheld: ` +
+        "they come from documents you may not read. Hand this question to someone who may read them." }));
+  }
   return box;
 }
 

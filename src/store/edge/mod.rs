@@ -14,19 +14,20 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use qdrant_edge::{
-    Condition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
-    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, HasIdCondition, JsonPath,
-    Match, Modifier, NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId,
-    PointInsertOperations, PointOperations, PointStruct, QueryEnum, QueryRequest, Record,
-    RetrieveRequest, ScoredPoint, ScoringQuery, ScrollRequest, SearchParams, UpdateOperation,
-    ValueVariants, VectorInternal, VectorRef, VectorStructInternal, Vectors, WithPayloadInterface,
-    WithVector,
+    AnyVariants, Condition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard,
+    EdgeSparseVectorParams, EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter,
+    HasIdCondition, IdfCorpusParams, IdfParams, IsEmptyCondition, JsonPath, Match, Modifier,
+    NamedQuery, PayloadFieldSchema, PayloadOps, PayloadSchemaType, PointId, PointInsertOperations,
+    PointOperations, PointStruct, QueryEnum, QueryRequest, Record, RetrieveRequest, ScoredPoint,
+    ScoringQuery, ScrollRequest, SearchParams, SetPayloadOp, UpdateOperation, ValueVariants,
+    VectorInternal, VectorRef, VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
 };
 
 use super::{
     ChunkPayload, ChunkPoint, DENSE_VECTOR, LEXICAL_VECTOR, PayloadFilter, QueryVector, Result,
     ScrollPage, StoreError, StoreInfo, StoreQuery, StoredHit, VectorStore,
 };
+use crate::access::READERS_FIELD;
 use crate::config::StorageConfig;
 use crate::lexical::SparseVector;
 
@@ -183,16 +184,23 @@ fn create(path: &Path, dimension: usize, settings: &StorageConfig) -> Result<Edg
     let shard = EdgeShard::new(path, config).map_err(|e| engine_error(path, e))?;
     // A keyword index on `source` makes delete-by-source and source filters
     // cheap once the collection is large.
+    keyword_index(&shard, path, "source")?;
+    keyword_index(&shard, path, READERS_FIELD)?;
+    shard.flush().map_err(|e| engine_error(path, e))?;
+    Ok(shard)
+}
+
+/// Creates a keyword index on `field` (nothing changes when it exists).
+fn keyword_index(shard: &EdgeShard, path: &Path, field: &str) -> Result<()> {
     shard
         .update(UpdateOperation::FieldIndexOperation(
             FieldIndexOperations::CreateIndex(CreateIndex {
-                field_name: json_path(path, "source")?,
+                field_name: json_path(path, field)?,
                 field_schema: Some(PayloadFieldSchema::FieldType(PayloadSchemaType::Keyword)),
             }),
         ))
         .map_err(|e| engine_error(path, e))?;
-    shard.flush().map_err(|e| engine_error(path, e))?;
-    Ok(shard)
+    Ok(())
 }
 
 /// The engine configuration saved in a shard's folder (empty if none).
@@ -301,6 +309,9 @@ fn to_filter(store: &Path, filter: &PayloadFilter) -> Result<Option<Filter>> {
             Match::new_value(ValueVariants::String(value.clone())),
         )));
     }
+    if let Some(readers) = &filter.readers {
+        conditions.push(Condition::Filter(readers_filter(store, readers)?));
+    }
     let must_not = (!filter.exclude_ids.is_empty()).then(|| {
         let ids: HasIdCondition = filter
             .exclude_ids
@@ -314,6 +325,23 @@ fn to_filter(store: &Path, filter: &PayloadFilter) -> Result<Option<Filter>> {
         must_not,
         ..Default::default()
     }))
+}
+
+/// Points one of `readers` may read: the readers field holds one of them,
+/// or is empty (a chunk written before readers existed is everyone's).
+fn readers_filter(store: &Path, readers: &[String]) -> Result<Filter> {
+    let field = json_path(store, READERS_FIELD)?;
+    let any = AnyVariants::Strings(readers.iter().cloned().collect());
+    Ok(Filter {
+        should: Some(vec![
+            Condition::Field(FieldCondition::new_match(
+                field.clone(),
+                Match::new_any(any),
+            )),
+            Condition::IsEmpty(IsEmptyCondition::from(field)),
+        ]),
+        ..Default::default()
+    })
 }
 
 fn id_string(id: &PointId) -> String {
@@ -455,7 +483,19 @@ impl VectorStore for EdgeStore {
                     indices: s.indices.clone(),
                     values: s.values.clone(),
                 };
-                (VectorInternal::from(sparse), LEXICAL_VECTOR, None)
+                // The terms' rarity counted over what the caller may read:
+                // a word only a restricted document holds moves no one
+                // else's scores.
+                let idf = match query.filter.and_then(|f| f.readers.as_deref()) {
+                    Some(readers) => Some(SearchParams {
+                        idf: Some(IdfParams::Corpus(IdfCorpusParams {
+                            corpus: readers_filter(&self.path, readers)?,
+                        })),
+                        ..SearchParams::default()
+                    }),
+                    None => None,
+                };
+                (VectorInternal::from(sparse), LEXICAL_VECTOR, idf)
             }
         };
         let mut request = QueryRequest::new(query.limit);
@@ -530,6 +570,27 @@ impl VectorStore for EdgeStore {
             .update(UpdateOperation::PointOperation(
                 PointOperations::DeletePointsByFilter(filter),
             ))
+            .map_err(|e| self.engine(e))
+    }
+
+    fn set_readers(&self, source: &str, readers: &[String]) -> Result<()> {
+        let Some(filter) = to_filter(&self.path, &PayloadFilter::source(source))? else {
+            return Ok(());
+        };
+        let mut payload = qdrant_edge::Payload::default();
+        payload.0.insert(
+            READERS_FIELD.to_string(),
+            serde_json::Value::from(readers.to_vec()),
+        );
+        self.shard
+            .update(UpdateOperation::PayloadOperation(PayloadOps::SetPayload(
+                SetPayloadOp {
+                    payload,
+                    points: None,
+                    filter: Some(filter),
+                    key: None,
+                },
+            )))
             .map_err(|e| self.engine(e))
     }
 

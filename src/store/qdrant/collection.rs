@@ -8,6 +8,7 @@ use qdrant_client::qdrant::{
 };
 
 use super::QdrantStore;
+use crate::access::READERS_FIELD;
 use crate::store::{DENSE_VECTOR, LEXICAL_VECTOR, Result, StoreError};
 
 impl QdrantStore {
@@ -57,16 +58,23 @@ impl QdrantStore {
         tracing::info!(url = %self.target.url, collection = %name, dimension, "created the collection");
         // A keyword index on `source` makes delete-by-source and source
         // filters cheap once the collection is large.
+        self.keyword_index("source")?;
+        self.keyword_index(READERS_FIELD)
+    }
+
+    /// Creates a keyword index on `field` (the server keeps an existing
+    /// one of the same type as it is).
+    pub(super) fn keyword_index(&self, field: &str) -> Result<()> {
         let request = CreateFieldIndexCollection {
-            collection_name: name,
+            collection_name: self.target.collection.clone(),
             wait: Some(true),
-            field_name: "source".to_string(),
+            field_name: field.to_string(),
             field_type: Some(FieldType::Keyword as i32),
             ..Default::default()
         };
         let client = self.client.clone();
         let response = self.run(async move { client.create_field_index(request).await })?;
-        self.check_applied(&response, "create the `source` index")
+        self.check_applied(&response, "create a payload index")
     }
 
     /// The `dense` vector size of the collection, checking that it has the

@@ -4,11 +4,12 @@
 use qdrant_client::Payload;
 use qdrant_client::qdrant::r#match::MatchValue;
 use qdrant_client::qdrant::{
-    Condition, Filter, NamedVectors, PointId, PointStruct, Vector, Vectors, VectorsOutput,
-    WithPayloadSelector, point_id, vector_output, with_payload_selector,
+    Condition, Filter, NamedVectors, PointId, PointStruct, RepeatedStrings, Vector, Vectors,
+    VectorsOutput, WithPayloadSelector, point_id, vector_output, with_payload_selector,
 };
 
 use super::QdrantStore;
+use crate::access::READERS_FIELD;
 use crate::lexical::SparseVector;
 use crate::store::{
     ChunkPayload, ChunkPoint, DENSE_VECTOR, LEXICAL_VECTOR, PayloadFilter, Result, StoreError,
@@ -22,6 +23,9 @@ impl QdrantStore {
         let mut filter = Filter::must(f.must.iter().map(|(field, value)| {
             Condition::matches(field.as_str(), MatchValue::Keyword(value.clone()))
         }));
+        if let Some(readers) = &f.readers {
+            filter.must.push(Condition::from(readers_filter(readers)));
+        }
         if !f.exclude_ids.is_empty() {
             filter.must_not = vec![Condition::has_id(
                 f.exclude_ids.iter().map(|id| PointId::from(*id)),
@@ -29,6 +33,20 @@ impl QdrantStore {
         }
         Some(filter)
     }
+}
+
+/// Points one of `readers` may read: the readers field holds one of them,
+/// or is empty (a chunk written before readers existed is everyone's).
+pub(super) fn readers_filter(readers: &[String]) -> Filter {
+    Filter::should([
+        Condition::matches(
+            READERS_FIELD,
+            MatchValue::Keywords(RepeatedStrings {
+                strings: readers.to_vec(),
+            }),
+        ),
+        Condition::is_empty(READERS_FIELD),
+    ])
 }
 
 pub(super) fn to_point(p: ChunkPoint) -> Result<PointStruct> {

@@ -27,6 +27,7 @@ mod points;
 mod target;
 mod version;
 
+use crate::access::READERS_FIELD;
 use std::future::Future;
 use std::time::Duration;
 
@@ -81,7 +82,11 @@ impl QdrantStore {
         let client = store.client.clone();
         let name = target.collection.clone();
         let exists = store.run(async move { client.collection_exists(name).await })?;
-        if !exists {
+        if exists {
+            // Collections written before readers existed get their index
+            // when they are next written to.
+            store.keyword_index(READERS_FIELD)?;
+        } else {
             store.create_collection(dimension)?;
         }
         store.dimension = store.check_collection()?;

@@ -3,15 +3,18 @@
 
 use qdrant_client::qdrant::{
     CountPoints, DeletePoints, DenseVector, GetPoints, PointId, PointsOperationResponse,
-    PointsSelector, Query, QueryPoints, RetrievedPoint, ScrollPoints, UpdateStatus, UpsertPoints,
-    VectorInput, VectorsSelector, WithPayloadSelector, WithVectorsSelector, points_selector, query,
-    vector_input, with_vectors_selector,
+    PointsSelector, Query, QueryPoints, RetrievedPoint, ScrollPoints, SetPayloadPoints,
+    UpdateStatus, UpsertPoints, VectorInput, VectorsSelector, WithPayloadSelector,
+    WithVectorsSelector, points_selector, query, vector_input, with_vectors_selector,
 };
+
+use qdrant_client::Payload;
 
 use super::QdrantStore;
 use super::convert::{
     all_payload, chunk_point, dense_of, lexical_of, numeric_id, to_payload, to_point,
 };
+use crate::access::READERS_FIELD;
 use crate::store::{
     ChunkPoint, DENSE_VECTOR, LEXICAL_VECTOR, PayloadFilter, QueryVector, Result, ScrollPage,
     StoreError, StoreInfo, StoreQuery, StoredHit, VectorStore,
@@ -217,6 +220,26 @@ impl VectorStore for QdrantStore {
         let client = self.client.clone();
         let response = self.run(async move { client.delete_points(request).await })?;
         self.check_applied(&response, "delete points")
+    }
+
+    fn set_readers(&self, source: &str, readers: &[String]) -> Result<()> {
+        let Some(filter) = Self::filter(Some(&PayloadFilter::source(source))) else {
+            return Ok(());
+        };
+        let mut payload = Payload::new();
+        payload.insert(READERS_FIELD, readers.to_vec());
+        let request = SetPayloadPoints {
+            collection_name: self.target.collection.clone(),
+            wait: Some(true),
+            payload: payload.into(),
+            points_selector: Some(PointsSelector {
+                points_selector_one_of: Some(points_selector::PointsSelectorOneOf::Filter(filter)),
+            }),
+            ..Default::default()
+        };
+        let client = self.client.clone();
+        let response = self.run(async move { client.set_payload(request).await })?;
+        self.check_applied(&response, "set the readers")
     }
 
     fn count(&self, filter: Option<&PayloadFilter>) -> Result<usize> {

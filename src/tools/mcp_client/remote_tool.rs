@@ -2,6 +2,7 @@
 //! with the server's schema (checked before the call is sent) and a
 //! description marked as coming from that server.
 
+use crate::access::ReadScope;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -120,7 +121,7 @@ impl Tool for RemoteTool {
         true
     }
 
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
         // `question` is GRACE's (the asker's question, to rank passages
         // against) unless the server's tool takes one itself.
         let mut args = input.as_object().cloned().unwrap_or_default();

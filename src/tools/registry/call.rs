@@ -13,19 +13,25 @@ use serde_json::Value;
 use super::{Entry, ToolRegistry};
 use crate::config::ToolPolicy;
 use crate::tools::stats::{CallOutcome, Health};
-use crate::tools::{Tool, ToolError, ToolErrorKind, ToolResult};
+use crate::tools::{ReadScope, Tool, ToolError, ToolErrorKind, ToolResult};
 
 impl ToolRegistry {
     /// Calls a tool under its policy. Never fails: a failure is a result
     /// with `success: false`, the error and suggestions.
-    pub fn call(&self, name: &str, input: &Value) -> ToolResult {
-        self.call_within(name, input, None)
+    pub fn call(&self, name: &str, input: &Value, scope: &ReadScope) -> ToolResult {
+        self.call_within(name, input, None, scope)
     }
 
     /// [`call`](Self::call) with a per-call timeout instead of the tool's
     /// `timeout_seconds` (a plan step's `timeout`).
-    pub fn call_within(&self, name: &str, input: &Value, timeout: Option<Duration>) -> ToolResult {
-        self.call_until(name, input, timeout, &AtomicBool::new(false))
+    pub fn call_within(
+        &self,
+        name: &str,
+        input: &Value,
+        timeout: Option<Duration>,
+        scope: &ReadScope,
+    ) -> ToolResult {
+        self.call_until(name, input, timeout, &AtomicBool::new(false), scope)
     }
 
     /// [`call_within`](Self::call_within) that also gives up, with a failed
@@ -39,6 +45,7 @@ impl ToolRegistry {
         input: &Value,
         timeout: Option<Duration>,
         cancel: &AtomicBool,
+        scope: &ReadScope,
     ) -> ToolResult {
         let started = Instant::now();
         let found = self.read().iter().find(|e| e.tool.name() == name).cloned();
@@ -64,7 +71,7 @@ impl ToolRegistry {
                 )],
             );
         }
-        let result = call_with_policy(&tool, &policy, input, timeout, cancel, started);
+        let result = call_with_policy(&tool, &policy, input, timeout, cancel, scope, started);
         self.count(name, &result);
         result
     }
@@ -97,6 +104,7 @@ fn call_with_policy(
     input: &Value,
     timeout: Option<Duration>,
     cancel: &AtomicBool,
+    scope: &ReadScope,
     started: Instant,
 ) -> ToolResult {
     let name = tool.name();
@@ -107,7 +115,7 @@ fn call_with_policy(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let outcome = call_with_timeout(tool.clone(), input.clone(), timeout, cancel);
+        let outcome = call_with_timeout(tool.clone(), input.clone(), timeout, cancel, scope);
         match outcome {
             Ok(mut result) => {
                 result.duration = started.elapsed();
@@ -143,15 +151,17 @@ fn call_with_timeout(
     input: Value,
     timeout: Duration,
     cancel: &AtomicBool,
+    scope: &ReadScope,
 ) -> Result<ToolResult, ToolError> {
     let name = tool.name().to_string();
+    let scope = scope.clone();
     let name = name.as_str();
     let (tx, rx) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name(format!("tool-{}", crate::text::truncate_chars(name, 40)))
         .spawn(move || {
             // The receiver may be gone after a timeout; nothing to do then.
-            let _ = tx.send(tool.execute(&input));
+            let _ = tx.send(tool.execute(&input, &scope));
         });
     if let Err(e) = spawned {
         return Err(ToolError::new(

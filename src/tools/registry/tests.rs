@@ -1,5 +1,6 @@
 //! The call policy: retries, their limit, timeouts and unknown tools.
 
+use crate::access::ReadScope;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,7 @@ impl Tool for Fake {
     fn input_schema(&self) -> Value {
         json!({"type": "object"})
     }
-    fn execute(&self, _input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, _input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         std::thread::sleep(self.sleep);
         if n <= self.failures {
@@ -63,7 +64,11 @@ fn registry(tool: Arc<Fake>, p: ToolPolicy) -> ToolRegistry {
 #[test]
 fn transient_failures_are_retried_until_success() {
     let fake = Fake::new(2, ToolErrorKind::Transient, 0);
-    let r = registry(fake.clone(), policy(1000, 2)).call("fake", &json!({}));
+    let r = registry(fake.clone(), policy(1000, 2)).call(
+        "fake",
+        &json!({}),
+        &crate::access::ReadScope::All,
+    );
     assert!(r.success, "{r:?}");
     assert_eq!(r.attempts, 3);
     assert_eq!(fake.calls.load(Ordering::SeqCst), 3);
@@ -72,7 +77,11 @@ fn transient_failures_are_retried_until_success() {
 #[test]
 fn retries_stop_at_retry_count() {
     let fake = Fake::new(5, ToolErrorKind::Transient, 0);
-    let r = registry(fake.clone(), policy(1000, 2)).call("fake", &json!({}));
+    let r = registry(fake.clone(), policy(1000, 2)).call(
+        "fake",
+        &json!({}),
+        &crate::access::ReadScope::All,
+    );
     assert!(!r.success);
     assert_eq!(r.attempts, 3);
     assert!(r.error.as_deref().unwrap().contains("failure 3"), "{r:?}");
@@ -83,7 +92,11 @@ fn retries_stop_at_retry_count() {
 fn invalid_input_and_hard_failures_are_not_retried() {
     for kind in [ToolErrorKind::InvalidInput, ToolErrorKind::Failed] {
         let fake = Fake::new(1, kind, 0);
-        let r = registry(fake.clone(), policy(1000, 3)).call("fake", &json!({}));
+        let r = registry(fake.clone(), policy(1000, 3)).call(
+            "fake",
+            &json!({}),
+            &crate::access::ReadScope::All,
+        );
         assert!(!r.success);
         assert_eq!(
             (r.attempts, fake.calls.load(Ordering::SeqCst)),
@@ -98,7 +111,11 @@ fn a_slow_call_times_out_and_is_retried() {
     // Sleeps 300 ms every time; timeout 50 ms; one retry.
     let fake = Fake::new(0, ToolErrorKind::Failed, 300);
     let started = Instant::now();
-    let r = registry(fake.clone(), policy(50, 1)).call("fake", &json!({}));
+    let r = registry(fake.clone(), policy(50, 1)).call(
+        "fake",
+        &json!({}),
+        &crate::access::ReadScope::All,
+    );
     assert!(!r.success);
     assert_eq!(r.attempts, 2);
     assert!(
@@ -117,8 +134,11 @@ fn a_slow_call_times_out_and_is_retried() {
 
 #[test]
 fn unknown_tool_is_a_failed_result_naming_the_enabled_ones() {
-    let r = registry(Fake::new(0, ToolErrorKind::Failed, 0), policy(100, 0))
-        .call("web_search", &json!({}));
+    let r = registry(Fake::new(0, ToolErrorKind::Failed, 0), policy(100, 0)).call(
+        "web_search",
+        &json!({}),
+        &crate::access::ReadScope::All,
+    );
     assert!(!r.success);
     assert!(
         r.error.as_deref().unwrap().contains("enabled: fake"),

@@ -1,6 +1,7 @@
 //! `create_tool`, the agent's way to create a run-time tool, and the
 //! schema of a tool's definition that every creator is offered.
 
+use crate::access::ReadScope;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -31,7 +32,7 @@ impl Tool for CreateTool {
         spec_schema()
     }
 
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
         let spec: ToolSpec = serde_json::from_value(input.clone()).map_err(|e| {
             ToolError::new("create_tool", ToolErrorKind::InvalidInput, e.to_string())
         })?;

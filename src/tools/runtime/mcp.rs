@@ -3,6 +3,7 @@
 //! run-time tools; audited as `mcp`): `create_tool`, `list_dynamic_tools`,
 //! `run_dynamic_tool`, `delete_dynamic_tool`.
 
+use crate::access::ReadScope;
 use serde_json::{Value, json};
 
 use super::{Actor, PREFIX, RuntimeTools, ToolSpec, spec_schema};
@@ -68,6 +69,7 @@ pub fn call(
     registry: &ToolRegistry,
     name: &str,
     args: &Value,
+    scope: &ReadScope,
 ) -> Result<Value, String> {
     let host = RuntimeTools::host_for(config, kb, registry);
     let tools = RuntimeTools::open(config, host).map_err(|e| e.to_string())?;
@@ -111,7 +113,7 @@ pub fn call(
                 Value::Null => json!({}),
                 v => v.clone(),
             };
-            let result = registry.call(&registered, &input);
+            let result = registry.call(&registered, &input, scope);
             if result.success {
                 serde_json::to_value(&result).map_err(|e| e.to_string())
             } else {

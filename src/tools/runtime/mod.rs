@@ -22,6 +22,8 @@ pub mod sandbox;
 pub mod store;
 mod tool;
 
+use crate::access::ReadScope;
+use crate::store::PayloadFilter;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -232,6 +234,7 @@ impl RuntimeTools {
         Host {
             search: Some(search_in(kb.clone())),
             fetch,
+            scope: ReadScope::All,
         }
     }
 
@@ -394,9 +397,10 @@ impl RuntimeTools {
 
 /// `grace.search` over a knowledge base.
 pub fn search_in(kb: Arc<crate::kb::KnowledgeBase>) -> sandbox::SearchFn {
-    Arc::new(move |query: &str, k: usize| {
+    Arc::new(move |query: &str, k: usize, scope: &ReadScope| {
+        let filter = PayloadFilter::readable_by(scope.tokens());
         let passages = kb
-            .search(query, Some(k), None)
+            .search(query, Some(k), filter.as_ref())
             .map_err(|e| format!("search failed: {e}"))?;
         Ok(Value::Array(
             passages
@@ -415,7 +419,7 @@ pub fn search_in(kb: Arc<crate::kb::KnowledgeBase>) -> sandbox::SearchFn {
 pub fn fetch_through(web_fetch: Arc<dyn Tool>) -> sandbox::FetchFn {
     Arc::new(move |url: &str| {
         let result = web_fetch
-            .execute(&json!({"url": url}))
+            .execute(&json!({"url": url}), &ReadScope::All)
             .map_err(|e| e.to_string())?;
         if !result.success {
             return Err(result.error.unwrap_or_else(|| "fetch failed".to_string()));

@@ -11,6 +11,7 @@
 //! are the ones granted in [`Host`]: `grace.search(query, k)` and, when
 //! `web_fetch` is enabled, `fetch(url)`.
 
+use crate::access::ReadScope;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -48,7 +49,7 @@ pub struct Limits {
 }
 
 /// `grace.search(query, k)`: passages `[{source, section, text, score}]`.
-pub type SearchFn = Arc<dyn Fn(&str, usize) -> Result<Json, String> + Send + Sync>;
+pub type SearchFn = Arc<dyn Fn(&str, usize, &ReadScope) -> Result<Json, String> + Send + Sync>;
 /// `fetch(url)`: what `web_fetch` returned for it.
 pub type FetchFn = Arc<dyn Fn(&str) -> Result<Json, String> + Send + Sync>;
 
@@ -60,6 +61,9 @@ pub struct Host {
     pub search: Option<SearchFn>,
     /// `web_fetch`, only when it is enabled.
     pub fetch: Option<FetchFn>,
+    /// What `grace.search` may find: the scope of the call that runs the
+    /// script.
+    pub scope: ReadScope,
 }
 
 /// Why a script call failed.
@@ -226,6 +230,7 @@ fn install_host<'js>(ctx: &Ctx<'js>, host: &Host, deadline: Instant) -> rquickjs
     let grace = Object::new(ctx.clone())?;
     if let Some(search) = host.search.clone() {
         let calls = calls.clone();
+        let scope = host.scope.clone();
         let f = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, query: String, k: Opt<f64>| -> rquickjs::Result<Value<'js>> {
@@ -238,7 +243,7 @@ fn install_host<'js>(ctx: &Ctx<'js>, host: &Host, deadline: Instant) -> rquickjs
                         &format!("k must be between 1 and {MAX_SEARCH_K}"),
                     ));
                 }
-                let found = search(query, k as usize)
+                let found = search(query, k as usize, &scope)
                     .map_err(|e| rquickjs::Exception::throw_message(&ctx, &bounded(&e)))?;
                 to_js(&ctx, &found)
             },

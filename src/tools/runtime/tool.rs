@@ -1,6 +1,7 @@
 //! A stored version as a registry tool: its input checked, then run in
 //! the sandbox on each call.
 
+use crate::access::ReadScope;
 use serde_json::Value;
 
 use super::sandbox::{self, Host, Limits};
@@ -72,9 +73,13 @@ impl Tool for RuntimeTool {
         }
     }
 
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, scope: &ReadScope) -> Result<ToolResult, ToolError> {
         self.check_input(input)?;
-        let out = sandbox::run(&self.code, input, self.limits, &self.host)
+        let host = sandbox::Host {
+            scope: scope.clone(),
+            ..self.host.clone()
+        };
+        let out = sandbox::run(&self.code, input, self.limits, &host)
             .map_err(|e| ToolError::new(&self.name, e.kind, e.message))?;
         Ok(ToolResult::ok(
             ToolOutput::Data(out),

@@ -4,6 +4,7 @@
 //! passages scored against the question, so confidence applies and the
 //! URL is what is cited.
 
+use crate::access::ReadScope;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -156,7 +157,7 @@ impl Tool for WebFetch {
         Origin::Web
     }
 
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
         let url_text = crate::tools::required_str(NAME, input, "url")?;
         let question = crate::tools::str_field(NAME, input, "question")?
             .map(str::trim)

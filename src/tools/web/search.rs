@@ -3,6 +3,7 @@
 //! back as bounded data (title, URL, snippet), http(s) URLs only, for
 //! `web_fetch` to read.
 
+use crate::access::ReadScope;
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -136,7 +137,7 @@ impl Tool for WebSearch {
         Origin::Web
     }
 
-    fn execute(&self, input: &Value) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
         let query = crate::tools::required_str(NAME, input, "query")?;
         if query.chars().count() > MAX_QUERY_CHARS {
             return Err(ToolError::new(

@@ -9,12 +9,14 @@ use std::error::Error as _;
 
 use serde::Serialize;
 
+mod auth;
 mod eval;
 mod kb;
 mod review;
 mod run;
 mod tools;
 
+pub use auth::{audit_records, issued_key, principals, revoked};
 pub use eval::{
     calibration, conversation_report, eval_report, learned, one_session_report, self_calibration,
     self_calibration_note,

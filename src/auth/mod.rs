@@ -1,0 +1,367 @@
+//! Principals and their API keys: who may call GRACE, and as whom.
+//!
+//! A principal is a name and its groups ([`Principal`]). `grace auth
+//! add-key NAME --groups a,b` issues a key (`gk_` and 64 hex digits, 256
+//! random bits) and prints it once; `principals.sqlite3` in the data folder
+//! keeps only its SHA-256 (a plain hash is enough: the key has 256 bits of
+//! entropy, so there is nothing to guess, and looking a hash up leaks
+//! nothing about a key by timing). A principal may hold several keys (a
+//! new one before the old is retired); `grace auth revoke NAME` ends every
+//! key of the principal at once, and a revoked key never works again.
+
+pub mod jwt;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::access::{Principal, ReadScope, check_groups, valid_name};
+use crate::durable::hex;
+use crate::sqlite::{Db, DbOpenError, now_ms, to_time};
+
+/// The principals' file in the data folder.
+pub const PRINCIPALS_FILE: &str = "principals.sqlite3";
+/// What every key starts with (so that a leaked one is recognisable in
+/// logs and secret scanners).
+pub const KEY_PREFIX: &str = "gk_";
+/// Longest bearer token looked at; anything longer is no key of ours (and
+/// a 10 MB `Authorization` header is refused before it is hashed).
+pub const MAX_KEY_CHARS: usize = 128;
+
+const SCHEMA_VERSION: i64 = 1;
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS principals (
+    name TEXT PRIMARY KEY,
+    groups TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS keys (
+    key_hash TEXT PRIMARY KEY,
+    principal TEXT NOT NULL REFERENCES principals(name),
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS keys_by_principal ON keys(principal);
+";
+
+/// Result of the principal store.
+pub type Result<T> = std::result::Result<T, AuthError>;
+
+/// What went wrong with principals or keys.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// A name or group is not valid.
+    #[error("{0}")]
+    Invalid(String),
+    /// No principal of that name.
+    #[error(
+        "no principal `{name}` (`grace auth list` shows them; `grace auth add-key {name}` creates one)"
+    )]
+    NotFound {
+        /// The name asked for.
+        name: String,
+    },
+    /// The database failed.
+    #[error("principals database {path}: {source}")]
+    Db {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file is from a newer GRACE or not ours.
+    #[error("principals database {path}: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The data folder or the random source failed.
+    #[error("cannot {action}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A key as issued: the only time it is shown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IssuedKey {
+    /// The principal.
+    pub name: String,
+    /// The key (`gk_…`).
+    pub key: String,
+    /// The principal's groups.
+    pub groups: Vec<String>,
+}
+
+/// A principal as `grace auth list` shows it (never a key).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PrincipalInfo {
+    /// Its name.
+    pub name: String,
+    /// Its groups.
+    pub groups: Vec<String>,
+    /// Keys that still work.
+    pub active_keys: usize,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+}
+
+/// The principals and their keys (`principals.sqlite3`).
+#[derive(Debug)]
+pub struct Principals {
+    db: Db,
+}
+
+fn hash(key: &str) -> String {
+    hex(&Sha256::digest(key.as_bytes()))
+}
+
+impl Principals {
+    /// Opens (creating if needed) the store in `data_dir`.
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        let db = Db::open_in(data_dir, PRINCIPALS_FILE, SCHEMA, SCHEMA_VERSION).map_err(
+            |e| match e {
+                DbOpenError::Folder(source) => AuthError::Io {
+                    action: "create the data folder",
+                    source,
+                },
+                DbOpenError::Open(e) => e.into_error(
+                    &data_dir.join(PRINCIPALS_FILE),
+                    |path, source| AuthError::Db { path, source },
+                    |path, message| AuthError::Corrupt { path, message },
+                ),
+            },
+        )?;
+        Ok(Self { db })
+    }
+
+    /// The store in `data_dir` when one was created there; `None` when no
+    /// key was ever issued (a reader creates nothing).
+    pub fn open_existing(data_dir: &Path) -> Result<Option<Self>> {
+        match data_dir.join(PRINCIPALS_FILE).exists() {
+            true => Self::open(data_dir).map(Some),
+            false => Ok(None),
+        }
+    }
+
+    fn db_error(&self) -> impl Fn(rusqlite::Error) -> AuthError + '_ {
+        |source| AuthError::Db {
+            path: self.db.path().to_path_buf(),
+            source,
+        }
+    }
+
+    /// Issues a new key for `name`, creating the principal if it does not
+    /// exist; its groups become `groups` (an existing principal's other
+    /// keys keep working, with the new groups).
+    pub fn add_key(&self, name: &str, groups: &[String]) -> Result<IssuedKey> {
+        if !valid_name(name) {
+            return Err(AuthError::Invalid(format!(
+                "`{name}` is not a principal name: 1 to {} letters, digits, `.`, `_`, `@` or `-`",
+                crate::access::MAX_NAME_CHARS
+            )));
+        }
+        check_groups(groups).map_err(AuthError::Invalid)?;
+        let principal = Principal::new(name, groups);
+        let key = format!(
+            "{KEY_PREFIX}{}",
+            hex(
+                &crate::durable::random_bytes().map_err(|source| AuthError::Io {
+                    action: "read random bytes for a key",
+                    source,
+                })?
+            )
+        );
+        let groups_json = serde_json::to_string(&principal.groups).unwrap_or_default();
+        let err = self.db_error();
+        self.db.write(&err, |tx| {
+            tx.execute(
+                "INSERT INTO principals (name, groups, created_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT(name) DO UPDATE SET groups = excluded.groups",
+                params![name, groups_json, now_ms()],
+            )
+            .map_err(&err)?;
+            tx.execute(
+                "INSERT INTO keys (key_hash, principal, created_at) VALUES (?1, ?2, ?3)",
+                params![hash(&key), name, now_ms()],
+            )
+            .map_err(&err)?;
+            Ok(())
+        })?;
+        tracing::info!(principal = name, "API key issued");
+        Ok(IssuedKey {
+            name: principal.name,
+            key,
+            groups: principal.groups,
+        })
+    }
+
+    /// Revokes every key of `name`; returns how many still worked.
+    pub fn revoke(&self, name: &str) -> Result<usize> {
+        let err = self.db_error();
+        let revoked = self.db.write(&err, |tx| {
+            let exists = tx
+                .query_row("SELECT 1 FROM principals WHERE name = ?1", [name], |_| {
+                    Ok(())
+                })
+                .optional()
+                .map_err(&err)?
+                .is_some();
+            if !exists {
+                return Err(AuthError::NotFound {
+                    name: name.to_string(),
+                });
+            }
+            tx.execute(
+                "UPDATE keys SET revoked_at = ?2 WHERE principal = ?1 AND revoked_at IS NULL",
+                params![name, now_ms()],
+            )
+            .map_err(&err)
+        })?;
+        tracing::info!(principal = name, revoked, "API keys revoked");
+        Ok(revoked)
+    }
+
+    /// The principal a bearer token is a working key of; `None` for
+    /// anything else (not a key, unknown, revoked, too long).
+    pub fn principal_for_key(&self, token: &str) -> Result<Option<Principal>> {
+        if !token.starts_with(KEY_PREFIX) || token.len() > MAX_KEY_CHARS {
+            return Ok(None);
+        }
+        let conn = self.db.lock();
+        conn.query_row(
+            "SELECT p.name, p.groups FROM keys k JOIN principals p ON p.name = k.principal \
+             WHERE k.key_hash = ?1 AND k.revoked_at IS NULL",
+            [hash(token)],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+        )
+        .optional()
+        .map_err(self.db_error())
+        .map(|found| found.map(|(name, groups)| Principal::new(&name, &parse_groups(&groups))))
+    }
+
+    /// The principal named `name`, if there is one.
+    pub fn get(&self, name: &str) -> Result<Option<Principal>> {
+        let conn = self.db.lock();
+        conn.query_row(
+            "SELECT groups FROM principals WHERE name = ?1",
+            [name],
+            |r| r.get::<_, String>(0),
+        )
+        .optional()
+        .map_err(self.db_error())
+        .map(|found| found.map(|groups| Principal::new(name, &parse_groups(&groups))))
+    }
+
+    /// Every principal, by name.
+    pub fn list(&self) -> Result<Vec<PrincipalInfo>> {
+        let conn = self.db.lock();
+        let mut statement = conn
+            .prepare(
+                "SELECT p.name, p.groups, p.created_at, \
+                 (SELECT COUNT(*) FROM keys k WHERE k.principal = p.name AND k.revoked_at IS NULL) \
+                 FROM principals p ORDER BY p.name",
+            )
+            .map_err(self.db_error())?;
+        let rows = statement
+            .query_map([], |r| {
+                Ok(PrincipalInfo {
+                    name: r.get(0)?,
+                    groups: parse_groups(&r.get::<_, String>(1)?),
+                    created_at: to_time(r.get(2)?).to_rfc3339(),
+                    active_keys: r.get::<_, i64>(3)?.max(0) as usize,
+                })
+            })
+            .map_err(self.db_error())?;
+        rows.collect::<std::result::Result<_, _>>()
+            .map_err(self.db_error())
+    }
+
+    /// Every group some principal is in.
+    pub fn known_groups(&self) -> Result<Vec<String>> {
+        let mut groups: Vec<String> = self.list()?.into_iter().flat_map(|p| p.groups).collect();
+        groups.sort();
+        groups.dedup();
+        Ok(groups)
+    }
+}
+
+/// What reviewer `id` may read: the documents of the principal of the same
+/// name, when there is one (`grace auth add-key ID --groups …`); else
+/// everything, as for reviewers before principals existed.
+pub fn reviewer_scope(principals: &Principals, id: &str) -> Result<ReadScope> {
+    Ok(match principals.get(id)? {
+        Some(p) => ReadScope::Principal(p),
+        None => ReadScope::All,
+    })
+}
+
+/// Groups as stored (a JSON list); anything else is no group.
+fn parse_groups(stored: &str) -> Vec<String> {
+    serde_json::from_str(stored).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_names_its_principal_until_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Principals::open(dir.path()).unwrap();
+        let issued = store
+            .add_key("ann", &["hr".into(), "finance".into()])
+            .unwrap();
+        assert!(issued.key.starts_with(KEY_PREFIX) && issued.key.len() == 67);
+        assert_eq!(issued.groups, ["finance", "hr"]);
+        let ann = store.principal_for_key(&issued.key).unwrap().unwrap();
+        assert_eq!(ann.name, "ann");
+        // Only the hash is stored.
+        let bytes = std::fs::read(dir.path().join(PRINCIPALS_FILE)).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(&issued.key[3..]));
+        // A second key works beside the first; revoking ends both, for good.
+        let second = store.add_key("ann", &["hr".into()]).unwrap();
+        assert_eq!(
+            store
+                .principal_for_key(&issued.key)
+                .unwrap()
+                .unwrap()
+                .groups,
+            ["hr"]
+        );
+        assert_eq!(store.revoke("ann").unwrap(), 2);
+        assert!(store.principal_for_key(&issued.key).unwrap().is_none());
+        assert!(store.principal_for_key(&second.key).unwrap().is_none());
+        let third = store.add_key("ann", &[]).unwrap();
+        assert!(store.principal_for_key(&issued.key).unwrap().is_none());
+        assert!(store.principal_for_key(&third.key).unwrap().is_some());
+        assert_eq!(store.list().unwrap()[0].active_keys, 1);
+    }
+
+    #[test]
+    fn hostile_names_and_tokens_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Principals::open(dir.path()).unwrap();
+        for bad in ["", "-x", "a b", "a/b", "ann'; DROP TABLE keys; --"] {
+            assert!(store.add_key(bad, &[]).is_err(), "{bad:?}");
+        }
+        assert!(store.add_key("ann", &["a b".into()]).is_err());
+        let huge = format!("{KEY_PREFIX}{}", "0".repeat(10 << 20));
+        assert!(store.principal_for_key(&huge).unwrap().is_none());
+        assert!(store.principal_for_key("").unwrap().is_none());
+        assert!(matches!(
+            store.revoke("nobody"),
+            Err(AuthError::NotFound { .. })
+        ));
+    }
+}

@@ -1,0 +1,68 @@
+//! `grace auth`: principals and their API keys; and `--as NAME`, the scope
+//! of a principal for ask, search and chat.
+
+use clap::Subcommand;
+use grace::access::ReadScope;
+use grace::auth::{AuthError, Principals};
+use grace::config::Config;
+
+use crate::output;
+
+/// `grace auth …`.
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Issue an API key for a principal (created if new; its groups become
+    /// --groups). The key is printed once: GRACE keeps only its SHA-256
+    AddKey {
+        /// The principal's name (`user:NAME` among a document's readers)
+        name: String,
+        /// Its groups, comma-separated (`group:NAME` among readers)
+        #[arg(long, value_delimiter = ',', value_name = "GROUPS")]
+        groups: Vec<String>,
+    },
+    /// The principals, their groups and how many keys work (never a key)
+    List,
+    /// End every key of a principal, at once and for good
+    Revoke {
+        /// The principal's name
+        name: String,
+    },
+}
+
+/// Runs `grace auth …`.
+pub fn run(config: &Config, command: &AuthCommand, json: bool) -> grace::Result<()> {
+    let data_dir = &config.storage.data_dir;
+    match command {
+        AuthCommand::AddKey { name, groups } => {
+            let issued = Principals::open(data_dir)?.add_key(name, groups)?;
+            output::issued_key(&issued, json);
+        }
+        AuthCommand::List => {
+            let list = match Principals::open_existing(data_dir)? {
+                Some(store) => store.list()?,
+                None => Vec::new(),
+            };
+            output::principals(&list, json);
+        }
+        AuthCommand::Revoke { name } => {
+            let revoked = Principals::open(data_dir)?.revoke(name)?;
+            output::revoked(name, revoked, json);
+        }
+    }
+    Ok(())
+}
+
+/// What `--as NAME` may read: that principal's documents; without it, the
+/// local operator's (everything). A name no principal has is an error,
+/// never everything.
+pub fn scope(config: &Config, name: Option<&str>) -> grace::Result<ReadScope> {
+    let Some(name) = name else {
+        return Ok(ReadScope::All);
+    };
+    let not_found = || AuthError::NotFound {
+        name: name.to_string(),
+    };
+    let store = Principals::open_existing(&config.storage.data_dir)?.ok_or_else(not_found)?;
+    let principal = store.get(name)?.ok_or_else(not_found)?;
+    Ok(ReadScope::Principal(principal))
+}
