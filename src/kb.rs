@@ -95,6 +95,22 @@ impl KnowledgeBase {
         Ok(kb)
     }
 
+    /// The groups the documents' readers name (`group:NAME` → `NAME`), from
+    /// the manifest, sorted.
+    pub fn reader_groups(&self) -> Result<Vec<String>> {
+        let manifest = Manifest::load(&self.config.manifest_path())?;
+        let mut groups: Vec<String> = manifest
+            .iter()
+            .flat_map(|m| m.sources.values())
+            .flat_map(|e| e.readers.iter())
+            .filter_map(|r| r.strip_prefix("group:"))
+            .map(str::to_string)
+            .collect();
+        groups.sort();
+        groups.dedup();
+        Ok(groups)
+    }
+
     /// Content hashes of the collection's documents (from its manifest),
     /// sorted and without repeats.
     pub fn source_hashes(&self) -> Result<Vec<String>> {

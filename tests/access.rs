@@ -567,6 +567,9 @@ fn the_cli_issues_keys_once_and_answers_as_a_principal() {
         "{}",
         common::output_text(&ingested)
     );
+    // A group no principal is in: a warning, and nobody gains access.
+    let text = common::output_text(&ingested);
+    assert!(text.contains("no principal is in group finance"), "{text}");
     let added = run(&[
         "auth",
         "add-key",

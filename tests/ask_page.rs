@@ -759,3 +759,59 @@ fn a_wrong_key_is_said_on_the_page_and_the_right_one_works() {
         server.stop().await;
     });
 }
+
+/// The page with a principal's key answers as that principal: the finance
+/// folder of the sample (`read: [group:finance]`) answers Ann, and for Bo
+/// it does not exist: the ordinary decline, no trace of it on the page.
+#[test]
+fn a_principals_key_on_the_page_reads_only_what_the_principal_may() {
+    let dir = tempfile::tempdir().unwrap();
+    let grace = grace_for(
+        dir.path(),
+        |c| c.server.api_key = "service-key".into(),
+        None,
+    );
+    let principals = grace::auth::Principals::open(&dir.path().join("data")).unwrap();
+    let ann = principals.add_key("ann", &["finance".into()]).unwrap();
+    let bo = principals.add_key("bo", &[]).unwrap();
+    let question = "Who gets the alert when a budget is 80% spent?";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let server = common::serve(grace.clone()).await;
+        let b = Browser::start().await;
+        b.open(&format!("{}/", server.base)).await;
+        b.wait_text("#notice", "the first 401", |t| {
+            t.contains("needs a service key")
+        })
+        .await;
+        let key = b.must_find("#key").await;
+        b.type_into(&key, &bo.key).await;
+        ask(&b, question).await;
+        assert_eq!(reply_of(&b, 1).await, "decline");
+        let page = b
+            .run("return document.body.innerText;", json!([]))
+            .await
+            .as_str()
+            .unwrap()
+            .to_string();
+        for hidden in [
+            "finance partner",
+            "budgets.md",
+            "Orbit cloud budgets",
+            "18,000",
+        ] {
+            assert!(!page.contains(hidden), "{hidden} on Bo's page: {page}");
+        }
+        // The same page with Ann's key.
+        b.run("document.getElementById('key').value = '';", json!([]))
+            .await;
+        b.type_into(&key, &ann.key).await;
+        new_conversation(&b).await;
+        ask(&b, question).await;
+        assert_eq!(reply_of(&b, 1).await, "answer");
+        let page = b.run("return document.body.innerText;", json!([])).await;
+        assert!(page.as_str().unwrap().contains("finance partner"), "{page}");
+        b.quit().await;
+        server.stop().await;
+    });
+}

@@ -286,6 +286,17 @@ impl Principals {
             .map_err(self.db_error())
     }
 
+    /// The groups of `named` no principal with a key is in: what only they
+    /// may read, nobody may read yet (a JWT may still name them).
+    pub fn unknown_groups(&self, named: &[String]) -> Result<Vec<String>> {
+        let known = self.known_groups()?;
+        Ok(named
+            .iter()
+            .filter(|g| !known.contains(g))
+            .cloned()
+            .collect())
+    }
+
     /// Every group some principal is in.
     pub fn known_groups(&self) -> Result<Vec<String>> {
         let mut groups: Vec<String> = self.list()?.into_iter().flat_map(|p| p.groups).collect();

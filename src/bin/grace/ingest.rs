@@ -95,6 +95,7 @@ fn ingest(
     } else if !cli.quiet || cli.json {
         output::ingest_report(&report, &kb.config().qdrant.collection, cli.json);
     }
+    warn_of_unknown_groups(cli, kb)?;
     // With `confidence.self_calibration.mode: auto`, a knowledge
     // base that changed enough is fitted again.
     let bar = count_bar(
@@ -108,6 +109,33 @@ fn ingest(
     bar.finish_and_clear();
     if let Some(outcome) = refit? {
         output::self_calibration_note(&outcome, cli.quiet);
+    }
+    Ok(())
+}
+
+/// Warns of groups the documents' readers name that no principal with a
+/// key is in: nobody may read what only they may read (a group is never a
+/// way in by itself). Without `auth.jwt`, where tokens may carry groups
+/// no key has.
+fn warn_of_unknown_groups(cli: &Cli, kb: &KnowledgeBase) -> grace::Result<()> {
+    if cli.quiet || !kb.config().auth.jwt.issuer.is_empty() {
+        return Ok(());
+    }
+    let named = kb.reader_groups()?;
+    if named.is_empty() {
+        return Ok(());
+    }
+    let unknown = match grace::auth::Principals::open_existing(&kb.config().storage.data_dir)? {
+        Some(store) => store.unknown_groups(&named)?,
+        None => named,
+    };
+    if !unknown.is_empty() {
+        eprintln!(
+            "grace: no principal is in group {}: only the operator reads their documents until \
+             `grace auth add-key NAME --groups {}` gives someone a key",
+            unknown.join(", "),
+            unknown.join(",")
+        );
     }
     Ok(())
 }

@@ -174,9 +174,14 @@ pub fn run(
             if status.is_none() && !all {
                 list.retain(|e| e.status.is_open());
             }
+            withhold(config, who, &mut list)?;
             output::escalations(&list, json);
         }
-        ReviewCommand::Show { id } => output::escalation(&queue.get(*id, viewer)?, json),
+        ReviewCommand::Show { id } => {
+            let mut e = [queue.get(*id, viewer)?];
+            withhold(config, who, &mut e)?;
+            output::escalation(&e[0], json)
+        }
         ReviewCommand::Claim { id } => {
             let e = queue.claim(*id, me()?)?;
             output::json_or(json, &e, || {
@@ -281,6 +286,24 @@ fn parse_message_status(s: &str) -> grace::Result<MessageStatus> {
             "unknown message status {s:?}: use pending, read or archived"
         ))
     })
+}
+
+/// What reviewer `--as ID` may not read, taken out of `escalations` when
+/// the reviewer is also a principal (as the review endpoints do); the
+/// operator, without `--as`, reads everything.
+fn withhold(
+    config: &Config,
+    reviewer: Option<&str>,
+    escalations: &mut [grace::review::Escalation],
+) -> grace::Result<()> {
+    let Some(id) = reviewer else { return Ok(()) };
+    let Some(principals) = grace::auth::Principals::open_existing(&config.storage.data_dir)? else {
+        return Ok(());
+    };
+    let scope = grace::auth::reviewer_scope(&principals, id)?;
+    let manifest = grace::ingest::manifest::Manifest::load(&config.manifest_path())?;
+    grace::review::withhold::for_scope(escalations, &scope, manifest.as_ref());
+    Ok(())
 }
 
 /// `PATH` or `PATH#SECTION` as a citation (the path made canonical when it exists).
