@@ -112,9 +112,12 @@ impl Record {
 pub struct AuditLog {
     path: PathBuf,
     config: AuditConfig,
-    /// One writer at a time in this process (a line is written whole).
-    lock: Mutex<()>,
 }
+
+/// One writer at a time in this process, whichever handle writes (the
+/// service's and the review queue's share the file): a line is written
+/// whole and a rotation is never raced.
+static WRITER: Mutex<()> = Mutex::new(());
 
 impl AuditLog {
     /// The log in `data_dir` (`audit.log`), created on the first record.
@@ -122,7 +125,6 @@ impl AuditLog {
         Self {
             path: data_dir.join(AUDIT_FILE),
             config: config.clone(),
-            lock: Mutex::new(()),
         }
     }
 
@@ -140,7 +142,7 @@ impl AuditLog {
     fn append(&self, record: &Record) -> std::io::Result<()> {
         let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
         line.push('\n');
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = WRITER.lock().unwrap_or_else(|p| p.into_inner());
         let size = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
         if size > 0 && size + line.len() as u64 > self.config.max_bytes {
             self.rotate()?;

@@ -267,6 +267,17 @@ fn relabelling_a_folder_changes_readers_without_embedding_again() {
     assert_eq!(report.relabelled, 4, "{report:?}");
     assert!(search(&kb, "deploys", 5, &principal("bo", &[])).is_empty());
     assert!(!search(&kb, "deploys", 5, &principal("dee", &[])).is_empty());
+    // And stays: a later ingest without it (a watch, a parent folder)
+    // does not widen them again.
+    let report = kb
+        .ingest(
+            std::slice::from_ref(&root),
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!((report.relabelled, report.unchanged), (0, 4), "{report:?}");
+    assert!(search(&kb, "deploys", 5, &principal("bo", &[])).is_empty());
 }
 
 #[test]
@@ -428,6 +439,19 @@ async fn a_principals_key_opens_only_its_documents_over_http() {
     let id = escalated["review_id"]
         .as_i64()
         .unwrap_or_else(|| panic!("{escalated}"));
+    // bo puts the same question to a person: it does not join ann's (an
+    // answer drawn from the finance folder would reach bo).
+    let theirs: Value = post(
+        "/v1/ask",
+        &bo.key,
+        json!({"question": budget, "escalate": true}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+
     let view = |token: String| {
         client
             .get(format!("{}/v1/review/escalations/{id}", server.base))
@@ -441,7 +465,20 @@ async fn a_principals_key_opens_only_its_documents_over_http() {
     );
     let cy_json: Value = serde_json::from_str(&cy_view).unwrap();
     assert!(cy_json["withheld"].as_u64().unwrap() > 0, "{cy_json}");
-    let dee_view = view(dee_token).await.unwrap().text().await.unwrap();
+    let dee_view = view(dee_token.clone()).await.unwrap().text().await.unwrap();
+    let bo_id = theirs["review_id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{theirs}"));
+    let bos: Value = client
+        .get(format!("{}/v1/review/escalations/{bo_id}", server.base))
+        .bearer_auth(&dee_token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(bos.get("joined_to").is_none(), "{bos}");
     assert!(dee_view.contains(FINANCE_CANARY), "{dee_view}");
     let listed = client
         .get(format!("{}/v1/review/escalations", server.base))

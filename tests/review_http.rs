@@ -46,6 +46,7 @@ fn escalated_run(question: &str) -> RunReport {
         clarification: None,
         parked: None,
         conversation: Vec::new(),
+        scope: Default::default(),
     }
 }
 

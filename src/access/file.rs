@@ -93,17 +93,24 @@ pub fn front_matter_access(path: &Path, text: &str) -> Result<Option<Readers>, A
     }
     let Some(end) = end else { return Ok(None) };
     let block = &rest[..end];
-    if !block.lines().any(|l| l.starts_with("access:")) {
-        return Ok(None);
-    }
     let fail = |line: Option<usize>, message: String| AccessError {
         path: path.to_path_buf(),
         // The block starts on the document's second line.
         line: line.map(|l| l + 1),
         message,
     };
-    let value: serde_yaml::Value = serde_yaml::from_str(block)
-        .map_err(|e| fail(e.location().map(|l| l.line()), format!("front matter: {e}")))?;
+    // Front matter GRACE cannot read is another program's business, unless
+    // it may name readers: then it is this document's error.
+    let value: serde_yaml::Value = match serde_yaml::from_str(block) {
+        Ok(v) => v,
+        Err(_) if !block.contains("access") => return Ok(None),
+        Err(e) => {
+            return Err(fail(
+                e.location().map(|l| l.line()),
+                format!("front matter: {e}"),
+            ));
+        }
+    };
     let line = line_of(block, "access");
     let list: Vec<String> = match value.get("access") {
         None | Some(serde_yaml::Value::Null) => return Ok(None),
@@ -148,10 +155,24 @@ impl AccessFiles {
             }
             walked.push(dir.to_path_buf());
             let candidate = dir.join(ACCESS_FILE);
-            // A link is not followed: the label of a tree is a file in it.
-            if std::fs::symlink_metadata(&candidate).is_ok_and(|m| m.is_file()) {
-                found = Some(read_access_file(&candidate));
-                break;
+            // A link is not followed (the label of a tree is a file in it),
+            // and is an error: its documents are not taken for unlabelled.
+            match std::fs::symlink_metadata(&candidate) {
+                Ok(m) if m.is_file() => {
+                    found = Some(read_access_file(&candidate));
+                    break;
+                }
+                Ok(_) => {
+                    found = Some(Err(AccessError {
+                        path: candidate,
+                        line: None,
+                        message:
+                            "not a regular file (a link or a folder): make it a file of its own"
+                                .into(),
+                    }));
+                    break;
+                }
+                Err(_) => {}
             }
             here = dir.parent();
         }
@@ -194,6 +215,22 @@ mod tests {
             .unwrap();
         assert_eq!(deep.as_slice(), ["group:payroll", "user:ann"]);
         assert!(files.nearest(&root.join("open")).is_none());
+    }
+
+    #[test]
+    fn a_linked_access_file_is_an_error_not_no_label() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = write(tmp.path(), "elsewhere.yml", "read: [public]\n");
+        std::fs::create_dir_all(tmp.path().join("hr")).unwrap();
+        std::os::unix::fs::symlink(&real, tmp.path().join("hr").join(ACCESS_FILE)).unwrap();
+        let found = AccessFiles::default().nearest(&tmp.path().join("hr"));
+        assert!(
+            found
+                .unwrap()
+                .unwrap_err()
+                .message
+                .contains("not a regular file")
+        );
     }
 
     #[test]
@@ -248,5 +285,21 @@ mod tests {
         assert_eq!(e.line, Some(3), "{e}");
         let e = front_matter_access(p, "---\naccess: {a: 1}\n---\n").unwrap_err();
         assert_eq!(e.line, Some(2), "{e}");
+        // The key however YAML spells it; broken YAML naming it is an error.
+        for spelled in [
+            "\"access\": [user:bo]",
+            "access : [user:bo]",
+            "'access': user:bo",
+        ] {
+            let doc = format!("---\n{spelled}\n---\n");
+            let r = front_matter_access(p, &doc).unwrap().unwrap();
+            assert_eq!(r.as_slice(), ["user:bo"], "{spelled}");
+        }
+        assert!(front_matter_access(p, "---\naccess: [user:bo\n---\n").is_err());
+        assert!(
+            front_matter_access(p, "---\ntitle: [a\n---\n")
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -162,6 +162,11 @@ impl ReadScope {
         }
     }
 
+    /// Whether this is [`ReadScope::All`].
+    pub fn is_all(&self) -> bool {
+        *self == Self::All
+    }
+
     /// Only what everyone may read (what an unauthenticated page may show).
     pub fn public() -> Self {
         Self::Principal(Principal {

@@ -19,6 +19,14 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_mcp(&c.mcp)?;
     validate_audit(&c.audit)?;
     validate_jwt(&c.auth.jwt)?;
+    // Without a key, a request with no token reads everything: tokens
+    // would restrict nobody.
+    if !c.auth.jwt.issuer.is_empty() && c.server.api_key.is_empty() {
+        return Err(invalid(
+            "auth.jwt.issuer",
+            "needs server.api_key: without it a request with no token reads everything, and tokens restrict nobody",
+        ));
+    }
     validate_sessions(&c.sessions)?;
     validate_feedback(&c.feedback)?;
     validate_agent(&c.agent)?;
@@ -155,6 +163,11 @@ mod tests {
                 "ingest:\n  default_access: [everyone]\n",
                 "ingest.default_access",
                 2,
+            ),
+            (
+                "auth:\n  jwt:\n    issuer: https://id.example\n    audience: grace\n    jwks_file: k.json\n",
+                "auth.jwt.issuer",
+                3,
             ),
             ("embedding:\n  max_length: 1\n", "embedding.max_length", 2),
             ("embedding:\n  batch_size: 0\n", "embedding.batch_size", 2),

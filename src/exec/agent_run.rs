@@ -69,6 +69,7 @@ impl Executor<'_> {
             clarification: None,
             parked: None,
             conversation: Vec::new(),
+            scope: self.scope.clone(),
         };
         let searches = steps.iter().filter(|s| s.action == "rag_search").count();
         let best = steps

@@ -1,6 +1,7 @@
 //! What a run comes to: its report, its decision, and a human's reply to
 //! an escalated one.
 
+use crate::access::ReadScope;
 use crate::config::AnswerFormat;
 use crate::text::blocks::to_text;
 use serde::{Deserialize, Serialize};
@@ -166,6 +167,13 @@ pub struct RunReport {
     /// question asked alone, and for a run that was not escalated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conversation: Vec<EarlierTurn>,
+    /// Who asked, as what they may read: kept with an escalation, so that
+    /// a reviewer's redraft searches no more than the asker could, the
+    /// asker reads the resolution within it, and only escalations of the
+    /// same scope join. Absent for the operator and services (everything).
+    #[serde(default, skip_serializing_if = "ReadScope::is_all")]
+    #[schema(value_type = Option<Object>)]
+    pub scope: ReadScope,
 }
 
 /// A turn of the conversation before the question (see

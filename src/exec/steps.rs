@@ -94,6 +94,7 @@ impl Executor<'_> {
             clarification: None,
             parked: None,
             conversation: Vec::new(),
+            scope: self.scope.clone(),
         };
         on_event(Event::Answered { report: &report });
         Ok(report)

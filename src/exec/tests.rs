@@ -47,6 +47,7 @@ fn escalated() -> RunReport {
         clarification: None,
         parked: None,
         conversation: Vec::new(),
+        scope: Default::default(),
     }
 }
 

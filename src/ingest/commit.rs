@@ -40,7 +40,13 @@ impl Ingestor<'_> {
     /// Gives the chunks of `source`, whose text is unchanged, new readers:
     /// the manifest entry is pending while the store is written, as for
     /// any write, so a crash between leaves it to be written again.
-    pub(super) fn relabel(&self, run: &mut Run, source: &str, readers: &Readers) -> Result<()> {
+    pub(super) fn relabel(
+        &self,
+        run: &mut Run,
+        source: &str,
+        readers: &Readers,
+        pinned: bool,
+    ) -> Result<()> {
         let Some(entry) = run.manifest.sources.get_mut(source) else {
             return Ok(());
         };
@@ -53,6 +59,7 @@ impl Ingestor<'_> {
         if let Some(entry) = run.manifest.sources.get_mut(source) {
             entry.state = EntryState::Committed;
             entry.readers = readers.as_slice().to_vec();
+            entry.pinned = pinned;
             entry.updated_at = manifest::now();
         }
         run.manifest.save(self.manifest_path)?;
@@ -85,6 +92,7 @@ impl Ingestor<'_> {
                     state: EntryState::Pending,
                     updated_at: now,
                     readers: Vec::new(),
+                    pinned: false,
                 });
             entry.state = EntryState::Pending;
         }
@@ -169,6 +177,7 @@ impl Ingestor<'_> {
                     state: EntryState::Committed,
                     updated_at: now,
                     readers: p.readers.as_slice().to_vec(),
+                    pinned: p.pinned,
                 },
             );
             let status = if p.existed {

@@ -44,6 +44,11 @@ pub struct SourceEntry {
     /// written before readers existed: everyone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readers: Vec<String>,
+    /// Whether `readers` came from an ingest request (`--access`, an
+    /// API's `access`): they stay until a request gives others, whatever
+    /// the document or its folder says later.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// The manifest of one collection.
@@ -163,6 +168,7 @@ mod tests {
                 state: EntryState::Committed,
                 updated_at: 5,
                 readers: Vec::new(),
+                pinned: false,
             },
         );
         m.save(&p).unwrap();

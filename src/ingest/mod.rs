@@ -300,6 +300,8 @@ struct Prepared {
     title: Option<String>,
     /// Who may read it.
     readers: Readers,
+    /// Whether a request gave the readers (they then stay).
+    pinned: bool,
     existed: bool,
     /// Size of the file, for progress.
     bytes: u64,
@@ -430,8 +432,8 @@ impl Ingestor<'_> {
                         chunks,
                     });
                 }
-                Ok(Outcome::Relabel(readers)) => {
-                    self.relabel(&mut run, &source, &readers)?;
+                Ok(Outcome::Relabel { readers, pinned }) => {
+                    self.relabel(&mut run, &source, &readers, pinned)?;
                     let chunks = run
                         .manifest
                         .sources

@@ -28,17 +28,19 @@ impl Ingestor<'_> {
         let bytes = read_capped(path, self.config.max_file_bytes)?;
         let hash = crate::durable::hex(&Sha256::digest(&bytes));
         let format = Format::from_path(path);
-        let readers = access.readers(path, format, &bytes)?;
+        let (readers, pinned) = access.readers(path, format, &bytes, previous)?;
         if let Some(prev) = previous
             && prev.state == EntryState::Committed
             && prev.content_hash == hash
             && !pipeline_changed
         {
-            return Ok(if Readers::stored(&prev.readers) == readers {
-                Outcome::Unchanged
-            } else {
-                Outcome::Relabel(readers)
-            });
+            return Ok(
+                if Readers::stored(&prev.readers) == readers && prev.pinned == pinned {
+                    Outcome::Unchanged
+                } else {
+                    Outcome::Relabel { readers, pinned }
+                },
+            );
         }
         let format = match format {
             Some(f) => f,
@@ -59,6 +61,7 @@ impl Ingestor<'_> {
             chunks,
             title: doc.title,
             readers,
+            pinned,
             existed: previous.is_some(),
             bytes: 0,
         }))
@@ -71,7 +74,12 @@ pub(super) enum Outcome {
     Unchanged,
     /// The same text for other readers: its chunks are re-labelled, not
     /// embedded again.
-    Relabel(Readers),
+    Relabel {
+        /// The readers now.
+        readers: Readers,
+        /// Whether a request gave them.
+        pinned: bool,
+    },
     /// New or changed: read and chunked, to be embedded and written.
     Changed(Prepared),
 }
@@ -80,7 +88,8 @@ pub(super) enum Outcome {
 /// request's `access`, `access:` in Markdown front matter, the nearest
 /// `.grace-access.yml`, `ingest.default_access`.
 pub(super) struct Access {
-    /// The request's `access` (HTTP, MCP, `grace ingest --access`).
+    /// The request's `access` (`grace ingest --access`, the library's
+    /// `IngestOptions::access`).
     pub request: Option<Readers>,
     /// The `.grace-access.yml` files read so far.
     pub files: AccessFiles,
@@ -90,26 +99,32 @@ pub(super) struct Access {
 
 impl Access {
     /// The readers of the file at `path` (its bytes, and its format when
-    /// known). An access file or front matter that cannot be read is the
-    /// file's error: it is not ingested, never as public.
+    /// known), and whether a request gave them (now, or when it was
+    /// ingested before: `previous`). An access file or front matter that
+    /// cannot be read is the file's error: it is not ingested, never as
+    /// public.
     fn readers(
         &mut self,
         path: &Path,
         format: Option<Format>,
         bytes: &[u8],
-    ) -> std::result::Result<Readers, String> {
+        previous: Option<&SourceEntry>,
+    ) -> std::result::Result<(Readers, bool), String> {
         if let Some(r) = &self.request {
-            return Ok(r.clone());
+            return Ok((r.clone(), true));
+        }
+        if let Some(prev) = previous.filter(|p| p.pinned) {
+            return Ok((Readers::stored(&prev.readers), true));
         }
         if format == Some(Format::Markdown)
             && let Ok(text) = std::str::from_utf8(bytes)
             && let Some(r) = front_matter_access(path, text).map_err(|e| e.to_string())?
         {
-            return Ok(r);
+            return Ok((r, false));
         }
         match path.parent().and_then(|dir| self.files.nearest(dir)) {
-            Some(found) => found.map_err(|e| e.to_string()),
-            None => Ok(self.default.clone()),
+            Some(found) => found.map(|r| (r, false)).map_err(|e| e.to_string()),
+            None => Ok((self.default.clone(), false)),
         }
     }
 }

@@ -25,9 +25,12 @@ impl McpServer {
             "ask" if args.get("run_id").is_some() => {
                 let run_id = args["run_id"].as_str().unwrap_or_default().to_string();
                 let reply = args["reply"].as_str().map(str::to_string);
-                let outcome = tokio::time::timeout(self.timeout, grace.reply(run_id, reply))
-                    .await
-                    .map_err(|_| self.timed_out())??;
+                let outcome = tokio::time::timeout(
+                    self.timeout,
+                    grace.reply(run_id, reply, self.scope.clone()),
+                )
+                .await
+                .map_err(|_| self.timed_out())??;
                 let outcome = self.clarify(outcome, peer).await?;
                 Ok(serde_json::to_value(outcome).unwrap_or(Value::Null))
             }
@@ -37,7 +40,8 @@ impl McpServer {
                 let session_id = match args["session_id"].as_str() {
                     Some("new") => {
                         let g = grace.clone();
-                        Some(blocking(move || g.create_session()).await?.id)
+                        let scope = self.scope.clone();
+                        Some(blocking(move || g.create_session_as(&scope)).await?.id)
                     }
                     other => other.map(str::to_string),
                 };
@@ -159,8 +163,12 @@ impl McpServer {
             tool => {
                 let tool = tool.to_string();
                 let scope = self.scope.clone();
-                let result =
-                    blocking(move || Ok(grace.registry().call(&tool, &args, &scope))).await?;
+                let result = blocking(move || {
+                    let result = grace.registry().call(&tool, &args, &scope);
+                    grace.audit_tool_call(scope.label(), &tool, &result);
+                    Ok(result)
+                })
+                .await?;
                 if result.success {
                     Ok(serde_json::to_value(&result).unwrap_or(Value::Null))
                 } else {

@@ -91,9 +91,12 @@ impl McpServer {
             let Ok(reply) = elicit(peer, &request, wait).await else {
                 break;
             };
-            outcome = tokio::time::timeout(self.timeout, self.grace.reply(run_id, reply))
-                .await
-                .map_err(|_| self.timed_out())??;
+            outcome = tokio::time::timeout(
+                self.timeout,
+                self.grace.reply(run_id, reply, self.scope.clone()),
+            )
+            .await
+            .map_err(|_| self.timed_out())??;
         }
         Ok(outcome)
     }

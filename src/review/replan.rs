@@ -69,7 +69,9 @@ pub fn redraft_with(
     hint: &str,
 ) -> crate::error::Result<Escalation> {
     let e = open_for(queue, id, reviewer)?;
-    let executor = Executor::new(registry, config, config.tools.rag_search.limit);
+    // The asker's scope: a redraft finds no more than they may read.
+    let executor = Executor::new(registry, config, config.tools.rag_search.limit)
+        .with_scope(e.run.scope.clone());
     let run = executor.ask_with_hint(&e.question, hint, &mut |_| {})?;
     Ok(queue.redraft(id, reviewer, &run, hint)?)
 }

@@ -96,6 +96,12 @@ fn from_report_quoting(
                 touched = true;
                 withheld += 1;
             }
+            // A run-time tool's or another server's data may carry passages.
+            ToolOutput::Data(v) if mentions_unreadable(v, may_read) => {
+                *v = Value::String(WITHHELD.into());
+                touched = true;
+                withheld += 1;
+            }
             _ => {}
         }
         result.sources.retain(|s| may_read(s));
@@ -118,13 +124,20 @@ fn from_report_quoting(
         take(a, texts);
         withheld += 1;
     }
-    // Earlier turns' answers are made of what the asker could read: with
-    // anything withheld, they go too.
+    // Earlier turns' answers, the agent's thoughts and a follow-up's
+    // rewrite are made of what the asker could read: with anything
+    // withheld, they go too.
     if withheld > 0 {
         for turn in &mut run.conversation {
             if turn.answer.take().is_some() {
                 withheld += 1;
             }
+        }
+        if run.agent.take().is_some() {
+            withheld += 1;
+        }
+        if run.rewrite.take().is_some() {
+            withheld += 1;
         }
     }
     if let Some(request) = &mut run.escalation {

@@ -85,10 +85,13 @@ pub async fn call(
     let grace = s.grace.clone();
     let input = serde_json::Value::Object(body.input);
     let scope = caller.scope();
+    let label = scope.label().to_string();
     let result = held(permit, move |cancel| {
-        Ok(grace
+        let result = grace
             .registry()
-            .call_until(&name, &input, None, &cancel, &scope))
+            .call_until(&name, &input, None, &cancel, &scope);
+        grace.audit_tool_call(&label, &name, &result);
+        Ok(result)
     })
     .await?;
     Ok(Json(result))

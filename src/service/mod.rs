@@ -340,6 +340,17 @@ impl Grace {
         Ok(crate::review::withhold::from_report(run, &may_read))
     }
 
+    /// Records a registry tool's call in the audit log when it searched
+    /// the knowledge base (`rag_search`, called over HTTP or MCP).
+    pub fn audit_tool_call(&self, who: &str, tool: &str, result: &crate::tools::ToolResult) {
+        if tool == "rag_search" {
+            self.inner.audit.record(
+                &Record::new(who, DEFAULT_KB, Action::Search)
+                    .documents(result.sources.iter().map(String::as_str)),
+            );
+        }
+    }
+
     /// The audit log (`audit.log`: who asked, searched and reviewed what).
     pub fn audit(&self) -> &AuditLog {
         &self.inner.audit

@@ -130,11 +130,15 @@ impl Grace {
         &self,
         run_id: impl Into<String>,
         reply: Option<String>,
+        scope: crate::access::ReadScope,
     ) -> Result<AskOutcome> {
         let cancel = Arc::new(AtomicBool::new(false));
         let _guard = CancelOnDrop(cancel.clone());
         let (this, run_id) = (self.clone(), run_id.into());
-        blocking(move || this.reply_blocking(&run_id, reply.as_deref(), cancel, &mut |_| {})).await
+        blocking(move || {
+            this.reply_blocking_as(&run_id, reply.as_deref(), &scope, cancel, &mut |_| {})
+        })
+        .await
     }
 
     /// [`reply_blocking`](Self::reply_blocking) as a stream of run events

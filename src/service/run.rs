@@ -113,7 +113,7 @@ impl Grace {
         // Only the run's asker continues it (the operator and a service
         // may continue any): another principal's is not found.
         let parked: ParkedRun = self.inner.sessions.take_run(run_id, |p: &ParkedRun| {
-            *scope == ReadScope::All || p.options.scope == *scope
+            *scope == ReadScope::All || p.options.scope.principal() == scope.principal()
         })?;
         let ParkedRun {
             state,

@@ -43,8 +43,8 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
     let format = output::terminal_format(&config);
     let grace = Grace::builder(config).existing().build()?;
     let mut session = match args.session {
-        Some(id) => grace.session(id)?.id,
-        None => grace.create_session()?.id,
+        Some(id) => grace.session_as(id, &args.scope)?.id,
+        None => grace.create_session_as(&args.scope)?.id,
     };
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if terminal && !args.json {
@@ -90,7 +90,7 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
             "/help" | "/?" => println!("{HELP}"),
             "/new" => {
                 leave(&grace, pending.take())?;
-                session = grace.create_session()?.id;
+                session = grace.create_session_as(&args.scope)?.id;
                 last = None;
                 last_answer = None;
                 waiting = None;
@@ -133,7 +133,13 @@ pub fn run(config: Config, args: &ChatArgs<'_>) -> grace::Result<u8> {
                             .map(|c| c.options.as_slice())
                             .unwrap_or_default();
                         let reply = (line != "/skip").then(|| output::chosen(options, line));
-                        grace.reply_blocking(&run_id, reply.as_deref(), cancel, &mut |_| {})
+                        grace.reply_blocking_as(
+                            &run_id,
+                            reply.as_deref(),
+                            &args.scope,
+                            cancel,
+                            &mut |_| {},
+                        )
                     }
                     None => {
                         let options = AskOptions {

@@ -204,6 +204,13 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             let mut config = config;
             // stdio carries no credentials: the process says whom it serves.
             if let Ok(name) = std::env::var("GRACE_PRINCIPAL") {
+                // Set but empty is a mistake (an unset shell variable), not
+                // the operator: never everything by accident.
+                if name.trim().is_empty() {
+                    return Err(grace::Error::InvalidInput(
+                        "GRACE_PRINCIPAL is set but empty: name a principal (`grace auth list`), or unset it for the local operator".into(),
+                    ));
+                }
                 config.mcp.principal = name;
             }
             grace::mcp::serve_stdio(config)?

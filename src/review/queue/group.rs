@@ -14,6 +14,7 @@
 //! whose words differ from the question answered is told which question
 //! it was ([`Resolution::for_question`]).
 
+use crate::access::ReadScope;
 use rusqlite::{Connection, Transaction, params};
 
 use super::types::{AlsoAsked, Escalation, Resolution, Status, Viewer};
@@ -123,10 +124,12 @@ impl ReviewQueue {
         allowed: Option<&str>,
         question: &str,
         vector: &[f32],
+        scope: &ReadScope,
     ) -> Result<Option<i64>> {
         let mut stmt = tx
             .prepare_cached(
-                "SELECT e.id, COALESCE(json_extract(e.run, '$.rewrite.question'), e.question), v.vector \
+                "SELECT e.id, COALESCE(json_extract(e.run, '$.rewrite.question'), e.question), v.vector, \
+                 json(json_extract(e.run, '$.scope')) \
                  FROM escalations e \
                  JOIN escalation_vectors v ON v.escalation_id = e.id \
                  WHERE e.status IN ('pending', 'claimed') AND e.collection = ?1 \
@@ -143,6 +146,7 @@ impl ReviewQueue {
                     r.get::<_, i64>(0)?,
                     r.get::<_, String>(1)?,
                     r.get::<_, Vec<u8>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
                 ))
             })
             .map_err(db_error(&self.path))?
@@ -151,8 +155,19 @@ impl ReviewQueue {
         // The same question quantises to the same bytes: a cosine of 1
         // within rounding.
         let threshold = self.group_cosine - 1e-5;
+        // Only an escalation asked within the same scope: its answer may
+        // draw on what this asker may not read, or the other way round.
+        let same_scope = |stored: &Option<String>| {
+            let theirs = match stored {
+                None => ReadScope::All,
+                Some(text) => serde_json::from_str(text).unwrap_or_else(|_| ReadScope::public()),
+            };
+            theirs == *scope
+        };
         let best = candidates
             .into_iter()
+            .filter(|(_, _, _, s)| same_scope(s))
+            .map(|(id, q, v, _)| (id, q, v))
             .filter(|(_, _, v)| v.len() == vector.len())
             .map(|(id, q, v)| (id, q, cosine(vector, &dequantise(&v))))
             .filter(|(_, q, c)| *c >= threshold && same_subjects(question, q))

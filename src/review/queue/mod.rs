@@ -182,6 +182,7 @@ impl ReviewQueue {
                     allowed.as_deref(),
                     new.report.question_as_run(),
                     &crate::embed::dequantise(v),
+                    &new.report.scope,
                 )?,
                 None => None,
             };

@@ -107,6 +107,11 @@ pub(crate) async fn asker_view(
                 .map_err(ApiError::internal)??
         }
     };
+    // The asker reads the resolution within their own scope (a reviewer
+    // may cite what they may not read).
+    let mut e = e;
+    let scope = e.run.scope.clone();
+    s.grace.withhold_for(std::slice::from_mut(&mut e), &scope)?;
     Ok(Json(AskerView {
         id: e.id,
         status: e.status,

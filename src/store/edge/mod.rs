@@ -63,7 +63,11 @@ impl EdgeStore {
         let lock = lock(path)?;
         let (shard, before) = if has_shard(path) {
             let saved = stored_config(path)?;
-            (load(path, settings, Some(&saved))?, Some(saved))
+            let shard = load(path, settings, Some(&saved))?;
+            // A collection written before readers existed gets their index
+            // (nothing is done when it has it).
+            keyword_index(&shard, path, READERS_FIELD)?;
+            (shard, Some(saved))
         } else {
             (create(path, dimension, settings)?, None)
         };

@@ -83,9 +83,12 @@ impl QdrantStore {
         let name = target.collection.clone();
         let exists = store.run(async move { client.collection_exists(name).await })?;
         if exists {
-            // Collections written before readers existed get their index
-            // when they are next written to.
-            store.keyword_index(READERS_FIELD)?;
+            // A collection written before readers existed gets their index
+            // here (a key that may not change the collection only warns:
+            // filters still work, more slowly).
+            if let Err(e) = store.keyword_index(READERS_FIELD) {
+                tracing::warn!(error = %e, "cannot create the readers index");
+            }
         } else {
             store.create_collection(dimension)?;
         }

@@ -32,7 +32,16 @@ impl Tool for CreateTool {
         spec_schema()
     }
 
-    fn execute(&self, input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
+    fn execute(&self, input: &Value, scope: &ReadScope) -> Result<ToolResult, ToolError> {
+        // Its examples run with the whole knowledge base (a tool serves
+        // every caller): a run for a principal may not write one.
+        if !scope.is_all() {
+            return Err(ToolError::new(
+                "create_tool",
+                ToolErrorKind::InvalidInput,
+                "a run for a principal may not create tools: their examples search the whole knowledge base",
+            ));
+        }
         let spec: ToolSpec = serde_json::from_value(input.clone()).map_err(|e| {
             ToolError::new("create_tool", ToolErrorKind::InvalidInput, e.to_string())
         })?;
