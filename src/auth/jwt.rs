@@ -461,6 +461,40 @@ mod tests {
         assert!(v.verify(&first).await.is_ok());
     }
 
+    #[tokio::test]
+    async fn the_jwks_comes_from_a_url_and_a_failing_one_keeps_the_keys() {
+        use wiremock::matchers::{method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        let jwks = std::fs::read_to_string(fixture("jwks.json")).unwrap();
+        Mock::given(method("GET"))
+            .and(path("/jwks.json"))
+            .respond_with(ResponseTemplate::new(200).set_body_string(jwks))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(503))
+            .mount(&server)
+            .await;
+        let v = JwtVerifier::new(&JwtConfig {
+            issuer: "https://id.example".into(),
+            audience: "grace".into(),
+            jwks_url: format!("{}/jwks.json", server.uri()),
+            ..JwtConfig::default()
+        })
+        .unwrap();
+        let token = sign(Algorithm::ES256, "ec-1", "es256.pem", &claims());
+        assert_eq!(v.verify(&token).await.unwrap().name, "ann");
+        // The server fails now: an unknown kid a minute later finds it
+        // down, and the keys read before still verify.
+        v.keys.lock().unwrap().read_at =
+            Some(Instant::now() - RELOAD_AFTER - Duration::from_secs(1));
+        let unknown = sign(Algorithm::RS256, "rsa-9", "rs256.pem", &claims());
+        assert_eq!(v.verify(&unknown).await.unwrap_err().code(), "unknown_kid");
+        assert!(v.verify(&token).await.is_ok());
+    }
+
     #[test]
     fn only_three_part_tokens_starting_as_json_are_taken_for_jwts() {
         assert!(looks_like_jwt("eyJhbGc.eyJzdWI.sig"));

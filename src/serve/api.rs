@@ -379,9 +379,22 @@ async fn ingest_held(
     mut options: IngestOptions,
 ) -> Result<Json<IngestReport>, ApiError> {
     let grace = s.grace.clone();
+    let principals = s.gate.principals.clone();
     let report = held(permit, move |cancel| {
         options.cancel = Some(cancel);
-        grace.ingest_blocking(&paths, &options, &mut |_| {})
+        let report = grace.ingest_blocking(&paths, &options, &mut |_| {})?;
+        // As `grace ingest` does: a group no principal with a key is in
+        // opens nothing (tokens may still carry it).
+        if grace.config().auth.jwt.issuer.is_empty() {
+            let unknown = principals.unknown_groups(&grace.knowledge_base().reader_groups()?)?;
+            if !unknown.is_empty() {
+                tracing::warn!(
+                    groups = %unknown.join(","),
+                    "no principal is in these groups: only the operator reads their documents"
+                );
+            }
+        }
+        Ok(report)
     })
     .await?;
     Ok(Json(report))
