@@ -105,12 +105,9 @@ fn principal_scope(config: &crate::config::Config) -> Result<crate::access::Read
         return Ok(crate::access::ReadScope::All);
     }
     let name = &config.mcp.principal;
-    let not_found = || crate::auth::AuthError::NotFound { name: name.clone() };
-    let store =
-        crate::auth::Principals::open_existing(&config.storage.data_dir)?.ok_or_else(not_found)?;
-    let principal = store.get(name)?.ok_or_else(not_found)?;
+    let scope = crate::auth::scope_of(&config.storage.data_dir, name)?;
     tracing::info!(principal = %name, "MCP client acts as a principal");
-    Ok(crate::access::ReadScope::Principal(principal))
+    Ok(scope)
 }
 
 /// The MCP tool server over one [`Grace`] handle.

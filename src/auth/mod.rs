@@ -306,6 +306,17 @@ impl Principals {
     }
 }
 
+/// What principal `name` (in `data_dir`'s store) may read; a name no
+/// principal has is [`AuthError::NotFound`], never everything.
+pub fn scope_of(data_dir: &Path, name: &str) -> Result<ReadScope> {
+    let not_found = || AuthError::NotFound {
+        name: name.to_string(),
+    };
+    let store = Principals::open_existing(data_dir)?.ok_or_else(not_found)?;
+    let principal = store.get(name)?.ok_or_else(not_found)?;
+    Ok(ReadScope::Principal(principal))
+}
+
 /// What reviewer `id` may read: the documents of the principal of the same
 /// name, when there is one (`grace auth add-key ID --groups …`); else
 /// everything, as for reviewers before principals existed.

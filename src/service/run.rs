@@ -184,14 +184,10 @@ impl Grace {
             report.conversation.clear();
         }
         crate::telemetry::decision(report.decision.as_str(), report.confidence);
-        let cited = report
-            .answer
-            .iter()
-            .flat_map(|a| a.citations.iter().filter_map(|c| c.source.as_deref()));
         self.inner.audit.record(
             &Record::new(options.scope.label(), DEFAULT_KB, Action::Ask)
                 .decision(report.decision.as_str())
-                .documents(cited),
+                .documents(report.cited_sources().iter().map(String::as_str)),
         );
         let review_id = if report.decision == Decision::Escalate && options.queue {
             Some(self.queue_escalation(&report, options, &config)?)

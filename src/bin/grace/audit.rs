@@ -29,13 +29,9 @@ pub fn run(
 
 /// The audit record of a question the command line answered.
 pub fn asked(who: &str, report: &grace::exec::RunReport) -> Record {
-    let cited = report
-        .answer
-        .iter()
-        .flat_map(|a| a.citations.iter().filter_map(|c| c.source.as_deref()));
     Record::new(who, DEFAULT_KB, Action::Ask)
         .decision(report.decision.as_str())
-        .documents(cited)
+        .documents(report.cited_sources().iter().map(String::as_str))
 }
 
 /// The audit record of a search from the command line.

@@ -3,7 +3,7 @@
 
 use clap::Subcommand;
 use grace::access::ReadScope;
-use grace::auth::{AuthError, Principals};
+use grace::auth::Principals;
 use grace::config::Config;
 
 use crate::output;
@@ -59,10 +59,5 @@ pub fn scope(config: &Config, name: Option<&str>) -> grace::Result<ReadScope> {
     let Some(name) = name else {
         return Ok(ReadScope::All);
     };
-    let not_found = || AuthError::NotFound {
-        name: name.to_string(),
-    };
-    let store = Principals::open_existing(&config.storage.data_dir)?.ok_or_else(not_found)?;
-    let principal = store.get(name)?.ok_or_else(not_found)?;
-    Ok(ReadScope::Principal(principal))
+    Ok(grace::auth::scope_of(&config.storage.data_dir, name)?)
 }

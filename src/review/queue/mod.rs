@@ -82,15 +82,10 @@ impl ReviewQueue {
     /// Records in the audit log that `who` read escalation `e` (and the
     /// documents its draft cites).
     pub(super) fn log_view(&self, who: &str, e: &Escalation) {
-        let cited = e
-            .run
-            .answer
-            .iter()
-            .flat_map(|a| a.citations.iter().filter_map(|c| c.source.as_deref()));
         self.log.record(
             &Record::new(who, DEFAULT_KB, Action::EscalationView)
                 .escalation(e.id)
-                .documents(cited),
+                .documents(e.run.cited_sources().iter().map(String::as_str)),
         );
     }
 
