@@ -86,6 +86,10 @@ pub enum Error {
     /// A request the caller can fix (an empty query, a zero limit).
     #[error("{0}")]
     InvalidInput(String),
+    /// No knowledge base has this name (or, over HTTP and MCP, none the
+    /// caller may ask: the same error, so existence does not leak).
+    #[error("no knowledge base `{0}` you may ask (`grace kb list` names them)")]
+    UnknownKb(String),
 }
 
 impl From<crate::search::SearchError> for Error {
@@ -133,6 +137,7 @@ impl Error {
                 | IngestError::Cancelled { .. } => EXIT_FAILURE,
             },
             Error::Lexical(_) | Error::Server(_) | Error::ToolStats(_) => EXIT_FAILURE,
+            Error::UnknownKb(_) => EXIT_NOT_FOUND,
             Error::Watch(crate::watch::WatchError::Watch { .. }) => EXIT_NOT_FOUND,
             Error::Watch(crate::watch::WatchError::Stopped(_)) => EXIT_FAILURE,
             Error::Calibration(crate::confidence::calibration::CalibrationError::Invalid {

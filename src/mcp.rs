@@ -50,10 +50,13 @@ use self::schema::{answer_schema, ask_schema, feedback_schema, ingest_schema, li
 use crate::config::Caller;
 pub use crate::tools::check_arguments;
 use crate::{
-    config::Config,
+    config::{Config, DEFAULT_KB, Role},
     error::{Error, Result},
-    service::Grace,
+    service::{Grace, kbs::Kbs},
 };
+
+/// The argument every tool takes to name its knowledge base.
+pub const KB_ARGUMENT: &str = "kb";
 
 /// Names `mcp.tools` may list.
 pub const MCP_TOOL_NAMES: &[&str] = &[
@@ -67,13 +70,15 @@ pub const MCP_TOOL_NAMES: &[&str] = &[
     "answer_escalation",
 ];
 
-/// Serves MCP on stdin/stdout until the client closes stdin.
-pub fn serve_stdio(config: Config) -> Result<()> {
+/// Serves MCP on stdin/stdout until the client closes stdin: every
+/// knowledge base `base` names that the client's principal may ask, `kb`
+/// when a call names none.
+pub fn serve_stdio(base: Config, kb: &str) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Server(format!("cannot start the runtime: {e}")))?;
-    let server = McpServer::new(Grace::open(config)?)?;
+    let server = McpServer::serving(Kbs::open(&base)?, kb)?;
     runtime.block_on(async move {
         let running = server
             .serve(rmcp::transport::stdio())
@@ -110,10 +115,14 @@ fn principal_scope(config: &crate::config::Config) -> Result<crate::access::Read
     Ok(scope)
 }
 
-/// The MCP tool server over one [`Grace`] handle.
+/// The MCP tool server over the knowledge bases its client may ask.
 #[derive(Clone)]
 pub struct McpServer {
+    /// The knowledge base a call that names none is for.
     grace: Grace,
+    /// Every knowledge base the client may ask, by name (the `kb`
+    /// argument's choices).
+    kbs: Arc<Vec<(String, Grace)>>,
     /// The tools `mcp.tools` names (a built-in registry tool among them is
     /// offered only while its `callers` include `mcp`).
     tools: Arc<Vec<Tool>>,
@@ -126,9 +135,20 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// The tools `mcp.tools` names that are available (a registry tool only
-    /// when `tools.enabled` has it).
+    /// The server over one knowledge base, `grace`, as `default`.
     pub fn new(grace: Grace) -> Result<Self> {
+        Self::serving(Kbs::single(grace), DEFAULT_KB)
+    }
+
+    /// The tools `mcp.tools` names that are available (a registry tool only
+    /// when `tools.enabled` has it), over the knowledge bases of `kbs` the
+    /// principal may ask; `default_kb` answers a call that names none (and
+    /// must be one of them: else the same error as a name not served).
+    pub fn serving(kbs: Kbs, default_kb: &str) -> Result<Self> {
+        let grace = kbs
+            .get(default_kb)
+            .cloned()
+            .ok_or_else(|| Error::UnknownKb(default_kb.to_string()))?;
         let config = grace.config();
         let registry = grace.registry();
         let mut tools = Vec::new();
@@ -192,6 +212,20 @@ impl McpServer {
             tools.push(tool);
         }
         let scope = principal_scope(config)?;
+        let may_ask = |name: &str| match &scope {
+            crate::access::ReadScope::All => true,
+            crate::access::ReadScope::Principal(p) => {
+                kbs.grants(name, Role::Ask, &p.name, &p.groups)
+            }
+        };
+        if !may_ask(default_kb) {
+            return Err(Error::UnknownKb(default_kb.to_string()));
+        }
+        let askable: Vec<(String, Grace)> = kbs
+            .handles()
+            .filter(|(name, _)| may_ask(name))
+            .map(|(name, g)| (name.to_string(), g.clone()))
+            .collect();
         // Run-time tools' admin tools (seed 002), only when allowed.
         if crate::tools::runtime::mcp::offered(config) {
             for (name, description, schema, read_only) in crate::tools::runtime::mcp::tools() {
@@ -208,8 +242,29 @@ impl McpServer {
             display: crate::display::SourceDisplay::new(config),
             scope,
             grace,
+            kbs: Arc::new(askable),
             tools: Arc::new(tools),
         })
+    }
+
+    /// The knowledge base a call's `kb` argument names (taken out of the
+    /// arguments), or the default one; a name the client may not ask is
+    /// the same error as one not served.
+    fn kb_of(&self, args: &mut Value) -> std::result::Result<Grace, McpError> {
+        let named = args.as_object_mut().and_then(|m| m.remove(KB_ARGUMENT));
+        match named {
+            None => Ok(self.grace.clone()),
+            Some(Value::String(name)) => self
+                .kbs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, g)| g.clone())
+                .ok_or_else(|| McpError::invalid_params(Error::UnknownKb(name).to_string(), None)),
+            Some(_) => Err(McpError::invalid_params(
+                "kb: a knowledge base's name",
+                None,
+            )),
+        }
     }
 
     /// The tools offered now: those `mcp.tools` names (a registry tool
@@ -231,7 +286,16 @@ impl McpServer {
                 offered.push(registry_tool(t.as_ref(), entry.description));
             }
         }
+        let names: Vec<&str> = self.kbs.iter().map(|(n, _)| n.as_str()).collect();
         offered
+            .into_iter()
+            .map(|mut t| {
+                let mut schema = (*t.input_schema).clone();
+                schema::add_kb(&mut schema, &names, self.grace.config().kb_name());
+                t.input_schema = Arc::new(schema);
+                t
+            })
+            .collect()
     }
 
     /// The offered tool called `name`.
@@ -301,7 +365,8 @@ impl ServerHandler for McpServer {
         } else {
             brief::take_detail(&mut args)
         };
-        let result = match self.call(&name, args, &context.peer).await {
+        let grace = self.kb_of(&mut args)?;
+        let result = match self.call(&name, args, &grace, &context.peer).await {
             Ok(mut data) => {
                 self.display.rewrite(&mut data);
                 let (gist, text) = match name.as_str() {

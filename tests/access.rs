@@ -500,7 +500,7 @@ async fn a_principals_key_opens_only_its_documents_over_http() {
         .json()
         .await
         .unwrap();
-    assert_eq!(kbs, json!({"kbs": [{"name": "default"}]}));
+    assert_eq!(kbs, json!({"kbs": [{"name": "default", "review": false}]}));
     // A principal asks and searches; it does not ingest.
     let refused = post("/v1/ingest", &bo.key, json!({"paths": ["/tmp"]}))
         .await

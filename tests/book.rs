@@ -166,7 +166,7 @@ fn config_tables() -> String {
         "<!-- Generated from src/config/*.rs by tests/book.rs: edit the doc comments there, then run GRACE_BLESS=1 cargo test --test book. -->".to_string(),
     ];
     for section in &structs["Config"] {
-        let (inner, _) = nested(&section.ty, &structs).expect("a section is a struct");
+        let (inner, shape) = nested(&section.ty, &structs).expect("a section is a struct");
         out.push(String::new());
         out.push(format!("## `{}`", section.name));
         out.push(String::new());
@@ -175,7 +175,7 @@ fn config_tables() -> String {
         out.push("| key | default | what it does |".into());
         out.push("| --- | --- | --- |".into());
         rows(
-            &format!("{}.", section.name),
+            &format!("{}{shape}.", section.name),
             &structs[inner],
             defaults.get(&section.name),
             &structs,

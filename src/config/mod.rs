@@ -21,6 +21,7 @@ mod error;
 mod feedback;
 mod home;
 mod ingest;
+mod kbs;
 mod llm;
 mod models;
 mod planner;
@@ -34,6 +35,7 @@ mod validate_kb;
 mod validate_serve;
 mod validate_tools;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +50,7 @@ pub use self::feedback::{
 };
 pub use self::home::{HOME_VAR, grace_home};
 pub use self::ingest::IngestConfig;
+pub use self::kbs::{KB_SECTIONS, KbConfig, MAX_KBS, Role, Roles};
 pub use self::llm::{
     AnswerConfig, AnswerFormat, ExtractiveConfig, LlmConfig, LlmProvider, RemoteLlmConfig, ToolMode,
 };
@@ -111,6 +114,13 @@ pub struct Config {
     pub audit: AuditConfig,
     /// Who may call GRACE besides its keys: OIDC / JWT tokens (`auth`).
     pub auth: AuthConfig,
+    /// Knowledge bases besides `default` (the top level), and roles on
+    /// each; see [`Config::for_kb`].
+    pub kbs: BTreeMap<String, KbConfig>,
+    /// Which knowledge base this configuration describes (set by
+    /// [`Config::for_kb`]; empty: `default`). Not read from a file.
+    #[serde(skip)]
+    pub kb: String,
 }
 
 impl Config {
@@ -155,7 +165,9 @@ impl Config {
         config.resolve_paths(base, grace_home(vars).as_deref(), &set_in_file);
         let from_env = env::apply_overrides(&mut config, vars)?;
         let source = file.as_deref().zip(text.as_deref());
-        validate::validate(&config).map_err(|e| e.locate(source, &from_env))?;
+        validate::validate(&config)
+            .and_then(|()| kbs::validate_kbs(&config))
+            .map_err(|e| e.locate(source, &from_env))?;
         Ok(config)
     }
 
@@ -200,6 +212,7 @@ impl Config {
         {
             join(p, base);
         }
+        kbs::resolve_paths(&mut self.kbs, base);
         for (section, key, p) in [
             ("embedding", "model_dir", &mut self.embedding.model_dir),
             (
@@ -222,8 +235,7 @@ impl Config {
 
     /// Folder of the configured collection in the embedded store.
     pub fn collection_dir(&self) -> PathBuf {
-        self.storage
-            .data_dir
+        self.kb_dir()
             .join("collections")
             .join(&self.qdrant.collection)
     }
@@ -231,27 +243,24 @@ impl Config {
     /// The review queue's SQLite database (escalations, reviewers,
     /// messages, shared context, audit), shared by every collection.
     pub fn review_db_path(&self) -> PathBuf {
-        self.storage.data_dir.join("review.sqlite3")
+        self.kb_dir().join("review.sqlite3")
     }
 
     /// Usage statistics and health of every tool, shared by every collection.
     pub fn tool_stats_path(&self) -> PathBuf {
-        self.storage.data_dir.join("tool_stats.sqlite3")
+        self.kb_dir().join("tool_stats.sqlite3")
     }
 
     /// Tools created at run time (scripts, their versions and audit log),
     /// shared by every collection.
     pub fn runtime_tools_path(&self) -> PathBuf {
-        self.storage.data_dir.join("runtime_tools.sqlite3")
+        self.kb_dir().join("runtime_tools.sqlite3")
     }
 
     /// Folder of reviewed answers promoted to knowledge (one Markdown file
     /// per answer), ingested like any other document.
     pub fn reviewed_dir(&self) -> PathBuf {
-        self.storage
-            .data_dir
-            .join("reviewed")
-            .join(&self.qdrant.collection)
+        self.kb_dir().join("reviewed").join(&self.qdrant.collection)
     }
 
     /// Path of the ingest manifest of the configured collection: what the
@@ -272,18 +281,18 @@ impl Config {
     /// The fit on people's feedback that scores runs
     /// (`confidence.feedback_calibration: auto`): `<data_dir>/feedback-calibration.json`.
     pub fn feedback_calibration_path(&self) -> PathBuf {
-        self.storage.data_dir.join("feedback-calibration.json")
+        self.kb_dir().join("feedback-calibration.json")
     }
 
     /// Every fit on people's feedback, kept or not: `<data_dir>/feedback-fits.json`.
     pub fn feedback_fits_path(&self) -> PathBuf {
-        self.storage.data_dir.join("feedback-fits.json")
+        self.kb_dir().join("feedback-fits.json")
     }
 
     /// `<data_dir>/<folder>/<collection>.json`, under `qdrant/<server>/`
     /// for a collection on a Qdrant server.
     fn per_collection(&self, folder: &str) -> PathBuf {
-        let manifests = self.storage.data_dir.join(folder);
+        let manifests = self.kb_dir().join(folder);
         let file = format!("{}.json", self.qdrant.collection);
         match self.storage.backend {
             Backend::Edge => manifests.join(file),

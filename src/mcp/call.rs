@@ -18,9 +18,10 @@ impl McpServer {
         &self,
         name: &str,
         args: Value,
+        grace: &crate::service::Grace,
         peer: &Peer<RoleServer>,
     ) -> std::result::Result<Value, Failure> {
-        let grace = self.grace.clone();
+        let grace = grace.clone();
         match name {
             "ask" if args.get("run_id").is_some() => {
                 let run_id = args["run_id"].as_str().unwrap_or_default().to_string();

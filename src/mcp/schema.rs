@@ -84,6 +84,20 @@ pub(super) fn answer_schema() -> Value {
     })
 }
 
+/// Adds the `kb` argument to a tool's schema: the knowledge bases the
+/// client may ask, by name (`default` when left out). A schema without
+/// properties gains them.
+pub(super) fn add_kb(schema: &mut serde_json::Map<String, Value>, names: &[&str], default: &str) {
+    let properties = schema.entry("properties").or_insert_with(|| json!({}));
+    if let Some(p) = properties.as_object_mut() {
+        p.insert(
+            super::KB_ARGUMENT.to_string(),
+            json!({"type": "string", "enum": names,
+                   "description": format!("the knowledge base (default: {default})")}),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -324,9 +324,10 @@ pub async fn ingest(
     axum::Extension(caller): axum::Extension<Caller>,
     request: axum::extract::Request,
 ) -> Result<Json<IngestReport>, ApiError> {
-    super::gate::not_a_principal(
+    super::gate::kb_admin(
+        &s,
         &caller,
-        "a principal's key may ask and search, not ingest: ingest with server.api_key or the admin key",
+        "a principal ingests only into a knowledge base it holds the admin role on (kbs.NAME.roles.admin); ingest with server.api_key or the admin key",
     )?;
     let is_multipart = request
         .headers()

@@ -99,6 +99,7 @@ impl From<Error> for ApiError {
                 (StatusCode::BAD_REQUEST, "invalid_request")
             }
             Error::Ingest(IngestError::PathNotFound { .. }) => (StatusCode::NOT_FOUND, "not_found"),
+            Error::UnknownKb(_) => (StatusCode::NOT_FOUND, "unknown_kb"),
             Error::Ingest(IngestError::BadGlob { .. } | IngestError::TooManyFiles { .. }) => {
                 (StatusCode::BAD_REQUEST, "invalid_request")
             }

@@ -8,6 +8,7 @@
 
 use crate::access::{Principal, ReadScope};
 use crate::auth::KEY_PREFIX;
+use crate::config::Role;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -269,6 +270,63 @@ pub fn not_a_principal(caller: &Caller, what: &'static str) -> Result<(), ApiErr
     }
 }
 
+/// Refuses (403, saying `what`) a principal who does not hold the admin
+/// role on the request's knowledge base (`kbs.NAME.roles.admin`); the
+/// service and administrator keys hold it everywhere.
+pub fn kb_admin(s: &AppState, caller: &Caller, what: &'static str) -> Result<(), ApiError> {
+    match caller {
+        Caller::Principal(p) if !s.kbs.grants(&s.kb, Role::Admin, &p.name, &p.groups) => {
+            not_a_principal(caller, what)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The answer for a knowledge base that is not served and for one the
+/// caller may not use: the same 404, so that existence does not leak.
+pub fn kb_not_found(name: &str) -> Response {
+    ApiError::from(crate::error::Error::UnknownKb(name.to_string())).into_response()
+}
+
+/// Lets a request for a knowledge base's routes through only for a caller
+/// who may use it: a principal needs the ask role on it (the review role
+/// on the review routes, which [`authenticate`] checked); everyone else
+/// passed [`authenticate`] with a key that holds every role, or a
+/// reviewer's token issued by this knowledge base.
+pub async fn kb_role(State(s): State<AppState>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let guarded =
+        path.starts_with("/v1/") && path != "/v1/kbs" && !path.starts_with(super::KB_PREFIX);
+    if let (true, Some(Caller::Principal(p))) = (guarded, request.extensions().get::<Caller>())
+        && !s.kbs.grants(&s.kb, Role::Ask, &p.name, &p.groups)
+    {
+        return kb_not_found(&s.kb);
+    }
+    next.run(request).await
+}
+
+/// A principal on the review routes: the reviewer named by its name when
+/// it holds the review role on this knowledge base (registered in its
+/// queue on first use), else the 404 of a knowledge base it may not use.
+async fn principal_as_reviewer(s: &AppState, p: Principal) -> Result<Caller, Response> {
+    if !s.kbs.grants(&s.kb, Role::Review, &p.name, &p.groups) {
+        return Err(kb_not_found(&s.kb));
+    }
+    let queue = s.grace.escalations().clone();
+    let reviewer = crate::review::Reviewer {
+        id: p.name.clone(),
+        name: p.name.clone(),
+        description: String::new(),
+    };
+    match tokio::task::spawn_blocking(move || queue.register_new_reviewer(&reviewer)).await {
+        Ok(Ok(()) | Err(crate::review::ReviewError::AlreadyRegistered(_))) => {
+            Ok(Caller::Reviewer(p.name))
+        }
+        Ok(Err(e)) => Err(ApiError::internal(e).into_response()),
+        Err(e) => Err(ApiError::internal(e).into_response()),
+    }
+}
+
 fn bearer(request: &Request) -> Option<&str> {
     request
         .headers()
@@ -306,7 +364,7 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
     let token = bearer(&request);
     // A principal's key always acts as that principal (on a server without
     // keys too); a key that does not work is refused, never read as no key.
-    if needed == Access::Service
+    if needed != Access::Open
         && let Some(token) = token.filter(|t| t.starts_with(KEY_PREFIX))
     {
         let principals = gate.principals.clone();
@@ -323,18 +381,29 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
                 Ok(Err(e)) => return ApiError::internal(e).into_response(),
                 Err(e) => return ApiError::internal(e).into_response(),
             };
+        let caller = match (needed, caller) {
+            (Access::Reviewer, Caller::Principal(p)) => match principal_as_reviewer(&s, p).await {
+                Ok(c) => c,
+                Err(refused) => return refused,
+            },
+            (_, c) => c,
+        };
         request.extensions_mut().insert(caller);
         return next.run(request).await;
     }
     // A JWT is verified as one when tokens are accepted: a token that
     // fails is refused with its reason, never read as no token.
-    if needed == Access::Service
+    if needed != Access::Open
         && let (Some(verifier), Some(token)) = (
             gate.jwt.clone(),
             token.filter(|t| crate::auth::jwt::looks_like_jwt(t)),
         )
     {
         let caller = match verifier.verify(token).await {
+            Ok(p) if needed == Access::Reviewer => match principal_as_reviewer(&s, p).await {
+                Ok(c) => c,
+                Err(refused) => return refused,
+            },
             Ok(p) => Caller::Principal(p),
             Err(e) => {
                 return ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.to_string())

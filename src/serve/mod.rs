@@ -47,16 +47,21 @@ use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
 use crate::{
-    config::Config,
+    config::{Config, DEFAULT_KB},
     error::{Error, Result},
-    service::Grace,
+    service::{Grace, kbs::Kbs},
 };
 
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
-    /// The library handle the handlers call.
+    /// The library handle of the knowledge base the request is for (the
+    /// path's `/v1/kbs/{kb}/`, else `default`).
     pub grace: Grace,
+    /// Its name.
+    pub kb: String,
+    /// Every knowledge base served, with its roles.
+    pub kbs: Kbs,
     /// Limits, authentication and shutdown state (see [`gate`]).
     pub gate: Arc<Gate>,
 }
@@ -116,8 +121,16 @@ impl Gate {
 pub const WAITERS_PER_PERMIT: usize = 4;
 
 impl AppState {
-    /// The state for `grace` with its configured `server` settings.
+    /// The state for one knowledge base, `grace`, served as `default`,
+    /// with its configured `server` settings.
     pub fn new(grace: Grace) -> crate::error::Result<Self> {
+        Self::serving(Kbs::single(grace))
+    }
+
+    /// The state for every knowledge base in `kbs`; the server settings
+    /// are `default`'s.
+    pub fn serving(kbs: Kbs) -> crate::error::Result<Self> {
+        let grace = kbs.default_kb().clone();
         let principals = Arc::new(crate::auth::Principals::open(
             &grace.config().storage.data_dir,
         )?);
@@ -138,15 +151,72 @@ impl AppState {
         };
         Ok(Self {
             grace,
+            kb: DEFAULT_KB.to_string(),
+            kbs,
             gate: Arc::new(gate),
+        })
+    }
+
+    /// The same state for knowledge base `name`, when served.
+    fn for_kb(&self, name: &str) -> Option<Self> {
+        Some(Self {
+            grace: self.kbs.get(name)?.clone(),
+            kb: name.to_string(),
+            ..self.clone()
         })
     }
 }
 
-/// The whole router.
+/// Where a knowledge base's own routes start: `/v1/kbs/{kb}/ask` is
+/// `/v1/ask` on knowledge base `kb`.
+pub const KB_PREFIX: &str = "/v1/kbs/";
+
+/// Splits `/v1/kbs/{kb}/{rest}` into the name and `/v1/{rest}` (with the
+/// query kept); `None` for any other path.
+fn kb_route(uri: &axum::http::Uri) -> Option<(&str, String)> {
+    let rest = uri.path().strip_prefix(KB_PREFIX)?;
+    let (kb, tail) = rest.split_once('/')?;
+    if kb.is_empty() || tail.is_empty() {
+        return None;
+    }
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    Some((kb, format!("/v1/{tail}{query}")))
+}
+
+/// The whole router: `/v1/kbs/{kb}/…` goes to that knowledge base's
+/// routes as `/v1/…`, everything else to `default`'s. A name that is not
+/// served goes to `default`'s routes unchanged, where, once the caller is
+/// known, it is the same 404 as a knowledge base the caller may not ask.
 pub fn router(state: AppState) -> Router {
     // The recorder is in place before the first request is counted.
     metrics_api::handle();
+    let routers: Arc<std::collections::BTreeMap<String, Router>> = Arc::new(
+        state
+            .kbs
+            .names()
+            .filter_map(|name| Some((name.to_string(), kb_router(state.for_kb(name)?))))
+            .collect(),
+    );
+    let fallback = kb_router(state);
+    let dispatch = tower::service_fn(move |mut request: axum::extract::Request| {
+        let target = kb_route(request.uri()).and_then(|(kb, uri)| {
+            let router = routers.get(kb)?.clone();
+            Some((router, uri.parse::<axum::http::Uri>().ok()?))
+        });
+        let router = match target {
+            Some((router, uri)) => {
+                *request.uri_mut() = uri;
+                router
+            }
+            None => fallback.clone(),
+        };
+        tower::ServiceExt::oneshot(router, request)
+    });
+    Router::new().fallback_service(dispatch)
+}
+
+/// One knowledge base's routes (`state.kb`'s).
+fn kb_router(state: AppState) -> Router {
     // Work that costs CPU: bounded by `server.max_concurrency`.
     let work = Router::new()
         .route("/v1/ask", post(api::ask))
@@ -161,6 +231,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/status", get(api::status))
         .route("/v1/examples", get(api::examples))
         .route("/v1/kbs", get(kbs_api::list))
+        .route(
+            "/v1/kbs/{kb}/{*rest}",
+            axum::routing::any(kbs_api::not_served),
+        )
         .route("/v1/tools", get(tools_api::list))
         .route("/v1/answers/{id}/feedback", post(feedback_api::rate))
         .route("/v1/review/calibration", get(feedback_api::calibration))
@@ -183,6 +257,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(
             state.grace.config().server.max_body_bytes,
         ))
+        .layer(from_fn_with_state(state.clone(), gate::kb_role))
         .layer(from_fn_with_state(state.clone(), gate::timeout))
         .layer(from_fn_with_state(state.clone(), gate::authenticate))
         .layer(from_fn_with_state(state.clone(), gate::same_origin))
@@ -209,7 +284,7 @@ pub fn serve(config: Config, bind: SocketAddr) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::Server(format!("cannot start the runtime: {e}")))?;
-    let state = AppState::new(Grace::open(config)?)?;
+    let state = AppState::serving(Kbs::open(&config)?)?;
     let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
@@ -240,12 +315,13 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let gate = state.gate.clone();
-    let grace = state.grace.clone();
-    let grace_period = Duration::from_secs_f64(grace.config().server.shutdown_grace_seconds);
+    let handles: Vec<Grace> = state.kbs.handles().map(|(_, g)| g.clone()).collect();
+    let grace_period = Duration::from_secs_f64(state.grace.config().server.shutdown_grace_seconds);
     // When the shutdown's grace ends, set as it begins.
     let deadline = Arc::new(std::sync::OnceLock::<tokio::time::Instant>::new());
     let (began, shutdown_began) = tokio::sync::oneshot::channel::<()>();
-    let follower = follow::Follower::start(&grace);
+    let followers: Vec<follow::Follower> =
+        handles.iter().filter_map(follow::Follower::start).collect();
     let (signal_gate, signal_deadline) = (gate.clone(), deadline.clone());
     let server = axum::serve(listener, router(state))
         .with_graceful_shutdown(async move {
@@ -280,7 +356,7 @@ pub async fn run(
             let _ = tokio::time::timeout(CLOSE_WAIT, &mut server).await;
         }
     }
-    if let Some(follower) = follower {
+    for follower in followers {
         let _ = tokio::task::spawn_blocking(move || follower.stop()).await;
     }
     // Blocking work holds its permit until it has stopped (a request that
@@ -301,7 +377,7 @@ pub async fn run(
             "work still running at the end of server.shutdown_grace_seconds; flushing anyway"
         );
     }
-    tokio::task::spawn_blocking(move || grace.flush())
+    tokio::task::spawn_blocking(move || handles.iter().try_for_each(Grace::flush))
         .await
         .map_err(|e| Error::Server(format!("flushing the store failed: {e}")))?
 }

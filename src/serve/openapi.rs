@@ -16,8 +16,12 @@ use super::error::{ErrorBody, ErrorDetail};
         description = "Knowledge-base question answering that knows when it does not know. \
                        Errors are `{\"error\": {\"type\", \"message\"}}`. With `server.api_key` set, \
                        send `Authorization: Bearer <key>`. The review endpoints take a reviewer's own \
-                       token (`grace review register`), which names the reviewer, or \
-                       `server.admin_api_key`."
+                       token (`grace review register`), which names the reviewer, a principal's key \
+                       that holds the review role, or `server.admin_api_key`. Every `/v1/…` path \
+                       below but `/v1/kbs` serves the knowledge base `default`; the same path under \
+                       `/v1/kbs/{kb}/…` (`/v1/kbs/hr/ask`) serves knowledge base `kb`. A knowledge \
+                       base that is not served and one the caller may not ask answer the same 404 \
+                       (`unknown_kb`)."
     ),
     paths(health, api::ask, api::reply, api::search, api::ingest, api::status, api::examples, super::kbs_api::list, super::review_api::list,
           super::review_api::show, super::review_api::claim, super::review_api::release, super::review_api::detach,

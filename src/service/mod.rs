@@ -29,6 +29,7 @@
 mod ask;
 mod events;
 mod feedback;
+pub mod kbs;
 mod learn;
 mod nonblocking;
 mod refit;
@@ -44,7 +45,6 @@ pub use self::nonblocking::RunStream;
 
 use crate::access::ReadScope;
 use crate::audit::{Action, AuditLog, Record};
-use crate::config::DEFAULT_KB;
 use crate::ingest::manifest::Manifest;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -171,8 +171,8 @@ impl GraceBuilder {
         let config = kb.config();
         let audit = AuditLog::new(&config.storage.data_dir, &config.audit);
         let queue = Arc::new(ReviewQueue::open(config)?);
-        let sessions = SessionStore::open(&config.storage.data_dir, &config.sessions)?;
-        let feedback = FeedbackStore::open(&config.storage.data_dir, &config.feedback)?;
+        let sessions = SessionStore::open(&config.kb_dir(), &config.sessions)?;
+        let feedback = FeedbackStore::open(&config.kb_dir(), &config.feedback)?;
         let registry = match self.generator {
             Some(g) => ToolRegistry::from_config_with(kb.config(), kb.clone(), Some(g))?,
             None => ToolRegistry::from_config(kb.config(), kb.clone())?,
@@ -308,7 +308,7 @@ impl Grace {
         let filter = (!filter.is_empty()).then_some(filter);
         let passages = self.inner.kb.search(query, limit, filter.as_ref())?;
         self.inner.audit.record(
-            &Record::new(scope.label(), DEFAULT_KB, Action::Search)
+            &Record::new(scope.label(), self.config().kb_name(), Action::Search)
                 .documents(passages.iter().map(|p| p.source.as_str())),
         );
         Ok(passages)
@@ -345,7 +345,7 @@ impl Grace {
     pub fn audit_tool_call(&self, who: &str, tool: &str, result: &crate::tools::ToolResult) {
         if tool == "rag_search" {
             self.inner.audit.record(
-                &Record::new(who, DEFAULT_KB, Action::Search)
+                &Record::new(who, self.config().kb_name(), Action::Search)
                     .documents(result.sources.iter().map(String::as_str)),
             );
         }

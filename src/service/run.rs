@@ -4,7 +4,6 @@
 
 use crate::access::ReadScope;
 use crate::audit::{Action, Record};
-use crate::config::DEFAULT_KB;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -185,7 +184,7 @@ impl Grace {
         }
         crate::telemetry::decision(report.decision.as_str(), report.confidence);
         self.inner.audit.record(
-            &Record::new(options.scope.label(), DEFAULT_KB, Action::Ask)
+            &Record::new(options.scope.label(), self.config().kb_name(), Action::Ask)
                 .decision(report.decision.as_str())
                 .documents(report.cited_sources().iter().map(String::as_str)),
         );

@@ -37,7 +37,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         executor = executor.with_clarifier(&clarify);
     }
     let mut report = executor.ask(&args.question, &mut |_| {})?;
-    audit.record(&crate::audit::asked(&who, &report));
+    audit.record(&crate::audit::asked(&who, kb.config().kb_name(), &report));
     if !cli.json {
         output::run_report(&report, args.trace, false, format);
     }
@@ -119,7 +119,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
 /// read scores without it, with a warning: the question is still answered.
 fn document_history(config: &Config) -> std::collections::HashMap<String, f32> {
     use grace::feedback::FeedbackStore;
-    FeedbackStore::open_existing(&config.storage.data_dir, &config.feedback)
+    FeedbackStore::open_existing(&config.kb_dir(), &config.feedback)
         .and_then(|store| store.map_or(Ok(Default::default()), |s| s.document_history()))
         .unwrap_or_else(|e| {
             tracing::warn!(error = %e, "the documents' ratings could not be read; answering without their history");
@@ -137,16 +137,15 @@ fn record(
 ) -> Option<String> {
     use grace::feedback::{Asker, FeedbackStore};
     let config = kb.config();
-    let recorded =
-        FeedbackStore::open(&config.storage.data_dir, &config.feedback).and_then(|store| {
-            store.record_run(
-                report,
-                config,
-                &Asker::named(asker)?,
-                review_id,
-                kb.embedder(),
-            )
-        });
+    let recorded = FeedbackStore::open(&config.kb_dir(), &config.feedback).and_then(|store| {
+        store.record_run(
+            report,
+            config,
+            &Asker::named(asker)?,
+            review_id,
+            kb.embedder(),
+        )
+    });
     recorded.unwrap_or_else(|e| {
         tracing::warn!(error = %e, "the answer could not be recorded for feedback; it cannot be rated");
         None

@@ -4,7 +4,6 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use grace::audit::{Action, AuditLog, Record};
 use grace::config::Config;
-use grace::config::DEFAULT_KB;
 
 use crate::output;
 
@@ -28,16 +27,15 @@ pub fn run(
 }
 
 /// The audit record of a question the command line answered.
-pub fn asked(who: &str, report: &grace::exec::RunReport) -> Record {
-    Record::new(who, DEFAULT_KB, Action::Ask)
+pub fn asked(who: &str, kb: &str, report: &grace::exec::RunReport) -> Record {
+    Record::new(who, kb, Action::Ask)
         .decision(report.decision.as_str())
         .documents(report.cited_sources().iter().map(String::as_str))
 }
 
 /// The audit record of a search from the command line.
-pub fn searched(who: &str, passages: &[grace::Passage]) -> Record {
-    Record::new(who, DEFAULT_KB, Action::Search)
-        .documents(passages.iter().map(|p| p.source.as_str()))
+pub fn searched(who: &str, kb: &str, passages: &[grace::Passage]) -> Record {
+    Record::new(who, kb, Action::Search).documents(passages.iter().map(|p| p.source.as_str()))
 }
 
 /// `2026-11-29` (from its start, UTC) or an RFC 3339 time.

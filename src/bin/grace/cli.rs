@@ -15,6 +15,16 @@ pub struct Cli {
     /// Data folder (overrides storage.data_dir)
     #[arg(long, global = true, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// The knowledge base to act on (`kbs:` in the configuration names
+    /// them; `grace kb list`)
+    #[arg(
+        long,
+        global = true,
+        env = "GRACE_KB",
+        value_name = "NAME",
+        default_value = "default"
+    )]
+    pub kb: String,
     /// Print machine-readable JSON on stdout
     #[arg(long, global = true)]
     pub json: bool,
@@ -132,6 +142,11 @@ pub enum Command {
     },
     /// Serve GRACE's tools to an MCP client over stdin/stdout
     Mcp,
+    /// The knowledge bases: list, create, drop
+    Kb {
+        #[command(subcommand)]
+        command: crate::kb::KbCommand,
+    },
     /// Principals and their API keys: add-key (prints the key once),
     /// list, revoke
     Auth {

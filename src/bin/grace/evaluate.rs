@@ -128,8 +128,7 @@ pub fn calibrate(
 pub fn calibrate_from_feedback(cli: &Cli, config: Config, out: &Path) -> grace::Result<()> {
     let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
     let config = kb.config();
-    let feedback =
-        grace::feedback::FeedbackStore::open(&config.storage.data_dir, &config.feedback)?;
+    let feedback = grace::feedback::FeedbackStore::open(&config.kb_dir(), &config.feedback)?;
     let queue = grace::review::ReviewQueue::open(config)?;
     let labels = grace::learn::labels(&feedback, &queue)?;
     if labels.is_empty() {

@@ -15,6 +15,7 @@ mod evaluate;
 mod feedback;
 mod gaps;
 mod ingest;
+mod kb;
 mod migrate;
 mod output;
 mod progress;
@@ -93,11 +94,9 @@ fn init_logging(cli: &Cli) {
         .init();
 }
 
-fn load_config(cli: &Cli) -> grace::Result<Config> {
+/// The configuration as loaded (every knowledge base), with `--data-dir`.
+fn load_base(cli: &Cli) -> grace::Result<Config> {
     let mut config = Config::load(cli.config.as_deref())?;
-    // A missing or broken calibration file is a configuration error now,
-    // whatever the command.
-    grace::confidence::calibration::apply(&mut config)?;
     if let Some(dir) = &cli.data_dir {
         config.storage.data_dir = dir.clone();
     }
@@ -107,7 +106,10 @@ fn load_config(cli: &Cli) -> grace::Result<Config> {
 /// Runs the command; the exit code on success is 0, or
 /// [`grace::EXIT_NOT_ANSWERED`] when `ask` escalated or declined.
 fn run(cli: &Cli) -> grace::Result<u8> {
-    let config = load_config(cli)?;
+    let base = load_base(cli)?;
+    // The knowledge base `--kb` names; a missing or broken calibration file
+    // is a configuration error now, whatever the command.
+    let config = grace::service::kbs::kb_config(&base, &cli.kb)?;
     match &cli.command {
         Command::Ingest {
             paths,
@@ -132,6 +134,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
         } => {
             let scope = auth::scope(&config, as_principal.as_deref())?;
             let log = grace::audit::AuditLog::new(&config.storage.data_dir, &config.audit);
+            let kb_name = config.kb_name().to_string();
             let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
             let filter = match source {
                 Some(p) => {
@@ -148,7 +151,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             };
             let filter = (!filter.is_empty()).then_some(filter);
             let passages = kb.search(query, *limit, filter.as_ref())?;
-            log.record(&audit::searched(scope.label(), &passages));
+            log.record(&audit::searched(scope.label(), &kb_name, &passages));
             output::passages(&passages, cli.json);
         }
         Command::Ask(args) => return ask::run(cli, config, args),
@@ -187,21 +190,26 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             return review::run(&config, reviewer.as_deref(), command, cli.json);
         }
         Command::Serve { bind, watch } => {
-            let mut config = config;
-            config.server.watch.extend(ingest::watched(watch)?);
+            // `--watch` folders belong to the knowledge base `--kb` names.
+            let mut base = base;
+            let watched = ingest::watched(watch)?;
+            match base.kbs.get_mut(&cli.kb) {
+                Some(entry) => entry.watch.extend(watched),
+                None => base.server.watch.extend(watched),
+            }
             let bind = match bind {
                 Some(b) => *b,
-                None => config.server.bind.parse().map_err(|_| {
+                None => base.server.bind.parse().map_err(|_| {
                     grace::Error::InvalidInput(format!(
                         "server.bind {:?} is not an address",
-                        config.server.bind
+                        base.server.bind
                     ))
                 })?,
             };
-            grace::serve::serve(config, bind)?
+            grace::serve::serve(base, bind)?
         }
         Command::Mcp => {
-            let mut config = config;
+            let mut base = base;
             // stdio carries no credentials: the process says whom it serves.
             if let Ok(name) = std::env::var("GRACE_PRINCIPAL") {
                 // Set but empty is a mistake (an unset shell variable), not
@@ -211,11 +219,12 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                         "GRACE_PRINCIPAL is set but empty: name a principal (`grace auth list`), or unset it for the local operator".into(),
                     ));
                 }
-                config.mcp.principal = name;
+                base.mcp.principal = name;
             }
-            grace::mcp::serve_stdio(config)?
+            grace::mcp::serve_stdio(base, &cli.kb)?
         }
         Command::Auth { command } => auth::run(&config, command, cli.json)?,
+        Command::Kb { command } => kb::run(&base, command, cli.json)?,
         Command::Audit {
             since,
             principal,
@@ -233,7 +242,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 false => Vec::new(),
             };
             let learning = match grace::feedback::FeedbackStore::open_existing(
-                &config.storage.data_dir,
+                &config.kb_dir(),
                 &config.feedback,
             )? {
                 Some(store) => Some(grace::learn::auto::FeedbackCalibration::of(

@@ -27,7 +27,6 @@ pub use self::types::{
 pub use self::wait::EscalationHandle;
 
 use crate::audit::{Action, AuditLog, Record};
-use crate::config::DEFAULT_KB;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -56,6 +55,8 @@ pub struct ReviewQueue {
     changes: tokio::sync::watch::Sender<u64>,
     /// The data folder's audit log: every transition is also a line there.
     log: AuditLog,
+    /// The knowledge base whose queue this is (named in the audit log).
+    kb: String,
 }
 
 impl ReviewQueue {
@@ -76,6 +77,7 @@ impl ReviewQueue {
             thresholds: config.confidence.thresholds.clone(),
             changes: tokio::sync::watch::Sender::new(0),
             log: AuditLog::new(&config.storage.data_dir, &config.audit),
+            kb: config.kb_name().to_string(),
         })
     }
 
@@ -83,7 +85,7 @@ impl ReviewQueue {
     /// documents its draft cites).
     pub(super) fn log_view(&self, who: &str, e: &Escalation) {
         self.log.record(
-            &Record::new(who, DEFAULT_KB, Action::EscalationView)
+            &Record::new(who, &self.kb, Action::EscalationView)
                 .escalation(e.id)
                 .documents(e.run.cited_sources().iter().map(String::as_str)),
         );
@@ -288,7 +290,7 @@ impl ReviewQueue {
         )
         .map_err(db_error(&self.path))?;
         self.log.record(
-            &Record::new(actor, DEFAULT_KB, Action::Review)
+            &Record::new(actor, &self.kb, Action::Review)
                 .decision(action)
                 .escalation(id),
         );

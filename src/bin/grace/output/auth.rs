@@ -91,3 +91,40 @@ pub fn audit_records(records: &[grace::audit::Record], json: bool) {
         println!("{}", line.trim_end());
     }
 }
+
+/// `grace kb list`.
+pub fn kbs(list: &[grace::service::kbs::KbSummary], json: bool) {
+    if json {
+        print_json(&list);
+        return;
+    }
+    for kb in list {
+        let size = match kb.chunks {
+            Some(n) => counted(n, "chunk"),
+            None => "not created yet".to_string(),
+        };
+        println!("{:<16} {size}", kb.name);
+        println!("  collection {} ({})", kb.collection, kb.location);
+        println!("  state      {}", kb.state.display());
+        println!("  model      {}", kb.model_dir.display());
+        let who = |l: &[String]| match l.is_empty() {
+            true => "-".to_string(),
+            false => l.join(","),
+        };
+        println!(
+            "  roles      ask {}; review {}; admin {}",
+            who(&kb.roles.ask),
+            who(&kb.roles.review),
+            who(&kb.roles.admin)
+        );
+    }
+}
+
+/// `grace kb create|drop` done.
+pub fn kb_done(what: &str, name: &str, location: &std::path::Path, json: bool) {
+    if json {
+        print_json(&serde_json::json!({"name": name, what: true, "collection": location}));
+        return;
+    }
+    println!("{what} knowledge base `{name}` ({})", location.display());
+}

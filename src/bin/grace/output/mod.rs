@@ -16,7 +16,7 @@ mod review;
 mod run;
 mod tools;
 
-pub use auth::{audit_records, issued_key, principals, revoked};
+pub use auth::{audit_records, issued_key, kb_done, kbs, principals, revoked};
 pub use eval::{
     calibration, conversation_report, eval_report, learned, one_session_report, self_calibration,
     self_calibration_note,

@@ -1,0 +1,443 @@
+//! Several knowledge bases on one server (`kbs:`). The top-level sections
+//! describe the knowledge base `default`; each entry of `kbs:` names
+//! another (or, as `default`, adds roles and folders to that one) and may
+//! replace any of the sections a knowledge base owns ([`KB_SECTIONS`]),
+//! key by key. [`Config::for_kb`] derives one knowledge base's complete
+//! configuration: the sections merged, its own state folder
+//! ([`Config::kb_dir`]) and, on a Qdrant server, its own collection.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::access::{MAX_READERS, PUBLIC, check_reader, valid_name};
+use super::check::invalid;
+use super::{Config, ConfigError, DEFAULT_KB, Result};
+
+/// Most knowledge bases one configuration may name.
+pub const MAX_KBS: usize = 64;
+
+/// The sections a knowledge base may set for itself. The others (storage,
+/// server, mcp, auth, audit, sessions, tools, llm) belong to the server
+/// and are shared.
+pub const KB_SECTIONS: [&str; 11] = [
+    "embedding",
+    "ingest",
+    "qdrant",
+    "search",
+    "reader",
+    "confidence",
+    "answer",
+    "review",
+    "feedback",
+    "planner",
+    "agent",
+];
+
+/// One knowledge base's entry under `kbs:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct KbConfig {
+    /// Folders kept in step while serving this knowledge base (as
+    /// `server.watch` for `default`).
+    pub watch: Vec<PathBuf>,
+    /// Who may ask it, review its escalations and administer it.
+    pub roles: Roles,
+    /// Its own `embedding` keys (`model_dir`: its model). Each section
+    /// below replaces the top level's keys it sets, and keeps the others.
+    pub embedding: Option<serde_yaml::Value>,
+    /// Its own `ingest` keys (`default_access`, chunking…).
+    pub ingest: Option<serde_yaml::Value>,
+    /// Its own `qdrant` keys (`collection`, default `<qdrant.collection>-NAME`).
+    pub qdrant: Option<serde_yaml::Value>,
+    /// Its own `search` keys.
+    pub search: Option<serde_yaml::Value>,
+    /// Its own `reader` keys.
+    pub reader: Option<serde_yaml::Value>,
+    /// Its own `confidence` keys (thresholds, weights, `calibration`).
+    pub confidence: Option<serde_yaml::Value>,
+    /// Its own `answer` keys.
+    pub answer: Option<serde_yaml::Value>,
+    /// Its own `review` keys (escalation and waiting times).
+    pub review: Option<serde_yaml::Value>,
+    /// Its own `feedback` keys.
+    pub feedback: Option<serde_yaml::Value>,
+    /// Its own `planner` keys.
+    pub planner: Option<serde_yaml::Value>,
+    /// Its own `agent` keys.
+    pub agent: Option<serde_yaml::Value>,
+}
+
+impl KbConfig {
+    fn section(&self, name: &str) -> Option<&serde_yaml::Value> {
+        match name {
+            "embedding" => self.embedding.as_ref(),
+            "ingest" => self.ingest.as_ref(),
+            "qdrant" => self.qdrant.as_ref(),
+            "search" => self.search.as_ref(),
+            "reader" => self.reader.as_ref(),
+            "confidence" => self.confidence.as_ref(),
+            "answer" => self.answer.as_ref(),
+            "review" => self.review.as_ref(),
+            "feedback" => self.feedback.as_ref(),
+            "planner" => self.planner.as_ref(),
+            "agent" => self.agent.as_ref(),
+            _ => None,
+        }
+    }
+
+    fn section_mut(&mut self, name: &str) -> Option<&mut serde_yaml::Value> {
+        match name {
+            "embedding" => self.embedding.as_mut(),
+            "reader" => self.reader.as_mut(),
+            "confidence" => self.confidence.as_mut(),
+            _ => None,
+        }
+    }
+}
+
+/// Who holds a role on a knowledge base: readers' words (`public`,
+/// `group:NAME`, `user:NAME`) naming principals. The service key and the
+/// administrator's key hold every role everywhere; a reviewer's own token
+/// (`grace review register`) reviews the knowledge base that issued it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Roles {
+    /// Who may ask and search it (and read its sessions). `public`: every
+    /// caller the server lets in.
+    pub ask: Vec<String>,
+    /// Principals who review its escalations, as reviewers named by their
+    /// principal's name.
+    pub review: Vec<String>,
+    /// Principals who may ingest into it and administer its reviewers.
+    pub admin: Vec<String>,
+}
+
+impl Default for Roles {
+    fn default() -> Self {
+        Self {
+            ask: vec![PUBLIC.to_string()],
+            review: Vec::new(),
+            admin: Vec::new(),
+        }
+    }
+}
+
+/// A role on a knowledge base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Asks, searches, holds sessions.
+    Ask,
+    /// Reviews escalations.
+    Review,
+    /// Ingests and administers.
+    Admin,
+}
+
+impl Roles {
+    /// Whether a principal named `name` in `groups` holds `role`. An
+    /// administrator also reviews and asks; a reviewer also asks.
+    pub fn grants(&self, role: Role, name: &str, groups: &[String]) -> bool {
+        let holds = |list: &[String]| {
+            list.iter().any(|r| {
+                r == PUBLIC
+                    || r.strip_prefix("user:") == Some(name)
+                    || r.strip_prefix("group:")
+                        .is_some_and(|g| groups.iter().any(|have| have == g))
+            })
+        };
+        let admin = holds(&self.admin);
+        let review = admin || holds(&self.review);
+        match role {
+            Role::Admin => admin,
+            Role::Review => review,
+            Role::Ask => review || holds(&self.ask),
+        }
+    }
+}
+
+impl Config {
+    /// The knowledge bases this configuration serves, `default` first.
+    pub fn kb_names(&self) -> Vec<String> {
+        std::iter::once(DEFAULT_KB.to_string())
+            .chain(self.kbs.keys().filter(|k| *k != DEFAULT_KB).cloned())
+            .collect()
+    }
+
+    /// The roles on knowledge base `name` (the defaults for `default`
+    /// when `kbs:` does not name it).
+    pub fn roles(&self, name: &str) -> Roles {
+        self.kbs
+            .get(name)
+            .map(|k| k.roles.clone())
+            .unwrap_or_default()
+    }
+
+    /// The complete configuration of knowledge base `name`: the top level
+    /// with the sections its entry sets merged in, key by key. `None` when
+    /// no knowledge base has that name.
+    pub fn for_kb(&self, name: &str) -> Result<Option<Config>> {
+        let entry = match (name, self.kbs.get(name)) {
+            (_, Some(entry)) => entry,
+            (DEFAULT_KB, None) => {
+                let mut c = self.clone();
+                c.kb = DEFAULT_KB.to_string();
+                c.kbs.clear();
+                return Ok(Some(c));
+            }
+            (_, None) => return Ok(None),
+        };
+        let mut whole = serde_yaml::to_value(self).map_err(ConfigError::from_yaml)?;
+        for section in KB_SECTIONS {
+            if let (Some(overlay), Some(base)) = (entry.section(section), whole.get_mut(section)) {
+                merge(base, overlay);
+            }
+        }
+        let mut derived: Config = serde_yaml::from_value(whole).map_err(|e| {
+            let mut e = ConfigError::from_yaml(e);
+            if let ConfigError::Parse { message, .. } = &mut e {
+                *message = format!("kbs.{name}: {message}");
+            }
+            e
+        })?;
+        derived.kb = name.to_string();
+        // A knowledge base's configuration describes it alone.
+        derived.kbs.clear();
+        if name != DEFAULT_KB {
+            // A knowledge base's own folders; the top level's are
+            // `default`'s.
+            derived.server.watch = entry.watch.clone();
+            if entry
+                .qdrant
+                .as_ref()
+                .and_then(|q| q.get("collection"))
+                .is_none()
+            {
+                derived.qdrant.collection = format!("{}-{name}", self.qdrant.collection);
+            }
+        } else {
+            derived.server.watch.extend(entry.watch.iter().cloned());
+        }
+        super::validate::validate(&derived).map_err(|e| match e {
+            ConfigError::Invalid { key, message, .. } => {
+                let section = key.split('.').next().unwrap_or_default();
+                match entry.section(section) {
+                    Some(_) => invalid(&format!("kbs.{name}.{key}"), message),
+                    None => ConfigError::Invalid {
+                        key,
+                        message,
+                        file: None,
+                        line: None,
+                    },
+                }
+            }
+            other => other,
+        })?;
+        Ok(Some(derived))
+    }
+
+    /// The name of the knowledge base this configuration describes.
+    pub fn kb_name(&self) -> &str {
+        match self.kb.as_str() {
+            "" => DEFAULT_KB,
+            name => name,
+        }
+    }
+
+    /// This knowledge base's state folder: `storage.data_dir` for
+    /// `default`, `storage.data_dir/kbs/NAME` for another. The principals
+    /// and the audit log stay in `storage.data_dir`, shared.
+    pub fn kb_dir(&self) -> PathBuf {
+        match self.kb_name() {
+            DEFAULT_KB => self.storage.data_dir.clone(),
+            name => self.storage.data_dir.join("kbs").join(name),
+        }
+    }
+}
+
+/// Replaces `base`'s keys with `overlay`'s, recursing into mappings.
+fn merge(base: &mut serde_yaml::Value, overlay: &serde_yaml::Value) {
+    match (base, overlay) {
+        (serde_yaml::Value::Mapping(b), serde_yaml::Value::Mapping(o)) => {
+            for (k, v) in o {
+                match b.get_mut(k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
+}
+
+/// Resolves the paths an entry sets (models, calibration, folders)
+/// against the config file's folder, as the top level's are.
+pub(super) fn resolve_paths(kbs: &mut BTreeMap<String, KbConfig>, base: Option<&Path>) {
+    let Some(base) = base.filter(|b| !b.as_os_str().is_empty()) else {
+        return;
+    };
+    let join = |p: &Path| match p.is_relative() && !p.as_os_str().is_empty() {
+        true => base.join(p),
+        false => p.to_path_buf(),
+    };
+    for entry in kbs.values_mut() {
+        for w in &mut entry.watch {
+            *w = join(w);
+        }
+        for (section, key) in [
+            ("embedding", "model_dir"),
+            ("embedding", "runtime_path"),
+            ("reader", "model_dir"),
+            ("confidence", "calibration"),
+        ] {
+            if let Some(serde_yaml::Value::String(s)) =
+                entry.section_mut(section).and_then(|v| v.get_mut(key))
+            {
+                *s = join(Path::new(s)).to_string_lossy().into_owned();
+            }
+        }
+    }
+}
+
+/// Checks `kbs:`: names, roles, and that each derives a valid
+/// configuration.
+pub(super) fn validate_kbs(c: &Config) -> Result<()> {
+    if c.kbs.len() > MAX_KBS {
+        return Err(invalid(
+            "kbs",
+            format!("{} knowledge bases; at most {MAX_KBS}", c.kbs.len()),
+        ));
+    }
+    for (name, entry) in &c.kbs {
+        if !valid_name(name) {
+            return Err(invalid(
+                &format!("kbs.{name}"),
+                "a knowledge base's name is 1 to 64 letters, digits, `.`, `_`, `@` or `-`",
+            ));
+        }
+        for (role, list) in [
+            ("ask", &entry.roles.ask),
+            ("review", &entry.roles.review),
+            ("admin", &entry.roles.admin),
+        ] {
+            let key = format!("kbs.{name}.roles.{role}");
+            if list.len() > MAX_READERS {
+                return Err(invalid(
+                    &key,
+                    format!(
+                        "{} entries; at most {MAX_READERS} (name a group)",
+                        list.len()
+                    ),
+                ));
+            }
+            for r in list {
+                check_reader(r).map_err(|m| invalid(&key, m))?;
+            }
+        }
+        if name != DEFAULT_KB {
+            c.for_kb(name)?;
+        } else if KB_SECTIONS.iter().any(|s| entry.section(s).is_some()) {
+            return Err(invalid(
+                "kbs.default",
+                "the top-level sections are the knowledge base `default`'s settings: set them there (kbs.default may only add roles and watch)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::{load_error, write};
+
+    fn load(text: &str) -> (tempfile::TempDir, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), text);
+        let c = Config::load_with_env(Some(&p), &[]).unwrap();
+        (dir, c)
+    }
+
+    #[test]
+    fn an_entry_replaces_only_the_keys_it_sets() {
+        let (dir, c) = load(
+            "confidence:\n  thresholds:\n    silent: 0.9\nkbs:\n  hr:\n    embedding:\n      model_dir: e5\n    confidence:\n      thresholds:\n        notify: 0.6\n",
+        );
+        let hr = c.for_kb("hr").unwrap().unwrap();
+        assert_eq!(hr.kb_name(), "hr");
+        // Its own model, resolved against the file's folder as the top
+        // level's paths are; the rest of the section is the top level's.
+        assert_eq!(hr.embedding.model_dir, dir.path().join("e5"));
+        assert_eq!(hr.embedding.max_length, c.embedding.max_length);
+        assert_eq!(hr.confidence.thresholds.notify, 0.6);
+        assert_eq!(hr.confidence.thresholds.silent, 0.9);
+        // Its own state and collection.
+        assert_eq!(hr.kb_dir(), c.storage.data_dir.join("kbs").join("hr"));
+        assert_eq!(hr.qdrant.collection, "grace-hr");
+        assert!(hr.collection_dir().starts_with(hr.kb_dir()));
+        assert!(hr.review_db_path().starts_with(hr.kb_dir()));
+        assert!(hr.kbs.is_empty());
+        // `default` is the top level, in its old places.
+        let default = c.for_kb(DEFAULT_KB).unwrap().unwrap();
+        assert_eq!(default.kb_dir(), c.storage.data_dir);
+        assert_eq!(default.collection_dir(), c.collection_dir());
+        assert!(c.for_kb("hq").unwrap().is_none());
+        assert_eq!(c.kb_names(), ["default", "hr"]);
+    }
+
+    #[test]
+    fn roles_grant_by_user_group_and_public_and_include_the_lesser_ones() {
+        let roles = Roles {
+            ask: vec!["group:hr".into()],
+            review: vec!["user:rita".into()],
+            admin: vec!["group:ops".into()],
+        };
+        let g = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(roles.grants(Role::Ask, "ann", &g(&["hr"])));
+        assert!(!roles.grants(Role::Review, "ann", &g(&["hr"])));
+        assert!(!roles.grants(Role::Ask, "bo", &[]));
+        assert!(roles.grants(Role::Ask, "rita", &[]));
+        assert!(roles.grants(Role::Review, "rita", &[]));
+        assert!(!roles.grants(Role::Admin, "rita", &[]));
+        assert!(roles.grants(Role::Admin, "olga", &g(&["ops"])));
+        assert!(roles.grants(Role::Review, "olga", &g(&["ops"])));
+        // A user named like a group is not in it.
+        assert!(!roles.grants(Role::Ask, "hr", &[]));
+        assert!(Roles::default().grants(Role::Ask, "anyone", &[]));
+        assert!(!Roles::default().grants(Role::Review, "anyone", &[]));
+    }
+
+    #[test]
+    fn bad_entries_are_refused_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, key) in [
+            (
+                "kbs:\n  hr:\n    roles:\n      ask: [everyone]\n",
+                "kbs.hr.roles.ask",
+            ),
+            ("kbs:\n  \"h r\": {}\n", "kbs.h r"),
+            (
+                "kbs:\n  default:\n    embedding:\n      model_dir: x\n",
+                "kbs.default",
+            ),
+            (
+                "kbs:\n  hr:\n    qdrant:\n      search_limit: 0\n",
+                "kbs.hr.qdrant.search_limit",
+            ),
+        ] {
+            let e = load_error(&write(dir.path(), text));
+            assert!(e.contains(&format!("`{key}`")), "{text}: {e}");
+        }
+        // An unknown key inside an entry's section names it.
+        let e = load_error(&write(
+            dir.path(),
+            "kbs:\n  hr:\n    embedding:\n      modle_dir: x\n",
+        ));
+        assert!(e.contains("kbs.hr") && e.contains("modle_dir"), "{e}");
+        let e = load_error(&write(dir.path(), "kbs:\n  hr:\n    storage: {}\n"));
+        assert!(e.contains("storage"), "{e}");
+    }
+}

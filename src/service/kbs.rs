@@ -1,0 +1,175 @@
+//! Several knowledge bases served at once (`kbs:` in the configuration):
+//! one [`Grace`] handle each, opened from its own derived configuration
+//! ([`Config::for_kb`]), and the roles that say who may use which.
+
+use std::collections::BTreeMap;
+
+use super::Grace;
+use crate::config::{Config, DEFAULT_KB, Role, Roles};
+use crate::error::{Error, Result};
+
+/// The complete configuration of knowledge base `name` (its sections
+/// merged over the top level's, its calibration read), or
+/// [`Error::UnknownKb`].
+pub fn kb_config(base: &Config, name: &str) -> Result<Config> {
+    let mut config = base
+        .for_kb(name)?
+        .ok_or_else(|| Error::UnknownKb(name.to_string()))?;
+    crate::confidence::calibration::apply(&mut config)?;
+    Ok(config)
+}
+
+/// Every knowledge base a server serves, by name, with its roles.
+#[derive(Clone)]
+pub struct Kbs {
+    default: Grace,
+    handles: BTreeMap<String, Grace>,
+    roles: BTreeMap<String, Roles>,
+}
+
+impl Kbs {
+    /// Opens every knowledge base `base` names (`default` always). A
+    /// `--data-dir`-style change to `base` applies to all of them.
+    pub fn open(base: &Config) -> Result<Self> {
+        Self::open_with(base, Grace::open)
+    }
+
+    /// [`Kbs::open`] with each handle built by `open` (tests give a mock
+    /// generator this way).
+    pub fn open_with(base: &Config, open: impl Fn(Config) -> Result<Grace>) -> Result<Self> {
+        let mut handles = BTreeMap::new();
+        let mut roles = BTreeMap::new();
+        for name in base.kb_names() {
+            let config = kb_config(base, &name)?;
+            handles.insert(name.clone(), open(config)?);
+            roles.insert(name.clone(), base.roles(&name));
+        }
+        let default = handles
+            .get(DEFAULT_KB)
+            .cloned()
+            .ok_or_else(|| Error::UnknownKb(DEFAULT_KB.to_string()))?;
+        Ok(Self {
+            default,
+            handles,
+            roles,
+        })
+    }
+
+    /// One knowledge base alone, as `default` (what a server without
+    /// `kbs:` serves; tests build servers this way).
+    pub fn single(grace: Grace) -> Self {
+        let roles = grace.config().kbs.get(DEFAULT_KB).map(|k| k.roles.clone());
+        Self {
+            roles: BTreeMap::from([(DEFAULT_KB.to_string(), roles.unwrap_or_default())]),
+            handles: BTreeMap::from([(DEFAULT_KB.to_string(), grace.clone())]),
+            default: grace,
+        }
+    }
+
+    /// The knowledge base `default`.
+    pub fn default_kb(&self) -> &Grace {
+        &self.default
+    }
+
+    /// The knowledge base `name`, if served.
+    pub fn get(&self, name: &str) -> Option<&Grace> {
+        self.handles.get(name)
+    }
+
+    /// The names served, `default` first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(DEFAULT_KB)
+            .filter(|d| self.handles.contains_key(*d))
+            .chain(
+                self.handles
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|n| *n != DEFAULT_KB),
+            )
+    }
+
+    /// Every handle, `default` first.
+    pub fn handles(&self) -> impl Iterator<Item = (&str, &Grace)> {
+        self.names()
+            .filter_map(|n| self.handles.get(n).map(|g| (n, g)))
+    }
+
+    /// Whether a principal named `name` in `groups` holds `role` on
+    /// knowledge base `kb` (false for one not served).
+    pub fn grants(&self, kb: &str, role: Role, name: &str, groups: &[String]) -> bool {
+        self.roles
+            .get(kb)
+            .is_some_and(|r| r.grants(role, name, groups))
+    }
+}
+
+/// One knowledge base as `grace kb list` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KbSummary {
+    /// Its name.
+    pub name: String,
+    /// Its collection (`qdrant.collection`, its own on a Qdrant server).
+    pub collection: String,
+    /// Where its collection lives (a folder, or a Qdrant server's URL).
+    pub location: String,
+    /// Its state folder (manifest, review queue, sessions, feedback).
+    pub state: std::path::PathBuf,
+    /// Its embedding model's folder.
+    pub model_dir: std::path::PathBuf,
+    /// Chunks stored; `None` before its first ingest (or `grace kb create`).
+    pub chunks: Option<usize>,
+    /// Who may ask, review and administer it.
+    pub roles: Roles,
+}
+
+/// Every knowledge base `base` names, with its size when it exists.
+pub fn summaries(base: &Config) -> Result<Vec<KbSummary>> {
+    base.kb_names()
+        .into_iter()
+        .map(|name| {
+            let config = kb_config(base, &name)?;
+            let chunks = crate::kb::status(&config).ok().map(|s| s.store.points);
+            Ok(KbSummary {
+                collection: config.qdrant.collection.clone(),
+                location: config.collection_location().display().to_string(),
+                state: config.kb_dir(),
+                model_dir: config.embedding.model_dir.clone(),
+                chunks,
+                roles: base.roles(&name),
+                name,
+            })
+        })
+        .collect()
+}
+
+/// Creates knowledge base `config`'s empty collection (with its model's
+/// dimension), so a server serves it before its first ingest.
+pub fn create(config: Config) -> Result<()> {
+    let kb = crate::kb::KnowledgeBase::open(config, crate::kb::OpenMode::Create)?;
+    kb.store().flush()?;
+    Ok(())
+}
+
+/// Deletes everything knowledge base `config` holds: its collection (on a
+/// Qdrant server too), manifest, review queue, sessions and feedback.
+/// The top-level knowledge base `default` shares its folder with the
+/// principals and the audit log and is refused.
+pub fn drop_kb(config: &Config) -> Result<()> {
+    if config.kb_name() == DEFAULT_KB {
+        return Err(Error::InvalidInput(
+            "the knowledge base `default` holds the server's principals and audit log: delete its data by hand (storage.data_dir) if you mean it".into(),
+        ));
+    }
+    if config.storage.backend == crate::config::Backend::Qdrant {
+        crate::store::qdrant::QdrantStore::drop_collection(&config.qdrant)?;
+    }
+    let dir = config.kb_dir();
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::InvalidInput(format!(
+            "cannot delete {}: {e}",
+            dir.display()
+        ))),
+    }
+}
