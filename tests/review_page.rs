@@ -416,3 +416,78 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
     let out = grace(d, &["answer", &first.to_string()]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out));
 }
+
+/// The reviewer page for a reviewer who may not read every document: a
+/// principal (`grace auth add-key cy`) holding the review role reviews
+/// with its own key, and of an escalation drafted from the finance folder
+/// (`read: [group:finance]`) sees the question and a note of what is
+/// withheld, never the passage, its source or its heading. Signed out, on
+/// a server with keys, it sees nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_who_may_not_read_a_document_never_sees_it_on_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Every answer escalates (a confidence between confirm and notify),
+    // the server needs keys, and cy reviews.
+    std::fs::write(
+        d.join("grace_config.yml"),
+        "confidence:\n  thresholds: {silent: 0.9995, notify: 0.999, confirm: 0.001}\n\
+         server:\n  api_key: service-key-0123456789\n\
+         kbs:\n  default:\n    roles: {review: [\"user:cy\"]}\n",
+    )
+    .unwrap();
+    let kb = common::repo().join("examples/kb");
+    let ingested = grace(d, &["ingest", kb.to_str().unwrap(), "-q"]);
+    assert!(ingested.status.success(), "{}", text(&ingested));
+    let added = grace(d, &["--json", "auth", "add-key", "cy"]);
+    assert!(added.status.success(), "{}", text(&added));
+    let added: Value = serde_json::from_slice(&added.stdout).unwrap();
+    let key = added["key"].as_str().unwrap().to_string();
+    let id = escalate(d, "Who gets the alert when a budget is 80% spent?");
+    // The operator's draft cites the finance document.
+    let shown = grace(d, &["--json", "review", "show", &id.to_string()]);
+    assert!(text(&shown).contains("finance partner"), "{}", text(&shown));
+
+    let http = reqwest::Client::new();
+    let port = free_port();
+    let _server = Killed::spawn(grace_cmd(
+        d,
+        &["serve", "--bind", &format!("127.0.0.1:{port}")],
+    ));
+    let base = format!("http://127.0.0.1:{port}");
+    wait_until_up(&http, &format!("{base}/health"), "grace serve").await;
+    let browser = Browser::start().await;
+    browser.viewport(1280, 860).await;
+    browser.open(&format!("{base}/review")).await;
+    let field = browser.must_find("#token").await;
+    browser.type_into(&field, &key).await;
+    let sign_in = browser.must_find("#sign-in-button").await;
+    browser.click(&sign_in).await;
+    browser
+        .wait_text("#whoami", "signed in", |t| t == "signed in as cy")
+        .await;
+    let card = format!("section.escalation[data-id='{id}']");
+    browser.must_find(&card).await;
+    browser
+        .wait_text(&format!("{card} .withheld"), "the withheld note", |t| {
+            t.contains("withheld")
+        })
+        .await;
+    let page = browser
+        .run("return document.documentElement.outerHTML;", json!([]))
+        .await
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(page.contains("80% spent"), "the question is shown");
+    for hidden in [
+        "finance partner",
+        "budgets.md",
+        "Orbit cloud budgets",
+        "Budget alerts",
+    ] {
+        assert!(!page.contains(hidden), "{hidden} on cy's page");
+    }
+    accessible(&browser, "a reviewer with passages withheld").await;
+    browser.quit().await;
+}

@@ -569,6 +569,71 @@ fn readers_are_enforced_inside_both_rankings(b: &dyn Fixture) {
     assert_eq!(store.count(Some(&bo)).unwrap(), 5);
 }
 
+/// A rare word in documents a principal may not read changes nothing in
+/// its lexical ranking: the statistics it is weighed by count only what
+/// it may read (the embedded store: qdrant-edge's IDF corpus; a server:
+/// the query re-weighted, `store/qdrant/idf.rs`). Scores equal those of a
+/// collection that never held the restricted documents.
+fn a_principals_lexical_statistics_count_only_what_it_may_read(b: &dyn Fixture) {
+    let l = LexicalEncoder::new().unwrap();
+    let with = b.create("statistics-with", DIM).unwrap();
+    let without = b.create("statistics-without", DIM).unwrap();
+    with.upsert(points()).unwrap();
+    without.upsert(points()).unwrap();
+    const R: &str = "/kb/restricted.md";
+    let restricted: Vec<ChunkPoint> = (0..4)
+        .map(|i| {
+            point(
+                &l,
+                R,
+                i,
+                "sourdough starter sourdough project nightjar",
+                [0.0, 0.5, 0.5, 0.0],
+            )
+        })
+        .collect();
+    with.upsert(restricted).unwrap();
+    with.set_readers(R, &["user:cy".to_string()]).unwrap();
+    let bo = PayloadFilter::readable_by(Some(vec!["public".into(), "user:bo".into()])).unwrap();
+    let q = l.encode_query("sourdough starter bread");
+    let search = |store: &dyn VectorStore, filter: Option<&PayloadFilter>| {
+        let mut hits: Vec<(u64, f32)> = store
+            .search(&StoreQuery {
+                vector: QueryVector::Lexical(&q),
+                limit: 10,
+                filter,
+                with_payload: false,
+                with_dense: false,
+                exact: false,
+            })
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.id, h.score))
+            .collect();
+        hits.sort_by_key(|h| h.0);
+        hits
+    };
+    let (seen, unseen) = (
+        search(with.as_ref(), Some(&bo)),
+        search(without.as_ref(), Some(&bo)),
+    );
+    assert_eq!(seen.len(), unseen.len(), "{seen:?} {unseen:?}");
+    assert!(!seen.is_empty());
+    for ((id, score), (id2, score2)) in seen.iter().zip(&unseen) {
+        assert_eq!(id, id2);
+        assert!((score - score2).abs() < 1e-4, "{seen:?} {unseen:?}");
+    }
+    // The restricted documents do move the whole collection's statistics:
+    // unfiltered, the same public chunk scores otherwise.
+    let open = search(with.as_ref(), None);
+    let c0 = point_id(C, 1, "h");
+    let score_of = |hits: &[(u64, f32)]| hits.iter().find(|h| h.0 == c0).map(|h| h.1);
+    assert!(
+        (score_of(&open).unwrap() - score_of(&unseen).unwrap()).abs() > 1e-3,
+        "{open:?} {unseen:?}"
+    );
+}
+
 fn delete_by_source(b: &dyn Fixture) {
     let store = b.create("delete", DIM).unwrap();
     store.upsert(points()).unwrap();
@@ -708,6 +773,7 @@ store_suite!(
     filter_by_source,
     excluded_points_are_never_hits,
     readers_are_enforced_inside_both_rankings,
+    a_principals_lexical_statistics_count_only_what_it_may_read,
     delete_by_source,
     count_with_and_without_filter,
     info_reports_size_and_dimension,
@@ -752,6 +818,41 @@ fn qdrant_reports_its_version_and_indexes_source_for_filters() {
     drop(store);
     let again = QdrantStore::open_or_create(&server_config(&server.url(), "health"), DIM).unwrap();
     assert_eq!(again.count(None).unwrap(), 3);
+}
+
+/// A collection written before GRACE kept term ids gets them when it is
+/// opened, so a principal's lexical statistics count its points too; and a
+/// search's payload never carries them.
+#[test]
+fn qdrant_points_without_term_ids_get_them_at_open() {
+    let server = QdrantCluster::single();
+    let config = server_config(&server.url(), "terms");
+    let store = QdrantStore::open_or_create(&config, DIM).unwrap();
+    store.upsert(points()).unwrap();
+    let (status, body) = server.rest(
+        0,
+        "POST",
+        "/collections/terms/points/payload/delete?wait=true",
+        Some(&serde_json::json!({"keys": ["terms"], "filter": {"must": []}})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let missing =
+        serde_json::json!({"filter": {"must": [{"is_empty": {"key": "terms"}}]}, "exact": true});
+    let (_, counted) = server.rest(0, "POST", "/collections/terms/points/count", Some(&missing));
+    assert_eq!(counted["result"]["count"], 5, "{counted}");
+    drop(store);
+    let store = QdrantStore::open_or_create(&config, DIM).unwrap();
+    let (_, counted) = server.rest(0, "POST", "/collections/terms/points/count", Some(&missing));
+    assert_eq!(counted["result"]["count"], 0, "{counted}");
+    let (_, info) = server.rest(0, "GET", "/collections/terms", None);
+    assert_eq!(
+        info["result"]["payload_schema"]["terms"]["data_type"], "integer",
+        "{info}"
+    );
+    let hits = lexical_search(&store, "sourdough", 3);
+    assert!(!hits.is_empty());
+    let got = store.retrieve(&[hits[0].id]).unwrap();
+    assert_eq!(got.len(), 1);
 }
 
 #[test]

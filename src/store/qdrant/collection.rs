@@ -59,7 +59,108 @@ impl QdrantStore {
         // A keyword index on `source` makes delete-by-source and source
         // filters cheap once the collection is large.
         self.keyword_index("source")?;
-        self.keyword_index(READERS_FIELD)
+        self.keyword_index(READERS_FIELD)?;
+        self.integer_index(super::idf::TERMS_FIELD)
+    }
+
+    /// Creates an integer (match) index on `field`.
+    pub(super) fn integer_index(&self, field: &str) -> Result<()> {
+        let request = CreateFieldIndexCollection {
+            collection_name: self.target.collection.clone(),
+            wait: Some(true),
+            field_name: field.to_string(),
+            field_type: Some(FieldType::Integer as i32),
+            ..Default::default()
+        };
+        let client = self.client.clone();
+        let response = self.run(async move { client.create_field_index(request).await })?;
+        self.check_applied(&response, "create a payload index")
+    }
+
+    /// Gives every point written before GRACE kept term ids its `terms`
+    /// (from its lexical vector) and the field its index, a page at a
+    /// time; a collection that has them costs one count.
+    pub(super) fn backfill_terms(&self) -> Result<()> {
+        use qdrant_client::qdrant::{
+            PointsSelector, PointsUpdateOperation, ScrollPoints, UpdateBatchPoints,
+            VectorsSelector, WithVectorsSelector, points_selector, points_update_operation,
+            with_vectors_selector,
+        };
+        let field = super::idf::TERMS_FIELD;
+        let missing =
+            qdrant_client::qdrant::Filter::must([qdrant_client::qdrant::Condition::is_empty(
+                field,
+            )]);
+        let mut fixed = 0usize;
+        let mut seen = std::collections::HashSet::new();
+        loop {
+            let request = ScrollPoints {
+                collection_name: self.target.collection.clone(),
+                filter: Some(missing.clone()),
+                limit: Some(256),
+                with_vectors: Some(WithVectorsSelector {
+                    selector_options: Some(with_vectors_selector::SelectorOptions::Include(
+                        VectorsSelector {
+                            names: vec![LEXICAL_VECTOR.to_string()],
+                        },
+                    )),
+                }),
+                ..Default::default()
+            };
+            let client = self.client.clone();
+            let page = self.run(async move { client.scroll(request).await })?;
+            if page.result.is_empty() {
+                break;
+            }
+            if fixed == 0 {
+                self.integer_index(field)?;
+            }
+            let mut operations = Vec::with_capacity(page.result.len());
+            for p in page.result {
+                let terms = super::convert::lexical_of(p.vectors.as_ref())
+                    .map(|s| s.indices)
+                    .unwrap_or_default();
+                let id = super::convert::numeric_id(p.id.clone())?;
+                if !seen.insert(id) {
+                    // Written and still missing: the server did not apply it.
+                    return Err(self.target.server(format!(
+                        "point {id} keeps no term ids after they were written"
+                    )));
+                }
+                let mut payload = qdrant_client::Payload::new();
+                payload.insert(field, super::idf::terms_payload(&terms));
+                operations.push(PointsUpdateOperation {
+                    operation: Some(points_update_operation::Operation::SetPayload(
+                        points_update_operation::SetPayload {
+                            payload: payload.into(),
+                            points_selector: Some(PointsSelector {
+                                points_selector_one_of: Some(
+                                    points_selector::PointsSelectorOneOf::Points(
+                                        qdrant_client::qdrant::PointsIdsList {
+                                            ids: p.id.into_iter().collect(),
+                                        },
+                                    ),
+                                ),
+                            }),
+                            ..Default::default()
+                        },
+                    )),
+                });
+            }
+            fixed += operations.len();
+            let request = UpdateBatchPoints {
+                collection_name: self.target.collection.clone(),
+                wait: Some(true),
+                operations,
+                ..Default::default()
+            };
+            let client = self.client.clone();
+            self.run(async move { client.update_points_batch(request).await })?;
+        }
+        if fixed > 0 {
+            tracing::info!(collection = %self.target.collection, points = fixed, "term ids written for a principal's lexical statistics");
+        }
+        Ok(())
     }
 
     /// Creates a keyword index on `field` (the server keeps an existing

@@ -52,6 +52,17 @@ pub(super) fn readers_filter(readers: &[String]) -> Filter {
 pub(super) fn to_point(p: ChunkPoint) -> Result<PointStruct> {
     let payload = serde_json::to_value(&p.payload)
         .ok()
+        .map(|mut v| {
+            // The term ids, for counting a principal's lexical statistics
+            // (`idf.rs`); never read back into a chunk.
+            if let Some(map) = v.as_object_mut() {
+                map.insert(
+                    super::idf::TERMS_FIELD.into(),
+                    super::idf::terms_payload(&p.lexical.indices).into(),
+                );
+            }
+            v
+        })
         .and_then(|v| Payload::try_from(v).ok())
         .ok_or_else(|| StoreError::BadPayload {
             id: p.id.to_string(),
@@ -135,8 +146,14 @@ pub(super) fn chunk_point(
     })
 }
 
+/// A chunk's whole payload (without the term ids, which only counting
+/// reads).
 pub(super) fn all_payload() -> Option<WithPayloadSelector> {
     Some(WithPayloadSelector {
-        selector_options: Some(with_payload_selector::SelectorOptions::Enable(true)),
+        selector_options: Some(with_payload_selector::SelectorOptions::Exclude(
+            qdrant_client::qdrant::PayloadExcludeSelector {
+                fields: vec![super::idf::TERMS_FIELD.to_string()],
+            },
+        )),
     })
 }

@@ -23,6 +23,7 @@
 
 mod collection;
 mod convert;
+mod idf;
 mod points;
 mod target;
 mod version;
@@ -89,6 +90,9 @@ impl QdrantStore {
             if let Err(e) = store.keyword_index(READERS_FIELD) {
                 tracing::warn!(error = %e, "cannot create the readers index");
             }
+            // Points written before the term ids were kept get them (and
+            // their index): a principal's lexical statistics count them.
+            store.backfill_terms()?;
         } else {
             store.create_collection(dimension)?;
         }

@@ -115,10 +115,16 @@ impl VectorStore for QdrantStore {
                 if s.is_empty() {
                     return Ok(Vec::new());
                 }
+                // Within readers, the terms weigh what they weigh among
+                // the points those readers may read (`idf.rs`).
+                let s = match query.filter.and_then(|f| f.readers.as_deref()) {
+                    Some(readers) => self.readable_weights(s, readers)?,
+                    None => s.clone(),
+                };
                 (
                     vector_input::Variant::Sparse(qdrant_client::qdrant::SparseVector {
-                        indices: s.indices.clone(),
-                        values: s.values.clone(),
+                        indices: s.indices,
+                        values: s.values,
                     }),
                     LEXICAL_VECTOR,
                 )

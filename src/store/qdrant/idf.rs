@@ -1,0 +1,239 @@
+//! A principal's lexical statistics on a Qdrant server.
+//!
+//! The lexical ranking's BM25 weighs a term by its rarity, which the
+//! server's IDF modifier counts over the whole collection: Qdrant 1.16 has
+//! no parameter to count it over the points a filter keeps (qdrant-edge
+//! has, and the embedded store uses it). A rare word in a restricted
+//! document, a secret project's name, would then change the weight that
+//! word has in everyone's ranking, and someone could tell that it exists.
+//!
+//! So a search within readers re-weights the query's terms first: each
+//! term's weight is multiplied by its IDF over the points the readers may
+//! read, divided by the IDF the server will apply. The server's ranking is
+//! then exactly BM25 with the readable points' statistics.
+//!
+//! - The readable statistics are exact counts: the readable points, and
+//!   those among them whose `terms` (the point's term ids, a payload field
+//!   with an integer index, written with every point) hold the term.
+//! - The server's IDF is read back from the server itself rather than
+//!   recounted: a search for the term alone scores its best point by
+//!   `idf × the point's weight for the term`, and that weight is returned
+//!   with it. (The server's counts include points deleted but not yet
+//!   vacuumed; a recount would not, and the difference would leak.)
+//!
+//! These are 2k + 1 small requests for a query of k terms, sent at once,
+//! and only for searches within readers: the service key's, the
+//! operator's and an open knowledge base's searches are as they were.
+
+use qdrant_client::qdrant::r#match::MatchValue;
+use qdrant_client::qdrant::{
+    Condition, CountPoints, Filter, Query, QueryPoints, SparseVector as QdrantSparse, VectorInput,
+    VectorsSelector, WithVectorsSelector, query, vector_input, vector_output,
+    with_vectors_selector,
+};
+
+use super::QdrantStore;
+use super::convert::readers_filter;
+use crate::lexical::SparseVector;
+use crate::store::{LEXICAL_VECTOR, Result};
+
+/// The payload field holding a point's term ids (the indices of its
+/// lexical vector), with an integer index.
+pub(super) const TERMS_FIELD: &str = "terms";
+
+/// The `terms` field of a point with these term ids. A point without any
+/// gets `[-1]`, which matches no term id: an empty list would read as a
+/// point written before term ids were kept.
+pub(super) fn terms_payload(terms: &[u32]) -> Vec<i64> {
+    match terms.is_empty() {
+        true => vec![-1],
+        false => terms.iter().map(|&t| i64::from(t)).collect(),
+    }
+}
+
+/// What BM25 weighs a term by, as the server computes it: `n` points,
+/// `df` of which hold the term.
+fn idf(n: f64, df: f64) -> f64 {
+    ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+}
+
+/// One request's answer: the readable count (`None`: all readable), a
+/// term's readable count, or the server's IDF for a term (`None`: no point
+/// holds it).
+enum Stat {
+    Readable(usize),
+    TermReadable(usize, usize),
+    ServerIdf(usize, Option<f64>),
+}
+
+impl QdrantStore {
+    /// `query` with each term's weight scaled from the whole collection's
+    /// IDF to the IDF over the points one of `readers` may read (see the
+    /// module documentation).
+    pub(super) fn readable_weights(
+        &self,
+        query: &SparseVector,
+        readers: &[String],
+    ) -> Result<SparseVector> {
+        let collection = self.target.collection.clone();
+        let client = self.client.clone();
+        let terms = query.indices.clone();
+        let readable = readers_filter(readers);
+        let stats = self.run(async move {
+            let mut set = tokio::task::JoinSet::new();
+            let count = |filter: Filter| CountPoints {
+                collection_name: collection.clone(),
+                filter: Some(filter),
+                exact: Some(true),
+                ..Default::default()
+            };
+            {
+                let (counter, request) = (client.clone(), count(readable.clone()));
+                set.spawn(async move {
+                    let r = counter.count(request).await?;
+                    Ok(Stat::Readable(r.result.map_or(0, |c| c.count as usize)))
+                });
+            }
+            for (i, &term) in terms.iter().enumerate() {
+                let mut filter = readable.clone();
+                filter.must.push(Condition::matches(
+                    TERMS_FIELD,
+                    MatchValue::Integer(i64::from(term)),
+                ));
+                let (counter, request) = (client.clone(), count(filter));
+                set.spawn(async move {
+                    let r = counter.count(request).await?;
+                    Ok(Stat::TermReadable(
+                        i,
+                        r.result.map_or(0, |c| c.count as usize),
+                    ))
+                });
+                let probe = QueryPoints {
+                    collection_name: collection.clone(),
+                    query: Some(Query {
+                        variant: Some(query::Variant::Nearest(VectorInput {
+                            variant: Some(vector_input::Variant::Sparse(QdrantSparse {
+                                indices: vec![term],
+                                values: vec![1.0],
+                            })),
+                        })),
+                    }),
+                    using: Some(LEXICAL_VECTOR.to_string()),
+                    limit: Some(1),
+                    with_vectors: Some(WithVectorsSelector {
+                        selector_options: Some(with_vectors_selector::SelectorOptions::Include(
+                            VectorsSelector {
+                                names: vec![LEXICAL_VECTOR.to_string()],
+                            },
+                        )),
+                    }),
+                    ..Default::default()
+                };
+                let prober = client.clone();
+                set.spawn(async move {
+                    let r = prober.query(probe).await?;
+                    let server_idf = r.result.first().and_then(|p| {
+                        let weight = match p.vectors.as_ref()?.get_vector_by_name(LEXICAL_VECTOR)? {
+                            vector_output::Vector::Sparse(s) => s
+                                .indices
+                                .iter()
+                                .position(|&t| t == term)
+                                .and_then(|at| s.values.get(at).copied()),
+                            _ => None,
+                        }?;
+                        (weight > 0.0).then(|| f64::from(p.score) / f64::from(weight))
+                    });
+                    Ok(Stat::ServerIdf(i, server_idf))
+                });
+            }
+            let mut stats = Vec::with_capacity(set.len());
+            while let Some(joined) = set.join_next().await {
+                match joined {
+                    Ok(Ok(stat)) => stats.push(stat),
+                    Ok(Err(e)) => return Err(e),
+                    // A request's task cannot panic; a runtime going away
+                    // ends the store anyway.
+                    Err(_) => {
+                        return Err(qdrant_client::QdrantError::ConversionError(
+                            "a statistics request was cancelled".into(),
+                        ));
+                    }
+                }
+            }
+            Ok(stats)
+        })?;
+        Ok(rescale(query, &stats))
+    }
+}
+
+/// `query` with each weight times `idf over the readable points / the
+/// server's idf`. A term no readable point holds keeps its weight: it
+/// scores no readable point.
+fn rescale(query: &SparseVector, stats: &[Stat]) -> SparseVector {
+    let k = query.indices.len();
+    let mut readable = 0usize;
+    let mut term_readable = vec![0usize; k];
+    let mut server = vec![None; k];
+    for s in stats {
+        match *s {
+            Stat::Readable(n) => readable = n,
+            Stat::TermReadable(i, n) if i < k => term_readable[i] = n,
+            Stat::ServerIdf(i, v) if i < k => server[i] = v,
+            _ => {}
+        }
+    }
+    let values = query
+        .values
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| match server[i] {
+            Some(at_server) if term_readable[i] > 0 && at_server > 0.0 => {
+                let own = idf(readable as f64, term_readable[i] as f64);
+                (f64::from(w) * own / at_server) as f32
+            }
+            _ => w,
+        })
+        .collect();
+    SparseVector {
+        indices: query.indices.clone(),
+        values,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_formula_is_the_servers() {
+        // lib/segment/src/data_types/query_context.rs, `fancy_idf`.
+        assert!((idf(10.0, 1.0) - ((10.0 - 1.0 + 0.5) / 1.5f64 + 1.0).ln()).abs() < 1e-12);
+        assert!(idf(10.0, 10.0) > 0.0);
+    }
+
+    #[test]
+    fn weights_move_from_the_servers_idf_to_the_readable_points_idf() {
+        let q = SparseVector {
+            indices: vec![3, 7, 9],
+            values: vec![1.0, 2.0, 1.0],
+        };
+        let server_idf = idf(100.0, 50.0);
+        let stats = [
+            Stat::Readable(10),
+            Stat::TermReadable(0, 1),
+            Stat::ServerIdf(0, Some(server_idf)),
+            // Nobody may read a point with term 7: unchanged.
+            Stat::TermReadable(1, 0),
+            Stat::ServerIdf(1, Some(1.0)),
+            // No point holds term 9 at all.
+            Stat::TermReadable(2, 0),
+            Stat::ServerIdf(2, None),
+        ];
+        let r = rescale(&q, &stats);
+        let want = (idf(10.0, 1.0) / server_idf) as f32;
+        assert!((r.values[0] - want).abs() < 1e-6, "{r:?}");
+        assert_eq!(r.values[1], 2.0);
+        assert_eq!(r.values[2], 1.0);
+        assert_eq!(r.indices, q.indices);
+    }
+}
