@@ -58,11 +58,7 @@ impl SourceDisplay {
                 }
             }
         };
-        let data = absolute(&config.storage.data_dir);
-        add(
-            &data.join("uploads").join(&config.qdrant.collection),
-            "uploads/".into(),
-        );
+        add(&absolute(&config.uploads_dir()), "uploads/".into());
         add(&absolute(&config.reviewed_dir()), "reviewed/".into());
         for root in &config.ingest.allowed_roots {
             let name = root

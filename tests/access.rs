@@ -561,6 +561,14 @@ async fn a_principals_key_opens_only_its_documents_over_http() {
     ] {
         assert!(!metrics.contains(named), "{named} in /metrics");
     }
+    // ... and is not a principal's to read.
+    let refused = client
+        .get(format!("{}/metrics", server.base))
+        .bearer_auth(&ann.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
     server.stop().await;
     // The audit log: who asked and searched, which documents, no text.
     let log = grace::audit::AuditLog::new(&data, &grace::config::AuditConfig::default());
@@ -726,6 +734,21 @@ async fn a_jwt_acts_as_the_principal_it_names() {
     config.auth.jwt.issuer = "https://id.example".into();
     config.auth.jwt.audience = "grace".into();
     config.auth.jwt.jwks_file = common::repo().join("tests/fixtures/jwt/jwks.json");
+    // rita reviews (a token's principal with the review role); every
+    // answer escalates, for the review queue below.
+    config.kbs.insert(
+        "default".into(),
+        grace::config::KbConfig {
+            roles: grace::config::Roles {
+                review: vec!["user:rita".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    config.confidence.thresholds.silent = 0.9995;
+    config.confidence.thresholds.notify = 0.999;
+    config.confidence.thresholds.confirm = 0.001;
     let grace = common::service(config);
     grace.ingest(vec![root], Default::default()).await.unwrap();
     let server = common::serve(grace).await;
@@ -762,5 +785,48 @@ async fn a_jwt_acts_as_the_principal_it_names() {
     assert_eq!(expired.status(), 401);
     let body: Value = expired.json().await.unwrap();
     assert_eq!(body["error"]["type"], "expired", "{body}");
+
+    // A token's principal reviewing reads escalations as that principal:
+    // rita outside finance gets the question and a count of what is
+    // withheld, inside finance the draft; bo, who does not review, a 404.
+    let asked: Value = client
+        .post(format!("{}/v1/ask", server.base))
+        .bearer_auth("service-key")
+        .json(&json!({"question": "What is the budget ceiling of Project Bluebird?"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(asked["review_id"].is_i64(), "{asked}");
+    let queue = |token: String| {
+        client
+            .get(format!("{}/v1/review/escalations", server.base))
+            .bearer_auth(token)
+            .send()
+    };
+    let outside = queue(token("rita", &[], now + 600)).await.unwrap();
+    assert_eq!(outside.status(), 200);
+    let outside = outside.text().await.unwrap();
+    assert!(
+        outside.contains("Bluebird") && !outside.contains(FINANCE_CANARY),
+        "{outside}"
+    );
+    assert!(outside.contains("\"withheld\""), "{outside}");
+    let inside = queue(token("rita", &["finance"], now + 600)).await.unwrap();
+    assert!(inside.text().await.unwrap().contains(FINANCE_CANARY));
+    let me: Value = client
+        .get(format!("{}/v1/review/me", server.base))
+        .bearer_auth(token("rita", &[], now + 600))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["reviewer"], "rita", "{me}");
+    let bo = queue(token("bo", &[], now + 600)).await.unwrap();
+    assert_eq!(bo.status(), 404);
     server.stop().await;
 }

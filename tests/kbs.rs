@@ -76,6 +76,7 @@ async fn each_knowledge_base_is_served_to_those_who_may_ask_it() {
         _ => Ok(common::service(c)),
     })
     .unwrap();
+    let kbs_default = kbs.default_kb().clone();
     kbs.default_kb()
         .ingest(vec![common::repo().join("examples/kb")], Default::default())
         .await
@@ -160,7 +161,8 @@ async fn each_knowledge_base_is_served_to_those_who_may_ask_it() {
         .unwrap();
     assert_eq!(missing.status(), 404);
     let missing: Value = missing.json().await.unwrap();
-    assert_eq!(forbidden["error"]["code"], missing["error"]["code"]);
+    assert_eq!(forbidden["error"]["type"], "unknown_kb", "{forbidden}");
+    assert_eq!(forbidden["error"]["type"], missing["error"]["type"]);
     assert_eq!(
         forbidden["error"]["message"]
             .as_str()
@@ -190,6 +192,31 @@ async fn each_knowledge_base_is_served_to_those_who_may_ask_it() {
             .await
             .unwrap();
         assert_eq!(r.status(), 404, "{kb}");
+    }
+    // Nor through a knowledge base's own `kbs` path, nor its review
+    // routes, whatever the token: the same answer for hr as for hq.
+    let same = |a: reqwest::Response, b: reqwest::Response| async move {
+        let (sa, sb) = (a.status(), b.status());
+        let (ta, tb) = (a.text().await.unwrap(), b.text().await.unwrap());
+        assert_eq!(sa, sb, "{ta} / {tb}");
+        assert_eq!(ta.replace("`hr`", "`hq`"), tb);
+        sa
+    };
+    for tail in ["kbs", "kbs/x"] {
+        let status = same(
+            get(&format!("/v1/kbs/hr/{tail}"), &bo).await.unwrap(),
+            get(&format!("/v1/kbs/hq/{tail}"), &bo).await.unwrap(),
+        )
+        .await;
+        assert_eq!(status, 404, "{tail}");
+    }
+    let other_kbs_reviewer = common::reviewer(kbs_default.escalations(), "dee", "Dee");
+    for key in ["not-a-token", bo.as_str(), other_kbs_reviewer.as_str()] {
+        same(
+            get("/v1/kbs/hr/review/escalations", key).await.unwrap(),
+            get("/v1/kbs/hq/review/escalations", key).await.unwrap(),
+        )
+        .await;
     }
     // Without a token, existence does not leak either: 401 for both.
     for kb in ["hr", "hq"] {
@@ -301,6 +328,23 @@ fn the_cli_acts_on_the_knowledge_base_kb_names() {
     assert_eq!(listed[1]["collection"], "grace-hr");
     assert_eq!(listed[1]["roles"]["ask"], json!(["group:hr"]));
 
+    // `--as` a principal who may not ask hr: the error of a name not
+    // served, as the server's 404; one in group hr is answered.
+    assert!(run(&["auth", "add-key", "bo"]).status.success());
+    assert!(
+        run(&["auth", "add-key", "ann", "--groups", "hr"])
+            .status
+            .success()
+    );
+    let refused = run(&["--kb", "hr", "search", LEAVE, "--as", "bo"]);
+    assert_eq!(refused.status.code(), Some(grace::EXIT_NOT_FOUND as i32));
+    let text = common::output_text(&refused);
+    assert!(
+        text.contains("no knowledge base `hr`") && !text.contains(HR_CANARY),
+        "{text}"
+    );
+    let allowed = run(&["--kb", "hr", "search", LEAVE, "--as", "ann"]);
+    assert!(common::output_text(&allowed).contains(HR_CANARY));
     // A name not configured: not found, for every command.
     for args in [
         vec!["--kb", "hq", "search", LEAVE],

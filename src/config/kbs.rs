@@ -11,12 +11,31 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::access::{MAX_READERS, PUBLIC, check_reader, valid_name};
+use super::access::{MAX_READERS, PUBLIC, check_reader};
 use super::check::invalid;
 use super::{Config, ConfigError, DEFAULT_KB, Result};
 
 /// Most knowledge bases one configuration may name.
 pub const MAX_KBS: usize = 64;
+
+/// Longest knowledge base name.
+pub const MAX_KB_NAME_CHARS: usize = 64;
+
+/// Whether `name` may name a knowledge base: 1 to [`MAX_KB_NAME_CHARS`]
+/// lowercase ASCII letters, digits, `_` or `-`, starting with a letter or
+/// a digit. It is a folder's name (`data_dir/kbs/NAME`), a collection's
+/// and a path segment: never `.` or `..`, never two that differ in case
+/// only.
+pub fn valid_kb_name(name: &str) -> bool {
+    name.len() <= MAX_KB_NAME_CHARS
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
 
 /// The sections a knowledge base may set for itself. The others (storage,
 /// server, mcp, auth, audit, sessions, tools, llm) belong to the server
@@ -110,7 +129,8 @@ pub struct Roles {
     /// Principals who review its escalations, as reviewers named by their
     /// principal's name.
     pub review: Vec<String>,
-    /// Principals who may ingest into it and administer its reviewers.
+    /// Principals who may ingest into it over HTTP (trusted with its
+    /// documents: an ingest report names the files it touched).
     pub admin: Vec<String>,
 }
 
@@ -183,11 +203,16 @@ impl Config {
             (DEFAULT_KB, None) => {
                 let mut c = self.clone();
                 c.kb = DEFAULT_KB.to_string();
-                c.kbs.clear();
                 return Ok(Some(c));
             }
             (_, None) => return Ok(None),
         };
+        if !valid_kb_name(name) {
+            return Err(invalid(
+                &format!("kbs.{name}"),
+                "not a knowledge base's name (lowercase letters, digits, `_` or `-`)",
+            ));
+        }
         let mut whole = serde_yaml::to_value(self).map_err(ConfigError::from_yaml)?;
         for section in KB_SECTIONS {
             if let (Some(overlay), Some(base)) = (entry.section(section), whole.get_mut(section)) {
@@ -202,8 +227,6 @@ impl Config {
             e
         })?;
         derived.kb = name.to_string();
-        // A knowledge base's configuration describes it alone.
-        derived.kbs.clear();
         if name != DEFAULT_KB {
             // A knowledge base's own folders; the top level's are
             // `default`'s.
@@ -312,10 +335,12 @@ pub(super) fn validate_kbs(c: &Config) -> Result<()> {
         ));
     }
     for (name, entry) in &c.kbs {
-        if !valid_name(name) {
+        if !valid_kb_name(name) {
             return Err(invalid(
                 &format!("kbs.{name}"),
-                "a knowledge base's name is 1 to 64 letters, digits, `.`, `_`, `@` or `-`",
+                format!(
+                    "a knowledge base's name is 1 to {MAX_KB_NAME_CHARS} lowercase letters, digits, `_` or `-`, starting with a letter or digit"
+                ),
             ));
         }
         for (role, list) in [
@@ -344,6 +369,25 @@ pub(super) fn validate_kbs(c: &Config) -> Result<()> {
                 "kbs.default",
                 "the top-level sections are the knowledge base `default`'s settings: set them there (kbs.default may only add roles and watch)",
             ));
+        }
+    }
+    // On a Qdrant server, collections share one namespace: two knowledge
+    // bases in one collection would read, prune and drop each other's
+    // documents.
+    if c.storage.backend == super::Backend::Qdrant {
+        let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
+        for name in c.kb_names() {
+            let Some(d) = c.for_kb(&name)? else { continue };
+            let at = (d.qdrant.url.clone(), d.qdrant.collection.clone());
+            if let Some(other) = seen.insert(at, name.clone()) {
+                return Err(invalid(
+                    &format!("kbs.{name}.qdrant.collection"),
+                    format!(
+                        "`{}` on {} is knowledge base `{other}`'s collection too: each knowledge base needs its own",
+                        d.qdrant.collection, d.qdrant.url
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -379,7 +423,8 @@ mod tests {
         assert_eq!(hr.qdrant.collection, "grace-hr");
         assert!(hr.collection_dir().starts_with(hr.kb_dir()));
         assert!(hr.review_db_path().starts_with(hr.kb_dir()));
-        assert!(hr.kbs.is_empty());
+        // The roles stay readable from it.
+        assert_eq!(hr.roles(hr.kb_name()), c.roles("hr"));
         // `default` is the top level, in its old places.
         let default = c.for_kb(DEFAULT_KB).unwrap().unwrap();
         assert_eq!(default.kb_dir(), c.storage.data_dir);
@@ -419,6 +464,8 @@ mod tests {
                 "kbs.hr.roles.ask",
             ),
             ("kbs:\n  \"h r\": {}\n", "kbs.h r"),
+            ("kbs:\n  \"..\": {}\n", "kbs..."),
+            ("kbs:\n  HR: {}\n", "kbs.HR"),
             (
                 "kbs:\n  default:\n    embedding:\n      model_dir: x\n",
                 "kbs.default",
@@ -437,6 +484,14 @@ mod tests {
             "kbs:\n  hr:\n    embedding:\n      modle_dir: x\n",
         ));
         assert!(e.contains("kbs.hr") && e.contains("modle_dir"), "{e}");
+        let e = load_error(&write(
+            dir.path(),
+            "storage:\n  backend: qdrant\nkbs:\n  hr:\n    qdrant:\n      collection: grace\n",
+        ));
+        assert!(
+            e.contains("kbs.hr.qdrant.collection") && e.contains("`default`"),
+            "{e}"
+        );
         let e = load_error(&write(dir.path(), "kbs:\n  hr:\n    storage: {}\n"));
         assert!(e.contains("storage"), "{e}");
     }

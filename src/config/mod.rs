@@ -50,7 +50,9 @@ pub use self::feedback::{
 };
 pub use self::home::{HOME_VAR, grace_home};
 pub use self::ingest::IngestConfig;
-pub use self::kbs::{KB_SECTIONS, KbConfig, MAX_KBS, Role, Roles};
+pub use self::kbs::{
+    KB_SECTIONS, KbConfig, MAX_KB_NAME_CHARS, MAX_KBS, Role, Roles, valid_kb_name,
+};
 pub use self::llm::{
     AnswerConfig, AnswerFormat, ExtractiveConfig, LlmConfig, LlmProvider, RemoteLlmConfig, ToolMode,
 };
@@ -240,19 +242,24 @@ impl Config {
             .join(&self.qdrant.collection)
     }
 
+    /// Where files uploaded to `/v1/ingest` are kept.
+    pub fn uploads_dir(&self) -> PathBuf {
+        self.kb_dir().join("uploads").join(&self.qdrant.collection)
+    }
+
     /// The review queue's SQLite database (escalations, reviewers,
-    /// messages, shared context, audit), shared by every collection.
+    /// messages, shared context, audit), one per knowledge base.
     pub fn review_db_path(&self) -> PathBuf {
         self.kb_dir().join("review.sqlite3")
     }
 
-    /// Usage statistics and health of every tool, shared by every collection.
+    /// Usage statistics and health of every tool, one per knowledge base.
     pub fn tool_stats_path(&self) -> PathBuf {
         self.kb_dir().join("tool_stats.sqlite3")
     }
 
     /// Tools created at run time (scripts, their versions and audit log),
-    /// shared by every collection.
+    /// one per knowledge base.
     pub fn runtime_tools_path(&self) -> PathBuf {
         self.kb_dir().join("runtime_tools.sqlite3")
     }

@@ -32,7 +32,7 @@ impl McpServer {
                 )
                 .await
                 .map_err(|_| self.timed_out())??;
-                let outcome = self.clarify(outcome, peer).await?;
+                let outcome = self.clarify(outcome, &grace, peer).await?;
                 Ok(serde_json::to_value(outcome).unwrap_or(Value::Null))
             }
             "ask" => {
@@ -56,7 +56,7 @@ impl McpServer {
                 let outcome = tokio::time::timeout(self.timeout, grace.ask(question, options))
                     .await
                     .map_err(|_| self.timed_out())??;
-                let outcome = self.clarify(outcome, peer).await?;
+                let outcome = self.clarify(outcome, &grace, peer).await?;
                 Ok(serde_json::to_value(outcome).unwrap_or(Value::Null))
             }
             "ingest" => {

@@ -71,6 +71,7 @@ impl McpServer {
     pub(super) async fn clarify(
         &self,
         mut outcome: crate::service::AskOutcome,
+        grace: &crate::service::Grace,
         peer: &Peer<RoleServer>,
     ) -> std::result::Result<crate::service::AskOutcome, Failure> {
         if !peer
@@ -79,7 +80,7 @@ impl McpServer {
         {
             return Ok(outcome);
         }
-        let wait = Duration::from_secs_f64(self.grace.config().agent.reply_timeout_seconds);
+        let wait = Duration::from_secs_f64(grace.config().agent.reply_timeout_seconds);
         for _ in 0..MAX_ELICITATIONS {
             let (Some(run_id), Some(request)) =
                 (outcome.run_id.clone(), outcome.report.clarification.clone())
@@ -91,12 +92,10 @@ impl McpServer {
             let Ok(reply) = elicit(peer, &request, wait).await else {
                 break;
             };
-            outcome = tokio::time::timeout(
-                self.timeout,
-                self.grace.reply(run_id, reply, self.scope.clone()),
-            )
-            .await
-            .map_err(|_| self.timed_out())??;
+            outcome =
+                tokio::time::timeout(self.timeout, grace.reply(run_id, reply, self.scope.clone()))
+                    .await
+                    .map_err(|_| self.timed_out())??;
         }
         Ok(outcome)
     }

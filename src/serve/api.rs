@@ -132,10 +132,11 @@ pub async fn ask(
 fn event_stream(s: &AppState, permit: Permit, run: crate::service::RunStream) -> Response {
     let deadline = tokio::time::Instant::now() + s.gate.timeout;
     let gate = s.gate.clone();
+    let shown = s.display.clone();
     let events = futures_util::stream::unfold(Some((run, permit)), move |state| {
-        let gate = gate.clone();
+        let (gate, shown) = (gate.clone(), shown.clone());
         async move {
-            let display = &gate.display;
+            let display = &*shown;
             let (mut run, permit) = state?;
             let next = tokio::select! {
                 next = tokio::time::timeout_at(deadline, run.next()) => next,
@@ -286,7 +287,7 @@ pub async fn search(
     let filter = body
         .source
         .as_deref()
-        .map(|shown| PayloadFilter::source(&s.gate.display.resolve(shown)));
+        .map(|shown| PayloadFilter::source(&s.display.resolve(shown)));
     let grace = s.grace.clone();
     let passages = held(permit, move |_| {
         grace.search_blocking(&body.query, body.limit, filter.as_ref(), &caller.scope())
@@ -310,7 +311,7 @@ pub struct IngestBody {
 /// Adds or updates documents: JSON `{"paths": [...]}` names files on the
 /// server, inside `ingest.allowed_roots` only (403 otherwise, and when none
 /// is configured); `multipart/form-data` uploads them (each file part is
-/// saved under `<data_dir>/uploads/<collection>/` and ingested).
+/// saved in [`crate::config::Config::uploads_dir`] and ingested).
 #[utoipa::path(post, path = "/v1/ingest", operation_id = "ingest", request_body(content = IngestBody, description = "JSON, or multipart/form-data with file parts"),
     responses((status = 200, description = "The ingest report", body = crate::ingest::IngestReport),
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
@@ -341,13 +342,7 @@ pub async fn ingest(
                 .map_err(|e| {
                     ApiError::new(e.status(), ApiError::kind_of(e.status()), e.body_text())
                 })?;
-        let dir = s
-            .grace
-            .config()
-            .storage
-            .data_dir
-            .join("uploads")
-            .join(&s.grace.config().qdrant.collection);
+        let dir = s.grace.config().uploads_dir();
         // Files the server wrote itself: read wherever its data folder is.
         let saved = save_uploads(multipart, &dir).await?;
         return ingest_held(&s, permit, saved, IngestOptions::default()).await;

@@ -164,9 +164,11 @@ pub struct ErrorBody {
 /// The error's kind and a message for people.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// `invalid_request`, `unauthorized`, `not_found`, `conflict`,
-    /// `payload_too_large`, `too_many_requests`, `shutting_down`,
-    /// `timeout`, `busy` or `internal`.
+    /// `invalid_request`, `unauthorized` (or the reason a token was
+    /// refused: `unknown_key`, `expired`, …), `forbidden`, `not_found`,
+    /// `unknown_kb` (a knowledge base not served, or one the caller may
+    /// not use), `conflict`, `payload_too_large`, `too_many_requests`,
+    /// `shutting_down`, `timeout`, `busy` or `internal`.
     #[serde(rename = "type")]
     pub kind: String,
     /// What went wrong, for people.

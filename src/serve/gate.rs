@@ -209,6 +209,16 @@ enum Access {
 }
 
 fn access(path: &str) -> Access {
+    // `/v1/kbs/{kb}/review/…` is a review path whether or not `kb` is
+    // served: the same token gets the same answer for both.
+    let routed;
+    let path = match super::kb_route_parts(path) {
+        Some((_, rest)) => {
+            routed = format!("/v1/{rest}");
+            routed.as_str()
+        }
+        None => path,
+    };
     match path {
         "/health" | "/openapi.json" => Access::Open,
         p if super::ask_page::PATHS.contains(&p) || super::review_page::PATHS.contains(&p) => {
@@ -239,6 +249,10 @@ pub enum Caller {
     Admin,
     /// A reviewer's own token (`grace review register`).
     Reviewer(String),
+    /// A principal (its key or token) holding the review role on the
+    /// knowledge base: the reviewer of its name, reading escalations as
+    /// that principal.
+    PrincipalReviewer(Principal),
     /// `server.api_key`: a service asking, searching, ingesting.
     Service,
     /// A principal's own key (`grace auth add-key`): asks and searches
@@ -255,8 +269,33 @@ impl Caller {
     pub fn scope(&self) -> ReadScope {
         match self {
             Caller::Admin | Caller::Reviewer(_) | Caller::Service => ReadScope::All,
-            Caller::Principal(p) => ReadScope::Principal(p.clone()),
+            Caller::Principal(p) | Caller::PrincipalReviewer(p) => ReadScope::Principal(p.clone()),
             Caller::Anyone => ReadScope::public(),
+        }
+    }
+
+    /// The reviewer this caller acts as, if any.
+    pub fn reviewer_id(&self) -> Option<&str> {
+        match self {
+            Caller::Reviewer(id) => Some(id),
+            Caller::PrincipalReviewer(p) => Some(&p.name),
+            _ => None,
+        }
+    }
+
+    /// What this caller reads of escalations: a principal reviewing, what
+    /// it may read; a reviewer's own token, what the principal of the same
+    /// name may read when there is one (`grace auth add-key`), else
+    /// everything, as reviewers did before principals; anyone else
+    /// everything they are shown.
+    pub fn review_scope(
+        &self,
+        principals: &crate::auth::Principals,
+    ) -> crate::error::Result<ReadScope> {
+        match self {
+            Caller::PrincipalReviewer(p) => Ok(ReadScope::Principal(p.clone())),
+            Caller::Reviewer(id) => Ok(crate::auth::reviewer_scope(principals, id)?),
+            _ => Ok(ReadScope::All),
         }
     }
 }
@@ -288,6 +327,13 @@ pub fn kb_not_found(name: &str) -> Response {
     ApiError::from(crate::error::Error::UnknownKb(name.to_string())).into_response()
 }
 
+/// The knowledge base a request names: the `{kb}` of a path
+/// `/v1/kbs/{kb}/…` that reached `default`'s routes because no knowledge
+/// base of that name is served, else the one whose routes it reached.
+fn named_kb<'a>(path: &'a str, s: &'a AppState) -> &'a str {
+    super::kb_route_parts(path).map_or(&s.kb, |(kb, _)| kb)
+}
+
 /// Lets a request for a knowledge base's routes through only for a caller
 /// who may use it: a principal needs the ask role on it (the review role
 /// on the review routes, which [`authenticate`] checked); everyone else
@@ -308,9 +354,9 @@ pub async fn kb_role(State(s): State<AppState>, request: Request, next: Next) ->
 /// A principal on the review routes: the reviewer named by its name when
 /// it holds the review role on this knowledge base (registered in its
 /// queue on first use), else the 404 of a knowledge base it may not use.
-async fn principal_as_reviewer(s: &AppState, p: Principal) -> Result<Caller, Response> {
+async fn principal_as_reviewer(s: &AppState, p: Principal, path: &str) -> Result<Caller, Response> {
     if !s.kbs.grants(&s.kb, Role::Review, &p.name, &p.groups) {
-        return Err(kb_not_found(&s.kb));
+        return Err(kb_not_found(named_kb(path, s)));
     }
     let queue = s.grace.escalations().clone();
     let reviewer = crate::review::Reviewer {
@@ -320,7 +366,7 @@ async fn principal_as_reviewer(s: &AppState, p: Principal) -> Result<Caller, Res
     };
     match tokio::task::spawn_blocking(move || queue.register_new_reviewer(&reviewer)).await {
         Ok(Ok(()) | Err(crate::review::ReviewError::AlreadyRegistered(_))) => {
-            Ok(Caller::Reviewer(p.name))
+            Ok(Caller::PrincipalReviewer(p))
         }
         Ok(Err(e)) => Err(ApiError::internal(e).into_response()),
         Err(e) => Err(ApiError::internal(e).into_response()),
@@ -382,10 +428,12 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
                 Err(e) => return ApiError::internal(e).into_response(),
             };
         let caller = match (needed, caller) {
-            (Access::Reviewer, Caller::Principal(p)) => match principal_as_reviewer(&s, p).await {
-                Ok(c) => c,
-                Err(refused) => return refused,
-            },
+            (Access::Reviewer, Caller::Principal(p)) => {
+                match principal_as_reviewer(&s, p, request.uri().path()).await {
+                    Ok(c) => c,
+                    Err(refused) => return refused,
+                }
+            }
             (_, c) => c,
         };
         request.extensions_mut().insert(caller);
@@ -400,10 +448,12 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
         )
     {
         let caller = match verifier.verify(token).await {
-            Ok(p) if needed == Access::Reviewer => match principal_as_reviewer(&s, p).await {
-                Ok(c) => c,
-                Err(refused) => return refused,
-            },
+            Ok(p) if needed == Access::Reviewer => {
+                match principal_as_reviewer(&s, p, request.uri().path()).await {
+                    Ok(c) => c,
+                    Err(refused) => return refused,
+                }
+            }
             Ok(p) => Caller::Principal(p),
             Err(e) => {
                 return ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.to_string())
@@ -430,10 +480,33 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
             } else if needed == Access::Service && eq(&gate.api_key) {
                 Caller::Service
             } else if needed == Access::Reviewer {
-                let queue = s.grace.escalations().clone();
+                let kbs = s.kbs.clone();
+                let own = s.kb.clone();
                 let token = token.to_string();
-                match tokio::task::spawn_blocking(move || queue.reviewer_for_token(&token)).await {
-                    Ok(Ok(Some(id))) => Caller::Reviewer(id),
+                // This knowledge base's reviewer; one of another is told
+                // what a name not served would tell it.
+                let found = tokio::task::spawn_blocking(move || {
+                    let mine = kbs
+                        .get(&own)
+                        .map(|g| g.escalations().reviewer_for_token(&token));
+                    match mine.transpose()?.flatten() {
+                        Some(id) => Ok::<_, crate::review::ReviewError>(Some((id, true))),
+                        None => {
+                            for (_, g) in kbs.handles() {
+                                if let Some(id) = g.escalations().reviewer_for_token(&token)? {
+                                    return Ok(Some((id, false)));
+                                }
+                            }
+                            Ok(None)
+                        }
+                    }
+                })
+                .await;
+                match found {
+                    Ok(Ok(Some((id, true)))) => Caller::Reviewer(id),
+                    Ok(Ok(Some((_, false)))) => {
+                        return kb_not_found(named_kb(request.uri().path(), &s));
+                    }
                     Ok(Ok(None)) => {
                         return unauthorized(
                             "the review endpoints take a reviewer's own token (`grace review register`) or server.admin_api_key",
@@ -529,7 +602,7 @@ pub async fn show_sources(State(s): State<AppState>, request: Request, next: Nex
     let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         return Response::from_parts(parts, axum::body::Body::from(bytes));
     };
-    s.gate.display.rewrite(&mut value);
+    s.display.rewrite(&mut value);
     let body = serde_json::to_vec(&value).unwrap_or_else(|_| bytes.to_vec());
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, axum::body::Body::from(body))

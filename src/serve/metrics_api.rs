@@ -60,7 +60,18 @@ fn install() -> Option<PrometheusHandle> {
 
 /// `GET /metrics` (documented in [`super::openapi`]): the metrics in
 /// Prometheus's text exposition format (version 0.0.4).
-pub async fn metrics(State(s): State<AppState>) -> Response {
+pub async fn metrics(
+    State(s): State<AppState>,
+    axum::Extension(caller): axum::Extension<super::gate::Caller>,
+) -> Response {
+    // The server's own figures: the service's and the administrator's
+    // (a principal reads documents, not the server).
+    if let Err(refused) = super::gate::not_a_principal(
+        &caller,
+        "/metrics is for server.api_key and server.admin_api_key, not a principal's key",
+    ) {
+        return refused.into_response();
+    }
     let Some(handle) = handle() else {
         return ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -69,11 +80,27 @@ pub async fn metrics(State(s): State<AppState>) -> Response {
         )
         .into_response();
     };
-    let queue = s.grace.escalations().clone();
-    match tokio::task::spawn_blocking(move || queue.counts()).await {
+    // Every knowledge base's queue, added up by status (no label names a
+    // knowledge base).
+    let queues: Vec<_> = s
+        .kbs
+        .handles()
+        .map(|(_, g)| g.escalations().clone())
+        .collect();
+    let counted = tokio::task::spawn_blocking(move || {
+        let mut all = std::collections::BTreeMap::new();
+        for queue in queues {
+            for (status, n) in queue.counts()? {
+                *all.entry(status.as_str()).or_insert(0) += n;
+            }
+        }
+        Ok::<_, crate::review::ReviewError>(all)
+    })
+    .await;
+    match counted {
         Ok(Ok(counts)) => {
             for (status, n) in counts {
-                telemetry::escalations(status.as_str(), n);
+                telemetry::escalations(status, n);
             }
         }
         Ok(Err(e)) => return ApiError::internal(e).into_response(),

@@ -62,6 +62,9 @@ pub struct AppState {
     pub kb: String,
     /// Every knowledge base served, with its roles.
     pub kbs: Kbs,
+    /// How its sources are shown to clients (relative, never the server's
+    /// full paths; see [`crate::display`]).
+    pub display: Arc<crate::display::SourceDisplay>,
     /// Limits, authentication and shutdown state (see [`gate`]).
     pub gate: Arc<Gate>,
 }
@@ -92,9 +95,6 @@ pub struct Gate {
     /// `server.request_timeout`: how long a request may take before it gets
     /// 504.
     pub timeout: Duration,
-    /// How sources are shown to clients (relative, never the server's full
-    /// paths; see [`crate::display`]).
-    pub display: crate::display::SourceDisplay,
     /// The principals and their keys (`grace auth add-key`), read at each
     /// request, so a key issued or revoked while the server runs counts at
     /// once.
@@ -145,11 +145,11 @@ impl AppState {
             api_key: s.api_key.clone(),
             admin_api_key: s.admin_api_key.clone(),
             timeout: Duration::from_secs_f64(s.request_timeout),
-            display: crate::display::SourceDisplay::new(grace.config()),
             principals,
             jwt: crate::auth::jwt::JwtVerifier::new(&grace.config().auth.jwt).map(Arc::new),
         };
         Ok(Self {
+            display: Arc::new(crate::display::SourceDisplay::new(grace.config())),
             grace,
             kb: DEFAULT_KB.to_string(),
             kbs,
@@ -159,8 +159,10 @@ impl AppState {
 
     /// The same state for knowledge base `name`, when served.
     fn for_kb(&self, name: &str) -> Option<Self> {
+        let grace = self.kbs.get(name)?.clone();
         Some(Self {
-            grace: self.kbs.get(name)?.clone(),
+            display: Arc::new(crate::display::SourceDisplay::new(grace.config())),
+            grace,
             kb: name.to_string(),
             ..self.clone()
         })
@@ -171,16 +173,24 @@ impl AppState {
 /// `/v1/ask` on knowledge base `kb`.
 pub const KB_PREFIX: &str = "/v1/kbs/";
 
-/// Splits `/v1/kbs/{kb}/{rest}` into the name and `/v1/{rest}` (with the
-/// query kept); `None` for any other path.
-fn kb_route(uri: &axum::http::Uri) -> Option<(&str, String)> {
-    let rest = uri.path().strip_prefix(KB_PREFIX)?;
-    let (kb, tail) = rest.split_once('/')?;
-    if kb.is_empty() || tail.is_empty() {
+/// Splits a path `/v1/kbs/{kb}/{rest}` into the name and `rest`; `None`
+/// for any other path, and for a `rest` that is itself `kbs…`
+/// (`/v1/kbs/{kb}/kbs` is no knowledge base's route: it would list the
+/// knowledge bases to a caller who may not ask `kb`).
+pub(crate) fn kb_route_parts(path: &str) -> Option<(&str, &str)> {
+    let (kb, rest) = path.strip_prefix(KB_PREFIX)?.split_once('/')?;
+    if kb.is_empty() || rest.is_empty() || rest == "kbs" || rest.starts_with("kbs/") {
         return None;
     }
+    Some((kb, rest))
+}
+
+/// [`kb_route_parts`] of a request's URI: the name and the `/v1/{rest}`
+/// URI (with the query kept).
+fn kb_route(uri: &axum::http::Uri) -> Option<(&str, String)> {
+    let (kb, rest) = kb_route_parts(uri.path())?;
     let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
-    Some((kb, format!("/v1/{tail}{query}")))
+    Some((kb, format!("/v1/{rest}{query}")))
 }
 
 /// The whole router: `/v1/kbs/{kb}/…` goes to that knowledge base's

@@ -118,6 +118,10 @@ pub struct KbSummary {
     pub model_dir: std::path::PathBuf,
     /// Chunks stored; `None` before its first ingest (or `grace kb create`).
     pub chunks: Option<usize>,
+    /// Why its collection could not be read, when it exists but cannot
+    /// (a Qdrant server not answering, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Who may ask, review and administer it.
     pub roles: Roles,
 }
@@ -128,13 +132,21 @@ pub fn summaries(base: &Config) -> Result<Vec<KbSummary>> {
         .into_iter()
         .map(|name| {
             let config = kb_config(base, &name)?;
-            let chunks = crate::kb::status(&config).ok().map(|s| s.store.points);
+            let (chunks, error) = match crate::kb::status(&config) {
+                Ok(s) => (Some(s.store.points), None),
+                Err(Error::Store(
+                    crate::store::StoreError::CollectionNotFound { .. }
+                    | crate::store::StoreError::NotFound { .. },
+                )) => (None, None),
+                Err(e) => (None, Some(e.to_string())),
+            };
             Ok(KbSummary {
                 collection: config.qdrant.collection.clone(),
                 location: config.collection_location().display().to_string(),
                 state: config.kb_dir(),
                 model_dir: config.embedding.model_dir.clone(),
                 chunks,
+                error,
                 roles: base.roles(&name),
                 name,
             })
@@ -160,14 +172,25 @@ pub fn drop_kb(config: &Config) -> Result<()> {
             "the knowledge base `default` holds the server's principals and audit log: delete its data by hand (storage.data_dir) if you mean it".into(),
         ));
     }
+    let dir = config.kb_dir();
+    // Only ever a folder of its own right under data_dir/kbs (the name was
+    // checked at load; this holds whatever built the configuration).
+    let own = crate::config::valid_kb_name(config.kb_name())
+        && dir.parent() == Some(config.storage.data_dir.join("kbs").as_path());
+    let linked = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+    if !own || linked {
+        return Err(Error::InvalidInput(format!(
+            "refusing to delete {}: not a knowledge base's own folder",
+            dir.display()
+        )));
+    }
     if config.storage.backend == crate::config::Backend::Qdrant {
         crate::store::qdrant::QdrantStore::drop_collection(&config.qdrant)?;
     }
-    let dir = config.kb_dir();
     match std::fs::remove_dir_all(&dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::InvalidInput(format!(
+        Err(e) => Err(Error::Server(format!(
             "cannot delete {}: {e}",
             dir.display()
         ))),

@@ -54,10 +54,19 @@ pub fn run(config: &Config, command: &AuthCommand, json: bool) -> grace::Result<
 
 /// What `--as NAME` may read: that principal's documents; without it, the
 /// local operator's (everything). A name no principal has is an error,
-/// never everything.
+/// never everything; so is a knowledge base the principal may not ask
+/// (the error of one that does not exist, as the server answers).
 pub fn scope(config: &Config, name: Option<&str>) -> grace::Result<ReadScope> {
     let Some(name) = name else {
         return Ok(ReadScope::All);
     };
-    Ok(grace::auth::scope_of(&config.storage.data_dir, name)?)
+    let scope = grace::auth::scope_of(&config.storage.data_dir, name)?;
+    if let ReadScope::Principal(p) = &scope
+        && !config
+            .roles(config.kb_name())
+            .grants(grace::config::Role::Ask, &p.name, &p.groups)
+    {
+        return Err(grace::Error::UnknownKb(config.kb_name().to_string()));
+    }
+    Ok(scope)
 }

@@ -274,8 +274,8 @@ pub(crate) async fn reject(
     let principals = s.gate.principals.clone();
     blocking(&s, move |queue, grace| {
         let mut resolution = queue.reject(id, &who, &body.why)?;
-        if let (Some(run), Caller::Reviewer(id)) = (resolution.report.as_mut(), &caller) {
-            grace.withhold_run_for(run, &crate::auth::reviewer_scope(&principals, id)?)?;
+        if let (Some(run), Some(_)) = (resolution.report.as_mut(), caller.reviewer_id()) {
+            grace.withhold_run_for(run, &caller.review_scope(&principals)?)?;
         }
         Ok(resolution)
     })

@@ -123,6 +123,7 @@ fn viewer(caller: &Caller) -> Viewer<'_> {
     match caller {
         Caller::Admin => Viewer::Admin,
         Caller::Reviewer(id) => Viewer::Reviewer(id),
+        Caller::PrincipalReviewer(p) => Viewer::Reviewer(&p.name),
         Caller::Service | Caller::Principal(_) | Caller::Anyone => Viewer::Anyone,
     }
 }
@@ -136,9 +137,8 @@ pub(super) fn read_by(
     caller: &Caller,
     escalations: &mut [Escalation],
 ) -> crate::error::Result<()> {
-    if let Caller::Reviewer(id) = caller {
-        let scope = crate::auth::reviewer_scope(principals, id)?;
-        grace.withhold_for(escalations, &scope)?;
+    if caller.reviewer_id().is_some() {
+        grace.withhold_for(escalations, &caller.review_scope(principals)?)?;
     }
     Ok(())
 }
@@ -158,6 +158,7 @@ pub(super) fn one_read_by(
 fn acting_reviewer(caller: Caller) -> std::result::Result<String, ApiError> {
     match caller {
         Caller::Reviewer(id) => Ok(id),
+        Caller::PrincipalReviewer(p) => Ok(p.name),
         _ => Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",

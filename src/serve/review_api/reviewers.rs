@@ -139,6 +139,7 @@ pub(crate) async fn rotate(
 pub(crate) async fn me(Extension(caller): Extension<Caller>) -> ApiResult<Me> {
     let (role, reviewer) = match caller {
         Caller::Reviewer(id) => (Role::Reviewer, Some(id)),
+        Caller::PrincipalReviewer(p) => (Role::Reviewer, Some(p.name)),
         Caller::Admin => (Role::Admin, None),
         // The gate lets no other caller through to the review paths.
         Caller::Service | Caller::Principal(_) | Caller::Anyone => (Role::None, None),

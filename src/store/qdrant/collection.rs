@@ -60,7 +60,7 @@ impl QdrantStore {
         // filters cheap once the collection is large.
         self.keyword_index("source")?;
         self.keyword_index(READERS_FIELD)?;
-        self.integer_index(super::idf::TERMS_FIELD)
+        self.integer_index(super::convert::TERMS_FIELD)
     }
 
     /// Creates an integer (match) index on `field`.
@@ -78,25 +78,26 @@ impl QdrantStore {
     }
 
     /// Gives every point written before GRACE kept term ids its `terms`
-    /// (from its lexical vector) and the field its index, a page at a
-    /// time; a collection that has them costs one count.
+    /// (from its lexical vector), a page at a time, and the field its
+    /// index (on every open: an index that cannot be made only warns, as
+    /// the readers index does).
     pub(super) fn backfill_terms(&self) -> Result<()> {
         use qdrant_client::qdrant::{
-            PointsSelector, PointsUpdateOperation, ScrollPoints, UpdateBatchPoints,
-            VectorsSelector, WithVectorsSelector, points_selector, points_update_operation,
-            with_vectors_selector,
+            Condition, Filter, PointsIdsList, PointsSelector, PointsUpdateOperation, ScrollPoints,
+            UpdateBatchPoints, VectorsSelector, WithVectorsSelector, points_selector,
+            points_update_operation, with_vectors_selector,
         };
-        let field = super::idf::TERMS_FIELD;
-        let missing =
-            qdrant_client::qdrant::Filter::must([qdrant_client::qdrant::Condition::is_empty(
-                field,
-            )]);
-        let mut fixed = 0usize;
-        let mut seen = std::collections::HashSet::new();
+        let field = super::convert::TERMS_FIELD;
+        if let Err(e) = self.integer_index(field) {
+            tracing::warn!(error = %e, "cannot create the term ids index");
+        }
+        let missing = Filter::must([Condition::is_empty(field)]);
+        let (mut fixed, mut offset) = (0usize, None);
         loop {
             let request = ScrollPoints {
                 collection_name: self.target.collection.clone(),
                 filter: Some(missing.clone()),
+                offset,
                 limit: Some(256),
                 with_vectors: Some(WithVectorsSelector {
                     selector_options: Some(with_vectors_selector::SelectorOptions::Include(
@@ -112,41 +113,34 @@ impl QdrantStore {
             if page.result.is_empty() {
                 break;
             }
-            if fixed == 0 {
-                self.integer_index(field)?;
-            }
-            let mut operations = Vec::with_capacity(page.result.len());
-            for p in page.result {
-                let terms = super::convert::lexical_of(p.vectors.as_ref())
-                    .map(|s| s.indices)
-                    .unwrap_or_default();
-                let id = super::convert::numeric_id(p.id.clone())?;
-                if !seen.insert(id) {
-                    // Written and still missing: the server did not apply it.
-                    return Err(self.target.server(format!(
-                        "point {id} keeps no term ids after they were written"
-                    )));
-                }
-                let mut payload = qdrant_client::Payload::new();
-                payload.insert(field, super::idf::terms_payload(&terms));
-                operations.push(PointsUpdateOperation {
-                    operation: Some(points_update_operation::Operation::SetPayload(
-                        points_update_operation::SetPayload {
-                            payload: payload.into(),
-                            points_selector: Some(PointsSelector {
-                                points_selector_one_of: Some(
-                                    points_selector::PointsSelectorOneOf::Points(
-                                        qdrant_client::qdrant::PointsIdsList {
-                                            ids: p.id.into_iter().collect(),
-                                        },
+            let operations: Vec<PointsUpdateOperation> = page
+                .result
+                .into_iter()
+                .map(|p| {
+                    let terms = super::convert::lexical_of(p.vectors.as_ref())
+                        .map(|s| s.indices)
+                        .unwrap_or_default();
+                    let mut payload = qdrant_client::Payload::new();
+                    payload.insert(field, super::convert::terms_payload(&terms));
+                    PointsUpdateOperation {
+                        operation: Some(points_update_operation::Operation::SetPayload(
+                            points_update_operation::SetPayload {
+                                payload: payload.into(),
+                                points_selector: Some(PointsSelector {
+                                    points_selector_one_of: Some(
+                                        points_selector::PointsSelectorOneOf::Points(
+                                            PointsIdsList {
+                                                ids: p.id.into_iter().collect(),
+                                            },
+                                        ),
                                     ),
-                                ),
-                            }),
-                            ..Default::default()
-                        },
-                    )),
-                });
-            }
+                                }),
+                                ..Default::default()
+                            },
+                        )),
+                    }
+                })
+                .collect();
             fixed += operations.len();
             let request = UpdateBatchPoints {
                 collection_name: self.target.collection.clone(),
@@ -156,6 +150,11 @@ impl QdrantStore {
             };
             let client = self.client.clone();
             self.run(async move { client.update_points_batch(request).await })?;
+            // The next page after this one: a page is never read twice.
+            match page.next_page_offset {
+                Some(next) => offset = Some(next),
+                None => break,
+            }
         }
         if fixed > 0 {
             tracing::info!(collection = %self.target.collection, points = fixed, "term ids written for a principal's lexical statistics");
@@ -181,8 +180,9 @@ impl QdrantStore {
     /// The `dense` vector size of the collection, checking that it has the
     /// vectors GRACE writes, with the parameters GRACE needs (cosine, the
     /// IDF modifier) and the configured layout: a collection that exists
-    /// with other parameters is a [`StoreError::ParametersDiffer`].
-    pub(super) fn check_collection(&self) -> Result<usize> {
+    /// with other parameters is a [`StoreError::ParametersDiffer`]; and
+    /// its number of shards.
+    pub(super) fn check_collection(&self) -> Result<(usize, u32)> {
         let client = self.client.clone();
         let name = self.target.collection.clone();
         let info = self.run(async move { client.collection_info(name).await })?;
@@ -258,7 +258,7 @@ impl QdrantStore {
                 differences: differences.join("; "),
             });
         }
-        Ok(dense.size as usize)
+        Ok((dense.size as usize, params.shard_number.max(1)))
     }
 }
 

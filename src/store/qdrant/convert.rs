@@ -49,6 +49,20 @@ pub(super) fn readers_filter(readers: &[String]) -> Filter {
     ])
 }
 
+/// The payload field holding a point's term ids (the indices of its
+/// lexical vector), with an integer index.
+pub(super) const TERMS_FIELD: &str = "terms";
+
+/// The `terms` field of a point with these term ids. A point without any
+/// gets `[-1]`, which matches no term id: an empty list would read as a
+/// point written before term ids were kept.
+pub(super) fn terms_payload(terms: &[u32]) -> Vec<i64> {
+    match terms.is_empty() {
+        true => vec![-1],
+        false => terms.iter().map(|&t| i64::from(t)).collect(),
+    }
+}
+
 pub(super) fn to_point(p: ChunkPoint) -> Result<PointStruct> {
     let payload = serde_json::to_value(&p.payload)
         .ok()
@@ -56,10 +70,7 @@ pub(super) fn to_point(p: ChunkPoint) -> Result<PointStruct> {
             // The term ids, for counting a principal's lexical statistics
             // (`idf.rs`); never read back into a chunk.
             if let Some(map) = v.as_object_mut() {
-                map.insert(
-                    super::idf::TERMS_FIELD.into(),
-                    super::idf::terms_payload(&p.lexical.indices).into(),
-                );
+                map.insert(TERMS_FIELD.into(), terms_payload(&p.lexical.indices).into());
             }
             v
         })
@@ -152,7 +163,7 @@ pub(super) fn all_payload() -> Option<WithPayloadSelector> {
     Some(WithPayloadSelector {
         selector_options: Some(with_payload_selector::SelectorOptions::Exclude(
             qdrant_client::qdrant::PayloadExcludeSelector {
-                fields: vec![super::idf::TERMS_FIELD.to_string()],
+                fields: vec![TERMS_FIELD.to_string()],
             },
         )),
     })

@@ -21,9 +21,15 @@
 //!   with it. (The server's counts include points deleted but not yet
 //!   vacuumed; a recount would not, and the difference would leak.)
 //!
-//! These are 2k + 1 small requests for a query of k terms, sent at once,
-//! and only for searches within readers: the service key's, the
-//! operator's and an open knowledge base's searches are as they were.
+//! These are 2k + 1 small requests for a query of k terms (the
+//! [`MAX_TERMS`] weightiest), at most [`IN_FLIGHT`] at once, and only for
+//! searches within readers: the service key's, the operator's and an open
+//! knowledge base's searches are as they were.
+//!
+//! A collection of several shards counts statistics per shard, which one
+//! probe cannot read: there a search within readers has no lexical
+//! ranking (the dense one alone), rather than one weighed by documents
+//! its readers may not read.
 
 use qdrant_client::qdrant::r#match::MatchValue;
 use qdrant_client::qdrant::{
@@ -33,23 +39,15 @@ use qdrant_client::qdrant::{
 };
 
 use super::QdrantStore;
-use super::convert::readers_filter;
+use super::convert::{TERMS_FIELD, readers_filter};
 use crate::lexical::SparseVector;
 use crate::store::{LEXICAL_VECTOR, Result};
 
-/// The payload field holding a point's term ids (the indices of its
-/// lexical vector), with an integer index.
-pub(super) const TERMS_FIELD: &str = "terms";
+/// Most query terms re-weighted: a longer query keeps its weightiest.
+pub(super) const MAX_TERMS: usize = 32;
 
-/// The `terms` field of a point with these term ids. A point without any
-/// gets `[-1]`, which matches no term id: an empty list would read as a
-/// point written before term ids were kept.
-pub(super) fn terms_payload(terms: &[u32]) -> Vec<i64> {
-    match terms.is_empty() {
-        true => vec![-1],
-        false => terms.iter().map(|&t| i64::from(t)).collect(),
-    }
-}
+/// Statistics requests in flight at once, per search.
+const IN_FLIGHT: usize = 16;
 
 /// What BM25 weighs a term by, as the server computes it: `n` points,
 /// `df` of which hold the term.
@@ -69,18 +67,24 @@ enum Stat {
 impl QdrantStore {
     /// `query` with each term's weight scaled from the whole collection's
     /// IDF to the IDF over the points one of `readers` may read (see the
-    /// module documentation).
+    /// module documentation); `None` where that cannot be exact (several
+    /// shards).
     pub(super) fn readable_weights(
         &self,
         query: &SparseVector,
         readers: &[String],
-    ) -> Result<SparseVector> {
+    ) -> Result<Option<SparseVector>> {
+        if self.shards > 1 {
+            return Ok(None);
+        }
+        let query = &weightiest(query, MAX_TERMS);
         let collection = self.target.collection.clone();
         let client = self.client.clone();
         let terms = query.indices.clone();
         let readable = readers_filter(readers);
         let stats = self.run(async move {
             let mut set = tokio::task::JoinSet::new();
+            let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
             let count = |filter: Filter| CountPoints {
                 collection_name: collection.clone(),
                 filter: Some(filter),
@@ -89,9 +93,11 @@ impl QdrantStore {
             };
             {
                 let (counter, request) = (client.clone(), count(readable.clone()));
+                let permits = permits.clone();
                 set.spawn(async move {
+                    let _permit = permits.acquire_owned().await;
                     let r = counter.count(request).await?;
-                    Ok(Stat::Readable(r.result.map_or(0, |c| c.count as usize)))
+                    Ok(Stat::Readable(counted(r.result)?))
                 });
             }
             for (i, &term) in terms.iter().enumerate() {
@@ -101,12 +107,11 @@ impl QdrantStore {
                     MatchValue::Integer(i64::from(term)),
                 ));
                 let (counter, request) = (client.clone(), count(filter));
+                let permits_count = permits.clone();
                 set.spawn(async move {
+                    let _permit = permits_count.acquire_owned().await;
                     let r = counter.count(request).await?;
-                    Ok(Stat::TermReadable(
-                        i,
-                        r.result.map_or(0, |c| c.count as usize),
-                    ))
+                    Ok(Stat::TermReadable(i, counted(r.result)?))
                 });
                 let probe = QueryPoints {
                     collection_name: collection.clone(),
@@ -130,7 +135,9 @@ impl QdrantStore {
                     ..Default::default()
                 };
                 let prober = client.clone();
+                let permits_probe = permits.clone();
                 set.spawn(async move {
+                    let _permit = permits_probe.acquire_owned().await;
                     let r = prober.query(probe).await?;
                     let server_idf = r.result.first().and_then(|p| {
                         let weight = match p.vectors.as_ref()?.get_vector_by_name(LEXICAL_VECTOR)? {
@@ -162,7 +169,36 @@ impl QdrantStore {
             }
             Ok(stats)
         })?;
-        Ok(rescale(query, &stats))
+        Ok(Some(rescale(query, &stats)))
+    }
+}
+
+/// A count's answer; a reply without one is an error, never zero.
+fn counted(
+    result: Option<qdrant_client::qdrant::CountResult>,
+) -> std::result::Result<usize, qdrant_client::QdrantError> {
+    result.map(|c| c.count as usize).ok_or_else(|| {
+        qdrant_client::QdrantError::ConversionError("a count came back without its result".into())
+    })
+}
+
+/// `query` with only its `max` weightiest terms (ties: the lower term id).
+fn weightiest(query: &SparseVector, max: usize) -> SparseVector {
+    if query.indices.len() <= max {
+        return query.clone();
+    }
+    let mut terms: Vec<(u32, f32)> = query
+        .indices
+        .iter()
+        .copied()
+        .zip(query.values.iter().copied())
+        .collect();
+    terms.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    terms.truncate(max);
+    terms.sort_by_key(|t| t.0);
+    SparseVector {
+        indices: terms.iter().map(|t| t.0).collect(),
+        values: terms.iter().map(|t| t.1).collect(),
     }
 }
 
@@ -188,8 +224,11 @@ fn rescale(query: &SparseVector, stats: &[Stat]) -> SparseVector {
         .enumerate()
         .map(|(i, &w)| match server[i] {
             Some(at_server) if term_readable[i] > 0 && at_server > 0.0 => {
-                let own = idf(readable as f64, term_readable[i] as f64);
-                (f64::from(w) * own / at_server) as f32
+                // The counts are separate requests: a write between them
+                // could make a term's count exceed the total.
+                let n = readable.max(term_readable[i]) as f64;
+                let own = idf(n, term_readable[i] as f64);
+                (f64::from(w) * own / at_server).max(0.0) as f32
             }
             _ => w,
         })
@@ -209,6 +248,18 @@ mod tests {
         // lib/segment/src/data_types/query_context.rs, `fancy_idf`.
         assert!((idf(10.0, 1.0) - ((10.0 - 1.0 + 0.5) / 1.5f64 + 1.0).ln()).abs() < 1e-12);
         assert!(idf(10.0, 10.0) > 0.0);
+    }
+
+    #[test]
+    fn a_long_query_keeps_its_weightiest_terms_in_order() {
+        let q = SparseVector {
+            indices: vec![1, 2, 3, 4],
+            values: vec![0.5, 2.0, 1.0, 2.0],
+        };
+        let w = weightiest(&q, 2);
+        assert_eq!(w.indices, [2, 4]);
+        assert_eq!(w.values, [2.0, 2.0]);
+        assert_eq!(weightiest(&q, 9), q);
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct QdrantStore {
     target: Target,
     layout: Layout,
     dimension: usize,
+    /// The collection's shards: each counts its own term statistics.
+    shards: u32,
     server_version: String,
 }
 
@@ -96,7 +98,7 @@ impl QdrantStore {
         } else {
             store.create_collection(dimension)?;
         }
-        store.dimension = store.check_collection()?;
+        (store.dimension, store.shards) = store.check_collection()?;
         if store.dimension != dimension {
             return Err(StoreError::DimensionMismatch {
                 path: target.location(),
@@ -119,7 +121,7 @@ impl QdrantStore {
                 collection: store.target.collection.clone(),
             });
         }
-        store.dimension = store.check_collection()?;
+        (store.dimension, store.shards) = store.check_collection()?;
         Ok(store)
     }
 
@@ -173,6 +175,7 @@ impl QdrantStore {
                 write_consistency_factor: config.write_consistency_factor,
             },
             dimension: 0,
+            shards: 1,
             server_version: String::new(),
         };
         let client = store.client.clone();

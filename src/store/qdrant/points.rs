@@ -116,9 +116,13 @@ impl VectorStore for QdrantStore {
                     return Ok(Vec::new());
                 }
                 // Within readers, the terms weigh what they weigh among
-                // the points those readers may read (`idf.rs`).
+                // the points those readers may read (`idf.rs`); where that
+                // cannot be made exact, no lexical ranking at all.
                 let s = match query.filter.and_then(|f| f.readers.as_deref()) {
-                    Some(readers) => self.readable_weights(s, readers)?,
+                    Some(readers) => match self.readable_weights(s, readers)? {
+                        Some(s) => s,
+                        None => return Ok(Vec::new()),
+                    },
                     None => s.clone(),
                 };
                 (

@@ -99,9 +99,10 @@ pub fn kbs(list: &[grace::service::kbs::KbSummary], json: bool) {
         return;
     }
     for kb in list {
-        let size = match kb.chunks {
-            Some(n) => counted(n, "chunk"),
-            None => "not created yet".to_string(),
+        let size = match (kb.chunks, &kb.error) {
+            (Some(n), _) => counted(n, "chunk"),
+            (None, Some(e)) => format!("cannot be read: {e}"),
+            (None, None) => "not created yet".to_string(),
         };
         println!("{:<16} {size}", kb.name);
         println!("  collection {} ({})", kb.collection, kb.location);
