@@ -330,6 +330,7 @@ fn access(
     store.flush()?;
     store.optimize()?;
     let write_seconds = started.elapsed().as_secs_f64();
+    settle(store)?;
     let principal = grace::access::Principal::new("p", &["g0".to_string()]);
     let filter = grace::store::PayloadFilter::readable_by(Some(principal.tokens()));
     let readable = store.count(filter.as_ref())?;
@@ -405,6 +406,23 @@ fn access(
             "recall_at_10": recalls,
         })
     );
+    Ok(())
+}
+
+/// Waits (at most five minutes) until the store's index stops growing:
+/// a Qdrant server indexes what was written in the background, and a
+/// search timed meanwhile times the indexing too. The embedded store has
+/// indexed already (`optimize`).
+fn settle(store: &dyn grace::store::VectorStore) -> Result<()> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(300);
+    let mut last = store.info()?.indexed_vectors;
+    let mut still = 0;
+    while still < 5 && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let now = store.info()?.indexed_vectors;
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
     Ok(())
 }
 

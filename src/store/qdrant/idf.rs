@@ -26,6 +26,10 @@
 //! searches within readers: the service key's, the operator's and an open
 //! knowledge base's searches are as they were.
 //!
+//! The counts and the server's IDF are kept for [`FRESH_FOR`] and
+//! forgotten at once when this store writes; another process's writes
+//! are seen within that time.
+//!
 //! A collection of several shards counts statistics per shard, which one
 //! probe cannot read: there a search within readers has no lexical
 //! ranking (the dense one alone), rather than one weighed by documents
@@ -48,6 +52,81 @@ pub(super) const MAX_TERMS: usize = 32;
 
 /// Statistics requests in flight at once, per search.
 const IN_FLIGHT: usize = 16;
+
+/// How long a count or the server's IDF of a term is reused.
+pub(super) const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Most statistics kept; past it the cache starts again empty.
+const CACHED_MAX: usize = 100_000;
+
+/// Counts and server IDFs already asked for, with when.
+#[derive(Default)]
+pub(super) struct StatsCache {
+    /// Moves on at the start and the end of every write: statistics
+    /// asked for across a write are not kept.
+    generation: u64,
+    /// (the readers, a term or none for all readable points) → count.
+    counts: std::collections::HashMap<(String, Option<u32>), (std::time::Instant, usize)>,
+    /// A term → the server's IDF (`None`: no point holds it).
+    idf: std::collections::HashMap<u32, (std::time::Instant, Option<f64>)>,
+}
+
+impl StatsCache {
+    /// Forgets everything (this store writes).
+    fn forget(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        self.counts.clear();
+        self.idf.clear();
+    }
+
+    fn count(&self, key: &(String, Option<u32>), now: std::time::Instant) -> Option<usize> {
+        self.counts
+            .get(key)
+            .filter(|(at, _)| now.duration_since(*at) < FRESH_FOR)
+            .map(|(_, n)| *n)
+    }
+
+    fn server_idf(&self, term: u32, now: std::time::Instant) -> Option<Option<f64>> {
+        self.idf
+            .get(&term)
+            .filter(|(at, _)| now.duration_since(*at) < FRESH_FOR)
+            .map(|(_, v)| *v)
+    }
+
+    fn keep(
+        &mut self,
+        since: u64,
+        readers: &str,
+        terms: &[u32],
+        stats: &[Stat],
+        now: std::time::Instant,
+    ) {
+        if since != self.generation {
+            return;
+        }
+        if self.counts.len() + self.idf.len() + stats.len() > CACHED_MAX {
+            self.counts.clear();
+            self.idf.clear();
+        }
+        for s in stats {
+            match *s {
+                Stat::Readable(n) => {
+                    self.counts.insert((readers.to_string(), None), (now, n));
+                }
+                Stat::TermReadable(i, n) => {
+                    if let Some(&t) = terms.get(i) {
+                        self.counts.insert((readers.to_string(), Some(t)), (now, n));
+                    }
+                }
+                Stat::ServerIdf(i, v) => {
+                    if let Some(&t) = terms.get(i) {
+                        self.idf.insert(t, (now, v));
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// What BM25 weighs a term by, as the server computes it: `n` points,
 /// `df` of which hold the term.
@@ -78,11 +157,40 @@ impl QdrantStore {
             return Ok(None);
         }
         let query = &weightiest(query, MAX_TERMS);
+        let key = readers.join("\u{1f}");
+        let now = std::time::Instant::now();
+        // What is fresh in the cache; the rest is asked for.
+        let mut known = Vec::new();
+        let (since, need_readable, mut need_count, mut need_idf) = {
+            let cache = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            let readable = cache.count(&(key.clone(), None), now);
+            known.extend(readable.map(Stat::Readable));
+            let mut need_count = Vec::new();
+            let mut need_idf = Vec::new();
+            for (i, &t) in query.indices.iter().enumerate() {
+                match cache.count(&(key.clone(), Some(t)), now) {
+                    Some(n) => known.push(Stat::TermReadable(i, n)),
+                    None => need_count.push(i),
+                }
+                match cache.server_idf(t, now) {
+                    Some(v) => known.push(Stat::ServerIdf(i, v)),
+                    None => need_idf.push(i),
+                }
+            }
+            (cache.generation, readable.is_none(), need_count, need_idf)
+        };
+        if !need_readable && need_count.is_empty() && need_idf.is_empty() {
+            return Ok(Some(rescale(query, &known)));
+        }
         let collection = self.target.collection.clone();
         let client = self.client.clone();
         let terms = query.indices.clone();
         let readable = readers_filter(readers);
-        let stats = self.run(async move {
+        let (counts_for, idf_for) = (
+            std::mem::take(&mut need_count),
+            std::mem::take(&mut need_idf),
+        );
+        let asked = self.run(async move {
             let mut set = tokio::task::JoinSet::new();
             let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
             let count = |filter: Filter| CountPoints {
@@ -91,7 +199,7 @@ impl QdrantStore {
                 exact: Some(true),
                 ..Default::default()
             };
-            {
+            if need_readable {
                 let (counter, request) = (client.clone(), count(readable.clone()));
                 let permits = permits.clone();
                 set.spawn(async move {
@@ -100,7 +208,8 @@ impl QdrantStore {
                     Ok(Stat::Readable(counted(r.result)?))
                 });
             }
-            for (i, &term) in terms.iter().enumerate() {
+            for i in counts_for {
+                let term = terms[i];
                 let mut filter = readable.clone();
                 filter.must.push(Condition::matches(
                     TERMS_FIELD,
@@ -113,6 +222,9 @@ impl QdrantStore {
                     let r = counter.count(request).await?;
                     Ok(Stat::TermReadable(i, counted(r.result)?))
                 });
+            }
+            for i in idf_for {
+                let term = terms[i];
                 let probe = QueryPoints {
                     collection_name: collection.clone(),
                     query: Some(Query {
@@ -169,7 +281,40 @@ impl QdrantStore {
             }
             Ok(stats)
         })?;
-        Ok(Some(rescale(query, &stats)))
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).keep(
+            since,
+            &key,
+            &query.indices,
+            &asked,
+            now,
+        );
+        known.extend(asked);
+        Ok(Some(rescale(query, &known)))
+    }
+}
+
+impl QdrantStore {
+    /// Forgets the kept statistics now and again when the returned guard
+    /// is dropped: hold it across a write.
+    pub(super) fn writing(&self) -> Writing<'_> {
+        self.forget_statistics();
+        Writing(self)
+    }
+
+    fn forget_statistics(&self) {
+        self.stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .forget();
+    }
+}
+
+/// A write in progress (see [`QdrantStore::writing`]).
+pub(super) struct Writing<'a>(&'a QdrantStore);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.forget_statistics();
     }
 }
 
@@ -248,6 +393,31 @@ mod tests {
         // lib/segment/src/data_types/query_context.rs, `fancy_idf`.
         assert!((idf(10.0, 1.0) - ((10.0 - 1.0 + 0.5) / 1.5f64 + 1.0).ln()).abs() < 1e-12);
         assert!(idf(10.0, 10.0) > 0.0);
+    }
+
+    #[test]
+    fn statistics_are_reused_a_moment_and_never_across_a_write() {
+        let mut cache = StatsCache::default();
+        let now = std::time::Instant::now();
+        let since = cache.generation;
+        let stats = [
+            Stat::Readable(7),
+            Stat::TermReadable(0, 2),
+            Stat::ServerIdf(0, Some(1.5)),
+        ];
+        cache.keep(since, "public", &[42], &stats, now);
+        assert_eq!(cache.count(&("public".into(), None), now), Some(7));
+        assert_eq!(cache.count(&("public".into(), Some(42)), now), Some(2));
+        assert_eq!(cache.server_idf(42, now), Some(Some(1.5)));
+        // Other readers count their own.
+        assert_eq!(cache.count(&("user:bo".into(), None), now), None);
+        // Stale after FRESH_FOR.
+        assert_eq!(cache.count(&("public".into(), None), now + FRESH_FOR), None);
+        // A write forgets them, and what was asked for across it is not kept.
+        cache.forget();
+        assert_eq!(cache.server_idf(42, now), None);
+        cache.keep(since, "public", &[42], &stats, now);
+        assert_eq!(cache.count(&("public".into(), None), now), None);
     }
 
     #[test]

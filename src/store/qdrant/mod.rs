@@ -51,6 +51,9 @@ pub struct QdrantStore {
     dimension: usize,
     /// The collection's shards: each counts its own term statistics.
     shards: u32,
+    /// Term statistics of principals' searches, reused a moment
+    /// (`idf.rs`); emptied by every write.
+    stats: std::sync::Mutex<idf::StatsCache>,
     server_version: String,
 }
 
@@ -176,6 +179,7 @@ impl QdrantStore {
             },
             dimension: 0,
             shards: 1,
+            stats: Default::default(),
             server_version: String::new(),
         };
         let client = store.client.clone();

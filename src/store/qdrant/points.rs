@@ -79,6 +79,7 @@ impl QdrantStore {
 
 impl VectorStore for QdrantStore {
     fn upsert(&self, points: Vec<ChunkPoint>) -> Result<()> {
+        let _writing = self.writing();
         let mut batch = Vec::with_capacity(points.len().min(UPSERT_BATCH));
         let mut points = points.into_iter().peekable();
         while let Some(p) = points.next() {
@@ -216,6 +217,7 @@ impl VectorStore for QdrantStore {
     }
 
     fn delete_by_source(&self, source: &str) -> Result<()> {
+        let _writing = self.writing();
         let Some(filter) = Self::filter(Some(&PayloadFilter::source(source))) else {
             return Ok(());
         };
@@ -233,6 +235,7 @@ impl VectorStore for QdrantStore {
     }
 
     fn set_readers(&self, source: &str, readers: &[String]) -> Result<()> {
+        let _writing = self.writing();
         let Some(filter) = Self::filter(Some(&PayloadFilter::source(source))) else {
             return Ok(());
         };
