@@ -815,3 +815,66 @@ fn a_principals_key_on_the_page_reads_only_what_the_principal_may() {
         server.stop().await;
     });
 }
+
+/// The page at `/?kb=NAME` asks knowledge base NAME (`/v1/kbs/NAME/…`):
+/// an hr document answers there for a principal of group hr, and is not
+/// on the page of the server's `default` knowledge base.
+#[test]
+fn the_page_asks_the_knowledge_base_its_address_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let hr_docs = dir.path().join("hr-docs");
+    std::fs::create_dir_all(&hr_docs).unwrap();
+    std::fs::write(
+        hr_docs.join("leave.md"),
+        "# Parental leave\n\nEmployees get sixteen weeks of paid parental leave. \
+         Apply through the HR portal at least four weeks before the leave starts.\n",
+    )
+    .unwrap();
+    let mut base = common::config(&dir.path().join("data"));
+    base.server.api_key = "service-key-0123456789".into();
+    base.kbs.insert(
+        "hr".into(),
+        grace::config::KbConfig {
+            roles: grace::config::Roles {
+                ask: vec!["group:hr".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let kbs = grace::service::kbs::Kbs::open_with(&base, |c| {
+        Grace::builder(c).embedder(common::embedder()).build()
+    })
+    .unwrap();
+    kbs.get("hr")
+        .unwrap()
+        .ingest_blocking(&[hr_docs], &Default::default(), &mut |_| {})
+        .unwrap();
+    let principals = grace::auth::Principals::open(&dir.path().join("data")).unwrap();
+    let ann = principals.add_key("ann", &["hr".into()]).unwrap();
+    let question = "How many weeks of parental leave do employees get?";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let server = common::serve_state(grace::serve::AppState::serving(kbs).unwrap()).await;
+        let b = Browser::start().await;
+        for (address, answered) in [("/?kb=hr", true), ("/", false)] {
+            b.open(&format!("{}{address}", server.base)).await;
+            let key = b.must_find("#key").await;
+            b.run("document.getElementById('key').value = '';", json!([]))
+                .await;
+            b.type_into(&key, &ann.key).await;
+            new_conversation(&b).await;
+            ask(&b, question).await;
+            let decision = reply_of(&b, 1).await;
+            let page = b.run("return document.body.innerText;", json!([])).await;
+            let page = page.as_str().unwrap();
+            assert_eq!(
+                page.contains("sixteen weeks"),
+                answered,
+                "{address}: {decision}: {page}"
+            );
+        }
+        b.quit().await;
+        server.stop().await;
+    });
+}

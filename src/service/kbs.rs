@@ -3,9 +3,11 @@
 //! ([`Config::for_kb`]), and the roles that say who may use which.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::Grace;
-use crate::config::{Config, DEFAULT_KB, Role, Roles};
+use crate::config::{Config, DEFAULT_KB, EmbeddingConfig, Role, Roles};
+use crate::embed::{Embedder, FastEmbedder};
 use crate::error::{Error, Result};
 
 /// The complete configuration of knowledge base `name` (its sections
@@ -29,14 +31,30 @@ pub struct Kbs {
 
 impl Kbs {
     /// Opens every knowledge base `base` names (`default` always). A
-    /// `--data-dir`-style change to `base` applies to all of them.
+    /// `--data-dir`-style change to `base` applies to all of them. Those
+    /// with the same embedding settings share one copy of the model.
     pub fn open(base: &Config) -> Result<Self> {
-        Self::open_with(base, Grace::open)
+        let mut models: Vec<(EmbeddingConfig, Arc<dyn Embedder>)> = Vec::new();
+        Self::open_with(base, |config| {
+            let shared = models
+                .iter()
+                .find(|(settings, _)| *settings == config.embedding)
+                .map(|(_, model)| model.clone());
+            let model = match shared {
+                Some(model) => model,
+                None => {
+                    let model: Arc<dyn Embedder> = Arc::new(FastEmbedder::new(&config.embedding)?);
+                    models.push((config.embedding.clone(), model.clone()));
+                    model
+                }
+            };
+            Grace::builder(config).embedder(model).build()
+        })
     }
 
     /// [`Kbs::open`] with each handle built by `open` (tests give a mock
     /// generator this way).
-    pub fn open_with(base: &Config, open: impl Fn(Config) -> Result<Grace>) -> Result<Self> {
+    pub fn open_with(base: &Config, mut open: impl FnMut(Config) -> Result<Grace>) -> Result<Self> {
         let mut handles = BTreeMap::new();
         let mut roles = BTreeMap::new();
         for name in base.kb_names() {

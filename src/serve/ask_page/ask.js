@@ -338,8 +338,20 @@ async function failure(res) {
   return new ApiError(res.status, (data.error && data.error.message) || res.statusText || String(res.status));
 }
 
+/** The knowledge base this page serves: `?kb=NAME` in its address, else
+ * the server's `default` (a name that is not one's never leaves the page). */
+const KB = (() => {
+  const kb = new URLSearchParams(location.search).get("kb");
+  return kb && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(kb) ? kb : null;
+})();
+
+/** `path` on this page's knowledge base: `/v1/x` is `/v1/kbs/KB/x`. */
+function onKb(path) {
+  return KB && path.startsWith("/v1/") ? `/v1/kbs/${KB}/${path.slice(4)}` : path;
+}
+
 async function api(method, path, body) {
-  const res = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(onKb(path), { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
   if (!res.ok) throw await failure(res);
   if (res.status === 204) return null;
   return res.json();
@@ -347,7 +359,7 @@ async function api(method, path, body) {
 
 /** POSTs `body` to `path` as a stream; calls `onEvent(name, data)` per event. */
 async function stream(path, body, onEvent) {
-  const res = await fetch(path, {
+  const res = await fetch(onKb(path), {
     method: "POST",
     headers: headers({ Accept: "text/event-stream" }),
     body: JSON.stringify(Object.assign({}, body, { stream: true })),

@@ -47,11 +47,23 @@ class ApiError extends Error {
 }
 
 /** Calls the review API with the signed-in token; the answer's JSON. */
+/** The knowledge base this page serves: `?kb=NAME` in its address, else
+ * the server's `default` (a name that is not one's never leaves the page). */
+const KB = (() => {
+  const kb = new URLSearchParams(location.search).get("kb");
+  return kb && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(kb) ? kb : null;
+})();
+
+/** `path` on this page's knowledge base: `/v1/x` is `/v1/kbs/KB/x`. */
+function onKb(path) {
+  return KB && path.startsWith("/v1/") ? `/v1/kbs/${KB}/${path.slice(4)}` : path;
+}
+
 async function api(method, path, body) {
   const headers = { "Content-Type": "application/json" };
   const token = sessionStorage.getItem(TOKEN);
   if (token) headers.Authorization = "Bearer " + token;
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(onKb(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const data = await res.json().catch(() => ({}));
   if (!res.ok) throw new ApiError(res.status, (data.error && data.error.message) || res.statusText);
   return data;
