@@ -7,7 +7,7 @@
 //! | --- | --- |
 //! | `server.display_root` (when set) | the path relative to it |
 //! | an `ingest.allowed_roots` folder | `<folder name>/<path inside it>` |
-//! | `<data_dir>/uploads/<collection>/` | `uploads/<file>` |
+//! | `Config::uploads_dir` (`<data_dir>/uploads/<collection>/` for `default`) | `uploads/<file>` |
 //! | `<data_dir>/reviewed/<collection>/` | `reviewed/<file>` |
 //! | anything else absolute | its file name |
 //!

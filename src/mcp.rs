@@ -115,6 +115,14 @@ fn principal_scope(config: &crate::config::Config) -> Result<crate::access::Read
     Ok(scope)
 }
 
+/// A knowledge base the MCP client may ask.
+struct Askable {
+    name: String,
+    grace: Grace,
+    /// How its sources are shown (its own uploads and reviewed folders).
+    display: Arc<crate::display::SourceDisplay>,
+}
+
 /// The MCP tool server over the knowledge bases its client may ask.
 #[derive(Clone)]
 pub struct McpServer {
@@ -122,13 +130,14 @@ pub struct McpServer {
     grace: Grace,
     /// Every knowledge base the client may ask, by name (the `kb`
     /// argument's choices).
-    kbs: Arc<Vec<(String, Grace)>>,
+    kbs: Arc<Vec<Askable>>,
     /// The tools `mcp.tools` names (a built-in registry tool among them is
     /// offered only while its `callers` include `mcp`).
     tools: Arc<Vec<Tool>>,
     timeout: Duration,
-    /// Sources are shown relative, never as the server's full paths.
-    display: crate::display::SourceDisplay,
+    /// Sources are shown relative, never as the server's full paths
+    /// (the default knowledge base's folders).
+    display: Arc<crate::display::SourceDisplay>,
     /// What the client may read: stdio carries no credentials, so the
     /// process's own (the local operator's: everything).
     scope: crate::access::ReadScope,
@@ -221,10 +230,14 @@ impl McpServer {
         if !may_ask(default_kb) {
             return Err(Error::UnknownKb(default_kb.to_string()));
         }
-        let askable: Vec<(String, Grace)> = kbs
+        let askable: Vec<Askable> = kbs
             .handles()
             .filter(|(name, _)| may_ask(name))
-            .map(|(name, g)| (name.to_string(), g.clone()))
+            .map(|(name, g)| Askable {
+                name: name.to_string(),
+                grace: g.clone(),
+                display: Arc::new(crate::display::SourceDisplay::new(g.config())),
+            })
             .collect();
         // Run-time tools' admin tools (seed 002), only when allowed.
         if crate::tools::runtime::mcp::offered(config) {
@@ -239,7 +252,7 @@ impl McpServer {
         }
         Ok(Self {
             timeout: Duration::from_secs_f64(config.mcp.timeout_seconds),
-            display: crate::display::SourceDisplay::new(config),
+            display: Arc::new(crate::display::SourceDisplay::new(config)),
             scope,
             grace,
             kbs: Arc::new(askable),
@@ -250,15 +263,18 @@ impl McpServer {
     /// The knowledge base a call's `kb` argument names (taken out of the
     /// arguments), or the default one; a name the client may not ask is
     /// the same error as one not served.
-    fn kb_of(&self, args: &mut Value) -> std::result::Result<Grace, McpError> {
+    fn kb_of(
+        &self,
+        args: &mut Value,
+    ) -> std::result::Result<(Grace, Arc<crate::display::SourceDisplay>), McpError> {
         let named = args.as_object_mut().and_then(|m| m.remove(KB_ARGUMENT));
         match named {
-            None => Ok(self.grace.clone()),
+            None => Ok((self.grace.clone(), self.display.clone())),
             Some(Value::String(name)) => self
                 .kbs
                 .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, g)| g.clone())
+                .find(|k| k.name == name)
+                .map(|k| (k.grace.clone(), k.display.clone()))
                 .ok_or_else(|| McpError::invalid_params(Error::UnknownKb(name).to_string(), None)),
             Some(_) => Err(McpError::invalid_params(
                 "kb: a knowledge base's name",
@@ -286,7 +302,7 @@ impl McpServer {
                 offered.push(registry_tool(t.as_ref(), entry.description));
             }
         }
-        let names: Vec<&str> = self.kbs.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = self.kbs.iter().map(|k| k.name.as_str()).collect();
         offered
             .into_iter()
             .map(|mut t| {
@@ -365,10 +381,10 @@ impl ServerHandler for McpServer {
         } else {
             brief::take_detail(&mut args)
         };
-        let grace = self.kb_of(&mut args)?;
+        let (grace, display) = self.kb_of(&mut args)?;
         let result = match self.call(&name, args, &grace, &context.peer).await {
             Ok(mut data) => {
-                self.display.rewrite(&mut data);
+                display.rewrite(&mut data);
                 let (gist, text) = match name.as_str() {
                     "ask" => {
                         let b = brief::ask(&data);

@@ -243,6 +243,18 @@ impl Config {
             derived.server.watch.extend(entry.watch.iter().cloned());
         }
         super::validate::validate(&derived).map_err(|e| match e {
+            // The collection name made from the knowledge base's.
+            ConfigError::Invalid { key, message, .. }
+                if key == "qdrant.collection" && name != DEFAULT_KB && entry.qdrant.as_ref().and_then(|q| q.get("collection")).is_none() =>
+            {
+                invalid(
+                    &format!("kbs.{name}"),
+                    format!(
+                        "its collection `{}`: {message}; shorten the name or set kbs.{name}.qdrant.collection",
+                        derived.qdrant.collection
+                    ),
+                )
+            }
             ConfigError::Invalid { key, message, .. } => {
                 let section = key.split('.').next().unwrap_or_default();
                 match entry.section(section) {
@@ -373,18 +385,19 @@ pub(super) fn validate_kbs(c: &Config) -> Result<()> {
     }
     // On a Qdrant server, collections share one namespace: two knowledge
     // bases in one collection would read, prune and drop each other's
-    // documents.
+    // documents. Names are compared alone (one server has many spellings:
+    // localhost, 127.0.0.1, a trailing slash), so no two knowledge bases
+    // name the same collection whatever their URLs.
     if c.storage.backend == super::Backend::Qdrant {
-        let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
         for name in c.kb_names() {
             let Some(d) = c.for_kb(&name)? else { continue };
-            let at = (d.qdrant.url.clone(), d.qdrant.collection.clone());
-            if let Some(other) = seen.insert(at, name.clone()) {
+            if let Some(other) = seen.insert(d.qdrant.collection.clone(), name.clone()) {
                 return Err(invalid(
                     &format!("kbs.{name}.qdrant.collection"),
                     format!(
-                        "`{}` on {} is knowledge base `{other}`'s collection too: each knowledge base needs its own",
-                        d.qdrant.collection, d.qdrant.url
+                        "`{}` is knowledge base `{other}`'s collection too: each knowledge base needs its own",
+                        d.qdrant.collection
                     ),
                 ));
             }
@@ -466,6 +479,11 @@ mod tests {
             ("kbs:\n  \"h r\": {}\n", "kbs.h r"),
             ("kbs:\n  \"..\": {}\n", "kbs..."),
             ("kbs:\n  HR: {}\n", "kbs.HR"),
+            // Its collection `grace-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` is too long a name.
+            (
+                "kbs:\n  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: {}\n",
+                "kbs.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            ),
             (
                 "kbs:\n  default:\n    embedding:\n      model_dir: x\n",
                 "kbs.default",

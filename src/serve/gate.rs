@@ -355,7 +355,11 @@ pub async fn kb_role(State(s): State<AppState>, request: Request, next: Next) ->
 /// it holds the review role on this knowledge base (registered in its
 /// queue on first use), else the 404 of a knowledge base it may not use.
 async fn principal_as_reviewer(s: &AppState, p: Principal, path: &str) -> Result<Caller, Response> {
-    if !s.kbs.grants(&s.kb, Role::Review, &p.name, &p.groups) {
+    // A name not served (this is `default`'s routes answering for it), or
+    // no review role here: nothing to register.
+    if super::kb_route_parts(path).is_some()
+        || !s.kbs.grants(&s.kb, Role::Review, &p.name, &p.groups)
+    {
         return Err(kb_not_found(named_kb(path, s)));
     }
     let queue = s.grace.escalations().clone();
@@ -397,10 +401,15 @@ fn unauthorized_because(code: &'static str, message: &'static str) -> Response {
 /// Works out the [`Caller`] from `Authorization: Bearer <token>` and
 /// refuses a request whose token does not open its path (401).
 ///
-/// - Service paths: `server.api_key` or `server.admin_api_key`.
-/// - Review paths (`/v1/review/…`): a reviewer's token or the admin key;
-///   the service key does not open them (a service could otherwise read
-///   every asker's escalation).
+/// - Service paths: `server.api_key`, `server.admin_api_key`, a
+///   principal's key (`gk_…`) or, with `auth.jwt`, an identity provider's
+///   token (a principal too).
+/// - Review paths (`/v1/review/…`, also under `/v1/kbs/{kb}/`): a
+///   reviewer's token of this knowledge base, a principal holding its
+///   review role, or the admin key; the service key does not open them (a
+///   service could otherwise read every asker's escalation). A reviewer's
+///   token of another knowledge base, and a principal without the role,
+///   get the 404 of a knowledge base not served.
 /// - Without `server.api_key` (loopback only), a request without a token
 ///   is the administrator, and a reviewer names itself with its token.
 pub async fn authenticate(State(s): State<AppState>, mut request: Request, next: Next) -> Response {

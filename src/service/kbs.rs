@@ -191,12 +191,20 @@ pub fn drop_kb(config: &Config) -> Result<()> {
         ));
     }
     let dir = config.kb_dir();
-    // Only ever a folder of its own right under data_dir/kbs (the name was
-    // checked at load; this holds whatever built the configuration).
-    let own = crate::config::valid_kb_name(config.kb_name())
-        && dir.parent() == Some(config.storage.data_dir.join("kbs").as_path());
-    let linked = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
-    if !own || linked {
+    // Only ever a real folder right under the real data_dir/kbs: no
+    // symbolic link on the way may take the deletion elsewhere.
+    let kbs = config.storage.data_dir.join("kbs");
+    let linked = |p: &std::path::Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+    };
+    let real_parent = match (std::fs::canonicalize(&kbs), std::fs::canonicalize(&dir)) {
+        (Ok(kbs), Ok(dir)) => dir.parent() == Some(kbs.as_path()),
+        // Nothing there yet: nothing to delete on disk.
+        (_, Err(_)) => true,
+        (Err(_), Ok(_)) => false,
+    };
+    let own = crate::config::valid_kb_name(config.kb_name()) && real_parent;
+    if !own || linked(&dir) || linked(&kbs) {
         return Err(Error::InvalidInput(format!(
             "refusing to delete {}: not a knowledge base's own folder",
             dir.display()

@@ -19,6 +19,18 @@
 // passage holding HTML is shown as text, never run.
 "use strict";
 
+/** The knowledge base this page serves: `?kb=NAME` in its address, else
+ * the server's `default` (a name that is not one's never leaves the page). */
+const KB = (() => {
+  const kb = new URLSearchParams(location.search).get("kb");
+  return kb && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(kb) ? kb : null;
+})();
+
+/** `path` on this page's knowledge base: `/v1/x` is `/v1/kbs/KB/x`. */
+function onKb(path) {
+  return KB && path.startsWith("/v1/") ? `/v1/kbs/${KB}/${path.slice(4)}` : path;
+}
+
 // ------------------------------------------------------------- texts ---
 const TEXTS = {
   en: {
@@ -275,7 +287,8 @@ function t(key, ...args) {
 
 // -------------------------------------------------------------- state ---
 // The conversation, kept in this tab: survives a reload, not the tab.
-const STORE = "grace-ask";
+/** Where the conversation is kept: one per knowledge base the page serves. */
+const STORE = KB ? `grace-ask:${KB}` : "grace-ask";
 /** The most turns kept (older ones leave the page and the storage). */
 const MAX_ENTRIES = 30;
 let state = load();
@@ -338,17 +351,6 @@ async function failure(res) {
   return new ApiError(res.status, (data.error && data.error.message) || res.statusText || String(res.status));
 }
 
-/** The knowledge base this page serves: `?kb=NAME` in its address, else
- * the server's `default` (a name that is not one's never leaves the page). */
-const KB = (() => {
-  const kb = new URLSearchParams(location.search).get("kb");
-  return kb && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(kb) ? kb : null;
-})();
-
-/** `path` on this page's knowledge base: `/v1/x` is `/v1/kbs/KB/x`. */
-function onKb(path) {
-  return KB && path.startsWith("/v1/") ? `/v1/kbs/${KB}/${path.slice(4)}` : path;
-}
 
 async function api(method, path, body) {
   const res = await fetch(onKb(path), { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
@@ -714,7 +716,7 @@ function escalationOf(entry) {
   const status = (e.view && e.view.status) || "pending";
   box.append(el("p", { class: "status-line", role: "status", "data-status": status },
     `${t("statusLabel")}: `, t(`status.${status}`)));
-  const link = `${location.pathname}#escalation=${encodeURIComponent(e.id)}&handle=${encodeURIComponent(e.handle)}`;
+  const link = `${location.pathname}${location.search}#escalation=${encodeURIComponent(e.id)}&handle=${encodeURIComponent(e.handle)}`;
   if (status === "pending" || status === "claimed") {
     box.append(el("p", { class: "handle" }, el("a", { href: link, class: "come-back", text: t("comeBack") })));
   }

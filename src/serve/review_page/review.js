@@ -2,6 +2,19 @@
 // reliability diagram over the review endpoints (served at
 // /assets/review.js; the page's policy runs no inline script).
 "use strict";
+
+/** The knowledge base this page serves: `?kb=NAME` in its address, else
+ * the server's `default` (a name that is not one's never leaves the page). */
+const KB = (() => {
+  const kb = new URLSearchParams(location.search).get("kb");
+  return kb && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(kb) ? kb : null;
+})();
+
+/** `path` on this page's knowledge base: `/v1/x` is `/v1/kbs/KB/x`. */
+function onKb(path) {
+  return KB && path.startsWith("/v1/") ? `/v1/kbs/${KB}/${path.slice(4)}` : path;
+}
+
 // ---------------------------------------------------------------- page ---
 const $ = (id) => document.getElementById(id);
 const listEl = $("list");
@@ -10,8 +23,9 @@ const noticeEl = $("notice");
 const tokenEl = $("token");
 const whoamiEl = $("whoami");
 const countEl = $("count");
-/** The session storage key of the reviewer's token: it stays in this tab only. */
-const TOKEN = "grace-token";
+/** The session storage key of the reviewer's token: it stays in this tab
+ * only, one per knowledge base the page serves. */
+const TOKEN = KB ? `grace-token:${KB}` : "grace-token";
 
 /** What #whoami says signed out (on a server without keys, then with them) and as the administrator. */
 const SIGNED_OUT_OPEN = "Signed out. This server needs no key on this machine, so you can read every escalation; sign in with your reviewer token to answer.";
@@ -47,18 +61,6 @@ class ApiError extends Error {
 }
 
 /** Calls the review API with the signed-in token; the answer's JSON. */
-/** The knowledge base this page serves: `?kb=NAME` in its address, else
- * the server's `default` (a name that is not one's never leaves the page). */
-const KB = (() => {
-  const kb = new URLSearchParams(location.search).get("kb");
-  return kb && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(kb) ? kb : null;
-})();
-
-/** `path` on this page's knowledge base: `/v1/x` is `/v1/kbs/KB/x`. */
-function onKb(path) {
-  return KB && path.startsWith("/v1/") ? `/v1/kbs/${KB}/${path.slice(4)}` : path;
-}
-
 async function api(method, path, body) {
   const headers = { "Content-Type": "application/json" };
   const token = sessionStorage.getItem(TOKEN);
@@ -76,7 +78,9 @@ async function identify() {
   try {
     me = await api("GET", "/v1/review/me");
   } catch (err) {
-    if (err.status !== 401) {
+    // 404: no knowledge base of the page's you may review (a token of
+    // another one): as a wrong token.
+    if (err.status !== 401 && err.status !== 404) {
       say(`Cannot tell who you are: ${err.message}`, true);
       return;
     }

@@ -21,14 +21,18 @@
 //!   with it. (The server's counts include points deleted but not yet
 //!   vacuumed; a recount would not, and the difference would leak.)
 //!
-//! These are 2k + 1 small requests for a query of k terms (the
-//! [`MAX_TERMS`] weightiest), at most [`IN_FLIGHT`] at once, and only for
-//! searches within readers: the service key's, the operator's and an open
-//! knowledge base's searches are as they were.
+//! For a query of k terms (at most [`MAX_TERMS`], the first by weight,
+//! then by term id) that is one batch of k probes and up to k + 1 counts,
+//! at most [`IN_FLIGHT`] requests at once, and only for searches within
+//! readers: the service key's, the operator's and an open knowledge base's
+//! searches are as they were.
 //!
-//! The counts and the server's IDF are kept for [`FRESH_FOR`] and
-//! forgotten at once when this store writes; another process's writes
-//! are seen within that time.
+//! The readable counts are kept for [`FRESH_FOR`] and forgotten at once
+//! when this store writes (another process's writes are seen within that
+//! time; a count only ever counts readable points). The server's IDF is
+//! read at every search: it moves with documents the readers may not read
+//! (another process's writes, the server's vacuuming), and a kept value
+//! would carry that movement into their ranking.
 //!
 //! A collection of several shards counts statistics per shard, which one
 //! probe cannot read: there a search within readers has no lexical
@@ -37,38 +41,48 @@
 
 use qdrant_client::qdrant::r#match::MatchValue;
 use qdrant_client::qdrant::{
-    Condition, CountPoints, Filter, Query, QueryPoints, SparseVector as QdrantSparse, VectorInput,
-    VectorsSelector, WithVectorsSelector, query, vector_input, vector_output,
-    with_vectors_selector,
+    Condition, CountPoints, Filter, Query, QueryBatchPoints, QueryPoints,
+    SparseVector as QdrantSparse, VectorInput, VectorsSelector, WithVectorsSelector, query,
+    vector_input, vector_output, with_vectors_selector,
 };
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
 
 use super::QdrantStore;
 use super::convert::{TERMS_FIELD, readers_filter};
 use crate::lexical::SparseVector;
 use crate::store::{LEXICAL_VECTOR, Result};
 
-/// Most query terms re-weighted: a longer query keeps its weightiest.
-pub(super) const MAX_TERMS: usize = 32;
+/// Most query terms re-weighted: a longer query (a long Japanese one, in
+/// bigrams) keeps the first by weight, then by term id.
+pub(super) const MAX_TERMS: usize = 64;
 
 /// Statistics requests in flight at once, per search.
 const IN_FLIGHT: usize = 16;
 
-/// How long a count or the server's IDF of a term is reused.
+/// How long a readable count is reused.
 pub(super) const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Most statistics kept; past it the cache starts again empty.
 const CACHED_MAX: usize = 100_000;
 
-/// Counts and server IDFs already asked for, with when.
+/// One readers' counts: a term, or none for all readable points → when
+/// counted and the count.
+type Counts = HashMap<Option<u32>, (Instant, usize)>;
+
+/// Readable counts already asked for, with when.
 #[derive(Default)]
 pub(super) struct StatsCache {
-    /// Moves on at the start and the end of every write: statistics
-    /// asked for across a write are not kept.
+    /// Moves on at the start and the end of every write: counts asked for
+    /// across a write are not kept.
     generation: u64,
-    /// (the readers, a term or none for all readable points) → count.
-    counts: std::collections::HashMap<(String, Option<u32>), (std::time::Instant, usize)>,
-    /// A term → the server's IDF (`None`: no point holds it).
-    idf: std::collections::HashMap<u32, (std::time::Instant, Option<f64>)>,
+    /// The readers (one copy each) → a term, or none for all readable
+    /// points → the count.
+    counts: HashMap<Arc<str>, Counts>,
+    /// Counts kept in all.
+    entries: usize,
 }
 
 impl StatsCache {
@@ -76,53 +90,41 @@ impl StatsCache {
     fn forget(&mut self) {
         self.generation = self.generation.wrapping_add(1);
         self.counts.clear();
-        self.idf.clear();
+        self.entries = 0;
     }
 
-    fn count(&self, key: &(String, Option<u32>), now: std::time::Instant) -> Option<usize> {
+    fn count(&self, readers: &str, term: Option<u32>, now: Instant) -> Option<usize> {
         self.counts
-            .get(key)
+            .get(readers)?
+            .get(&term)
             .filter(|(at, _)| now.duration_since(*at) < FRESH_FOR)
             .map(|(_, n)| *n)
     }
 
-    fn server_idf(&self, term: u32, now: std::time::Instant) -> Option<Option<f64>> {
-        self.idf
-            .get(&term)
-            .filter(|(at, _)| now.duration_since(*at) < FRESH_FOR)
-            .map(|(_, v)| *v)
-    }
-
-    fn keep(
-        &mut self,
-        since: u64,
-        readers: &str,
-        terms: &[u32],
-        stats: &[Stat],
-        now: std::time::Instant,
-    ) {
+    fn keep(&mut self, since: u64, readers: &str, terms: &[u32], stats: &[Stat], now: Instant) {
         if since != self.generation {
             return;
         }
-        if self.counts.len() + self.idf.len() + stats.len() > CACHED_MAX {
+        if self.entries + stats.len() > CACHED_MAX {
             self.counts.clear();
-            self.idf.clear();
+            self.entries = 0;
         }
+        if !self.counts.contains_key(readers) {
+            self.counts.insert(Arc::from(readers), HashMap::new());
+        }
+        let Some(kept) = self.counts.get_mut(readers) else {
+            return;
+        };
         for s in stats {
-            match *s {
-                Stat::Readable(n) => {
-                    self.counts.insert((readers.to_string(), None), (now, n));
-                }
-                Stat::TermReadable(i, n) => {
-                    if let Some(&t) = terms.get(i) {
-                        self.counts.insert((readers.to_string(), Some(t)), (now, n));
-                    }
-                }
-                Stat::ServerIdf(i, v) => {
-                    if let Some(&t) = terms.get(i) {
-                        self.idf.insert(t, (now, v));
-                    }
-                }
+            let term = match *s {
+                Stat::Readable(n) => Some((None, n)),
+                Stat::TermReadable(i, n) => terms.get(i).map(|&t| (Some(t), n)),
+                Stat::ServerIdf(..) => None,
+            };
+            if let Some((term, n)) = term
+                && kept.insert(term, (now, n)).is_none()
+            {
+                self.entries += 1;
             }
         }
     }
@@ -158,30 +160,25 @@ impl QdrantStore {
         }
         let query = &weightiest(query, MAX_TERMS);
         let key = readers.join("\u{1f}");
-        let now = std::time::Instant::now();
+        let now = Instant::now();
         // What is fresh in the cache; the rest is asked for.
         let mut known = Vec::new();
-        let (since, need_readable, mut need_count, mut need_idf) = {
+        // The server's IDF every time; counts that are fresh from the
+        // cache, the rest asked for.
+        let mut need_idf: Vec<usize> = (0..query.indices.len()).collect();
+        let (since, need_readable, mut need_count) = {
             let cache = self.stats.lock().unwrap_or_else(|e| e.into_inner());
-            let readable = cache.count(&(key.clone(), None), now);
+            let readable = cache.count(&key, None, now);
             known.extend(readable.map(Stat::Readable));
             let mut need_count = Vec::new();
-            let mut need_idf = Vec::new();
             for (i, &t) in query.indices.iter().enumerate() {
-                match cache.count(&(key.clone(), Some(t)), now) {
+                match cache.count(&key, Some(t), now) {
                     Some(n) => known.push(Stat::TermReadable(i, n)),
                     None => need_count.push(i),
                 }
-                match cache.server_idf(t, now) {
-                    Some(v) => known.push(Stat::ServerIdf(i, v)),
-                    None => need_idf.push(i),
-                }
             }
-            (cache.generation, readable.is_none(), need_count, need_idf)
+            (cache.generation, readable.is_none(), need_count)
         };
-        if !need_readable && need_count.is_empty() && need_idf.is_empty() {
-            return Ok(Some(rescale(query, &known)));
-        }
         let collection = self.target.collection.clone();
         let client = self.client.clone();
         let terms = query.indices.clone();
@@ -205,7 +202,7 @@ impl QdrantStore {
                 set.spawn(async move {
                     let _permit = permits.acquire_owned().await;
                     let r = counter.count(request).await?;
-                    Ok(Stat::Readable(counted(r.result)?))
+                    Ok(vec![Stat::Readable(counted(r.result)?)])
                 });
             }
             for i in counts_for {
@@ -220,17 +217,18 @@ impl QdrantStore {
                 set.spawn(async move {
                     let _permit = permits_count.acquire_owned().await;
                     let r = counter.count(request).await?;
-                    Ok(Stat::TermReadable(i, counted(r.result)?))
+                    Ok(vec![Stat::TermReadable(i, counted(r.result)?)])
                 });
             }
-            for i in idf_for {
-                let term = terms[i];
-                let probe = QueryPoints {
+            // The probes, one request for all of them.
+            let probes: Vec<QueryPoints> = idf_for
+                .iter()
+                .map(|&i| QueryPoints {
                     collection_name: collection.clone(),
                     query: Some(Query {
                         variant: Some(query::Variant::Nearest(VectorInput {
                             variant: Some(vector_input::Variant::Sparse(QdrantSparse {
-                                indices: vec![term],
+                                indices: vec![terms[i]],
                                 values: vec![1.0],
                             })),
                         })),
@@ -245,30 +243,37 @@ impl QdrantStore {
                         )),
                     }),
                     ..Default::default()
-                };
+                })
+                .collect();
+            if !probes.is_empty() {
                 let prober = client.clone();
-                let permits_probe = permits.clone();
+                let batch = QueryBatchPoints {
+                    collection_name: collection.clone(),
+                    query_points: probes,
+                    ..Default::default()
+                };
+                let probed_terms: Vec<(usize, u32)> =
+                    idf_for.iter().map(|&i| (i, terms[i])).collect();
                 set.spawn(async move {
-                    let _permit = permits_probe.acquire_owned().await;
-                    let r = prober.query(probe).await?;
-                    let server_idf = r.result.first().and_then(|p| {
-                        let weight = match p.vectors.as_ref()?.get_vector_by_name(LEXICAL_VECTOR)? {
-                            vector_output::Vector::Sparse(s) => s
-                                .indices
-                                .iter()
-                                .position(|&t| t == term)
-                                .and_then(|at| s.values.get(at).copied()),
-                            _ => None,
-                        }?;
-                        (weight > 0.0).then(|| f64::from(p.score) / f64::from(weight))
-                    });
-                    Ok(Stat::ServerIdf(i, server_idf))
+                    let r = prober.query_batch(batch).await?;
+                    if r.result.len() != probed_terms.len() {
+                        return Err(qdrant_client::QdrantError::ConversionError(
+                            "the server answered another number of probes than were sent".into(),
+                        ));
+                    }
+                    Ok(probed_terms
+                        .iter()
+                        .zip(r.result)
+                        .map(|(&(i, term), found)| {
+                            Stat::ServerIdf(i, server_idf(term, &found.result))
+                        })
+                        .collect::<Vec<_>>())
                 });
             }
             let mut stats = Vec::with_capacity(set.len());
             while let Some(joined) = set.join_next().await {
                 match joined {
-                    Ok(Ok(stat)) => stats.push(stat),
+                    Ok(Ok(found)) => stats.extend(found),
                     Ok(Err(e)) => return Err(e),
                     // A request's task cannot panic; a runtime going away
                     // ends the store anyway.
@@ -316,6 +321,22 @@ impl Drop for Writing<'_> {
     fn drop(&mut self) {
         self.0.forget_statistics();
     }
+}
+
+/// The server's IDF of `term`, read from a one-term search's best point
+/// (`score = idf × the point's weight for the term`); `None` when no point
+/// holds the term.
+fn server_idf(term: u32, best: &[qdrant_client::qdrant::ScoredPoint]) -> Option<f64> {
+    let p = best.first()?;
+    let weight = match p.vectors.as_ref()?.get_vector_by_name(LEXICAL_VECTOR)? {
+        vector_output::Vector::Sparse(s) => s
+            .indices
+            .iter()
+            .position(|&t| t == term)
+            .and_then(|at| s.values.get(at).copied()),
+        _ => None,
+    }?;
+    (weight > 0.0).then(|| f64::from(p.score) / f64::from(weight))
 }
 
 /// A count's answer; a reply without one is an error, never zero.
@@ -396,9 +417,9 @@ mod tests {
     }
 
     #[test]
-    fn statistics_are_reused_a_moment_and_never_across_a_write() {
+    fn counts_are_reused_a_moment_and_never_across_a_write() {
         let mut cache = StatsCache::default();
-        let now = std::time::Instant::now();
+        let now = Instant::now();
         let since = cache.generation;
         let stats = [
             Stat::Readable(7),
@@ -406,18 +427,20 @@ mod tests {
             Stat::ServerIdf(0, Some(1.5)),
         ];
         cache.keep(since, "public", &[42], &stats, now);
-        assert_eq!(cache.count(&("public".into(), None), now), Some(7));
-        assert_eq!(cache.count(&("public".into(), Some(42)), now), Some(2));
-        assert_eq!(cache.server_idf(42, now), Some(Some(1.5)));
+        assert_eq!(cache.count("public", None, now), Some(7));
+        assert_eq!(cache.count("public", Some(42), now), Some(2));
+        // The server's IDF is never kept.
+        assert_eq!(cache.entries, 2);
         // Other readers count their own.
-        assert_eq!(cache.count(&("user:bo".into(), None), now), None);
+        assert_eq!(cache.count("user:bo", None, now), None);
         // Stale after FRESH_FOR.
-        assert_eq!(cache.count(&("public".into(), None), now + FRESH_FOR), None);
+        assert_eq!(cache.count("public", None, now + FRESH_FOR), None);
         // A write forgets them, and what was asked for across it is not kept.
         cache.forget();
-        assert_eq!(cache.server_idf(42, now), None);
+        assert_eq!(cache.count("public", Some(42), now), None);
         cache.keep(since, "public", &[42], &stats, now);
-        assert_eq!(cache.count(&("public".into(), None), now), None);
+        assert_eq!(cache.count("public", None, now), None);
+        assert_eq!(cache.entries, 0);
     }
 
     #[test]
