@@ -50,7 +50,7 @@ use self::schema::{answer_schema, ask_schema, feedback_schema, ingest_schema, li
 use crate::config::Caller;
 pub use crate::tools::check_arguments;
 use crate::{
-    config::{Config, DEFAULT_KB, Role},
+    config::{Config, DEFAULT_KB},
     error::{Error, Result},
     service::{Grace, kbs::Kbs},
 };
@@ -221,12 +221,7 @@ impl McpServer {
             tools.push(tool);
         }
         let scope = principal_scope(config)?;
-        let may_ask = |name: &str| match &scope {
-            crate::access::ReadScope::All => true,
-            crate::access::ReadScope::Principal(p) => {
-                kbs.grants(name, Role::Ask, &p.name, &p.groups)
-            }
-        };
+        let may_ask = |name: &str| kbs.may_ask(name, &scope);
         if !may_ask(default_kb) {
             return Err(Error::UnknownKb(default_kb.to_string()));
         }

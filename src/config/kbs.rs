@@ -496,6 +496,20 @@ mod tests {
             let e = load_error(&write(dir.path(), text));
             assert!(e.contains(&format!("`{key}`")), "{text}: {e}");
         }
+        // A huge number, and deep nesting, inside an entry: refused
+        // naming the entry, no overflow.
+        let e = load_error(&write(
+            dir.path(),
+            "kbs:\n  hr:\n    qdrant:\n      search_limit: 1e40\n",
+        ));
+        assert!(e.contains("kbs.hr"), "{e}");
+        let deep = format!(
+            "kbs:\n  hr:\n    embedding: {}{}\n",
+            "{a: ".repeat(200),
+            "}".repeat(200)
+        );
+        let e = load_error(&write(dir.path(), &deep));
+        assert!(!e.is_empty());
         // An unknown key inside an entry's section names it.
         let e = load_error(&write(
             dir.path(),

@@ -351,6 +351,20 @@ pub async fn kb_role(State(s): State<AppState>, request: Request, next: Next) ->
     next.run(request).await
 }
 
+/// The caller a principal's key or token makes: on the review routes its
+/// reviewer ([`principal_as_reviewer`]), elsewhere the principal.
+async fn principal_caller(
+    s: &AppState,
+    needed: Access,
+    p: Principal,
+    path: &str,
+) -> Result<Caller, Response> {
+    match needed {
+        Access::Reviewer => principal_as_reviewer(s, p, path).await,
+        _ => Ok(Caller::Principal(p)),
+    }
+}
+
 /// A principal on the review routes: the reviewer named by its name when
 /// it holds the review role on this knowledge base (registered in its
 /// queue on first use), else the 404 of a knowledge base it may not use.
@@ -424,9 +438,9 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
     {
         let principals = gate.principals.clone();
         let token = token.to_string();
-        let caller =
+        let principal =
             match tokio::task::spawn_blocking(move || principals.principal_for_key(&token)).await {
-                Ok(Ok(Some(p))) => Caller::Principal(p),
+                Ok(Ok(Some(p))) => p,
                 Ok(Ok(None)) => {
                     return unauthorized_because(
                         "unknown_key",
@@ -436,14 +450,9 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
                 Ok(Err(e)) => return ApiError::internal(e).into_response(),
                 Err(e) => return ApiError::internal(e).into_response(),
             };
-        let caller = match (needed, caller) {
-            (Access::Reviewer, Caller::Principal(p)) => {
-                match principal_as_reviewer(&s, p, request.uri().path()).await {
-                    Ok(c) => c,
-                    Err(refused) => return refused,
-                }
-            }
-            (_, c) => c,
+        let caller = match principal_caller(&s, needed, principal, request.uri().path()).await {
+            Ok(c) => c,
+            Err(refused) => return refused,
         };
         request.extensions_mut().insert(caller);
         return next.run(request).await;
@@ -456,18 +465,16 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
             token.filter(|t| crate::auth::jwt::looks_like_jwt(t)),
         )
     {
-        let caller = match verifier.verify(token).await {
-            Ok(p) if needed == Access::Reviewer => {
-                match principal_as_reviewer(&s, p, request.uri().path()).await {
-                    Ok(c) => c,
-                    Err(refused) => return refused,
-                }
-            }
-            Ok(p) => Caller::Principal(p),
+        let principal = match verifier.verify(token).await {
+            Ok(p) => p,
             Err(e) => {
                 return ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.to_string())
                     .into_response();
             }
+        };
+        let caller = match principal_caller(&s, needed, principal, request.uri().path()).await {
+            Ok(c) => c,
+            Err(refused) => return refused,
         };
         request.extensions_mut().insert(caller);
         return next.run(request).await;

@@ -112,6 +112,18 @@ impl Kbs {
             .filter_map(|n| self.handles.get(n).map(|g| (n, g)))
     }
 
+    /// Whether a caller reading within `scope` may ask knowledge base `kb`:
+    /// the operator (everything) any served one, a principal those its
+    /// ask role names.
+    pub fn may_ask(&self, kb: &str, scope: &crate::access::ReadScope) -> bool {
+        match scope {
+            crate::access::ReadScope::All => self.handles.contains_key(kb),
+            crate::access::ReadScope::Principal(p) => {
+                self.grants(kb, Role::Ask, &p.name, &p.groups)
+            }
+        }
+    }
+
     /// Whether a principal named `name` in `groups` holds `role` on
     /// knowledge base `kb` (false for one not served).
     pub fn grants(&self, kb: &str, role: Role, name: &str, groups: &[String]) -> bool {

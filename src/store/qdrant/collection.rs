@@ -63,20 +63,6 @@ impl QdrantStore {
         self.integer_index(super::convert::TERMS_FIELD)
     }
 
-    /// Creates an integer (match) index on `field`.
-    pub(super) fn integer_index(&self, field: &str) -> Result<()> {
-        let request = CreateFieldIndexCollection {
-            collection_name: self.target.collection.clone(),
-            wait: Some(true),
-            field_name: field.to_string(),
-            field_type: Some(FieldType::Integer as i32),
-            ..Default::default()
-        };
-        let client = self.client.clone();
-        let response = self.run(async move { client.create_field_index(request).await })?;
-        self.check_applied(&response, "create a payload index")
-    }
-
     /// Gives every point written before GRACE kept term ids its `terms`
     /// (from its lexical vector), a page at a time, and the field its
     /// index (on every open: an index that cannot be made only warns, as
@@ -165,11 +151,20 @@ impl QdrantStore {
     /// Creates a keyword index on `field` (the server keeps an existing
     /// one of the same type as it is).
     pub(super) fn keyword_index(&self, field: &str) -> Result<()> {
+        self.field_index(field, FieldType::Keyword)
+    }
+
+    /// Creates an integer (match) index on `field`.
+    pub(super) fn integer_index(&self, field: &str) -> Result<()> {
+        self.field_index(field, FieldType::Integer)
+    }
+
+    fn field_index(&self, field: &str, kind: FieldType) -> Result<()> {
         let request = CreateFieldIndexCollection {
             collection_name: self.target.collection.clone(),
             wait: Some(true),
             field_name: field.to_string(),
-            field_type: Some(FieldType::Keyword as i32),
+            field_type: Some(kind as i32),
             ..Default::default()
         };
         let client = self.client.clone();
