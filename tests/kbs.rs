@@ -186,6 +186,9 @@ async fn each_knowledge_base_is_served_to_those_who_may_ask_it() {
         "%00",
         "default%2F..",
         "DEFAULT",
+        "%E4%BA%BA%E4%BA%8B", // 人事
+        "hr%20",
+        "%EF%BD%88%EF%BD%92", // ｈｒ, full width
         long.as_str(),
     ] {
         let r = post(&format!("/v1/kbs/{kb}/search"), &bo, search.clone())
@@ -211,7 +214,14 @@ async fn each_knowledge_base_is_served_to_those_who_may_ask_it() {
         assert_eq!(status, 404, "{tail}");
     }
     let other_kbs_reviewer = common::reviewer(kbs_default.escalations(), "dee", "Dee");
-    for key in ["not-a-token", bo.as_str(), other_kbs_reviewer.as_str()] {
+    // A forged principal's key, a made-up token, a key without the role,
+    // another knowledge base's reviewer: each the same for hr as for hq.
+    for key in [
+        "not-a-token",
+        "gk_forged0000000000000000000000000000",
+        bo.as_str(),
+        other_kbs_reviewer.as_str(),
+    ] {
         same(
             get("/v1/kbs/hr/review/escalations", key).await.unwrap(),
             get("/v1/kbs/hq/review/escalations", key).await.unwrap(),
@@ -359,6 +369,21 @@ fn the_cli_acts_on_the_knowledge_base_kb_names() {
         );
         assert!(common::output_text(&r).contains("no knowledge base `hq`"));
     }
+    // Hostile names on the command line: not found, and nothing made.
+    let long = "k".repeat(10_000);
+    for name in ["../../etc", "ｈｒ", "hr/..", "", long.as_str()] {
+        let r = run(&["--kb", name, "search", LEAVE]);
+        assert_eq!(
+            r.status.code(),
+            Some(grace::EXIT_NOT_FOUND as i32),
+            "{name:.20}"
+        );
+    }
+    let made: Vec<_> = std::fs::read_dir(dir.join(".grace/kbs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(made, ["hr"]);
     // Dropping asks first: without a terminal, it needs --yes.
     let unsure = common::with_input(common::grace_cmd(dir, &["kb", "drop", "hr"]), "");
     assert_eq!(unsure.status.code(), Some(grace::EXIT_BAD_INPUT as i32));
@@ -442,6 +467,21 @@ async fn mcp_offers_only_the_knowledge_bases_its_principal_may_ask() {
         let r = client.call_tool(call("hr")).await;
         let seen = format!("{r:?}");
         assert_eq!(seen.contains(HR_CANARY), who == "ann", "{who}: {seen}");
+        // Not a name, a huge one, another script's: refused, no crash.
+        for kb in [
+            json!(7),
+            json!({"a": {"b": []}}),
+            json!("k".repeat(100_000)),
+            json!("人事"),
+        ] {
+            let params = CallToolRequestParams::new("rag_search".to_string()).with_arguments(
+                json!({"query": LEAVE, "kb": kb})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            );
+            assert!(client.call_tool(params).await.is_err(), "{who}: {kb:.30}");
+        }
         if who == "bo" {
             // Refused as a name not served is.
             let missing = format!("{:?}", client.call_tool(call("hq")).await);
