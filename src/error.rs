@@ -162,7 +162,7 @@ impl Error {
                 | ReviewError::AlreadyRegistered(_)
                 | ReviewError::WrongState(_) => EXIT_BAD_INPUT,
                 ReviewError::WaitTimedOut { .. } => EXIT_NOT_ANSWERED,
-                ReviewError::Db { .. } | ReviewError::Corrupt { .. } | ReviewError::Io { .. } => {
+                ReviewError::State(_) | ReviewError::Corrupt { .. } | ReviewError::Io { .. } => {
                     EXIT_FAILURE
                 }
             },

@@ -65,6 +65,7 @@ pub mod serve;
 pub mod service;
 pub mod session;
 mod sqlite;
+pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod text;

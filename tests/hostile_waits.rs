@@ -90,7 +90,7 @@ async fn a_waiting_asker_reads_without_the_write_lock_and_wakes_on_the_answer() 
     // Another process holds the write lock for the whole wait. The old
     // poll took it every 200 ms, so it hung on SQLite's busy timeout (10 s)
     // instead of ending at its own 0.5 s.
-    let db = rusqlite::Connection::open(queue.path()).unwrap();
+    let db = rusqlite::Connection::open(queue.sqlite_path().unwrap()).unwrap();
     db.execute_batch("BEGIN IMMEDIATE").unwrap();
     let started = Instant::now();
     let err = grace

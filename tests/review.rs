@@ -716,7 +716,7 @@ fn paraphrases_from_twenty_askers_are_five_escalations_answered_once() {
         for (topic, wordings) in PARAPHRASED.iter().enumerate() {
             let question = wordings[asker % 3];
             let vector = embedder.embed_query(question).unwrap();
-            let run = escalated(question);
+            let run = common::escalated(question);
             let e = queue
                 .escalate(NewEscalation {
                     report: &run,
@@ -778,33 +778,13 @@ fn paraphrases_from_twenty_askers_are_five_escalations_answered_once() {
     }
 }
 
-fn escalated(question: &str) -> grace::exec::RunReport {
-    serde_json::from_value(serde_json::json!({
-        "question": question,
-        "confidence": 0.3,
-        "level": "escalate",
-        "decision": "escalate",
-        "plan": {"by": "default"},
-        "escalation": {
-            "question": question,
-            "reason": "confidence 0.30 is below 0.70 (notify)",
-            "options": ["The knowledge base does not answer this"],
-            "urgency": "blocking",
-            "awaiting_response": true
-        },
-        "steps": [],
-        "recovered": false
-    }))
-    .unwrap()
-}
-
 fn escalate_embedded(
     queue: &ReviewQueue,
     embedder: &dyn grace::embed::Embedder,
     question: &str,
 ) -> grace::review::Escalation {
     let vector = embedder.embed_query(question).unwrap();
-    let run = escalated(question);
+    let run = common::escalated(question);
     queue
         .escalate(NewEscalation {
             report: &run,

@@ -239,6 +239,12 @@ impl Config {
             {
                 derived.qdrant.collection = format!("{}-{name}", self.qdrant.collection);
             }
+            // Its own tables (storage is the server's: never the entry's).
+            derived.storage.postgres.schema = format!(
+                "{}_{}",
+                self.storage.postgres.schema,
+                name.replace('-', "_")
+            );
         } else {
             derived.server.watch.extend(entry.watch.iter().cloned());
         }
@@ -388,6 +394,22 @@ pub(super) fn validate_kbs(c: &Config) -> Result<()> {
     // documents. Names are compared alone (one server has many spellings:
     // localhost, 127.0.0.1, a trailing slash), so no two knowledge bases
     // name the same collection whatever their URLs.
+    // PostgreSQL schemas likewise (`hr-x` and `hr_x` make one name).
+    if c.storage.state == super::StateBackend::Postgres {
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for name in c.kb_names() {
+            let Some(d) = c.for_kb(&name)? else { continue };
+            if let Some(other) = seen.insert(d.storage.postgres.schema.clone(), name.clone()) {
+                return Err(invalid(
+                    &format!("kbs.{name}"),
+                    format!(
+                        "its PostgreSQL schema `{}` is knowledge base `{other}`'s too (`-` reads as `_`): rename one",
+                        d.storage.postgres.schema
+                    ),
+                ));
+            }
+        }
+    }
     if c.storage.backend == super::Backend::Qdrant {
         let mut seen: BTreeMap<String, String> = BTreeMap::new();
         for name in c.kb_names() {

@@ -62,7 +62,7 @@ pub use self::search::{QdrantConfig, Rerank, SearchConfig};
 pub use self::serve::{
     AuditConfig, AuthConfig, JwtConfig, McpConfig, ReviewConfig, ServerConfig, SessionsConfig,
 };
-pub use self::storage::{Backend, Quantization, StorageConfig};
+pub use self::storage::{Backend, PostgresConfig, Quantization, StateBackend, StorageConfig};
 pub use self::tools::*;
 
 /// The knowledge base one configuration's collection is served as (today's

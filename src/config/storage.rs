@@ -47,6 +47,56 @@ pub struct StorageConfig {
     /// many points, so a large ingest never holds more than one segment's
     /// worth unindexed, and the indexed segments are merged up to this size.
     pub segment_points: usize,
+    /// Where GRACE keeps its state besides the vectors (the review queue
+    /// so far; the book, "Running several servers"): `sqlite`, a file per
+    /// store in `data_dir`, or `postgres`, one database several servers
+    /// share (`storage.postgres`).
+    pub state: StateBackend,
+    /// The PostgreSQL database of `state: postgres`.
+    pub postgres: PostgresConfig,
+}
+
+/// Where GRACE's state is kept (`storage.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateBackend {
+    /// SQLite files in `storage.data_dir`: one machine, one server.
+    Sqlite,
+    /// A PostgreSQL database: several servers share it.
+    Postgres,
+}
+
+/// The PostgreSQL database of `storage.state: postgres`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// `postgres://USER@HOST:PORT/DATABASE`, without a password (that is
+    /// read from the variable `password_env` names). The connection is not
+    /// encrypted (no TLS yet): keep the database on a private network.
+    pub url: String,
+    /// The environment variable holding the password; unset or empty: no
+    /// password (trust or peer authentication).
+    pub password_env: String,
+    /// The schema (namespace) GRACE's tables live in; knowledge base
+    /// `NAME` other than `default` uses `<schema>_NAME` (`-` read as `_`).
+    pub schema: String,
+    /// Connections per store and server at most (1..=64).
+    pub pool_size: usize,
+    /// Seconds to wait for a connection, a new one or a free one from
+    /// the pool, before a request fails as unavailable (1..=60).
+    pub connect_timeout_seconds: f64,
+}
+
+impl Default for PostgresConfig {
+    fn default() -> Self {
+        Self {
+            url: String::new(),
+            password_env: "GRACE_POSTGRES_PASSWORD".into(),
+            schema: "grace".into(),
+            pool_size: 8,
+            connect_timeout_seconds: 5.0,
+        }
+    }
 }
 
 /// How the embedded store compresses the dense vectors it keeps in memory
@@ -97,6 +147,8 @@ impl Default for StorageConfig {
             hnsw_ef_construct: 100,
             hnsw_ef: 128,
             segment_points: 50_000,
+            state: StateBackend::Sqlite,
+            postgres: PostgresConfig::default(),
         }
     }
 }

@@ -1,16 +1,20 @@
-//! The review database: opening it (WAL, a busy timeout so that processes
-//! take turns instead of failing), its schema, and timestamps.
+//! The review database: its schema, opening it (a SQLite file, or
+//! PostgreSQL's tables: `crate::state`), JSON columns, and timestamps.
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension};
-
 use super::{Result, ReviewError};
+use crate::state::{Conn, Schema, Store, params};
 
-/// Schema version stored in `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 3;
+/// The review store's schema, at version 3.
+const SCHEMA: Schema = Schema {
+    name: "review",
+    what: "review database",
+    ddl: DDL,
+    version: 3,
+};
 
-const SCHEMA: &str = "
+const DDL: &str = "
 CREATE TABLE IF NOT EXISTS escalations (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     question     TEXT NOT NULL,
@@ -81,6 +85,12 @@ CREATE TABLE IF NOT EXISTS escalation_groups (
     lead_id       INTEGER NOT NULL REFERENCES escalations(id)
 );
 CREATE INDEX IF NOT EXISTS escalation_groups_lead ON escalation_groups(lead_id);
+-- The asker key on PostgreSQL (SQLite keeps it in a file beside the
+-- database, mode 0600: `review/handle.rs`).
+CREATE TABLE IF NOT EXISTS review_secrets (
+    name  TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS context (
     key        TEXT PRIMARY KEY,
     value      TEXT NOT NULL,             -- JSON
@@ -90,30 +100,10 @@ CREATE TABLE IF NOT EXISTS context (
 );
 ";
 
-/// Opens (creating if needed) the database at `path`.
-pub(crate) fn open(path: &Path) -> Result<Connection> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| ReviewError::Io {
-            action: "create the folder",
-            path: parent.to_path_buf(),
-            source,
-        })?;
-    }
-    crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| {
-        e.into_error(
-            path,
-            |path, source| ReviewError::Db { path, source },
-            |path, message| ReviewError::Corrupt { path, message },
-        )
-    })
-}
-
-/// Wraps a SQLite error with the database path.
-pub(crate) fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> ReviewError + '_ {
-    move |source| ReviewError::Db {
-        path: path.to_path_buf(),
-        source,
-    }
+/// Opens (creating if needed) the review store: the SQLite file `path`,
+/// or PostgreSQL's tables when `storage.state` is `postgres`.
+pub(crate) fn open(config: &crate::config::Config, path: &Path) -> Result<Store> {
+    Ok(Store::open(config, SCHEMA, path)?)
 }
 
 /// Now, in the database's unit (Unix milliseconds).
@@ -121,12 +111,12 @@ pub(crate) use crate::sqlite::{now_ms, to_time};
 
 /// Parses a JSON column, naming the row when it is damaged.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
-    path: &Path,
+    place: &str,
     what: &str,
     text: &str,
 ) -> Result<T> {
     serde_json::from_str(text).map_err(|e| ReviewError::Corrupt {
-        path: path.to_path_buf(),
+        place: place.to_string(),
         message: format!("{what}: {e}"),
     })
 }
@@ -138,35 +128,30 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
 }
 
 /// Reads an optional JSON list of ids (NULL = everyone).
-pub(crate) fn allowed_list(path: &Path, text: Option<String>) -> Result<Option<Vec<String>>> {
-    text.map(|t| from_json::<Vec<String>>(path, "allowed list", &t))
+pub(crate) fn allowed_list(place: &str, text: Option<String>) -> Result<Option<Vec<String>>> {
+    text.map(|t| from_json::<Vec<String>>(place, "allowed list", &t))
         .transpose()
 }
 
 /// Whether a reviewer is registered.
-pub(crate) fn reviewer_exists(conn: &Connection, path: &Path, id: &str) -> Result<bool> {
+pub(crate) fn reviewer_exists(conn: &Conn<'_>, id: &str) -> Result<bool> {
     Ok(conn
-        .query_row("SELECT 1 FROM reviewers WHERE id = ?1", [id], |_| Ok(()))
-        .optional()
-        .map_err(db_error(path))?
+        .query_opt("SELECT 1 FROM reviewers WHERE id = ?1", params![id])?
         .is_some())
 }
 
 /// Inserts a message (inside the caller's transaction).
 pub(crate) fn insert_message(
-    tx: &rusqlite::Transaction<'_>,
-    path: &std::path::Path,
+    tx: &Conn<'_>,
     sender: &str,
     recipient: Option<&str>,
     subject: &str,
     body: &str,
     escalation_id: Option<i64>,
 ) -> Result<i64> {
-    tx.execute(
+    Ok(tx.insert(
         "INSERT INTO messages (sender, recipient, subject, body, escalation_id, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        rusqlite::params![sender, recipient, subject, body, escalation_id, now_ms()],
-    )
-    .map_err(db_error(path))?;
-    Ok(tx.last_insert_rowid())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+        params![sender, recipient, subject, body, escalation_id, now_ms()],
+    )?)
 }

@@ -2,8 +2,9 @@
 //! a counter (any client could read escalation 7); the handle is
 //! `sha256(key ‖ "escalation:" ‖ id)`, 128 bits in hex, where `key` is 32
 //! random bytes kept beside the review database (`review.asker-key`, mode
-//! 0600). Nothing per escalation is stored; a handle is checked by
-//! computing it again.
+//! 0600), or, on PostgreSQL, in its table `review_secrets` (every server
+//! derives the same handles). Nothing per escalation is stored; a handle
+//! is checked by computing it again.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,14 +12,46 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::{Result, ReviewError};
+use crate::state::{Store, params};
 
 /// The secret the handles are derived from.
 pub(crate) struct AskerKey([u8; 32]);
 
+/// Its row in `review_secrets`.
+const SECRET_NAME: &str = "asker_key";
+
 impl AskerKey {
+    /// The review store's key: in a file beside a SQLite database, in
+    /// the store's own table otherwise; made the first time.
+    pub(crate) fn load_or_create(store: &Store) -> Result<Self> {
+        match store.sqlite_path() {
+            Some(db) => Self::in_file(db),
+            None => Self::in_table(store),
+        }
+    }
+
+    /// The key in `review_secrets`; the first server to store one wins.
+    fn in_table(store: &Store) -> Result<Self> {
+        let fresh = random_bytes()?;
+        let stored: Vec<u8> = store.write(|tx| {
+            tx.execute(
+                "INSERT INTO review_secrets (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+                params![SECRET_NAME, fresh],
+            )?;
+            let row = tx.query_one("SELECT value FROM review_secrets WHERE name = ?1", params![SECRET_NAME])?;
+            Ok::<_, ReviewError>(row.get(0)?)
+        })?;
+        <[u8; 32]>::try_from(stored.as_slice())
+            .map(Self)
+            .map_err(|_| ReviewError::Corrupt {
+                place: store.place().to_string(),
+                message: "the asker key in review_secrets is not 32 bytes; delete its row to make a new one (handles given out so far stop working)".into(),
+            })
+    }
+
     /// Reads the key beside `db` (`<db>.asker-key`), or makes one from the
     /// system's random source the first time.
-    pub(crate) fn load_or_create(db: &Path) -> Result<Self> {
+    fn in_file(db: &Path) -> Result<Self> {
         let path = db.with_extension("asker-key");
         match read_key(&path) {
             Ok(Some(key)) => return Ok(Self(key)),
@@ -77,7 +110,7 @@ fn read_key(path: &Path) -> Result<Option<[u8; 32]>> {
 
 fn corrupt(path: &Path) -> ReviewError {
     ReviewError::Corrupt {
-        path: path.to_path_buf(),
+        place: path.display().to_string(),
         message: "the asker key is not 32 bytes; remove it to make a new one (handles given out so far stop working)".into(),
     }
 }
@@ -98,18 +131,18 @@ mod tests {
     fn handles_are_stable_per_key_and_differ_per_id_and_key() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("review.sqlite3");
-        let a = AskerKey::load_or_create(&db).unwrap();
-        let again = AskerKey::load_or_create(&db).unwrap();
+        let a = AskerKey::in_file(&db).unwrap();
+        let again = AskerKey::in_file(&db).unwrap();
         assert_eq!(a.handle(7), again.handle(7));
         assert_eq!(a.handle(7).len(), 32);
         assert_ne!(a.handle(7), a.handle(8));
         assert!(a.verify(7, &a.handle(7)));
         assert!(!a.verify(8, &a.handle(7)));
         assert!(!a.verify(7, ""));
-        let other = AskerKey::load_or_create(&dir.path().join("other.sqlite3")).unwrap();
+        let other = AskerKey::in_file(&dir.path().join("other.sqlite3")).unwrap();
         assert_ne!(a.handle(7), other.handle(7));
         // A damaged key is an error, not a fresh key.
         std::fs::write(db.with_extension("asker-key"), b"short").unwrap();
-        assert!(AskerKey::load_or_create(&db).is_err());
+        assert!(AskerKey::in_file(&db).is_err());
     }
 }

@@ -8,15 +8,15 @@
 //!   anyone else gets the same not-found answer as for a missing key.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::db::{
-    allowed_list, db_error, from_json, insert_message, now_ms, reviewer_exists, to_json, to_time,
+    allowed_list, from_json, insert_message, now_ms, reviewer_exists, to_json, to_time,
 };
 use super::queue::ReviewQueue;
 use super::{Result, ReviewError, non_empty, plain_id};
+use crate::state::{Conn, params};
 
 /// A registered human reviewer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -142,15 +142,14 @@ impl ReviewQueue {
             }
         }
         self.write(|tx| {
-            if !overwrite && reviewer_exists(tx, &self.path, &reviewer.id)? {
+            if !overwrite && reviewer_exists(tx, &reviewer.id)? {
                 return Err(ReviewError::AlreadyRegistered(reviewer.id.clone()));
             }
             tx.execute(
                 "INSERT INTO reviewers (id, name, description, created_at) VALUES (?1, ?2, ?3, ?4) \
                  ON CONFLICT(id) DO UPDATE SET name = excluded.name, description = excluded.description",
                 params![reviewer.id, reviewer.name.trim(), reviewer.description.trim(), now_ms()],
-            )
-            .map_err(db_error(&self.path))?;
+            )?;
             Ok(())
         })
     }
@@ -158,19 +157,19 @@ impl ReviewQueue {
     /// Every registered reviewer, by id.
     pub fn reviewers(&self) -> Result<Vec<Reviewer>> {
         self.write(|tx| {
-            let mut stmt = tx
-                .prepare("SELECT id, name, description FROM reviewers ORDER BY id")
-                .map_err(db_error(&self.path))?;
-            stmt.query_map([], |r| {
+            tx.query(
+                "SELECT id, name, description FROM reviewers ORDER BY id",
+                params![],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(Reviewer {
                     id: r.get(0)?,
                     name: r.get(1)?,
                     description: r.get(2)?,
                 })
             })
-            .map_err(db_error(&self.path))?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(db_error(&self.path))
+            .collect()
         })
     }
 
@@ -187,14 +186,14 @@ impl ReviewQueue {
         self.write(|tx| {
             if let Some(r) = recipient {
                 non_empty("the recipient", r)?;
-                if !reviewer_exists(tx, &self.path, r)? {
+                if !reviewer_exists(tx, r)? {
                     return Err(ReviewError::NotFound {
                         what: "reviewer",
                         id: format!("{r:?}"),
                     });
                 }
             }
-            insert_message(tx, &self.path, sender, recipient, subject, body, None)
+            insert_message(tx, sender, recipient, subject, body, None)
         })
     }
 
@@ -203,15 +202,15 @@ impl ReviewQueue {
     pub fn messages(&self, reviewer: &str, status: Option<MessageStatus>) -> Result<Vec<Message>> {
         non_empty("the reviewer id", reviewer)?;
         let all = self.write(|tx| {
-            let mut stmt = tx
-                .prepare(
-                    "SELECT m.id, m.sender, m.recipient, m.subject, m.body, m.escalation_id, m.created_at, \
-                     COALESCE(s.status, 'pending') FROM messages m \
-                     LEFT JOIN message_status s ON s.message_id = m.id AND s.reviewer_id = ?1 \
-                     WHERE m.recipient IS NULL OR m.recipient = ?1 ORDER BY m.id DESC",
-                )
-                .map_err(db_error(&self.path))?;
-            stmt.query_map([reviewer], |r| {
+            tx.query(
+                "SELECT m.id, m.sender, m.recipient, m.subject, m.body, m.escalation_id, m.created_at, \
+                 COALESCE(s.status, 'pending') FROM messages m \
+                 LEFT JOIN message_status s ON s.message_id = m.id AND s.reviewer_id = ?1 \
+                 WHERE m.recipient IS NULL OR m.recipient = ?1 ORDER BY m.id DESC",
+                params![reviewer],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(Message {
                     id: r.get(0)?,
                     sender: r.get(1)?,
@@ -220,12 +219,10 @@ impl ReviewQueue {
                     body: r.get(4)?,
                     escalation_id: r.get(5)?,
                     created_at: to_time(r.get(6)?),
-                    status: MessageStatus::parse(&r.get::<_, String>(7)?),
+                    status: MessageStatus::parse(&r.get::<String>(7)?),
                 })
             })
-            .map_err(db_error(&self.path))?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(db_error(&self.path))
+            .collect::<Result<Vec<_>>>()
         })?;
         Ok(all
             .into_iter()
@@ -252,15 +249,14 @@ impl ReviewQueue {
         non_empty("the reviewer id", reviewer)?;
         self.write(|tx| {
             let current: Option<String> = tx
-                .query_row(
+                .query_opt(
                     "SELECT COALESCE(s.status, 'pending') FROM messages m \
                      LEFT JOIN message_status s ON s.message_id = m.id AND s.reviewer_id = ?2 \
                      WHERE m.id = ?1 AND (m.recipient IS NULL OR m.recipient = ?2)",
                     params![message_id, reviewer],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(db_error(&self.path))?;
+                )?
+                .map(|r| r.get(0))
+                .transpose()?;
             let current = MessageStatus::parse(&current.ok_or_else(|| ReviewError::NotFound {
                 what: "message",
                 id: message_id.to_string(),
@@ -276,8 +272,7 @@ impl ReviewQueue {
                 "INSERT INTO message_status (message_id, reviewer_id, status, updated_at) VALUES (?1, ?2, ?3, ?4) \
                  ON CONFLICT(message_id, reviewer_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at",
                 params![message_id, reviewer, to.as_str(), now_ms()],
-            )
-            .map_err(db_error(&self.path))?;
+            )?;
             Ok(to)
         })
     }
@@ -320,8 +315,7 @@ impl ReviewQueue {
                  ON CONFLICT(key) DO UPDATE SET value = excluded.value, allowed = excluded.allowed, \
                  updated_at = excluded.updated_at",
                 params![key, to_json(value), owner, allowed, now_ms()],
-            )
-            .map_err(db_error(&self.path))?;
+            )?;
             Ok(())
         })
     }
@@ -338,28 +332,27 @@ impl ReviewQueue {
         })
     }
 
-    fn context_row(&self, tx: &Transaction<'_>, key: &str) -> Result<Option<ContextValue>> {
+    fn context_row(&self, tx: &Conn<'_>, key: &str) -> Result<Option<ContextValue>> {
         let row = tx
-            .query_row(
+            .query_opt(
                 "SELECT value, owner, allowed, updated_at FROM context WHERE key = ?1",
-                [key],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, Option<String>>(2)?,
-                        r.get::<_, i64>(3)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(db_error(&self.path))?;
+                params![key],
+            )?
+            .map(|r| -> Result<_> {
+                Ok((
+                    r.get::<String>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<Option<String>>(2)?,
+                    r.get::<i64>(3)?,
+                ))
+            })
+            .transpose()?;
         row.map(|(value, owner, allowed, at)| {
             Ok(ContextValue {
                 key: key.to_string(),
-                value: from_json(&self.path, &format!("context {key:?}"), &value)?,
+                value: from_json(self.store.place(), &format!("context {key:?}"), &value)?,
                 owner,
-                access: match allowed_list(&self.path, allowed)? {
+                access: match allowed_list(self.store.place(), allowed)? {
                     None => Access::Public,
                     Some(list) => Access::Restricted(list),
                 },

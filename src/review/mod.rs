@@ -16,9 +16,10 @@
 //!   hint instead of becoming the answer.
 //!
 //! Several processes may use the same database at once (a CLI reviewer,
-//! `grace serve`, an asker waiting): writes take SQLite's write lock
-//! (`BEGIN IMMEDIATE`), so two reviewers claiming one escalation cannot
-//! both win.
+//! `grace serve`, an asker waiting; with `storage.state: postgres`,
+//! several servers): writes take the store's writer lock
+//! ([`crate::state::Store::write`]), so two reviewers claiming one
+//! escalation cannot both win.
 
 mod db;
 mod handle;
@@ -88,21 +89,15 @@ pub enum ReviewError {
         /// Seconds waited.
         seconds: f64,
     },
-    /// The SQLite database failed.
-    #[error("review database {path}: {source}")]
-    Db {
-        /// The database file.
-        path: PathBuf,
-        /// SQLite's error.
-        #[source]
-        source: rusqlite::Error,
-    },
-    /// Stored review data cannot be read: a record that does not parse, or a
-    /// schema newer than this GRACE.
-    #[error("review data in {path} is damaged: {message}")]
+    /// The review database failed (SQLite's file or PostgreSQL), or its
+    /// schema is newer than this GRACE.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    /// Stored review data cannot be read: a record that does not parse.
+    #[error("review data in {place} is damaged: {message}")]
     Corrupt {
-        /// The database file.
-        path: PathBuf,
+        /// The database (its file, or PostgreSQL's schema).
+        place: String,
         /// What is damaged.
         message: String,
     },

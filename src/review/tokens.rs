@@ -8,13 +8,13 @@
 //! enough: the token has 256 bits of entropy, so there is nothing to
 //! guess, and looking up a hash leaks nothing about a token by timing.
 
-use rusqlite::{OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
-use super::db::{db_error, now_ms, reviewer_exists};
+use super::db::{now_ms, reviewer_exists};
 use super::queue::ReviewQueue;
 use super::{Result, ReviewError};
 use crate::durable::hex;
+use crate::state::params;
 
 /// What every reviewer token starts with (so that a leaked one is
 /// recognisable in logs and secret scanners).
@@ -35,7 +35,7 @@ impl ReviewQueue {
         let token = format!("{TOKEN_PREFIX}{}", hex(&super::handle::random_bytes()?));
         let hashed = hash(&token);
         self.write(|tx| {
-            if !reviewer_exists(tx, &self.path, id)? {
+            if !reviewer_exists(tx, id)? {
                 return Err(ReviewError::NotFound {
                     what: "reviewer",
                     id: format!("{id:?} (register with `grace review register`)"),
@@ -46,8 +46,7 @@ impl ReviewQueue {
                  ON CONFLICT(reviewer_id) DO UPDATE SET token_hash = excluded.token_hash, \
                  issued_at = excluded.issued_at",
                 params![id, hashed, now_ms()],
-            )
-            .map_err(db_error(&self.path))?;
+            )?;
             Ok(())
         })?;
         tracing::info!(reviewer = id, "reviewer token issued");
@@ -61,13 +60,13 @@ impl ReviewQueue {
         }
         let hashed = hash(token);
         self.read(|conn| {
-            conn.query_row(
-                "SELECT reviewer_id FROM reviewer_tokens WHERE token_hash = ?1",
-                [hashed],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(db_error(&self.path))
+            Ok(conn
+                .query_opt(
+                    "SELECT reviewer_id FROM reviewer_tokens WHERE token_hash = ?1",
+                    params![hashed],
+                )?
+                .map(|r| r.get(0))
+                .transpose()?)
         })
     }
 
@@ -75,13 +74,10 @@ impl ReviewQueue {
     pub fn has_token(&self, id: &str) -> Result<bool> {
         self.read(|conn| {
             Ok(conn
-                .query_row(
+                .query_opt(
                     "SELECT 1 FROM reviewer_tokens WHERE reviewer_id = ?1",
-                    [id],
-                    |_| Ok(()),
-                )
-                .optional()
-                .map_err(db_error(&self.path))?
+                    params![id],
+                )?
                 .is_some())
         })
     }

@@ -150,6 +150,8 @@ fn review_status(e: &ReviewError) -> (StatusCode, &'static str) {
         | ReviewError::AlreadyRegistered(_)
         | ReviewError::WrongState(_) => (StatusCode::CONFLICT, "conflict"),
         ReviewError::WaitTimedOut { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
+        // PostgreSQL unreachable (restarting, failing over): retry.
+        ReviewError::State(s) if s.is_unavailable() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }
 }

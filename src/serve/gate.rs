@@ -528,7 +528,8 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
                             "the review endpoints take a reviewer's own token (`grace review register`) or server.admin_api_key",
                         );
                     }
-                    Ok(Err(e)) => return ApiError::internal(e).into_response(),
+                    // The review database unreachable: 503, retry.
+                    Ok(Err(e)) => return ApiError::from(e).into_response(),
                     Err(e) => return ApiError::internal(e).into_response(),
                 }
             } else {

@@ -349,3 +349,25 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// An escalated run of `question` with nothing else in it: for tests of
+/// the review queue that need one to put in it.
+pub fn escalated(question: &str) -> grace::exec::RunReport {
+    serde_json::from_value(serde_json::json!({
+        "question": question,
+        "confidence": 0.3,
+        "level": "escalate",
+        "decision": "escalate",
+        "plan": {"by": "default"},
+        "escalation": {
+            "question": question,
+            "reason": "confidence 0.30 is below 0.70 (notify)",
+            "options": ["The knowledge base does not answer this"],
+            "urgency": "blocking",
+            "awaiting_response": true
+        },
+        "steps": [],
+        "recovered": false
+    }))
+    .expect("a run report")
+}

@@ -3,14 +3,14 @@
 //! promotion.
 
 use chrono::Utc;
-use rusqlite::params;
 
 use super::types::{Escalation, Outcome, Resolution, ReviewAnswer, Status, Viewer};
 use super::{ReviewQueue, conflict};
 use crate::confidence::level;
 use crate::exec::{Decision, HumanReply, RunReport, review_options};
-use crate::review::db::{db_error, now_ms, to_json};
+use crate::review::db::{now_ms, to_json};
 use crate::review::{Result, ReviewError, non_empty};
+use crate::state::params;
 use crate::tools::{Urgency, UserRequest};
 
 impl ReviewQueue {
@@ -196,8 +196,7 @@ impl ReviewQueue {
             tx.execute(
                 "UPDATE escalations SET run = ?2, request = ?3, reason = ?4, updated_at = ?5 WHERE id = ?1",
                 params![id, to_json(&run), to_json(&request), request.reason, now_ms()],
-            )
-            .map_err(db_error(&self.path))?;
+            )?;
             self.audit(tx, id, reviewer, "replanned", Some(Status::Claimed), Some(Status::Claimed), hint)?;
             self.load(tx, id, Viewer::Reviewer(reviewer))
         })
@@ -230,8 +229,7 @@ impl ReviewQueue {
             tx.execute(
                 "UPDATE escalations SET resolution = ?2, updated_at = ?3 WHERE id = ?1",
                 params![id, to_json(&resolution), now_ms()],
-            )
-            .map_err(db_error(&self.path))?;
+            )?;
             let (action, detail) = match source {
                 Some(s) => ("promoted", s.to_string()),
                 None => (

@@ -1,12 +1,11 @@
 //! A reviewer taking an escalation and giving it back: one of several
 //! reviewers claiming at once wins.
 
-use rusqlite::{Transaction, params};
-
 use super::types::{Escalation, Status, Viewer};
 use super::{ReviewQueue, conflict};
-use crate::review::db::{self, db_error, now_ms};
+use crate::review::db::{self, now_ms};
 use crate::review::{Result, ReviewError, non_empty};
+use crate::state::{Conn, params};
 
 impl ReviewQueue {
     /// A reviewer takes an escalation. Exactly one of several reviewers
@@ -37,18 +36,16 @@ impl ReviewQueue {
 
     /// Moves a visible, open escalation to `claimed` by `reviewer`, or
     /// refuses (claimed by another, already settled).
-    pub(super) fn take(&self, tx: &Transaction<'_>, e: &Escalation, reviewer: &str) -> Result<()> {
+    pub(super) fn take(&self, tx: &Conn<'_>, e: &Escalation, reviewer: &str) -> Result<()> {
         match (e.status, e.claimed_by.as_deref()) {
             (Status::Pending, _) => {
                 // The status check in the WHERE clause makes the claim
                 // atomic even against a writer that raced past our read.
-                let changed = tx
-                    .execute(
-                        "UPDATE escalations SET status = 'claimed', claimed_by = ?2, updated_at = ?3 \
+                let changed = tx.execute(
+                    "UPDATE escalations SET status = 'claimed', claimed_by = ?2, updated_at = ?3 \
                          WHERE id = ?1 AND status = 'pending'",
-                        params![e.id, reviewer, now_ms()],
-                    )
-                    .map_err(db_error(&self.path))?;
+                    params![e.id, reviewer, now_ms()],
+                )?;
                 if changed != 1 {
                     return Err(conflict(e.id, "was claimed by another reviewer".into()));
                 }
@@ -74,9 +71,9 @@ impl ReviewQueue {
         }
     }
 
-    pub(super) fn require_reviewer(&self, tx: &Transaction<'_>, reviewer: &str) -> Result<()> {
+    pub(super) fn require_reviewer(&self, tx: &Conn<'_>, reviewer: &str) -> Result<()> {
         non_empty("the reviewer id", reviewer)?;
-        if !db::reviewer_exists(tx, &self.path, reviewer)? {
+        if !db::reviewer_exists(tx, reviewer)? {
             return Err(ReviewError::NotFound {
                 what: "reviewer",
                 id: format!("{reviewer:?} (register with `grace review register`)"),

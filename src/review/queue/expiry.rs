@@ -2,26 +2,23 @@
 //! draft marked as not reviewed or the run cancelled.
 
 use chrono::Utc;
-use rusqlite::{OptionalExtension, Transaction};
 
 use super::ReviewQueue;
 use super::types::{Outcome, Resolution, Status, Viewer};
 use crate::exec::Decision;
 use crate::review::Result;
-use crate::review::db::{db_error, now_ms};
+use crate::review::db::now_ms;
+use crate::state::{Conn, params};
 
 impl ReviewQueue {
     /// Settles escalations past their time, taking the write lock only when
     /// an index lookup finds one due (every write settles them first).
     pub(super) fn settle_due(&self) -> Result<()> {
         let due = self.read(|conn| {
-            conn.query_row(
+            Ok(conn.query_opt(
                 "SELECT 1 FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1 LIMIT 1",
-                [now_ms()],
-                |_| Ok(()),
-            )
-            .optional()
-            .map_err(db_error(&self.path))
+                params![now_ms()],
+            )?)
         })?;
         if due.is_some() {
             self.write(|_| Ok(()))?;
@@ -32,17 +29,16 @@ impl ReviewQueue {
     /// Settles every open escalation past its time: with
     /// `auto_proceed_on_timeout` the asker gets the draft marked as not
     /// reviewed (when there is a draft), otherwise the run is cancelled.
-    pub(super) fn expire_due(&self, tx: &Transaction<'_>) -> Result<()> {
+    pub(super) fn expire_due(&self, tx: &Conn<'_>) -> Result<()> {
         let now = now_ms();
-        let due: Vec<i64> = {
-            let mut stmt = tx
-                .prepare("SELECT id FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1")
-                .map_err(db_error(&self.path))?;
-            stmt.query_map([now], |r| r.get(0))
-                .map_err(db_error(&self.path))?
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(db_error(&self.path))?
-        };
+        let due: Vec<i64> = tx
+            .query(
+                "SELECT id FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1",
+                params![now],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect::<std::result::Result<_, _>>()?;
         for id in due {
             let e = self.load(tx, id, Viewer::Asker)?;
             let draft = e.run.answer.as_ref().filter(|a| !a.abstained);

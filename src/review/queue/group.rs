@@ -15,13 +15,13 @@
 //! it was ([`Resolution::for_question`]).
 
 use crate::access::ReadScope;
-use rusqlite::{Connection, Transaction, params};
 
 use super::types::{AlsoAsked, Escalation, Resolution, Status, Viewer};
 use super::{ReviewQueue, conflict};
 use crate::embed::{cosine, dequantise};
 use crate::review::Result;
-use crate::review::db::{db_error, to_time};
+use crate::review::db::to_time;
+use crate::state::{Conn, params};
 
 /// The open escalations a new one is compared with, newest first: a
 /// bound on the work of one escalation, whatever the queue holds.
@@ -119,39 +119,41 @@ impl ReviewQueue {
     /// names the same things.
     pub(super) fn lead_for(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Conn<'_>,
         collection: &str,
         allowed: Option<&str>,
         question: &str,
         vector: &[f32],
         scope: &ReadScope,
     ) -> Result<Option<i64>> {
-        let mut stmt = tx
-            .prepare_cached(
-                "SELECT e.id, COALESCE(json_extract(e.run, '$.rewrite.question'), e.question), v.vector, \
-                 json(json_extract(e.run, '$.scope')) \
-                 FROM escalations e \
-                 JOIN escalation_vectors v ON v.escalation_id = e.id \
-                 WHERE e.status IN ('pending', 'claimed') AND e.collection = ?1 \
-                   AND e.allowed IS ?2 \
-                   AND NOT EXISTS (SELECT 1 FROM escalation_groups g \
-                        JOIN escalations l ON l.id = g.lead_id \
-                        WHERE g.escalation_id = e.id AND l.status IN ('pending', 'claimed')) \
-                 ORDER BY e.id DESC LIMIT ?3",
-            )
-            .map_err(db_error(&self.path))?;
-        let candidates = stmt
-            .query_map(params![collection, allowed, MAX_CANDIDATES], |r| {
+        let sql = tx.dialect();
+        let candidates = tx
+            .query(
+                &format!(
+                    "SELECT e.id, COALESCE({}, e.question), v.vector, {} \
+                     FROM escalations e \
+                     JOIN escalation_vectors v ON v.escalation_id = e.id \
+                     WHERE e.status IN ('pending', 'claimed') AND e.collection = ?1 \
+                       AND e.allowed IS NOT DISTINCT FROM ?2 \
+                       AND NOT EXISTS (SELECT 1 FROM escalation_groups g \
+                            JOIN escalations l ON l.id = g.lead_id \
+                            WHERE g.escalation_id = e.id AND l.status IN ('pending', 'claimed')) \
+                     ORDER BY e.id DESC LIMIT ?3",
+                    sql.json_text("e.run", &["rewrite", "question"]),
+                    sql.json_value("e.run", &["scope"]),
+                ),
+                params![collection, allowed, MAX_CANDIDATES],
+            )?
+            .iter()
+            .map(|r| {
                 Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Vec<u8>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
+                    r.get::<i64>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<Vec<u8>>(2)?,
+                    r.get::<Option<String>>(3)?,
                 ))
             })
-            .map_err(db_error(&self.path))?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(db_error(&self.path))?;
+            .collect::<Result<Vec<_>>>()?;
         // The same question quantises to the same bytes: a cosine of 1
         // within rounding.
         let threshold = self.group_cosine - 1e-5;
@@ -179,18 +181,18 @@ impl ReviewQueue {
     /// `limit`.
     pub(super) fn also_asked(
         &self,
-        conn: &Connection,
+        conn: &Conn<'_>,
         lead: i64,
         limit: i64,
     ) -> Result<Vec<AlsoAsked>> {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT e.id, e.question, e.asker, e.created_at FROM escalation_groups g \
-                 JOIN escalations e ON e.id = g.escalation_id \
-                 WHERE g.lead_id = ?1 AND e.status IN ('pending', 'claimed') ORDER BY e.id LIMIT ?2",
-            )
-            .map_err(db_error(&self.path))?;
-        stmt.query_map(params![lead, limit], |r| {
+        conn.query(
+            "SELECT e.id, e.question, e.asker, e.created_at FROM escalation_groups g \
+             JOIN escalations e ON e.id = g.escalation_id \
+             WHERE g.lead_id = ?1 AND e.status IN ('pending', 'claimed') ORDER BY e.id LIMIT ?2",
+            params![lead, limit],
+        )?
+        .iter()
+        .map(|r| {
             Ok(AlsoAsked {
                 id: r.get(0)?,
                 question: r.get(1)?,
@@ -198,27 +200,20 @@ impl ReviewQueue {
                 created_at: to_time(r.get(3)?),
             })
         })
-        .map_err(db_error(&self.path))?
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(db_error(&self.path))
+        .collect()
     }
 
     /// `e` with its group: the open lead it joined, or those that joined it
     /// (at most [`MAX_SHOWN`]).
-    pub(super) fn with_group(&self, conn: &Connection, mut e: Escalation) -> Result<Escalation> {
+    pub(super) fn with_group(&self, conn: &Conn<'_>, mut e: Escalation) -> Result<Escalation> {
         e.joined_to = conn
-            .query_row(
+            .query_opt(
                 "SELECT g.lead_id FROM escalation_groups g JOIN escalations l ON l.id = g.lead_id \
                  WHERE g.escalation_id = ?1 AND l.status IN ('pending', 'claimed')",
-                [e.id],
-                |r| r.get(0),
-            )
-            .map(Some)
-            .or_else(|err| match err {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                other => Err(other),
-            })
-            .map_err(db_error(&self.path))?;
+                params![e.id],
+            )?
+            .map(|r| r.get(0))
+            .transpose()?;
         e.also_asked = self.also_asked(conn, e.id, MAX_SHOWN)?;
         Ok(e)
     }
@@ -229,7 +224,7 @@ impl ReviewQueue {
     /// worded otherwise. Their drafts were not judged: no verdict.
     pub(super) fn settle_joined(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Conn<'_>,
         lead: &Escalation,
         to: Status,
         resolution: &Resolution,
@@ -276,9 +271,8 @@ impl ReviewQueue {
             }
             tx.execute(
                 "DELETE FROM escalation_groups WHERE escalation_id = ?1",
-                [id],
-            )
-            .map_err(db_error(&self.path))?;
+                params![id],
+            )?;
             self.audit(
                 tx,
                 id,

@@ -1,12 +1,11 @@
 //! Reading escalations back: lists and pages, counts by status, one
 //! escalation, its audit log; and who may see which.
 
-use rusqlite::{Connection, OptionalExtension, params};
-
 use super::ReviewQueue;
 use super::types::{AuditEntry, Escalation, ListFilter, Status, Viewer};
-use crate::review::db::{allowed_list, db_error, from_json, to_time};
+use crate::review::db::{allowed_list, from_json, to_time};
 use crate::review::{Result, ReviewError};
+use crate::state::{Conn, Row, params};
 
 const COLUMNS: &str = "id, question, reason, request, run, collection, asker, allowed, status, \
      claimed_by, created_at, updated_at, expires_at, resolution";
@@ -43,24 +42,23 @@ impl ReviewQueue {
             Viewer::Reviewer(r) => (false, Some(r)),
             Viewer::Anyone => (false, None),
         };
+        // No limit: as many as there can be (PostgreSQL refuses -1).
         let limit = filter
             .limit
-            .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+            .map_or(i64::MAX, |l| i64::try_from(l).unwrap_or(i64::MAX));
         self.settle_due()?;
         let rows = self.read(|conn| {
-            let mut stmt = conn
-                .prepare_cached(&format!(
+            let restricted = conn.dialect().json_list_has("escalations.allowed", "?4");
+            conn.query(
+                &format!(
                     "SELECT {COLUMNS} FROM escalations \
-                     WHERE (?1 IS NULL OR status = ?1) \
+                     WHERE (CAST(?1 AS TEXT) IS NULL OR status = ?1) \
                        AND (?2 = 0 OR status IN ('pending', 'claimed')) \
-                       AND (?3 = 1 OR allowed IS NULL \
-                            OR EXISTS (SELECT 1 FROM json_each(escalations.allowed) WHERE value = ?4)) \
-                       AND (?5 IS NULL OR id < ?5) \
+                       AND (?3 = 1 OR allowed IS NULL OR {restricted}) \
+                       AND (CAST(?5 AS BIGINT) IS NULL OR id < ?5) \
                        AND NOT {JOINED_OPEN} \
                      ORDER BY id DESC LIMIT ?6"
-                ))
-                .map_err(db_error(&self.path))?;
-            stmt.query_map(
+                ),
                 params![
                     filter.status.map(Status::as_str),
                     filter.open_only,
@@ -69,11 +67,10 @@ impl ReviewQueue {
                     filter.before,
                     limit
                 ],
-                raw_row,
-            )
-            .map_err(db_error(&self.path))?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(db_error(&self.path))
+            )?
+            .iter()
+            .map(raw_row)
+            .collect::<Result<Vec<_>>>()
         })?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -91,15 +88,15 @@ impl ReviewQueue {
     pub fn counts(&self) -> Result<Vec<(Status, u64)>> {
         self.settle_due()?;
         let found: Vec<(String, i64)> = self.read(|conn| {
-            let mut stmt = conn
-                .prepare_cached(&format!(
+            conn.query(
+                &format!(
                     "SELECT status, COUNT(*) FROM escalations WHERE NOT {JOINED_OPEN} GROUP BY status"
-                ))
-                .map_err(db_error(&self.path))?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(db_error(&self.path))?
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(db_error(&self.path))
+                ),
+                params![],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect()
         })?;
         Ok(Status::ALL
             .iter()
@@ -119,17 +116,15 @@ impl ReviewQueue {
     /// joined); `None` before the first.
     pub fn typical_wait(&self) -> Result<Option<std::time::Duration>> {
         let mut waits: Vec<i64> = self.read(|conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT a.at - e.created_at FROM audit a JOIN escalations e ON e.id = a.escalation_id \
-                     WHERE a.action = 'answered' AND a.detail NOT LIKE 'with #%' \
-                     ORDER BY a.id DESC LIMIT ?1",
-                )
-                .map_err(db_error(&self.path))?;
-            stmt.query_map([TYPICAL_WAIT_SAMPLE], |r| r.get(0))
-                .map_err(db_error(&self.path))?
-                .collect::<std::result::Result<Vec<i64>, _>>()
-                .map_err(db_error(&self.path))
+            conn.query(
+                "SELECT a.at - e.created_at FROM audit a JOIN escalations e ON e.id = a.escalation_id \
+                 WHERE a.action = 'answered' AND a.detail NOT LIKE 'with #%' \
+                 ORDER BY a.id DESC LIMIT ?1",
+                params![TYPICAL_WAIT_SAMPLE],
+            )?
+            .iter()
+            .map(|r| Ok(r.get(0)?))
+            .collect::<Result<_>>()
         })?;
         if waits.is_empty() {
             return Ok(None);
@@ -160,26 +155,24 @@ impl ReviewQueue {
     pub fn log(&self, id: i64, viewer: Viewer<'_>) -> Result<Vec<AuditEntry>> {
         self.write(|tx| {
             self.load(tx, id, viewer)?;
-            let mut stmt = tx
-                .prepare(
+            let rows = tx
+                .query(
                     "SELECT at, actor, action, from_status, to_status, detail FROM audit \
                      WHERE escalation_id = ?1 ORDER BY id",
-                )
-                .map_err(db_error(&self.path))?;
-            let rows = stmt
-                .query_map([id], |r| {
+                    params![id],
+                )?
+                .iter()
+                .map(|r| {
                     Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, Option<String>>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                        r.get::<_, String>(5)?,
+                        r.get::<i64>(0)?,
+                        r.get::<String>(1)?,
+                        r.get::<String>(2)?,
+                        r.get::<Option<String>>(3)?,
+                        r.get::<Option<String>>(4)?,
+                        r.get::<String>(5)?,
                     ))
                 })
-                .map_err(db_error(&self.path))?
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(db_error(&self.path))?;
+                .collect::<Result<Vec<_>>>()?;
             rows.into_iter()
                 .map(|(at, actor, action, from, to, detail)| {
                     Ok(AuditEntry {
@@ -195,20 +188,15 @@ impl ReviewQueue {
         })
     }
 
-    pub(super) fn load(
-        &self,
-        conn: &Connection,
-        id: i64,
-        viewer: Viewer<'_>,
-    ) -> Result<Escalation> {
+    pub(super) fn load(&self, conn: &Conn<'_>, id: i64, viewer: Viewer<'_>) -> Result<Escalation> {
         let row = conn
-            .query_row(
+            .query_opt(
                 &format!("SELECT {COLUMNS} FROM escalations WHERE id = ?1"),
-                [id],
-                raw_row,
-            )
-            .optional()
-            .map_err(db_error(&self.path))?;
+                params![id],
+            )?
+            .as_ref()
+            .map(raw_row)
+            .transpose()?;
         let not_found = || ReviewError::NotFound {
             what: "escalation",
             id: id.to_string(),
@@ -222,7 +210,7 @@ impl ReviewQueue {
     }
 
     fn decode(&self, r: RawRow) -> Result<Escalation> {
-        let p = &self.path;
+        let p = self.store.place();
         let what = |field: &str| format!("escalation {} {field}", r.id);
         Ok(Escalation {
             id: r.id,
@@ -270,7 +258,7 @@ struct RawRow {
     resolution: Option<String>,
 }
 
-fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
+fn raw_row(r: &Row) -> Result<RawRow> {
     Ok(RawRow {
         id: r.get(0)?,
         question: r.get(1)?,

@@ -27,22 +27,20 @@ pub use self::types::{
 pub use self::wait::EscalationHandle;
 
 use crate::audit::{Action, AuditLog, Record};
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
-
-use super::db::{self, db_error, now_ms, to_json};
+use super::db::{self, now_ms, to_json};
 use super::{Result, ReviewError, non_empty, plain_id};
 use crate::config::{Config, ReviewConfig, Thresholds};
+use crate::state::{Conn, Store, params};
 
 /// The durable escalation queue (and, in `review::messages`, reviewers,
-/// messages and shared context). Cheap to share: one connection behind a
-/// mutex; other processes use their own.
+/// messages and shared context). Cheap to share: one SQLite connection
+/// behind a mutex (other processes use their own), or a pool of
+/// PostgreSQL connections.
 pub struct ReviewQueue {
-    pub(super) path: PathBuf,
-    conn: Mutex<Connection>,
+    pub(super) store: Store,
     /// Derives the askers' handles (see `review/handle.rs`).
     asker_key: super::handle::AskerKey,
     config: ReviewConfig,
@@ -65,17 +63,21 @@ impl ReviewQueue {
         Self::open_at(&config.review_db_path(), config)
     }
 
-    /// Opens the queue in a given database file.
+    /// Opens the queue in a given database file (or, with
+    /// `storage.state: postgres`, in PostgreSQL: `path` is not used).
     pub fn open_at(path: &Path, config: &Config) -> Result<Self> {
-        let conn = db::open(path)?;
+        let store = db::open(config, path)?;
+        let changes = tokio::sync::watch::Sender::new(0u64);
+        // Another server's write wakes this one's waiting askers.
+        let wake = changes.clone();
+        store.watch(move || wake.send_modify(|n| *n = n.wrapping_add(1)));
         Ok(Self {
             group_cosine: group_cosine(config),
-            path: path.to_path_buf(),
-            conn: Mutex::new(conn),
-            asker_key: super::handle::AskerKey::load_or_create(path)?,
+            asker_key: super::handle::AskerKey::load_or_create(&store)?,
+            store,
             config: config.review.clone(),
             thresholds: config.confidence.thresholds.clone(),
-            changes: tokio::sync::watch::Sender::new(0),
+            changes,
             log: AuditLog::new(&config.storage.data_dir, &config.audit),
             kb: config.kb_name().to_string(),
         })
@@ -91,9 +93,14 @@ impl ReviewQueue {
         );
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The database: its file, or PostgreSQL's server and schema.
+    pub fn place(&self) -> &str {
+        self.store.place()
+    }
+
+    /// The SQLite file, when the queue is kept in one.
+    pub fn sqlite_path(&self) -> Option<&Path> {
+        self.store.sqlite_path()
     }
 
     /// The asker's handle on escalation `id`: what a remote asker shows to
@@ -117,28 +124,19 @@ impl ReviewQueue {
 
     /// Runs `f` in a write transaction, after settling escalations that
     /// are past their time (so every caller sees expiry when it is due).
-    pub(super) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(db_error(&self.path))?;
-        self.expire_due(&tx)?;
-        let out = f(&tx)?;
-        tx.commit().map_err(db_error(&self.path))?;
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
+        let out = self.store.write(|tx| {
+            self.expire_due(tx)?;
+            f(tx)
+        })?;
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
         Ok(out)
     }
 
     /// Runs `f` on the connection without a write transaction: for lookups
     /// that must not wait on writers (each request's token check).
-    pub(super) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        f(&self.lock())
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves SQLite consistent (the
-        // transaction rolls back on drop), so a poisoned lock is usable.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    pub(super) fn read<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
+        self.store.read(f)
     }
 
     /// Puts an escalated run in the queue and tells the reviewers (a
@@ -185,10 +183,10 @@ impl ReviewQueue {
             };
             let now = now_ms();
             let expires = now.saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX));
-            tx.execute(
+            let id = tx.insert(
                 "INSERT INTO escalations (question, reason, request, run, collection, asker, allowed, \
                  status, created_at, updated_at, expires_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?8, ?9)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?8, ?9) RETURNING id",
                 params![
                     new.report.question,
                     request.reason,
@@ -200,24 +198,20 @@ impl ReviewQueue {
                     now,
                     expires
                 ],
-            )
-            .map_err(db_error(&self.path))?;
-            let id = tx.last_insert_rowid();
+            )?;
             self.audit(tx, id, new.asker, "escalated", None, Some(Status::Pending), &request.reason)?;
             if let Some(v) = &vector {
                 tx.execute(
                     "INSERT INTO escalation_vectors (escalation_id, vector) VALUES (?1, ?2)",
                     params![id, v],
-                )
-                .map_err(db_error(&self.path))?;
+                )?;
             }
             if let Some(lead) = lead {
                 // The reviewers already have the lead: no new message.
                 tx.execute(
                     "INSERT INTO escalation_groups (escalation_id, lead_id) VALUES (?1, ?2)",
                     params![id, lead],
-                )
-                .map_err(db_error(&self.path))?;
+                )?;
                 let detail = format!("#{lead}");
                 self.audit(tx, id, new.asker, "joined", Some(Status::Pending), Some(Status::Pending), &detail)?;
                 return Ok(id);
@@ -226,11 +220,11 @@ impl ReviewQueue {
             let subject = format!("Escalation #{id} needs a reviewer");
             match &new.allowed {
                 None => {
-                    super::db::insert_message(tx, &self.path, "grace", None, &subject, &body, Some(id))?;
+                    super::db::insert_message(tx, "grace", None, &subject, &body, Some(id))?;
                 }
                 Some(list) => {
                     for r in list {
-                        super::db::insert_message(tx, &self.path, "grace", Some(r), &subject, &body, Some(id))?;
+                        super::db::insert_message(tx, "grace", Some(r), &subject, &body, Some(id))?;
                     }
                 }
             }
@@ -243,7 +237,7 @@ impl ReviewQueue {
     #[allow(clippy::too_many_arguments)]
     fn set_status(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Conn<'_>,
         e: &Escalation,
         to: Status,
         resolution: Option<&Resolution>,
@@ -259,15 +253,14 @@ impl ReviewQueue {
             "UPDATE escalations SET status = ?2, claimed_by = ?3, resolution = COALESCE(?4, resolution), \
              updated_at = ?5 WHERE id = ?1",
             params![e.id, to.as_str(), claimed_by, resolution.map(to_json), now_ms()],
-        )
-        .map_err(db_error(&self.path))?;
+        )?;
         self.audit(tx, e.id, actor, action, Some(e.status), Some(to), detail)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn audit(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Conn<'_>,
         id: i64,
         actor: &str,
         action: &str,
@@ -287,8 +280,7 @@ impl ReviewQueue {
                 to.map(Status::as_str),
                 detail
             ],
-        )
-        .map_err(db_error(&self.path))?;
+        )?;
         self.log.record(
             &Record::new(actor, &self.kb, Action::Review)
                 .decision(action)

@@ -1,0 +1,565 @@
+//! The review queue on PostgreSQL (`storage.state: postgres`), as several
+//! servers share it: a real PostgreSQL server (Debian's package) started
+//! for each test, and two `ReviewQueue`s opened on it, each with its own
+//! pool and data folder, standing for two `grace serve`.
+
+mod common;
+#[path = "support/postgres_server.rs"]
+mod postgres_server;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use grace::config::{Config, StateBackend};
+use grace::exec::HumanReply;
+use grace::review::{
+    Access, ListFilter, NewEscalation, ReviewAnswer, ReviewError, ReviewQueue, Reviewer, Status,
+    Viewer,
+};
+use postgres_server::PostgresServer;
+
+/// One server's configuration: its own data folder, the shared database.
+fn server_config(pg: &PostgresServer, dir: &std::path::Path) -> Config {
+    let mut config = Config::default();
+    config.storage.data_dir = dir.to_path_buf();
+    config.storage.state = StateBackend::Postgres;
+    config.storage.postgres.url = pg.url();
+    config.storage.postgres.pool_size = 12;
+    config
+}
+
+fn escalate(queue: &ReviewQueue, question: &str, allowed: Option<Vec<String>>) -> i64 {
+    let run = common::escalated(question);
+    queue
+        .escalate(NewEscalation {
+            report: &run,
+            collection: "grace",
+            asker: "someone",
+            allowed,
+            timeout: None,
+            vector: None,
+        })
+        .unwrap()
+        .id
+}
+
+fn text(t: &str) -> ReviewAnswer {
+    ReviewAnswer {
+        reply: HumanReply::Text(t.into()),
+        sources: Vec::new(),
+        confidence: None,
+        verdict: None,
+    }
+}
+
+fn register(queue: &ReviewQueue, id: &str) {
+    queue
+        .register_reviewer(&Reviewer {
+            id: id.into(),
+            name: id.to_uppercase(),
+            description: String::new(),
+        })
+        .unwrap();
+}
+
+#[test]
+fn two_servers_and_twenty_reviewers_claim_and_answer_each_of_1000_escalations_once() {
+    let pg = PostgresServer::start();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let servers: Vec<Arc<ReviewQueue>> = dirs
+        .iter()
+        .map(|d| Arc::new(ReviewQueue::open(&server_config(&pg, d.path())).unwrap()))
+        .collect();
+    let reviewers: Vec<String> = (0..20).map(|i| format!("reviewer-{i:02}")).collect();
+    for r in &reviewers {
+        register(&servers[0], r);
+    }
+    const TOTAL: usize = 1_000;
+    // Askers on both servers.
+    std::thread::scope(|s| {
+        for (n, server) in servers.iter().enumerate() {
+            s.spawn(move || {
+                for i in (n..TOTAL).step_by(2) {
+                    escalate(server, &format!("question {i}?"), None);
+                }
+            });
+        }
+    });
+    // Twenty reviewers, half on each server, each taking what the list
+    // shows and racing the others for it.
+    let won: Vec<Vec<i64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = reviewers
+            .iter()
+            .enumerate()
+            .map(|(n, reviewer)| {
+                let server = Arc::clone(&servers[n % 2]);
+                s.spawn(move || {
+                    let mut won = Vec::new();
+                    loop {
+                        let page = server
+                            .list_page(
+                                Viewer::Reviewer(reviewer),
+                                &ListFilter {
+                                    status: Some(Status::Pending),
+                                    limit: Some(40),
+                                    ..ListFilter::default()
+                                },
+                            )
+                            .unwrap();
+                        if page.is_empty() {
+                            return won;
+                        }
+                        // Reviewers start at different places in the page,
+                        // and many still collide.
+                        let e = &page[n % page.len()];
+                        match server.claim(e.id, reviewer) {
+                            Ok(_) => {
+                                server
+                                    .answer(e.id, reviewer, &text(&format!("answer to #{}", e.id)))
+                                    .unwrap();
+                                won.push(e.id);
+                            }
+                            Err(ReviewError::Conflict { .. }) => {}
+                            Err(other) => panic!("{reviewer}: {other}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut by_id: BTreeMap<i64, usize> = BTreeMap::new();
+    for (n, ids) in won.iter().enumerate() {
+        for id in ids {
+            *by_id.entry(*id).or_default() += 1;
+            // The winner is the one who answered, as either server reads it.
+            let e = servers[(n + 1) % 2].get(*id, Viewer::Admin).unwrap();
+            assert_eq!(e.status, Status::Answered);
+            assert_eq!(e.claimed_by.as_deref(), Some(reviewers[n].as_str()));
+        }
+    }
+    assert_eq!(by_id.len(), TOTAL, "every escalation claimed");
+    assert!(by_id.values().all(|&n| n == 1), "each claimed once");
+    // The audit log agrees: one claim and one answer each.
+    for id in by_id.keys().step_by(37) {
+        let log = servers[0].log(*id, Viewer::Admin).unwrap();
+        let count = |a: &str| log.iter().filter(|e| e.action == a).count();
+        assert_eq!(
+            (count("claimed"), count("answered")),
+            (1, 1),
+            "#{id}: {log:?}"
+        );
+    }
+    let counts = servers[1].counts().unwrap();
+    let count = |s: Status| counts.iter().find(|(c, _)| *c == s).map_or(0, |(_, n)| *n);
+    assert_eq!(count(Status::Answered), TOTAL as u64);
+    assert_eq!(count(Status::Pending) + count(Status::Claimed), 0);
+    // More than one reviewer did the work.
+    assert!(
+        won.iter().filter(|w| !w.is_empty()).count() > 10,
+        "{:?}",
+        won.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_asker_waiting_on_one_server_wakes_on_an_answer_given_on_another() {
+    let pg = PostgresServer::start();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let asker_side = Arc::new(ReviewQueue::open(&server_config(&pg, a.path())).unwrap());
+    let reviewer_side = ReviewQueue::open(&server_config(&pg, b.path())).unwrap();
+    register(&reviewer_side, "alice");
+    let id = escalate(&asker_side, "Can I deploy on Fridays?", None);
+    // The asker's handle is the same on every server.
+    let handle = asker_side.asker_handle(id);
+    assert_eq!(reviewer_side.asker_handle(id), handle);
+    reviewer_side.check_asker_handle(id, &handle).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let waiting = grace::review::EscalationHandle::new(Arc::clone(&asker_side), id);
+    let started = Instant::now();
+    let waiter = runtime.spawn(async move { waiting.settled(Duration::from_secs(30)).await });
+    // Answered just after the waiter's first look again (it looks every
+    // second for what another process wrote): without NOTIFY it would
+    // see the answer only at its next look, ~0.85 s later.
+    std::thread::sleep(Duration::from_millis(1_150).saturating_sub(started.elapsed()));
+    reviewer_side.claim(id, "alice").unwrap();
+    let answered_at = Instant::now();
+    reviewer_side
+        .answer(id, "alice", &text("Not on Fridays."))
+        .unwrap();
+    let e = runtime.block_on(waiter).unwrap();
+    let woke_after = answered_at.elapsed();
+    let e = e.unwrap();
+    assert_eq!(e.status, Status::Answered);
+    assert!(
+        woke_after < Duration::from_millis(400),
+        "woke {woke_after:?} after the answer"
+    );
+}
+
+#[test]
+fn every_query_of_the_queue_speaks_postgresql() {
+    let pg = PostgresServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = server_config(&pg, dir.path());
+    let queue = ReviewQueue::open(&config).unwrap();
+    for r in ["alice", "bob"] {
+        register(&queue, r);
+    }
+    // Registration over HTTP never overwrites.
+    assert!(matches!(
+        queue.register_new_reviewer(&Reviewer {
+            id: "alice".into(),
+            name: "A".into(),
+            description: String::new()
+        }),
+        Err(ReviewError::AlreadyRegistered(_))
+    ));
+    // A restricted escalation: only the allowed reviewer lists it (the
+    // JSON list is searched in SQL).
+    let restricted = escalate(&queue, "Salary bands?", Some(vec!["bob".into()]));
+    let public = escalate(&queue, "Office hours?", None);
+    let ids = |viewer| -> Vec<i64> {
+        queue
+            .list(viewer, None)
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect()
+    };
+    assert_eq!(ids(Viewer::Reviewer("alice")), vec![public]);
+    assert_eq!(ids(Viewer::Reviewer("bob")), vec![public, restricted]);
+    assert!(matches!(
+        queue.get(restricted, Viewer::Reviewer("alice")),
+        Err(ReviewError::NotFound { .. })
+    ));
+    // Paging.
+    let page = queue
+        .list_page(
+            Viewer::Admin,
+            &ListFilter {
+                before: Some(public),
+                limit: Some(1),
+                ..ListFilter::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        page.iter().map(|e| e.id).collect::<Vec<_>>(),
+        vec![restricted]
+    );
+    // Claim, release, claim, answer; reject; the log; the typical wait.
+    queue.claim(public, "alice").unwrap();
+    assert!(matches!(
+        queue.claim(public, "bob"),
+        Err(ReviewError::Conflict { .. })
+    ));
+    queue.release(public, "alice").unwrap();
+    queue.claim(public, "bob").unwrap();
+    queue.answer(public, "bob", &text("Nine to five.")).unwrap();
+    queue.claim(restricted, "bob").unwrap();
+    queue
+        .reject(restricted, "bob", "not for this queue")
+        .unwrap();
+    let actions: Vec<String> = queue
+        .log(public, Viewer::Admin)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.action)
+        .collect();
+    assert_eq!(
+        actions,
+        ["escalated", "claimed", "released", "claimed", "answered"]
+    );
+    assert!(queue.typical_wait().unwrap().is_some());
+    // Near repeats join their lead (the run's JSON is read in SQL).
+    let vector: Vec<f32> = (0..384).map(|i| if i == 3 { 1.0 } else { 0.0 }).collect();
+    let new = |question: &str| {
+        let run = common::escalated(question);
+        queue
+            .escalate(NewEscalation {
+                report: &run,
+                collection: "grace",
+                asker: "someone",
+                allowed: None,
+                timeout: None,
+                vector: Some(&vector),
+            })
+            .unwrap()
+    };
+    let lead = new("How do I reset my badge?");
+    let joined = new("How do I reset my badge?");
+    assert_eq!(joined.joined_to, Some(lead.id));
+    assert_eq!(
+        queue.get(lead.id, Viewer::Admin).unwrap().also_asked.len(),
+        1
+    );
+    queue.claim(lead.id, "alice").unwrap();
+    queue
+        .answer(lead.id, "alice", &text("At the front desk."))
+        .unwrap();
+    assert_eq!(
+        queue.get(joined.id, Viewer::Asker).unwrap().status,
+        Status::Answered
+    );
+    // Expiry settles on the next write.
+    let run = common::escalated("Soon expired?");
+    let expiring = queue
+        .escalate(NewEscalation {
+            report: &run,
+            collection: "grace",
+            asker: "someone",
+            allowed: None,
+            timeout: Some(Duration::from_millis(50)),
+            vector: None,
+        })
+        .unwrap()
+        .id;
+    std::thread::sleep(Duration::from_millis(120));
+    assert_eq!(
+        queue.get(expiring, Viewer::Asker).unwrap().status,
+        Status::Expired
+    );
+    // Messages, their status, context and tokens.
+    let m = queue
+        .send_message("alice", Some("bob"), "hi", "a note")
+        .unwrap();
+    assert!(
+        queue
+            .messages("bob", None)
+            .unwrap()
+            .iter()
+            .any(|x| x.id == m)
+    );
+    queue.mark_as_read(m, "bob").unwrap();
+    queue.archive_message(m, "bob").unwrap();
+    assert!(queue.mark_as_read(m, "bob").is_err(), "no going back");
+    queue
+        .set_context(
+            "runbook",
+            &serde_json::json!({"v": 1}),
+            "alice",
+            &Access::Restricted(vec!["bob".into()]),
+        )
+        .unwrap();
+    assert_eq!(
+        queue.get_context("runbook", "bob").unwrap().value,
+        serde_json::json!({"v": 1})
+    );
+    assert!(queue.get_context("runbook", "carol").is_err());
+    let token = queue.issue_token("alice").unwrap();
+    assert_eq!(
+        queue.reviewer_for_token(&token).unwrap().as_deref(),
+        Some("alice")
+    );
+    assert!(queue.has_token("alice").unwrap());
+    assert_eq!(queue.reviewer_for_token("grt_wrong").unwrap(), None);
+    // What the queue says it is.
+    assert!(
+        queue.place().contains("PostgreSQL") && queue.sqlite_path().is_none(),
+        "{}",
+        queue.place()
+    );
+}
+
+#[test]
+fn a_database_from_a_newer_grace_is_refused_not_rewritten() {
+    let pg = PostgresServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = server_config(&pg, dir.path());
+    let psql = |sql: &str| {
+        let out = std::process::Command::new(postgres_server::bin_dir().join("psql"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "grace",
+                "-d",
+                "postgres",
+                "-q",
+                "-c",
+                sql,
+            ])
+            .args(["-p", &pg.port().to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // A damaged row is an error naming the database, not a panic.
+    let queue = ReviewQueue::open(&config).unwrap();
+    let id = escalate(&queue, "Damaged?", None);
+    psql(&format!(
+        "UPDATE grace.escalations SET run = '{{not json' WHERE id = {id}"
+    ));
+    let e = queue.get(id, Viewer::Admin).unwrap_err().to_string();
+    assert!(
+        e.contains("is damaged")
+            && e.contains("PostgreSQL")
+            && e.contains(&format!("escalation {id} run")),
+        "{e}"
+    );
+    drop(queue);
+    psql("UPDATE grace.grace_schema_versions SET version = 99 WHERE store = 'review'");
+    let e = ReviewQueue::open(&config)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("schema version 99 is newer than this GRACE understands (3)"),
+        "{e}"
+    );
+    assert!(e.contains("upgrade grace"), "{e}");
+}
+
+#[test]
+fn knowledge_bases_keep_their_queues_in_their_own_schemas() {
+    let pg = PostgresServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "storage:\n  data_dir: {}\n  state: postgres\n  postgres:\n    url: {}\nkbs:\n  hr-docs: {{}}\n",
+        dir.path().display(),
+        pg.url()
+    );
+    let file = dir.path().join("grace_config.yml");
+    std::fs::write(&file, yaml).unwrap();
+    let config = Config::load_with_env(Some(&file), &[]).unwrap();
+    let hr = config.for_kb("hr-docs").unwrap().unwrap();
+    assert_eq!(hr.storage.postgres.schema, "grace_hr_docs");
+    let default_queue = ReviewQueue::open(&config).unwrap();
+    let hr_queue = ReviewQueue::open(&hr).unwrap();
+    escalate(&default_queue, "A default question?", None);
+    assert_eq!(default_queue.list(Viewer::Admin, None).unwrap().len(), 1);
+    assert!(hr_queue.list(Viewer::Admin, None).unwrap().is_empty());
+}
+
+/// `grace review list` in `dir` on `storage.state: postgres` at `url`,
+/// the password variable set to `password` (or unset).
+fn review_list(dir: &std::path::Path, url: &str, password: Option<&str>) -> std::process::Output {
+    let mut c = common::grace_cmd(dir, &["review", "list"]);
+    c.env("GRACE_STORAGE__STATE", "postgres")
+        .env("GRACE_STORAGE__POSTGRES__URL", url)
+        .env("GRACE_STORAGE__POSTGRES__CONNECT_TIMEOUT_SECONDS", "2")
+        .env(
+            "GRACE_STORAGE__POSTGRES__PASSWORD_ENV",
+            "GRACE_TEST_PG_PASSWORD",
+        )
+        .env_remove("GRACE_TEST_PG_PASSWORD");
+    if let Some(p) = password {
+        c.env("GRACE_TEST_PG_PASSWORD", p);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn a_wrong_url_or_password_is_a_clear_error() {
+    let pg = PostgresServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let right = review_list(
+        dir.path(),
+        &pg.secure_url(),
+        Some(postgres_server::PASSWORD),
+    );
+    assert!(right.status.success(), "{}", common::output_text(&right));
+    let wrong = review_list(dir.path(), &pg.secure_url(), Some("not-the-password"));
+    let text = common::output_text(&wrong);
+    assert!(!wrong.status.success());
+    assert!(
+        text.contains("password authentication failed for user \"secure\""),
+        "{text}"
+    );
+    assert!(text.contains("storage.postgres.password_env"), "{text}");
+    assert!(
+        !text.contains("not-the-password"),
+        "the password is never shown: {text}"
+    );
+    // No password at all.
+    let none = review_list(dir.path(), &pg.secure_url(), None);
+    assert!(!none.status.success());
+    // A password in the file's URL is refused before any connection.
+    let inline = format!(
+        "postgres://secure:{}@127.0.0.1:{}/postgres",
+        postgres_server::PASSWORD,
+        pg.port()
+    );
+    let text = common::output_text(&review_list(dir.path(), &inline, None));
+    assert!(
+        text.contains("storage.postgres.url") && text.contains("holds a password"),
+        "{text}"
+    );
+    assert!(!text.contains(postgres_server::PASSWORD), "{text}");
+    // Nobody listening there.
+    let closed = format!("postgres://grace@127.0.0.1:{}/postgres", free_port());
+    let out = review_list(dir.path(), &closed, None);
+    let text = common::output_text(&out);
+    assert!(!out.status.success());
+    assert!(
+        text.contains("cannot connect") && text.contains("127.0.0.1"),
+        "{text}"
+    );
+    // Not a PostgreSQL URL.
+    let text = common::output_text(&review_list(dir.path(), "mysql://grace@127.0.0.1/db", None));
+    assert!(
+        text.contains("storage.postgres.url") && text.contains("postgres://"),
+        "{text}"
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgresql_down_mid_request_is_503_with_retry_after_and_the_server_recovers() {
+    let mut pg = PostgresServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path());
+    config.storage.state = StateBackend::Postgres;
+    config.storage.postgres.url = pg.url();
+    config.storage.postgres.connect_timeout_seconds = 1.0;
+    let grace = grace::Grace::builder(config)
+        .embedder(common::embedder())
+        .build()
+        .unwrap();
+    let queue = grace.escalations().clone();
+    let token = common::reviewer(&queue, "alice", "alice");
+    let server = common::serve(grace).await;
+    let http = reqwest::Client::new();
+    let url = format!("{}/v1/review/escalations", server.base);
+    let get = || http.get(&url).bearer_auth(&token).send();
+    assert_eq!(get().await.unwrap().status(), 200);
+    pg.stop();
+    let down = get().await.unwrap();
+    assert_eq!(down.status(), 503);
+    assert_eq!(down.headers()["retry-after"], "1");
+    let body: serde_json::Value = down.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "busy", "{body}");
+    // The message names no server detail.
+    assert!(!body.to_string().contains("127.0.0.1"), "{body}");
+    pg.spawn();
+    // The same server, not restarted, answers again.
+    let started = Instant::now();
+    loop {
+        let status = get().await.unwrap().status();
+        if status == 200 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "still {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    server.stop().await;
+}
