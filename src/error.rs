@@ -49,6 +49,9 @@ pub enum Error {
     /// The review queue failed.
     #[error(transparent)]
     Review(#[from] crate::review::ReviewError),
+    /// The state database (PostgreSQL) failed outside a store's own call.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
     /// A conversation session failed (not found, too many, database).
     #[error(transparent)]
     Session(#[from] crate::session::SessionError),
@@ -136,7 +139,9 @@ impl Error {
                 | IngestError::Io { .. }
                 | IngestError::Cancelled { .. } => EXIT_FAILURE,
             },
-            Error::Lexical(_) | Error::Server(_) | Error::ToolStats(_) => EXIT_FAILURE,
+            Error::Lexical(_) | Error::Server(_) | Error::ToolStats(_) | Error::State(_) => {
+                EXIT_FAILURE
+            }
             Error::UnknownKb(_) => EXIT_NOT_FOUND,
             Error::Watch(crate::watch::WatchError::Watch { .. }) => EXIT_NOT_FOUND,
             Error::Watch(crate::watch::WatchError::Stopped(_)) => EXIT_FAILURE,

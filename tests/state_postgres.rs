@@ -306,6 +306,12 @@ fn every_query_of_the_queue_speaks_postgresql() {
         queue.get(joined.id, Viewer::Asker).unwrap().status,
         Status::Answered
     );
+    // A NUL in a question (PostgreSQL's text cannot hold one) is stored
+    // as U+FFFD, and its run's JSON (`\u0000`) does not stop the next
+    // escalation from being compared with it.
+    let nul = new("Where is the badge\0 office?");
+    assert_eq!(nul.question, "Where is the badge\u{FFFD} office?");
+    new("Something else entirely?");
     // Expiry settles on the next write.
     let run = common::escalated("Soon expired?");
     let expiring = queue
@@ -438,6 +444,22 @@ fn knowledge_bases_keep_their_queues_in_their_own_schemas() {
     escalate(&default_queue, "A default question?", None);
     assert_eq!(default_queue.list(Viewer::Admin, None).unwrap().len(), 1);
     assert!(hr_queue.list(Viewer::Admin, None).unwrap().is_empty());
+    // Dropping a knowledge base drops its schema: a new one of the same
+    // name starts empty, and the old reviewer's token and the old asker's
+    // handle are worth nothing there.
+    register(&hr_queue, "rita");
+    let token = hr_queue.issue_token("rita").unwrap();
+    let id = escalate(&hr_queue, "An HR question?", None);
+    let handle = hr_queue.asker_handle(id);
+    drop(hr_queue);
+    grace::service::kbs::drop_kb(&hr).unwrap();
+    let again = ReviewQueue::open(&hr).unwrap();
+    assert!(again.list(Viewer::Admin, None).unwrap().is_empty());
+    assert_eq!(again.reviewer_for_token(&token).unwrap(), None);
+    escalate(&again, "A new HR question?", None);
+    assert!(again.check_asker_handle(id, &handle).is_err());
+    // The default knowledge base kept its own.
+    assert_eq!(default_queue.list(Viewer::Admin, None).unwrap().len(), 1);
 }
 
 /// `grace review list` in `dir` on `storage.state: postgres` at `url`,

@@ -80,7 +80,9 @@ pub struct PostgresConfig {
     /// The schema (namespace) GRACE's tables live in; knowledge base
     /// `NAME` other than `default` uses `<schema>_NAME` (`-` read as `_`).
     pub schema: String,
-    /// Connections per store and server at most (1..=64).
+    /// Connections per knowledge base's store and server at most
+    /// (1..=64); a server waiting for answers holds one more per
+    /// knowledge base, listening for the others' writes.
     pub pool_size: usize,
     /// Seconds to wait for a connection, a new one or a free one from
     /// the pool, before a request fails as unavailable (1..=60).

@@ -109,7 +109,7 @@ fn validate_postgres(s: &super::StorageConfig) -> Result<()> {
             ),
         ));
     }
-    if url.password().is_some() {
+    if url.password().is_some() || url.query_pairs().any(|(k, _)| k == "password") {
         return Err(invalid(
             "storage.postgres.url",
             format!(
@@ -447,6 +447,10 @@ mod tests {
             ("mysql://u@h/db", "scheme `mysql`"),
             ("postgres:///db", "names no host"),
             ("postgres://u:s3cret@h/db", "holds a password"),
+            (
+                "postgres://u@h/db?sslmode=disable&password=s3cret",
+                "holds a password",
+            ),
             (
                 &format!("postgres://u@{}/db", "h".repeat(70_000)),
                 "storage.postgres.url",

@@ -107,6 +107,7 @@ impl From<Error> for ApiError {
                 (StatusCode::FORBIDDEN, "forbidden")
             }
             Error::Store(e) if e.is_transient() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+            Error::State(e) if e.is_unavailable() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             Error::Plan(PlanError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
             Error::Session(SessionError::NotFound { .. } | SessionError::RunNotFound { .. }) => {
                 (StatusCode::NOT_FOUND, "not_found")

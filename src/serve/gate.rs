@@ -386,7 +386,7 @@ async fn principal_as_reviewer(s: &AppState, p: Principal, path: &str) -> Result
         Ok(Ok(()) | Err(crate::review::ReviewError::AlreadyRegistered(_))) => {
             Ok(Caller::PrincipalReviewer(p))
         }
-        Ok(Err(e)) => Err(ApiError::internal(e).into_response()),
+        Ok(Err(e)) => Err(ApiError::from(e).into_response()),
         Err(e) => Err(ApiError::internal(e).into_response()),
     }
 }

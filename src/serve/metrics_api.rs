@@ -103,7 +103,7 @@ pub async fn metrics(
                 telemetry::escalations(status, n);
             }
         }
-        Ok(Err(e)) => return ApiError::internal(e).into_response(),
+        Ok(Err(e)) => return ApiError::from(e).into_response(),
         Err(e) => return ApiError::internal(e).into_response(),
     }
     handle.run_upkeep();

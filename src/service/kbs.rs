@@ -193,7 +193,8 @@ pub fn create(config: Config) -> Result<()> {
 }
 
 /// Deletes everything knowledge base `config` holds: its collection (on a
-/// Qdrant server too), manifest, review queue, sessions and feedback.
+/// Qdrant server too), manifest, review queue (its PostgreSQL schema with
+/// `storage.state: postgres`), sessions and feedback.
 /// The top-level knowledge base `default` shares its folder with the
 /// principals and the audit log and is refused.
 pub fn drop_kb(config: &Config) -> Result<()> {
@@ -225,6 +226,7 @@ pub fn drop_kb(config: &Config) -> Result<()> {
     if config.storage.backend == crate::config::Backend::Qdrant {
         crate::store::qdrant::QdrantStore::drop_collection(&config.qdrant)?;
     }
+    crate::state::drop_postgres_schema(config)?;
     match std::fs::remove_dir_all(&dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

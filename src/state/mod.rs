@@ -265,13 +265,23 @@ impl Store {
         }
     }
 
-    /// Calls `wake` whenever another server commits a write to this store
-    /// (PostgreSQL's `NOTIFY`); with SQLite, never (one server: its own
-    /// writes are known to it). Once per store.
+    /// Calls `wake` whenever another server commits a change to this
+    /// store (PostgreSQL's `NOTIFY`); with SQLite, never (one server: its
+    /// own writes are known to it). The first call starts the listener
+    /// (one more connection); later calls do nothing.
     pub fn watch(&self, wake: impl Fn() + Send + Sync + 'static) {
         if let Backend::Postgres(pool) = &self.backend {
             pool.listen(Arc::new(wake));
         }
+    }
+}
+
+/// Deletes what `config`'s knowledge base keeps in PostgreSQL (its schema
+/// and every table in it), when its state is there; nothing otherwise.
+pub fn drop_postgres_schema(config: &Config) -> Result<()> {
+    match config.storage.state {
+        StateBackend::Sqlite => Ok(()),
+        StateBackend::Postgres => postgres::drop_schema(&config.storage.postgres),
     }
 }
 

@@ -3,9 +3,18 @@
 //! `storage.postgres.schema` (each connection's `search_path`).
 //!
 //! The stores are synchronous, the driver is async: as the Qdrant store
-//! does, the pool owns a small tokio runtime, runs every call as a task on
-//! it and waits for the answer on a channel, so it works from plain
-//! threads, from `spawn_blocking` and from inside another runtime.
+//! does, every call runs as a task on a small tokio runtime (one for the
+//! process, shared by every store's pool) and the caller waits for the
+//! answer on a channel, so it works from plain threads, from
+//! `spawn_blocking` and from inside another runtime.
+//!
+//! Nothing waits without bound: each connection sets `statement_timeout`,
+//! `lock_timeout` (the writers' lock included) and
+//! `idle_in_transaction_session_timeout`, TCP keepalives find a vanished
+//! server, and a caller stops waiting for an answer after
+//! [`CALL_TIMEOUT`]. What times out, and a server that is away, starting
+//! or shutting down, is `unavailable` (HTTP 503, retry); anything else is
+//! a fault.
 //!
 //! A write transaction first takes a transaction-scoped advisory lock
 //! named after the schema and store: one writer per store at a time
@@ -16,8 +25,7 @@
 
 use std::cell::Cell;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -34,13 +42,48 @@ use crate::config::PostgresConfig;
 /// How long the listener waits before connecting again after losing its
 /// connection.
 const LISTEN_RETRY: Duration = Duration::from_secs(1);
+/// The longest one statement may run (`statement_timeout`).
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest a statement waits for a lock, the store's writer lock
+/// included (`lock_timeout`): a server stalled inside a write cannot hold
+/// every other server's writers for longer.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+/// A transaction left open this long by a stalled or partitioned server is
+/// ended by PostgreSQL (`idle_in_transaction_session_timeout`), releasing
+/// its lock.
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(30);
+/// How long a caller waits for one call's answer at most.
+const CALL_TIMEOUT: Duration = Duration::from_secs(40);
+/// TCP keepalive: a server gone without closing its connections is found
+/// after about this long idle.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+
+/// The runtime every pool's calls run on, started at the first pool.
+fn runtime() -> std::result::Result<&'static Runtime, String> {
+    static RUNTIME: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("grace-postgres")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the PostgreSQL client's runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The advisory lock migrations (and dropping a schema) take: one at a
+/// time across every server and store.
+const MIGRATION_LOCK: i64 = 7_145_238_861;
 
 /// The table holding each store's schema version.
 const VERSIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS grace_schema_versions (store TEXT PRIMARY KEY, version BIGINT NOT NULL)";
 
 /// One store's connections.
 pub(crate) struct Pool {
-    runtime: Option<Runtime>,
+    runtime: &'static Runtime,
     pool: deadpool_postgres::Pool,
     /// For the listener's own connection.
     config: tokio_postgres::Config,
@@ -49,40 +92,23 @@ pub(crate) struct Pool {
     lock_key: i64,
     /// The store's `NOTIFY` channel.
     channel: String,
-    listening: AtomicBool,
+    /// The listener's task, once started (aborted when the pool goes).
+    listener: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Pool {
     /// Connects, and brings the store's tables to `schema`'s version
     /// under a lock (a newer version is refused).
     pub(crate) fn open(settings: &PostgresConfig, schema: Schema) -> Result<Self> {
-        let mut config: tokio_postgres::Config = settings.url.parse().map_err(|e| {
-            StateError::Config(format!("storage.postgres.url: cannot be read ({e})"))
-        })?;
-        let where_ = server_name(&config);
-        if !settings.password_env.is_empty()
-            && let Some(password) =
-                std::env::var_os(&settings.password_env).filter(|p| !p.is_empty())
-        {
-            config.password(password.to_string_lossy().as_bytes());
-        }
+        let config = client_config(settings)?;
         let timeout = Duration::from_secs_f64(settings.connect_timeout_seconds);
-        config
-            .connect_timeout(timeout)
-            .application_name("grace")
-            .options(format!("-c search_path={}", settings.schema));
         let place: Arc<str> = Arc::from(format!(
-            "{} in PostgreSQL {where_} (schema {})",
-            schema.what, settings.schema
+            "{} in PostgreSQL {} (schema {})",
+            schema.what,
+            server_name(&config),
+            settings.schema
         ));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("grace-postgres")
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                StateError::Config(format!("{place}: cannot start the client's runtime: {e}"))
-            })?;
+        let runtime = runtime().map_err(|e| StateError::Config(format!("{place}: {e}")))?;
         let manager = Manager::from_config(
             config.clone(),
             NoTls,
@@ -103,13 +129,13 @@ impl Pool {
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
         let pool = Self {
-            runtime: Some(runtime),
+            runtime,
             pool,
             config,
             place,
             lock_key: i64::from_be_bytes(first),
             channel: format!("grace_{}", crate::durable::hex(&digest[..12])),
-            listening: AtomicBool::new(false),
+            listener: Mutex::new(None),
         };
         pool.migrate(settings, schema)?;
         Ok(pool)
@@ -120,17 +146,20 @@ impl Pool {
         &self.place
     }
 
-    /// Runs `fut` on the pool's runtime and waits for it.
+    /// Runs `fut` on the runtime and waits for it ([`CALL_TIMEOUT`] at most).
     fn run<T: Send + 'static>(&self, fut: impl Future<Output = T> + Send + 'static) -> Result<T> {
-        let Some(runtime) = &self.runtime else {
-            return Err(self.unavailable("the client's runtime has stopped".into()));
-        };
         let (tx, rx) = mpsc::sync_channel(1);
-        runtime.spawn(async move {
+        self.runtime.spawn(async move {
             let _ = tx.send(fut.await);
         });
-        rx.recv()
-            .map_err(|_| self.unavailable("the client's runtime stopped mid-call".into()))
+        rx.recv_timeout(CALL_TIMEOUT).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => {
+                self.unavailable(format!("no answer within {} s", CALL_TIMEOUT.as_secs()))
+            }
+            mpsc::RecvTimeoutError::Disconnected => {
+                self.unavailable("the call ended without an answer".into())
+            }
+        })
     }
 
     fn unavailable(&self, message: String) -> StateError {
@@ -145,13 +174,17 @@ impl Pool {
         StateError::Postgres {
             place: self.place.to_string(),
             message: describe(e),
-            unavailable: e.is_closed() || e.as_db_error().is_none(),
+            unavailable: transient(e),
         }
     }
 
     fn pool_error(&self, e: &PoolError) -> StateError {
         match e {
-            PoolError::Backend(e) if e.as_db_error().is_some() => {
+            PoolError::Backend(e) if transient(e) => self.unavailable(format!(
+                "cannot connect: {}; is PostgreSQL running there? (storage.postgres.url)",
+                describe(e)
+            )),
+            PoolError::Backend(e) => {
                 let mut message = describe(e);
                 if e.code().is_some_and(|c| c.code().starts_with("28")) {
                     message.push_str(
@@ -164,11 +197,10 @@ impl Pool {
                     unavailable: false,
                 }
             }
-            PoolError::Backend(e) => self.unavailable(format!(
-                "cannot connect: {}; is PostgreSQL running there? (storage.postgres.url)",
-                describe(e)
-            )),
-            PoolError::Timeout(_) => self.unavailable("no connection in time (is the server up? storage.postgres.connect_timeout_seconds)".into()),
+            PoolError::Timeout(_) => self.unavailable(
+                "no connection in time (is the server up? storage.postgres.connect_timeout_seconds)"
+                    .into(),
+            ),
             other => self.unavailable(other.to_string()),
         }
     }
@@ -183,6 +215,7 @@ impl Pool {
             pool: self,
             client: Arc::new(client),
             in_write: Cell::new(false),
+            changed: Cell::new(false),
         })
     }
 
@@ -200,7 +233,10 @@ impl Pool {
                 client.batch_execute("BEGIN").await?;
                 // One migration at a time across every server and store.
                 client
-                    .execute("SELECT pg_advisory_xact_lock(7145238861)", &[])
+                    .execute(
+                        &format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"),
+                        &[],
+                    )
                     .await?;
                 client
                     .batch_execute(&format!(
@@ -247,14 +283,14 @@ impl Pool {
     /// store's channel, and after each (re)connection, since what was
     /// sent while it was away is lost.
     pub(crate) fn listen(&self, wake: Arc<dyn Fn() + Send + Sync>) {
-        if self.listening.swap(true, Ordering::SeqCst) {
+        let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
+        if listener.is_some() {
             return;
         }
-        let Some(runtime) = &self.runtime else { return };
         let config = self.config.clone();
         let channel = self.channel.clone();
         let place = Arc::clone(&self.place);
-        runtime.spawn(async move {
+        let task = self.runtime.spawn(async move {
             loop {
                 match config.connect(NoTls).await {
                     Ok((client, mut connection)) => {
@@ -290,14 +326,23 @@ impl Pool {
                 tokio::time::sleep(LISTEN_RETRY).await;
             }
         });
+        *listener = Some(task.abort_handle());
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
+        // The pool's connections close as they are dropped; the listener
+        // would run for the process's life.
+        if let Some(task) = self
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
         }
+        self.pool.close();
     }
 }
 
@@ -306,6 +351,9 @@ pub struct Session<'a> {
     pool: &'a Pool,
     client: Arc<Object>,
     in_write: Cell<bool>,
+    /// Whether the write changed a row (only then are the other servers
+    /// told).
+    changed: Cell<bool>,
 }
 
 impl Session<'_> {
@@ -333,16 +381,20 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// `NOTIFY` the other servers, then `COMMIT`.
+    /// `NOTIFY` the other servers when a row changed, then `COMMIT`. A
+    /// failure leaves the write to be rolled back when the session ends.
     pub(crate) fn commit_write(&self) -> Result<()> {
         let client = self.client();
-        let notify = format!("NOTIFY {}; COMMIT", self.pool.channel);
-        let out = self
-            .pool
-            .run(async move { client.batch_execute(&notify).await })?
-            .map_err(|e| self.pool.error(&e));
+        let commit = if self.changed.get() {
+            format!("NOTIFY {}; COMMIT", self.pool.channel)
+        } else {
+            "COMMIT".to_string()
+        };
+        self.pool
+            .run(async move { client.batch_execute(&commit).await })?
+            .map_err(|e| self.pool.error(&e))?;
         self.in_write.set(false);
-        out
+        Ok(())
     }
 
     /// Rolls the write back (its failure is the connection's, and a
@@ -390,10 +442,15 @@ impl Session<'_> {
     /// Runs one statement (prepared once per connection), for its rows
     /// or the count of rows it changed.
     fn statement(&self, sql: &str, params: &[&dyn ToValue], rows: bool) -> Result<Ran> {
+        let writes = !sql
+            .trim_start()
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case("select"));
         let sql = to_postgres(sql);
         let values: Vec<Value> = params.iter().map(|p| p.to_value()).collect();
         let client = self.client();
-        self.pool
+        let ran = self
+            .pool
             .run(async move {
                 let statement = client.prepare_cached(&sql).await?;
                 let refs: Vec<&(dyn ToSql + Sync)> =
@@ -404,7 +461,15 @@ impl Session<'_> {
                     Ran::Changed(client.execute(&statement, &refs).await?)
                 })
             })?
-            .map_err(|e| self.pool.error(&e))
+            .map_err(|e| self.pool.error(&e))?;
+        let changed = match &ran {
+            Ran::Changed(n) => *n > 0,
+            Ran::Rows(rows) => !rows.is_empty(),
+        };
+        if writes && changed {
+            self.changed.set(true);
+        }
+        Ok(ran)
     }
 }
 
@@ -487,7 +552,9 @@ impl ToSql for Value {
             (Value::Real(f), &Type::FLOAT8) => f.to_sql(ty, out),
             #[allow(clippy::cast_possible_truncation)]
             (Value::Real(f), &Type::FLOAT4) => (*f as f32).to_sql(ty, out),
-            (Value::Text(s), _) if <&str as ToSql>::accepts(ty) => s.as_str().to_sql(ty, out),
+            (Value::Text(s), _) if <&str as ToSql>::accepts(ty) => {
+                without_nul(s).as_ref().to_sql(ty, out)
+            }
             (Value::Blob(b), &Type::BYTEA) => b.as_slice().to_sql(ty, out),
             (v, ty) => Err(format!("cannot pass {v:?} as PostgreSQL type {ty}").into()),
         }
@@ -498,6 +565,126 @@ impl ToSql for Value {
     }
 
     to_sql_checked!();
+}
+
+/// The driver's configuration from `storage.postgres`: the URL, the
+/// password from its variable, the schema as the search path, and the
+/// timeouts every connection runs under.
+fn client_config(settings: &PostgresConfig) -> Result<tokio_postgres::Config> {
+    let mut config: tokio_postgres::Config = settings
+        .url
+        .parse()
+        .map_err(|e| StateError::Config(format!("storage.postgres.url: cannot be read ({e})")))?;
+    if !settings.password_env.is_empty()
+        && let Some(password) = std::env::var_os(&settings.password_env).filter(|p| !p.is_empty())
+    {
+        config.password(password.to_string_lossy().as_bytes());
+    }
+    let ms = |d: Duration| d.as_millis();
+    config
+        .connect_timeout(Duration::from_secs_f64(settings.connect_timeout_seconds))
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .application_name("grace")
+        .options(format!(
+            "-c search_path={} -c statement_timeout={} -c lock_timeout={} -c idle_in_transaction_session_timeout={}",
+            settings.schema,
+            ms(STATEMENT_TIMEOUT),
+            ms(LOCK_TIMEOUT),
+            ms(IDLE_IN_TRANSACTION)
+        ));
+    Ok(config)
+}
+
+/// Drops `storage.postgres.schema` with every table in it (a knowledge
+/// base deleted), under the migration lock.
+pub(crate) fn drop_schema(settings: &PostgresConfig) -> Result<()> {
+    let config = client_config(settings)?;
+    let place = format!(
+        "PostgreSQL {} (schema {})",
+        server_name(&config),
+        settings.schema
+    );
+    let failed = |message: String, unavailable: bool| StateError::Postgres {
+        place: place.clone(),
+        message,
+        unavailable,
+    };
+    let runtime = runtime().map_err(StateError::Config)?;
+    let schema = settings.schema.clone();
+    let (tx, rx) = mpsc::sync_channel(1);
+    runtime.spawn(async move {
+        let out = async {
+            let (client, connection) = config.connect(NoTls).await?;
+            let driver = tokio::spawn(connection);
+            client
+                .batch_execute(&format!(
+                    "BEGIN; SELECT pg_advisory_xact_lock({MIGRATION_LOCK}); DROP SCHEMA IF EXISTS {schema} CASCADE; COMMIT"
+                ))
+                .await?;
+            drop(client);
+            let _ = driver.await;
+            Ok::<_, tokio_postgres::Error>(())
+        }
+        .await;
+        let _ = tx.send(out);
+    });
+    match rx.recv_timeout(CALL_TIMEOUT) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(failed(describe(&e), transient(&e))),
+        Err(_) => Err(failed(
+            format!("no answer within {} s", CALL_TIMEOUT.as_secs()),
+            true,
+        )),
+    }
+}
+
+/// Whether an error is PostgreSQL being away, starting, stopping or
+/// overloaded, or a timeout (retry later: HTTP 503), rather than a fault
+/// of the statement or the data (HTTP 500).
+fn transient(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        // 08: connection; 53: resources (too many connections); 57P:
+        // shutting down or starting; 55P03: lock timeout; 57014:
+        // statement timeout; 40001/40P01: serialisation, deadlock.
+        return code.starts_with("08")
+            || code.starts_with("53")
+            || code.starts_with("57P")
+            || matches!(code, "55P03" | "57014" | "40001" | "40P01");
+    }
+    // No answer from the server at all: the network or the socket.
+    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+}
+
+/// `text` as PostgreSQL can keep it. Its text cannot hold U+0000, and
+/// its JSON functions refuse the escape `\u0000` (SQLite takes both):
+/// each becomes U+FFFD (`\ufffd`) rather than failing the write or every
+/// later query that reads the JSON.
+fn without_nul(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\0') && !text.contains("\\u0000") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut backslashes = 0usize;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        rest = &rest[c.len_utf8()..];
+        match c {
+            '\0' => out.push('\u{FFFD}'),
+            // An escape, not an escaped backslash followed by "u0000".
+            'u' if backslashes % 2 == 1 && rest.starts_with("0000") => {
+                out.push_str("ufffd");
+                rest = &rest[4..];
+            }
+            c => out.push(c),
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The server's host, port and database, for messages (never the user or
@@ -532,4 +719,20 @@ fn describe(e: &tokio_postgres::Error) -> String {
         source = cause.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_nul;
+
+    #[test]
+    fn nul_characters_and_their_json_escapes_become_replacement_characters() {
+        assert_eq!(without_nul("plain"), "plain");
+        assert_eq!(without_nul("a\0b"), "a\u{FFFD}b");
+        assert_eq!(without_nul(r#"{"q":"a\u0000b"}"#), r#"{"q":"a\ufffdb"}"#);
+        // An escaped backslash followed by the letters is left alone.
+        assert_eq!(without_nul(r#"{"q":"a\\u0000b"}"#), r#"{"q":"a\\u0000b"}"#);
+        assert_eq!(without_nul(r#"\\\u0000"#), r#"\\\ufffd"#);
+        assert_eq!(without_nul("ü\0ß"), "ü\u{FFFD}ß");
+    }
 }

@@ -19,7 +19,9 @@ impl Dialect {
     pub fn json_text(self, column: &str, path: &[&str]) -> String {
         match self {
             Dialect::Sqlite => format!("json_extract({column}, '$.{}')", path.join(".")),
-            Dialect::Postgres => format!("(({column})::jsonb #>> '{{{}}}')", path.join(",")),
+            // `json`, not `jsonb`: jsonb refuses the escape \u0000,
+            // which a stored run may hold.
+            Dialect::Postgres => format!("(({column})::json #>> '{{{}}}')", path.join(",")),
         }
     }
 
@@ -27,7 +29,7 @@ impl Dialect {
     pub fn json_value(self, column: &str, path: &[&str]) -> String {
         match self {
             Dialect::Sqlite => format!("json(json_extract({column}, '$.{}'))", path.join(".")),
-            Dialect::Postgres => format!("((({column})::jsonb #> '{{{}}}')::text)", path.join(",")),
+            Dialect::Postgres => format!("((({column})::json #> '{{{}}}')::text)", path.join(",")),
         }
     }
 
@@ -39,19 +41,21 @@ impl Dialect {
                 format!("EXISTS (SELECT 1 FROM json_each({column}) WHERE value = {param})")
             }
             Dialect::Postgres => format!(
-                "EXISTS (SELECT 1 FROM jsonb_array_elements_text(({column})::jsonb) AS j(v) WHERE j.v = {param})"
+                "EXISTS (SELECT 1 FROM json_array_elements_text(({column})::json) AS j(v) WHERE j.v = {param})"
             ),
         }
     }
 }
 
 /// A statement with `?N` (and bare `?`) placeholders rewritten as
-/// PostgreSQL's `$N`. Quoted text and identifiers are left alone.
+/// PostgreSQL's `$N`; a bare `?` is numbered as SQLite numbers it (one
+/// more than the largest so far). Quoted text and identifiers are left
+/// alone; the statements carry no comments.
 pub fn to_postgres(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut chars = sql.chars().peekable();
     let mut quote: Option<char> = None;
-    let mut next_bare = 1;
+    let mut largest = 0u32;
     while let Some(c) = chars.next() {
         match quote {
             Some(q) => {
@@ -70,13 +74,13 @@ pub fn to_postgres(sql: &str) -> String {
                     digits.push(*d);
                     chars.next();
                 }
+                let n = match digits.parse::<u32>() {
+                    Ok(n) => n,
+                    Err(_) => largest + 1,
+                };
+                largest = largest.max(n);
                 out.push('$');
-                if digits.is_empty() {
-                    out.push_str(&next_bare.to_string());
-                    next_bare += 1;
-                } else {
-                    out.push_str(&digits);
-                }
+                out.push_str(&n.to_string());
             }
             None => out.push(c),
         }
@@ -128,7 +132,7 @@ mod tests {
     fn placeholders_become_dollars_outside_quotes() {
         assert_eq!(
             to_postgres("SELECT '?1', \"a?\" FROM t WHERE a = ?1 AND b = ?12 OR c = ?"),
-            "SELECT '?1', \"a?\" FROM t WHERE a = $1 AND b = $12 OR c = $1"
+            "SELECT '?1', \"a?\" FROM t WHERE a = $1 AND b = $12 OR c = $13"
         );
         assert_eq!(to_postgres("it''s ?2"), "it''s $2");
     }
@@ -152,7 +156,7 @@ mod tests {
         );
         assert_eq!(
             Dialect::Postgres.json_text("e.run", &["rewrite", "question"]),
-            "((e.run)::jsonb #>> '{rewrite,question}')"
+            "((e.run)::json #>> '{rewrite,question}')"
         );
         assert!(
             Dialect::Postgres

@@ -68,9 +68,6 @@ impl ReviewQueue {
     pub fn open_at(path: &Path, config: &Config) -> Result<Self> {
         let store = db::open(config, path)?;
         let changes = tokio::sync::watch::Sender::new(0u64);
-        // Another server's write wakes this one's waiting askers.
-        let wake = changes.clone();
-        store.watch(move || wake.send_modify(|n| *n = n.wrapping_add(1)));
         Ok(Self {
             group_cosine: group_cosine(config),
             asker_key: super::handle::AskerKey::load_or_create(&store)?,
@@ -91,6 +88,15 @@ impl ReviewQueue {
                 .escalation(e.id)
                 .documents(e.run.cited_sources().iter().map(String::as_str)),
         );
+    }
+
+    /// From now on, another server's change to the queue wakes this
+    /// one's waiting askers (PostgreSQL's `NOTIFY`); started by the first
+    /// asker who waits, so a command that never waits opens no listener.
+    pub(super) fn listen_for_other_servers(&self) {
+        let wake = self.changes.clone();
+        self.store
+            .watch(move || wake.send_modify(|n| *n = n.wrapping_add(1)));
     }
 
     /// The database: its file, or PostgreSQL's server and schema.

@@ -81,6 +81,7 @@ impl EscalationHandle {
     pub async fn settled(&self, timeout: Duration) -> Result<Escalation> {
         let deadline = Instant::now() + timeout;
         let mut changes = self.queue.changes.subscribe();
+        self.queue.listen_for_other_servers();
         loop {
             changes.borrow_and_update();
             let queue = self.queue.clone();

@@ -96,7 +96,11 @@ pub(crate) async fn asker_view(
             match settled {
                 Some(Ok(e)) => e,
                 // Timed out, or the server is stopping: the state now.
-                None | Some(Err(ReviewError::WaitTimedOut { .. })) => handle.current()?,
+                None | Some(Err(ReviewError::WaitTimedOut { .. })) => {
+                    tokio::task::spawn_blocking(move || handle.current())
+                        .await
+                        .map_err(ApiError::internal)??
+                }
                 Some(Err(other)) => return Err(other.into()),
             }
         }
