@@ -21,13 +21,18 @@ use super::{ReviewQueue, conflict};
 use crate::embed::{cosine, dequantise};
 use crate::review::Result;
 use crate::review::db::to_time;
-use crate::state::{Conn, params};
+use crate::state::{Conn, ToValue, params};
+use std::collections::HashMap;
 
 /// The open escalations a new one is compared with, newest first: a
 /// bound on the work of one escalation, whatever the queue holds.
 pub const MAX_CANDIDATES: i64 = 1_000;
 /// The joined escalations an escalation shows (all are settled with it).
 pub const MAX_SHOWN: i64 = 200;
+/// [`MAX_SHOWN`] as a count.
+const MAX_SHOWN_COUNT: usize = MAX_SHOWN as usize;
+/// Escalations whose groups are read in one query (its parameters).
+const GROUP_BATCH: usize = 500;
 
 /// Whether two questions name the same things: the same identifiers, and
 /// each one's names (capitalised words past a sentence's first) among the
@@ -205,17 +210,63 @@ impl ReviewQueue {
 
     /// `e` with its group: the open lead it joined, or those that joined it
     /// (at most [`MAX_SHOWN`]).
-    pub(super) fn with_group(&self, conn: &Conn<'_>, mut e: Escalation) -> Result<Escalation> {
-        e.joined_to = conn
-            .query_opt(
-                "SELECT g.lead_id FROM escalation_groups g JOIN escalations l ON l.id = g.lead_id \
-                 WHERE g.escalation_id = ?1 AND l.status IN ('pending', 'claimed')",
-                params![e.id],
-            )?
-            .map(|r| r.get(0))
-            .transpose()?;
-        e.also_asked = self.also_asked(conn, e.id, MAX_SHOWN)?;
-        Ok(e)
+    pub(super) fn with_group(&self, conn: &Conn<'_>, e: Escalation) -> Result<Escalation> {
+        let mut one = self.with_groups(conn, vec![e])?;
+        Ok(one.remove(0))
+    }
+
+    /// Each of `list` with its group, as [`Self::with_group`], in two
+    /// queries per [`GROUP_BATCH`] escalations rather than two each (a
+    /// round trip each on PostgreSQL).
+    pub(super) fn with_groups(
+        &self,
+        conn: &Conn<'_>,
+        mut list: Vec<Escalation>,
+    ) -> Result<Vec<Escalation>> {
+        for batch in list.chunks_mut(GROUP_BATCH) {
+            let ids: Vec<i64> = batch.iter().map(|e| e.id).collect();
+            let marks = (1..=ids.len())
+                .map(|i| format!("?{i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let params: Vec<&dyn ToValue> = ids.iter().map(|id| id as &dyn ToValue).collect();
+            let mut joined: HashMap<i64, i64> = HashMap::new();
+            for r in conn.query(
+                &format!(
+                    "SELECT g.escalation_id, g.lead_id FROM escalation_groups g \
+                     JOIN escalations l ON l.id = g.lead_id \
+                     WHERE g.escalation_id IN ({marks}) AND l.status IN ('pending', 'claimed')"
+                ),
+                &params,
+            )? {
+                joined.insert(r.get(0)?, r.get(1)?);
+            }
+            let mut asked: HashMap<i64, Vec<AlsoAsked>> = HashMap::new();
+            for r in conn.query(
+                &format!(
+                    "SELECT g.lead_id, e.id, e.question, e.asker, e.created_at FROM escalation_groups g \
+                     JOIN escalations e ON e.id = g.escalation_id \
+                     WHERE g.lead_id IN ({marks}) AND e.status IN ('pending', 'claimed') \
+                     ORDER BY g.lead_id, e.id"
+                ),
+                &params,
+            )? {
+                let shown = asked.entry(r.get(0)?).or_default();
+                if shown.len() < MAX_SHOWN_COUNT {
+                    shown.push(AlsoAsked {
+                        id: r.get(1)?,
+                        question: r.get(2)?,
+                        asker: r.get(3)?,
+                        created_at: to_time(r.get(4)?),
+                    });
+                }
+            }
+            for e in batch.iter_mut() {
+                e.joined_to = joined.get(&e.id).copied();
+                e.also_asked = asked.remove(&e.id).unwrap_or_default();
+            }
+        }
+        Ok(list)
     }
 
     /// Settles every open escalation that joined `lead` as the lead was

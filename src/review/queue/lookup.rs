@@ -79,7 +79,7 @@ impl ReviewQueue {
                 out.push(e);
             }
         }
-        self.read(|conn| out.into_iter().map(|e| self.with_group(conn, e)).collect())
+        self.read(|conn| self.with_groups(conn, out))
     }
 
     /// How many escalations have each status (every status, zeros
