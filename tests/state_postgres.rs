@@ -29,7 +29,14 @@ fn server_config(pg: &PostgresServer, dir: &std::path::Path) -> Config {
     config
 }
 
-fn escalate(queue: &ReviewQueue, question: &str, allowed: Option<Vec<String>>) -> i64 {
+/// Puts `question` in `queue` as an escalated run.
+fn put(
+    queue: &ReviewQueue,
+    question: &str,
+    allowed: Option<Vec<String>>,
+    timeout: Option<Duration>,
+    vector: Option<&[f32]>,
+) -> grace::review::Escalation {
     let run = common::escalated(question);
     queue
         .escalate(NewEscalation {
@@ -37,11 +44,14 @@ fn escalate(queue: &ReviewQueue, question: &str, allowed: Option<Vec<String>>) -
             collection: "grace",
             asker: "someone",
             allowed,
-            timeout: None,
-            vector: None,
+            timeout,
+            vector,
         })
         .unwrap()
-        .id
+}
+
+fn escalate(queue: &ReviewQueue, question: &str, allowed: Option<Vec<String>>) -> i64 {
+    put(queue, question, allowed, None, None).id
 }
 
 fn text(t: &str) -> ReviewAnswer {
@@ -278,19 +288,7 @@ fn every_query_of_the_queue_speaks_postgresql() {
     assert!(queue.typical_wait().unwrap().is_some());
     // Near repeats join their lead (the run's JSON is read in SQL).
     let vector: Vec<f32> = (0..384).map(|i| if i == 3 { 1.0 } else { 0.0 }).collect();
-    let new = |question: &str| {
-        let run = common::escalated(question);
-        queue
-            .escalate(NewEscalation {
-                report: &run,
-                collection: "grace",
-                asker: "someone",
-                allowed: None,
-                timeout: None,
-                vector: Some(&vector),
-            })
-            .unwrap()
-    };
+    let new = |question: &str| put(&queue, question, None, None, Some(&vector));
     let lead = new("How do I reset my badge?");
     let joined = new("How do I reset my badge?");
     assert_eq!(joined.joined_to, Some(lead.id));
@@ -313,18 +311,14 @@ fn every_query_of_the_queue_speaks_postgresql() {
     assert_eq!(nul.question, "Where is the badge\u{FFFD} office?");
     new("Something else entirely?");
     // Expiry settles on the next write.
-    let run = common::escalated("Soon expired?");
-    let expiring = queue
-        .escalate(NewEscalation {
-            report: &run,
-            collection: "grace",
-            asker: "someone",
-            allowed: None,
-            timeout: Some(Duration::from_millis(50)),
-            vector: None,
-        })
-        .unwrap()
-        .id;
+    let expiring = put(
+        &queue,
+        "Soon expired?",
+        None,
+        Some(Duration::from_millis(50)),
+        None,
+    )
+    .id;
     std::thread::sleep(Duration::from_millis(120));
     assert_eq!(
         queue.get(expiring, Viewer::Asker).unwrap().status,

@@ -236,10 +236,7 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(db) => {
                 let place = &self.place;
-                let sqlite = |source| StateError::Sqlite {
-                    place: place.to_string(),
-                    source,
-                };
+                let sqlite = sqlite_error(place);
                 let mut conn = db.lock();
                 let tx = conn
                     .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -322,10 +319,7 @@ impl Conn<'_> {
                 conn.prepare_cached(sql)
                     .and_then(|mut s| s.execute(rusqlite::params_from_iter(values.iter())))
                     .map(|n| n as u64)
-                    .map_err(|source| StateError::Sqlite {
-                        place: place.to_string(),
-                        source,
-                    })
+                    .map_err(sqlite_error(place))
             }
             Conn::Postgres(s) => s.execute(sql, params),
         }
@@ -336,10 +330,7 @@ impl Conn<'_> {
         match self {
             Conn::Sqlite { conn, place } => {
                 let values = sqlite_params(params);
-                let err = |source| StateError::Sqlite {
-                    place: place.to_string(),
-                    source,
-                };
+                let err = sqlite_error(place);
                 let mut stmt = conn.prepare_cached(sql).map_err(err)?;
                 let columns = stmt.column_count();
                 let mut rows = stmt
@@ -378,6 +369,14 @@ impl Conn<'_> {
     /// Runs an `INSERT … RETURNING id`; the new row's id.
     pub fn insert(&self, sql: &str, params: &[&dyn ToValue]) -> Result<i64> {
         self.query_one(sql, params)?.get(0)
+    }
+}
+
+/// SQLite's error as the store's, naming it.
+fn sqlite_error(place: &Arc<str>) -> impl Fn(rusqlite::Error) -> StateError + Copy + '_ {
+    move |source| StateError::Sqlite {
+        place: place.to_string(),
+        source,
     }
 }
 
