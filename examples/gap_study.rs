@@ -219,7 +219,7 @@ fn timing(args: &[String]) -> Result<(), Error> {
         texts.len(),
         started.elapsed().as_secs_f64()
     );
-    let store = FeedbackStore::open(work.path(), &config.feedback)?;
+    let store = FeedbackStore::open(&config)?;
     let asker = Asker::named("study")?;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let started = Instant::now();

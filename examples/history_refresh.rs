@@ -25,7 +25,7 @@ fn main() -> Result<(), Error> {
     config.storage.data_dir = work.path().to_path_buf();
     config.feedback.max_runs = config.feedback.max_runs.max(n);
     config.feedback.max_ratings_per_hour = config.feedback.max_ratings_per_hour.max(n);
-    let store = FeedbackStore::open(work.path(), &config.feedback)?;
+    let store = FeedbackStore::open(&config)?;
     let started = Instant::now();
     for k in 0..n {
         let run = RecordedRun {

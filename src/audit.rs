@@ -9,6 +9,11 @@
 //! `audit.log.1` (the older ones move up to `audit.log.<audit.keep_files>`,
 //! the oldest dropped), so the log stays within a bound.
 //!
+//! With `storage.state: postgres` the log is a table every server appends
+//! to (`audit_log`, in the server's schema), bounded the same way: the
+//! oldest records go once the table holds more than `audit.max_bytes`
+//! times `audit.keep_files + 1` bytes of them.
+//!
 //! A failure to write the log is logged and never fails the request.
 
 use std::fs::OpenOptions;
@@ -19,7 +24,8 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::config::AuditConfig;
+use crate::config::{AuditConfig, Config, StateBackend};
+use crate::state::{Schema, StateError, Store, params};
 
 /// The log's file in the data folder.
 pub const AUDIT_FILE: &str = "audit.log";
@@ -28,6 +34,26 @@ pub const AUDIT_FILE: &str = "audit.log";
 const MAX_DOCUMENTS: usize = 100;
 /// Longest line read back; a longer one is not a record of ours.
 const MAX_LINE_BYTES: usize = 64 * 1024;
+/// Records written between two trims of the table to its bound.
+const TRIM_EVERY: i64 = 64;
+
+/// The log's table in PostgreSQL. Not `durable`: as the file is appended
+/// without a flush, a record survives a crash of the server, not a power
+/// cut of PostgreSQL's machine.
+const SCHEMA: Schema = Schema {
+    name: "audit",
+    what: "audit log",
+    ddl: "
+CREATE TABLE IF NOT EXISTS audit_log (
+    id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    bytes INTEGER NOT NULL,
+    line  TEXT NOT NULL                    -- one JSON Record
+);
+",
+    version: 1,
+    migrations: &[],
+    durable: false,
+};
 
 /// What was done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,6 +137,8 @@ impl Record {
 #[derive(Debug)]
 pub struct AuditLog {
     path: PathBuf,
+    /// PostgreSQL's table, which replaces the file when state is there.
+    table: Option<Store>,
     config: AuditConfig,
 }
 
@@ -121,11 +149,22 @@ static WRITER: Mutex<()> = Mutex::new(());
 
 impl AuditLog {
     /// The log in `data_dir` (`audit.log`), created on the first record.
-    pub fn new(data_dir: &Path, config: &AuditConfig) -> Self {
+    fn new(data_dir: &Path, config: &AuditConfig) -> Self {
         Self {
             path: data_dir.join(AUDIT_FILE),
+            table: None,
             config: config.clone(),
         }
+    }
+
+    /// The log `config` keeps: `audit.log` in `storage.data_dir`, or the
+    /// table every server shares with `storage.state: postgres`.
+    pub fn open(config: &Config) -> Result<Self, StateError> {
+        let mut log = Self::new(&config.storage.data_dir, &config.audit);
+        if config.storage.state == StateBackend::Postgres && config.audit.enabled {
+            log.table = Some(Store::open_shared(config, SCHEMA, &log.path)?);
+        }
+        Ok(log)
     }
 
     /// Appends `record` (when `audit.enabled`); a failure is logged, never
@@ -134,11 +173,53 @@ impl AuditLog {
         if !self.config.enabled {
             return;
         }
-        if let Err(e) = self.append(record) {
-            tracing::warn!(path = %self.path.display(), error = %e, "cannot write the audit log");
+        let written = match &self.table {
+            None => self.append(record),
+            Some(table) => self.insert(table, record),
+        };
+        if let Err(e) = written {
+            tracing::warn!(path = %self.place(), error = %e, "cannot write the audit log");
         }
     }
 
+    /// The log's file, or its table, for messages.
+    pub fn place(&self) -> String {
+        match &self.table {
+            None => self.path.display().to_string(),
+            Some(table) => table.place().to_string(),
+        }
+    }
+
+    /// Appends `record` to the table, and now and then trims the oldest
+    /// records past the bound.
+    fn insert(&self, table: &Store, record: &Record) -> std::io::Result<()> {
+        let line = serde_json::to_string(record).map_err(std::io::Error::other)?;
+        let budget = self
+            .config
+            .max_bytes
+            .saturating_mul(self.config.keep_files as u64 + 1);
+        let budget = i64::try_from(budget).unwrap_or(i64::MAX);
+        table
+            .write(|c| {
+                let id = c.insert(
+                    "INSERT INTO audit_log (bytes, line) VALUES (?1, ?2) RETURNING id",
+                    params![line.len() as i64, line],
+                )?;
+                if id % TRIM_EVERY == 0 {
+                    // The newest records whose bytes fit the budget stay.
+                    c.execute(
+                        "DELETE FROM audit_log WHERE id <= (
+                             SELECT id FROM (
+                                 SELECT id, SUM(bytes) OVER (ORDER BY id DESC) AS total
+                                 FROM audit_log) AS newest
+                             WHERE total > ?1 ORDER BY id DESC LIMIT 1)",
+                        params![budget],
+                    )?;
+                }
+                Ok::<_, StateError>(())
+            })
+            .map_err(std::io::Error::other)
+    }
     fn append(&self, record: &Record) -> std::io::Result<()> {
         let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
         line.push('\n');
@@ -184,6 +265,21 @@ impl AuditLog {
     /// The records kept, oldest first, that `keep` accepts. A line that is
     /// not a record (cut by a crash, or too long) is passed over.
     pub fn read(&self, keep: &dyn Fn(&Record) -> bool) -> std::io::Result<Vec<Record>> {
+        if let Some(table) = &self.table {
+            let lines: Vec<String> = table
+                .read(|c| {
+                    c.query("SELECT line FROM audit_log ORDER BY id", params![])?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect::<Result<_, StateError>>()
+                })
+                .map_err(std::io::Error::other)?;
+            return Ok(lines
+                .iter()
+                .filter_map(|l| serde_json::from_str::<Record>(l).ok())
+                .filter(|r| keep(r))
+                .collect());
+        }
         let mut files: Vec<PathBuf> = (1..=self.config.keep_files)
             .rev()
             .map(|n| self.rotated(n))

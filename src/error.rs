@@ -40,9 +40,6 @@ pub enum Error {
     /// A tool call failed.
     #[error(transparent)]
     Tool(#[from] crate::tools::ToolError),
-    /// The tool statistics could not be read or written.
-    #[error(transparent)]
-    ToolStats(#[from] crate::tools::stats::StatsError),
     /// The generator (language model) failed.
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
@@ -118,6 +115,23 @@ pub const EXIT_NEEDS_INPUT: u8 = 5;
 pub const EXIT_FAILURE: u8 = 1;
 
 impl Error {
+    /// The state database's error under this one, whichever store it
+    /// came from (PostgreSQL unreachable is a 503, not a fault).
+    pub fn state(&self) -> Option<&crate::state::StateError> {
+        match self {
+            Error::State(e)
+            | Error::Review(ReviewError::State(e))
+            | Error::Session(crate::session::SessionError::State(e))
+            | Error::Feedback(crate::feedback::FeedbackError::State(e))
+            | Error::Auth(crate::auth::AuthError::State(e))
+            | Error::Ingest(IngestError::State(e))
+            | Error::Calibration(crate::confidence::calibration::CalibrationError::State(e)) => {
+                Some(e)
+            }
+            _ => None,
+        }
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
@@ -137,11 +151,10 @@ impl Error {
                 IngestError::Embed(m) => embed_code(m),
                 IngestError::Manifest { .. }
                 | IngestError::Io { .. }
+                | IngestError::State(_)
                 | IngestError::Cancelled { .. } => EXIT_FAILURE,
             },
-            Error::Lexical(_) | Error::Server(_) | Error::ToolStats(_) | Error::State(_) => {
-                EXIT_FAILURE
-            }
+            Error::Lexical(_) | Error::Server(_) | Error::State(_) => EXIT_FAILURE,
             Error::UnknownKb(_) => EXIT_NOT_FOUND,
             Error::Watch(crate::watch::WatchError::Watch { .. }) => EXIT_NOT_FOUND,
             Error::Watch(crate::watch::WatchError::Stopped(_)) => EXIT_FAILURE,
@@ -183,16 +196,16 @@ impl Error {
                 | crate::feedback::FeedbackError::TooLong { .. }
                 | crate::feedback::FeedbackError::RateLimited { .. }
                 | crate::feedback::FeedbackError::Disabled => EXIT_BAD_INPUT,
-                crate::feedback::FeedbackError::Db { .. }
+                crate::feedback::FeedbackError::State(_)
                 | crate::feedback::FeedbackError::Corrupt { .. }
                 | crate::feedback::FeedbackError::Io { .. } => EXIT_FAILURE,
             },
             Error::Auth(e) => match e {
                 crate::auth::AuthError::NotFound { .. } => EXIT_NOT_FOUND,
                 crate::auth::AuthError::Invalid(_) => EXIT_BAD_INPUT,
-                crate::auth::AuthError::Db { .. }
-                | crate::auth::AuthError::Corrupt { .. }
-                | crate::auth::AuthError::Io { .. } => EXIT_FAILURE,
+                crate::auth::AuthError::State(_) | crate::auth::AuthError::Io { .. } => {
+                    EXIT_FAILURE
+                }
             },
             Error::Eval(e) => match e {
                 EvalError::NotASet { .. } | EvalError::Missing { .. } => EXIT_NOT_FOUND,

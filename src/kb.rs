@@ -66,7 +66,9 @@ impl KnowledgeBase {
         mode: OpenMode,
     ) -> Result<Self> {
         let calibration = crate::confidence::calibration::apply(&mut config)?;
-        if mode == OpenMode::Existing {
+        // A shared collection is checked whatever the mode: a server
+        // configured with another model would re-embed it under the others.
+        if mode == OpenMode::Existing || crate::state::shares_collection(&config) {
             check_model(&config, embedder.model_id())?;
         }
         let store = open_store(&config, mode, embedder.dimension())?;
@@ -98,7 +100,7 @@ impl KnowledgeBase {
     /// The groups the documents' readers name (`group:NAME` → `NAME`), from
     /// the manifest, sorted.
     pub fn reader_groups(&self) -> Result<Vec<String>> {
-        let manifest = Manifest::load(&self.config.manifest_path())?;
+        let manifest = Manifest::load_for(&self.config)?;
         let mut groups: Vec<String> = manifest
             .iter()
             .flat_map(|m| m.sources.values())
@@ -114,7 +116,7 @@ impl KnowledgeBase {
     /// Content hashes of the collection's documents (from its manifest),
     /// sorted and without repeats.
     pub fn source_hashes(&self) -> Result<Vec<String>> {
-        let manifest = Manifest::load(&self.config.manifest_path())?;
+        let manifest = Manifest::load_for(&self.config)?;
         let mut hashes: Vec<String> = manifest
             .map(|m| {
                 m.sources
@@ -183,13 +185,16 @@ impl KnowledgeBase {
         options: &IngestOptions,
         on_event: &mut dyn FnMut(IngestEvent<'_>),
     ) -> Result<IngestReport> {
-        let manifest_path = self.config.manifest_path();
+        // One ingest at a time across the servers sharing the state (at
+        // once with SQLite: one server per data folder).
+        let _writer = crate::state::ClusterLock::writer(&self.config)?;
+        let manifest = crate::ingest::manifest::ManifestStore::open(&self.config)?;
         let ingestor = Ingestor {
             store: self.store.as_ref(),
             embedder: self.embedder.as_ref(),
             lexical: &self.lexical,
             config: &self.config.ingest,
-            manifest_path: &manifest_path,
+            manifest: &manifest,
         };
         let report = ingestor.run(paths, options, on_event)?;
         record_ingest(&report);
@@ -363,9 +368,10 @@ pub fn status(config: &Config) -> Result<Status> {
 /// Fails when the collection's manifest records another embedding model
 /// than `model_id`: its vectors would be compared with vectors of another
 /// space (MiniLM and multilingual-e5-small both give 384 numbers). An
-/// ingest re-embeds instead, so only opening an existing collection checks.
+/// ingest re-embeds instead, so only opening an existing collection checks,
+/// and any opening of one the servers share (`state::shares_collection`).
 fn check_model(config: &Config, model_id: &str) -> Result<()> {
-    let Some(manifest) = Manifest::load(&config.manifest_path())? else {
+    let Some(manifest) = Manifest::load_for(config)? else {
         return Ok(());
     };
     let stored = crate::ingest::pipeline_model(&manifest.pipeline);
@@ -384,7 +390,7 @@ fn collect_status(
     store: &dyn VectorStore,
     model: std::result::Result<(&str, &str), String>,
 ) -> Result<Status> {
-    let manifest = Manifest::load(&config.manifest_path())?;
+    let manifest = Manifest::load_for(config)?;
     let (sources, pipeline, pending) = match &manifest {
         Some(m) => (
             m.sources.len(),

@@ -64,7 +64,6 @@ pub mod selfcal;
 pub mod serve;
 pub mod service;
 pub mod session;
-mod sqlite;
 pub mod state;
 pub mod store;
 pub mod telemetry;

@@ -110,7 +110,7 @@ fn principal_scope(config: &crate::config::Config) -> Result<crate::access::Read
         return Ok(crate::access::ReadScope::All);
     }
     let name = &config.mcp.principal;
-    let scope = crate::auth::scope_of(&config.storage.data_dir, name)?;
+    let scope = crate::auth::scope_of(config, name)?;
     tracing::info!(principal = %name, "MCP client acts as a principal");
     Ok(scope)
 }

@@ -7,13 +7,14 @@
 //! later `grace ingest` on the other backend knows what it holds and only
 //! writes what changed.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::config::{Backend, Config};
 use crate::error::{Error, Result};
-use crate::ingest::manifest::Manifest;
+use crate::ingest::manifest::{Manifest, ManifestStore};
 use crate::kb::{OpenMode, open_store};
 use crate::store::StoreError;
 use crate::store::edge::EdgeStore;
@@ -161,11 +162,11 @@ pub fn migrate(
 
     // The manifest says what the store holds per source; the target now
     // holds exactly what the source held.
-    let (sources, manifest) = match Manifest::load(&source_config.manifest_path())? {
+    let (sources, manifest) = match Manifest::load_for(&source_config)? {
         Some(m) => {
-            let to = target_config.manifest_path();
-            m.save(&to)?;
-            (m.sources.len(), Some(to))
+            let to = ManifestStore::open(&target_config)?;
+            to.save(&m)?;
+            (m.sources.len(), Some(PathBuf::from(to.place())))
         }
         None => (0, None),
     };
@@ -207,13 +208,8 @@ fn drop_collection(config: &Config) -> Result<bool> {
             }
         }
     };
-    let manifest = config.manifest_path();
-    if existed && manifest.exists() {
-        std::fs::remove_file(&manifest).map_err(|source| StoreError::Io {
-            action: "delete",
-            path: manifest.clone(),
-            source,
-        })?;
+    if existed {
+        ManifestStore::open(config)?.remove()?;
     }
     Ok(existed)
 }

@@ -331,7 +331,7 @@ async fn a_principals_key_opens_only_its_documents_over_http() {
     config.server.api_key = "service-key".into();
     let grace = common::service(config);
     grace.ingest(vec![root], Default::default()).await.unwrap();
-    let principals = Principals::open(&data).unwrap();
+    let principals = Principals::open(&common::config(&data)).unwrap();
     let ann = principals.add_key("ann", &["finance".into()]).unwrap();
     let bo = principals.add_key("bo", &[]).unwrap();
     // Two reviewers: cy is also a principal of the hr group, dee is no
@@ -507,7 +507,10 @@ async fn a_principals_key_opens_only_its_documents_over_http() {
         .unwrap();
     assert_eq!(refused.status(), 403);
     // Revoked, unknown, forged or huge: 401, never read as no key.
-    Principals::open(&data).unwrap().revoke("bo").unwrap();
+    Principals::open(&common::config(&data))
+        .unwrap()
+        .revoke("bo")
+        .unwrap();
     // ann's key with its last digit changed.
     let last = if ann.key.ends_with('0') { '1' } else { '0' };
     let forged = format!("{}{last}", &ann.key[..ann.key.len() - 1]);
@@ -571,7 +574,7 @@ async fn a_principals_key_opens_only_its_documents_over_http() {
     assert_eq!(refused.status(), 403);
     server.stop().await;
     // The audit log: who asked and searched, which documents, no text.
-    let log = grace::audit::AuditLog::new(&data, &grace::config::AuditConfig::default());
+    let log = grace::audit::AuditLog::open(&common::config(&data)).unwrap();
     let anns = log.read(&|r| r.principal == "ann").unwrap();
     assert!(anns.iter().any(|r| {
         r.action == grace::audit::Action::Ask
@@ -679,7 +682,7 @@ async fn grace_mcp_acts_as_the_principal_it_is_started_for() {
         "{}",
         common::output_text(&ingested)
     );
-    Principals::open(&dir.join("data"))
+    Principals::open(&common::config(&dir.join("data")))
         .unwrap()
         .add_key("bo", &[])
         .unwrap();

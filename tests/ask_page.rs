@@ -771,7 +771,8 @@ fn a_principals_key_on_the_page_reads_only_what_the_principal_may() {
         |c| c.server.api_key = "service-key".into(),
         None,
     );
-    let principals = grace::auth::Principals::open(&dir.path().join("data")).unwrap();
+    let principals =
+        grace::auth::Principals::open(&common::config(&dir.path().join("data"))).unwrap();
     let ann = principals.add_key("ann", &["finance".into()]).unwrap();
     let bo = principals.add_key("bo", &[]).unwrap();
     let question = "Who gets the alert when a budget is 80% spent?";
@@ -850,7 +851,8 @@ fn the_page_asks_the_knowledge_base_its_address_names() {
         .unwrap()
         .ingest_blocking(&[hr_docs], &Default::default(), &mut |_| {})
         .unwrap();
-    let principals = grace::auth::Principals::open(&dir.path().join("data")).unwrap();
+    let principals =
+        grace::auth::Principals::open(&common::config(&dir.path().join("data"))).unwrap();
     let ann = principals.add_key("ann", &["hr".into()]).unwrap();
     let question = "How many weeks of parental leave do employees get?";
     let rt = tokio::runtime::Runtime::new().unwrap();

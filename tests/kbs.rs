@@ -85,7 +85,7 @@ async fn each_knowledge_base_is_served_to_those_who_may_ask_it() {
     hr.ingest(vec![hr_docs(tmp.path())], Default::default())
         .await
         .unwrap();
-    let principals = Principals::open(&data).unwrap();
+    let principals = Principals::open(&common::config(&data)).unwrap();
     let ann = principals.add_key("ann", &["hr".into()]).unwrap().key;
     let bo = principals.add_key("bo", &[]).unwrap().key;
     let rita = principals.add_key("rita", &[]).unwrap().key;
@@ -426,7 +426,7 @@ async fn mcp_offers_only_the_knowledge_bases_its_principal_may_ask() {
         "{}",
         common::output_text(&ingested)
     );
-    let principals = Principals::open(&dir.join(".grace")).unwrap();
+    let principals = Principals::open(&common::config(&dir.join(".grace"))).unwrap();
     principals.add_key("ann", &["hr".into()]).unwrap();
     principals.add_key("bo", &[]).unwrap();
 

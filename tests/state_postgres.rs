@@ -579,3 +579,347 @@ async fn postgresql_down_mid_request_is_503_with_retry_after_and_the_server_reco
     }
     server.stop().await;
 }
+
+/// Every store besides the review queue, as two servers share it: what
+/// one server writes, the other reads and continues (an asker's session,
+/// a key, a rating, a run-time tool, a tool's figures), with each store's
+/// own rules (limits, ownership, one rating per asker) kept across them.
+#[test]
+fn sessions_keys_feedback_and_tools_written_on_one_server_work_on_the_other() {
+    use grace::auth::Principals;
+    use grace::feedback::{Asker, FeedbackStore, Rating, RecordedRun, Vote};
+    use grace::session::{SessionError, SessionStore, Turn};
+    use grace::tools::stats::{CallOutcome, ToolStats};
+
+    let pg = PostgresServer::start();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let configs: Vec<Config> = dirs
+        .iter()
+        .map(|d| {
+            let mut c = server_config(&pg, d.path());
+            c.sessions.max_turns = 3;
+            c
+        })
+        .collect();
+
+    // Sessions: created on one server, continued on the other; the
+    // oldest turns go past the limit whichever server appends.
+    let sessions: Vec<SessionStore> = configs
+        .iter()
+        .map(|c| SessionStore::open(c).unwrap())
+        .collect();
+    let mine = sessions[0].create_for(Some("ann")).unwrap();
+    for i in 0..5 {
+        let turn = Turn {
+            question: format!("q{i}"),
+            standalone: None,
+            answer: Some(format!("a{i}")),
+            sources: vec!["a.md".into()],
+            decision: grace::exec::Decision::Answer,
+            confidence: 0.9,
+        };
+        sessions[i % 2].append(&mine.id, &turn).unwrap();
+    }
+    let got = sessions[1].get(&mine.id).unwrap();
+    let questions: Vec<&str> = got.turns.iter().map(|t| t.question.as_str()).collect();
+    assert_eq!(questions, ["q2", "q3", "q4"]);
+    sessions[1].check_owner(&mine.id, Some("ann")).unwrap();
+    assert!(matches!(
+        sessions[0].check_owner(&mine.id, Some("bo")),
+        Err(SessionError::NotFound { .. })
+    ));
+    // A run parked on one server is taken back once, on the other.
+    let run = sessions[0]
+        .park_run(&serde_json::json!({"step": 3}), 60.0)
+        .unwrap();
+    let back: serde_json::Value = sessions[1].take_run(&run, |_| true).unwrap();
+    assert_eq!(back["step"], 3);
+    assert!(
+        sessions[0]
+            .take_run::<serde_json::Value>(&run, |_| true)
+            .is_err()
+    );
+    sessions[0].delete(&mine.id).unwrap();
+    assert!(sessions[1].get(&mine.id).is_err());
+
+    // Keys: issued on one server, accepted (and revoked) on the other.
+    let principals: Vec<Principals> = configs
+        .iter()
+        .map(|c| Principals::open(c).unwrap())
+        .collect();
+    let issued = principals[0].add_key("ann", &["hr".into()]).unwrap();
+    let ann = principals[1]
+        .principal_for_key(&issued.key)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (ann.name.as_str(), ann.groups.as_slice()),
+        ("ann", &["hr".to_string()][..])
+    );
+    principals[0].add_key("bo", &[]).unwrap();
+    let names: Vec<String> = principals[1]
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["ann", "bo"]);
+    assert_eq!(principals[1].revoke("ann").unwrap(), 1);
+    assert!(
+        principals[0]
+            .principal_for_key(&issued.key)
+            .unwrap()
+            .is_none()
+    );
+    // The knowledge bases' own configurations share the server's principals.
+    let mut with_kb = configs[1].clone();
+    with_kb.kbs.insert("hr-docs".into(), Default::default());
+    let hr = with_kb.for_kb("hr-docs").unwrap().unwrap();
+    assert_eq!(hr.storage.postgres.schema, "grace_hr_docs");
+    assert_eq!(Principals::open(&hr).unwrap().list().unwrap().len(), 2);
+
+    // Feedback: a run recorded on one server is rated on the other, once
+    // per asker; a refit on either reads the label.
+    let feedback: Vec<FeedbackStore> = configs
+        .iter()
+        .map(|c| FeedbackStore::open(c).unwrap())
+        .collect();
+    let asker = Asker::named("ann").unwrap();
+    let recorded = RecordedRun {
+        question: "How long are backups kept?".into(),
+        standalone: None,
+        answer: Some("Thirty days. [1]".into()),
+        decision: grace::exec::Decision::Answer,
+        confidence: 0.8,
+        factors: None,
+        weights_version: "logistic:0123456789abcdef".into(),
+        collection: "grace".into(),
+        sources: vec!["backups.md".into()],
+    };
+    let id = feedback[0]
+        .record_asked(&recorded, &asker, None, Some(&[0.6, 0.8]))
+        .unwrap()
+        .unwrap();
+    let down = Rating {
+        vote: Vote::Down,
+        reason: None,
+        text: None,
+    };
+    assert!(!feedback[1].rate(&id, &asker, &down).unwrap().replaced);
+    assert!(feedback[0].rate(&id, &asker, &down).unwrap().replaced);
+    let other = Asker::named("bo").unwrap();
+    assert!(feedback[1].rate(&id, &other, &down).is_err());
+    assert_eq!(feedback[0].label_count().unwrap(), 1);
+    let labelled = feedback[1].labelled().unwrap();
+    assert_eq!(labelled.len(), 1);
+    assert_eq!(
+        labelled[0].rating.as_ref().map(|r| r.vote),
+        Some(Vote::Down)
+    );
+    let history = feedback[0].document_ratings(10).unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        (history[0].source.as_str(), history[0].up),
+        ("backups.md", false)
+    );
+    let unmet = feedback[1]
+        .unmet(chrono::Utc::now() - chrono::Duration::hours(1), 10)
+        .unwrap();
+    assert_eq!(unmet.len(), 1);
+    assert_eq!(unmet[0].question, "How long are backups kept?");
+    assert!(feedback[1].link_review(&id, 7).unwrap());
+    assert_eq!(feedback[0].review_of(&id).unwrap(), Some(7));
+
+    // Run-time tools: saved on one server, listed with their history on
+    // the other; tool figures add up across both.
+    let tools: Vec<grace::tools::runtime::Store> = configs
+        .iter()
+        .map(|c| grace::tools::runtime::Store::open(c).unwrap())
+        .collect();
+    let spec = grace::tools::runtime::ToolSpec {
+        name: "word_count".into(),
+        description: "Counts words.".into(),
+        input_schema: serde_json::json!({"type": "object"}),
+        code: "function run(i) { return 1; }".into(),
+        examples: Vec::new(),
+    };
+    tools[0]
+        .save(&spec, "verified", 1.0, &[], "cli", 10)
+        .unwrap();
+    let saved = tools[1]
+        .save(&spec, "verified", 1.0, &[], "http", 10)
+        .unwrap();
+    assert_eq!(saved.version, 2);
+    tools[1].refuse("bad name", "mcp", "not a name").unwrap();
+    let history = tools[0].history("word_count").unwrap().unwrap();
+    assert_eq!(history.versions.len(), 2);
+    let actions: Vec<&str> = history.audit.iter().map(|a| a.action.as_str()).collect();
+    assert_eq!(actions, ["create", "update"]);
+    assert_eq!(tools[0].delete("word_count", "cli").unwrap(), Some(2));
+    assert!(tools[1].live().unwrap().is_empty());
+
+    let stats: Vec<ToolStats> = configs
+        .iter()
+        .map(|c| ToolStats::open(c).unwrap())
+        .collect();
+    for (i, ms) in [10u64, 20, 30, 40].into_iter().enumerate() {
+        let outcome = CallOutcome {
+            failure: (i == 3).then_some(grace::tools::ToolErrorKind::Timeout),
+            error: (i == 3).then_some("no result within 40 ms"),
+            latency: Duration::from_millis(ms),
+        };
+        stats[i % 2].record("search", &outcome).unwrap();
+    }
+    stats[1].seen("never_called").unwrap();
+    let usage = stats[0].usage("search").unwrap();
+    assert_eq!(
+        (usage.calls, usage.successes, usage.failures_in_a_row),
+        (4, 3, 1)
+    );
+    let all: Vec<String> = stats[1]
+        .all()
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(all, ["never_called", "search"]);
+    let reflection = stats[0].reflect().unwrap();
+    assert_eq!(reflection.never_used, ["never_called"]);
+    assert_eq!(reflection.patterns.len(), 1);
+}
+
+/// What a knowledge base keeps whole (the manifest, the fits) and the
+/// audit log, as several servers share them: a manifest written through
+/// one server's Qdrant node is the one another reads through its own; a
+/// fit kept on one scores the other's runs; both append to one log.
+#[test]
+fn the_manifest_the_fits_and_the_audit_log_are_shared() {
+    use grace::audit::{Action, AuditLog, Record};
+    use grace::confidence::calibration::{Calibration, Source};
+    use grace::ingest::manifest::{Manifest, ManifestStore};
+
+    let pg = PostgresServer::start();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let configs: Vec<Config> = dirs
+        .iter()
+        .enumerate()
+        .map(|(n, d)| {
+            let mut c = server_config(&pg, d.path());
+            c.storage.backend = grace::config::Backend::Qdrant;
+            // Each server reaches the cluster through its own node.
+            c.qdrant.url = format!("http://127.0.0.1:{}", 6333 + n);
+            c
+        })
+        .collect();
+
+    let manifest = Manifest::new("pipeline-1");
+    ManifestStore::open(&configs[0])
+        .unwrap()
+        .save(&manifest)
+        .unwrap();
+    let other = ManifestStore::open(&configs[1]).unwrap();
+    assert_eq!(other.load().unwrap(), Some(manifest));
+    assert!(other.place().contains("manifest/grace") && other.place().contains("PostgreSQL"));
+    // Nothing was written in either data folder.
+    for d in &dirs {
+        assert!(!d.path().join("manifests").exists());
+    }
+    // With the embedded store each server has its own points, so its own
+    // manifest file.
+    let mut edge = configs[1].clone();
+    edge.storage.backend = grace::config::Backend::Edge;
+    assert_eq!(ManifestStore::open(&edge).unwrap().load().unwrap(), None);
+
+    // A fit kept on one server is read on the other.
+    let fit = Calibration::stored(&configs[1], Source::Feedback).unwrap();
+    assert!(fit.is_none());
+    let fare = grace::confidence::fit::Fare::of(&[(0.9, true), (0.2, false)]);
+    let calibration = Calibration {
+        version: grace::confidence::calibration::VERSION,
+        created: "2026-11-29T00:00:00Z".into(),
+        fitted_on: grace::confidence::calibration::FittedOn {
+            set: "feedback".into(),
+            questions: 2,
+            questions_sha256: String::new(),
+            collection: "grace".into(),
+            embedding_model: "minilm".into(),
+            generator: "extractive".into(),
+            sources: Vec::new(),
+        },
+        weights: grace::config::Weights {
+            bias: -1.25,
+            ..Default::default()
+        },
+        l2: 0.1,
+        folds: 5,
+        fold_figures: vec![fare.clone()],
+        cross_validated: fare.clone(),
+        hand_set: fare,
+        self_calibration: None,
+    };
+    let kept = calibration.store(&configs[0], Source::Feedback).unwrap();
+    assert!(kept.display().to_string().contains("feedback-calibration"));
+    let read = Calibration::stored(&configs[1], Source::Feedback)
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.weights.bias, -1.25);
+
+    // One audit log: both servers append, either reads everything.
+    let logs: Vec<AuditLog> = configs.iter().map(|c| AuditLog::open(c).unwrap()).collect();
+    for i in 0..10 {
+        logs[i % 2]
+            .record(&Record::new(&format!("p{i}"), "default", Action::Ask).decision("answer"));
+    }
+    let all = logs[0].read(&|_| true).unwrap();
+    let who: Vec<String> = all.iter().map(|r| r.principal.clone()).collect();
+    assert_eq!(who, (0..10).map(|i| format!("p{i}")).collect::<Vec<_>>());
+    assert!(!dirs[0].path().join("audit.log").exists());
+}
+
+/// One leader among the servers, and one writer at a time: a lock held
+/// by one server is refused to another until it is released, and a
+/// waiting writer goes on as soon as it is.
+#[test]
+fn one_server_leads_and_another_takes_over_when_it_goes() {
+    use grace::state::{CAMPAIGN_EVERY, ClusterLock, LEADER};
+
+    let pg = PostgresServer::start();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let a = server_config(&pg, dirs[0].path());
+    let b = server_config(&pg, dirs[1].path());
+    let leader = ClusterLock::try_take(&a, LEADER).unwrap().expect("free");
+    assert!(leader.held());
+    assert!(ClusterLock::try_take(&b, LEADER).unwrap().is_none());
+    // Another knowledge base has a leader of its own.
+    let mut with_kb = b.clone();
+    with_kb.kbs.insert("hr".into(), Default::default());
+    let hr = with_kb.for_kb("hr").unwrap().unwrap();
+    assert!(ClusterLock::try_take(&hr, LEADER).unwrap().is_some());
+    // The leader goes: the next campaign wins.
+    drop(leader);
+    let started = Instant::now();
+    let taken = loop {
+        if let Some(lock) = ClusterLock::try_take(&b, LEADER).unwrap() {
+            break lock;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "never taken over"
+        );
+        std::thread::sleep(CAMPAIGN_EVERY / 10);
+    };
+    assert!(taken.held());
+
+    // A writer waits for the other server's ingest, then goes on.
+    let first = ClusterLock::writer(&a).unwrap();
+    let waited = std::thread::spawn(move || {
+        let started = Instant::now();
+        let _second = ClusterLock::writer(&b).unwrap();
+        started.elapsed()
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    drop(first);
+    let waited = waited.join().unwrap();
+    assert!(waited >= Duration::from_millis(500), "{waited:?}");
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+}

@@ -3,7 +3,8 @@
 //! A principal is a name and its groups ([`Principal`]). `grace auth
 //! add-key NAME --groups a,b` issues a key (`gk_` and 64 hex digits, 256
 //! random bits) and prints it once; `principals.sqlite3` in the data folder
-//! keeps only its SHA-256 (a plain hash is enough: the key has 256 bits of
+//! (or its tables in PostgreSQL, `storage.state: postgres`, shared by every
+//! server) keeps only its SHA-256 (a plain hash is enough: the key has 256 bits of
 //! entropy, so there is nothing to guess, and looking a hash up leaks
 //! nothing about a key by timing). A principal may hold several keys (a
 //! new one before the old is retired); `grace auth revoke NAME` ends every
@@ -11,15 +12,14 @@
 
 pub mod jwt;
 
-use std::path::{Path, PathBuf};
-
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::access::{Principal, ReadScope, check_groups, valid_name};
+use crate::config::{Config, StateBackend};
 use crate::durable::hex;
-use crate::sqlite::{Db, DbOpenError, now_ms, to_time};
+use crate::state::{Schema, StateError, Store, params};
+use crate::state::{now_ms, to_time};
 
 /// The principals' file in the data folder.
 pub const PRINCIPALS_FILE: &str = "principals.sqlite3";
@@ -30,8 +30,16 @@ pub const KEY_PREFIX: &str = "gk_";
 /// a 10 MB `Authorization` header is refused before it is hashed).
 pub const MAX_KEY_CHARS: usize = 128;
 
-const SCHEMA_VERSION: i64 = 1;
-const SCHEMA: &str = "
+/// The principals' schema, at version 1.
+const SCHEMA: Schema = Schema {
+    name: "principals",
+    what: "principals database",
+    ddl: DDL,
+    version: 1,
+    migrations: &[],
+    durable: true,
+};
+const DDL: &str = "
 CREATE TABLE IF NOT EXISTS principals (
     name TEXT PRIMARY KEY,
     groups TEXT NOT NULL,
@@ -63,23 +71,10 @@ pub enum AuthError {
         /// The name asked for.
         name: String,
     },
-    /// The database failed.
-    #[error("principals database {path}: {source}")]
-    Db {
-        /// The file.
-        path: PathBuf,
-        /// SQLite's error.
-        #[source]
-        source: rusqlite::Error,
-    },
-    /// The file is from a newer GRACE or not ours.
-    #[error("principals database {path}: {message}")]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
+    /// The database failed, is from a newer GRACE, or PostgreSQL could
+    /// not be reached.
+    #[error(transparent)]
+    State(#[from] StateError),
     /// The data folder or the random source failed.
     #[error("cannot {action}: {source}")]
     Io {
@@ -115,10 +110,10 @@ pub struct PrincipalInfo {
     pub created_at: String,
 }
 
-/// The principals and their keys (`principals.sqlite3`).
+/// The principals and their keys (`principals.sqlite3`, or PostgreSQL).
 #[derive(Debug)]
 pub struct Principals {
-    db: Db,
+    store: Store,
 }
 
 fn hash(key: &str) -> String {
@@ -126,37 +121,24 @@ fn hash(key: &str) -> String {
 }
 
 impl Principals {
-    /// Opens (creating if needed) the store in `data_dir`.
-    pub fn open(data_dir: &Path) -> Result<Self> {
-        let db = Db::open_in(data_dir, PRINCIPALS_FILE, SCHEMA, SCHEMA_VERSION).map_err(
-            |e| match e {
-                DbOpenError::Folder(source) => AuthError::Io {
-                    action: "create the data folder",
-                    source,
-                },
-                DbOpenError::Open(e) => e.into_error(
-                    &data_dir.join(PRINCIPALS_FILE),
-                    |path, source| AuthError::Db { path, source },
-                    |path, message| AuthError::Corrupt { path, message },
-                ),
-            },
-        )?;
-        Ok(Self { db })
+    /// Opens (creating if needed) the store every knowledge base of
+    /// `config` shares: `principals.sqlite3` in `storage.data_dir`, or
+    /// PostgreSQL's tables in the server's schema.
+    pub fn open(config: &Config) -> Result<Self> {
+        let file = config.storage.data_dir.join(PRINCIPALS_FILE);
+        Ok(Self {
+            store: Store::open_shared(config, SCHEMA, &file)?,
+        })
     }
 
-    /// The store in `data_dir` when one was created there; `None` when no
-    /// key was ever issued (a reader creates nothing).
-    pub fn open_existing(data_dir: &Path) -> Result<Option<Self>> {
-        match data_dir.join(PRINCIPALS_FILE).exists() {
-            true => Self::open(data_dir).map(Some),
-            false => Ok(None),
-        }
-    }
-
-    fn db_error(&self) -> impl Fn(rusqlite::Error) -> AuthError + '_ {
-        |source| AuthError::Db {
-            path: self.db.path().to_path_buf(),
-            source,
+    /// The store when one was created; `None` when no key was ever issued
+    /// on this machine (a reader creates no file; PostgreSQL's tables are
+    /// always opened, since another server may have issued keys).
+    pub fn open_existing(config: &Config) -> Result<Option<Self>> {
+        let file = config.storage.data_dir.join(PRINCIPALS_FILE);
+        match config.storage.state == StateBackend::Sqlite && !file.exists() {
+            true => Ok(None),
+            false => Self::open(config).map(Some),
         }
     }
 
@@ -182,20 +164,17 @@ impl Principals {
             )
         );
         let groups_json = serde_json::to_string(&principal.groups).unwrap_or_default();
-        let err = self.db_error();
-        self.db.write(&err, |tx| {
-            tx.execute(
+        self.store.write(|c| {
+            c.execute(
                 "INSERT INTO principals (name, groups, created_at) VALUES (?1, ?2, ?3) \
                  ON CONFLICT(name) DO UPDATE SET groups = excluded.groups",
                 params![name, groups_json, now_ms()],
-            )
-            .map_err(&err)?;
-            tx.execute(
+            )?;
+            c.execute(
                 "INSERT INTO keys (key_hash, principal, created_at) VALUES (?1, ?2, ?3)",
                 params![hash(&key), name, now_ms()],
-            )
-            .map_err(&err)?;
-            Ok(())
+            )?;
+            Ok::<_, AuthError>(())
         })?;
         tracing::info!(principal = name, "API key issued");
         Ok(IssuedKey {
@@ -207,26 +186,21 @@ impl Principals {
 
     /// Revokes every key of `name`; returns how many still worked.
     pub fn revoke(&self, name: &str) -> Result<usize> {
-        let err = self.db_error();
-        let revoked = self.db.write(&err, |tx| {
-            let exists = tx
-                .query_row("SELECT 1 FROM principals WHERE name = ?1", [name], |_| {
-                    Ok(())
-                })
-                .optional()
-                .map_err(&err)?
+        let revoked = self.store.write(|c| {
+            let exists = c
+                .query_opt("SELECT 1 FROM principals WHERE name = ?1", params![name])?
                 .is_some();
             if !exists {
                 return Err(AuthError::NotFound {
                     name: name.to_string(),
                 });
             }
-            tx.execute(
+            Ok(c.execute(
                 "UPDATE keys SET revoked_at = ?2 WHERE principal = ?1 AND revoked_at IS NULL",
                 params![name, now_ms()],
-            )
-            .map_err(&err)
+            )?)
         })?;
+        let revoked = usize::try_from(revoked).unwrap_or(usize::MAX);
         tracing::info!(principal = name, revoked, "API keys revoked");
         Ok(revoked)
     }
@@ -237,53 +211,55 @@ impl Principals {
         if !token.starts_with(KEY_PREFIX) || token.len() > MAX_KEY_CHARS {
             return Ok(None);
         }
-        let conn = self.db.lock();
-        conn.query_row(
-            "SELECT p.name, p.groups FROM keys k JOIN principals p ON p.name = k.principal \
-             WHERE k.key_hash = ?1 AND k.revoked_at IS NULL",
-            [hash(token)],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
-        )
-        .optional()
-        .map_err(self.db_error())
-        .map(|found| found.map(|(name, groups)| Principal::new(&name, &parse_groups(&groups))))
+        let found = self.store.read(|c| {
+            c.query_opt(
+                "SELECT p.name, p.groups FROM keys k JOIN principals p ON p.name = k.principal \
+                 WHERE k.key_hash = ?1 AND k.revoked_at IS NULL",
+                params![hash(token)],
+            )?
+            .map(|r| Ok::<_, StateError>((r.get::<String>(0)?, r.get::<String>(1)?)))
+            .transpose()
+        })?;
+        Ok(found.map(|(name, groups)| Principal::new(&name, &parse_groups(&groups))))
     }
 
     /// The principal named `name`, if there is one.
     pub fn get(&self, name: &str) -> Result<Option<Principal>> {
-        let conn = self.db.lock();
-        conn.query_row(
-            "SELECT groups FROM principals WHERE name = ?1",
-            [name],
-            |r| r.get::<_, String>(0),
-        )
-        .optional()
-        .map_err(self.db_error())
-        .map(|found| found.map(|groups| Principal::new(name, &parse_groups(&groups))))
+        let found: Option<String> = self.store.read(|c| {
+            c.query_opt(
+                "SELECT groups FROM principals WHERE name = ?1",
+                params![name],
+            )?
+            .map(|r| r.get(0))
+            .transpose()
+        })?;
+        Ok(found.map(|groups| Principal::new(name, &parse_groups(&groups))))
     }
 
     /// Every principal, by name.
     pub fn list(&self) -> Result<Vec<PrincipalInfo>> {
-        let conn = self.db.lock();
-        let mut statement = conn
-            .prepare(
+        let rows = self.store.read(|c| {
+            c.query(
                 "SELECT p.name, p.groups, p.created_at, \
                  (SELECT COUNT(*) FROM keys k WHERE k.principal = p.name AND k.revoked_at IS NULL) \
                  FROM principals p ORDER BY p.name",
+                params![],
             )
-            .map_err(self.db_error())?;
-        let rows = statement
-            .query_map([], |r| {
+        })?;
+        let mut list = rows
+            .iter()
+            .map(|r| {
                 Ok(PrincipalInfo {
                     name: r.get(0)?,
-                    groups: parse_groups(&r.get::<_, String>(1)?),
+                    groups: parse_groups(&r.get::<String>(1)?),
                     created_at: to_time(r.get(2)?).to_rfc3339(),
-                    active_keys: r.get::<_, i64>(3)?.max(0) as usize,
+                    active_keys: r.get::<i64>(3)?.max(0) as usize,
                 })
             })
-            .map_err(self.db_error())?;
-        rows.collect::<std::result::Result<_, _>>()
-            .map_err(self.db_error())
+            .collect::<std::result::Result<Vec<_>, StateError>>()?;
+        // By name, bytewise on both databases (PostgreSQL's collation may not be).
+        list.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(list)
     }
 
     /// The groups of `named` no principal with a key is in: what only they
@@ -306,13 +282,13 @@ impl Principals {
     }
 }
 
-/// What principal `name` (in `data_dir`'s store) may read; a name no
+/// What principal `name` (in `config`'s store) may read; a name no
 /// principal has is [`AuthError::NotFound`], never everything.
-pub fn scope_of(data_dir: &Path, name: &str) -> Result<ReadScope> {
+pub fn scope_of(config: &Config, name: &str) -> Result<ReadScope> {
     let not_found = || AuthError::NotFound {
         name: name.to_string(),
     };
-    let store = Principals::open_existing(data_dir)?.ok_or_else(not_found)?;
+    let store = Principals::open_existing(config)?.ok_or_else(not_found)?;
     let principal = store.get(name)?.ok_or_else(not_found)?;
     Ok(ReadScope::Principal(principal))
 }
@@ -336,10 +312,16 @@ fn parse_groups(stored: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn config(dir: &std::path::Path) -> Config {
+        let mut config = Config::default();
+        config.storage.data_dir = dir.to_path_buf();
+        config
+    }
+
     #[test]
     fn a_key_names_its_principal_until_revoked() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Principals::open(dir.path()).unwrap();
+        let store = Principals::open(&config(dir.path())).unwrap();
         let issued = store
             .add_key("ann", &["hr".into(), "finance".into()])
             .unwrap();
@@ -373,7 +355,7 @@ mod tests {
     #[test]
     fn hostile_names_and_tokens_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Principals::open(dir.path()).unwrap();
+        let store = Principals::open(&config(dir.path())).unwrap();
         for bad in ["", "-x", "a b", "a/b", "ann'; DROP TABLE keys; --"] {
             assert!(store.add_key(bad, &[]).is_err(), "{bad:?}");
         }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fit::Fare;
 use crate::config::{Config, ConfigError, FeedbackCalibrationMode, SelfCalibrationMode, Weights};
+use crate::state::{Document, DocumentError, Documents, Scope};
 
 /// Reads the calibration that applies to the configured collection and
 /// puts its weights in `config` (`confidence.fitted_weights`), so that
@@ -68,13 +69,34 @@ impl Source {
         }
     }
 
-    /// The file a calibration from here is read from.
+    /// The file a calibration from here is read from on this machine.
     pub fn file(self, config: &Config) -> PathBuf {
         match self {
             Self::Labelled => config.confidence.calibration.clone().unwrap_or_default(),
             Self::Feedback => config.feedback_calibration_path(),
             Self::SelfFit => config.self_calibration_path(),
         }
+    }
+
+    /// Where a fit GRACE made itself is kept (its file, or PostgreSQL's
+    /// row every server reads); `None` for the labelled file, which the
+    /// configuration names.
+    fn document(self, config: &Config) -> Option<(Scope, Document)> {
+        let (scope, name) = match self {
+            Self::Labelled => return None,
+            Self::Feedback => (Scope::KnowledgeBase, "feedback-calibration".to_string()),
+            Self::SelfFit => (
+                Scope::Collection,
+                format!("self-calibration/{}", config.qdrant.collection),
+            ),
+        };
+        Some((
+            scope,
+            Document {
+                name,
+                file: self.file(config),
+            },
+        ))
     }
 }
 
@@ -97,25 +119,19 @@ pub fn configured(config: &Config) -> Result<Option<(Source, Calibration)>, Conf
             .map_err(Configured::Labelled);
     }
     if config.confidence.feedback_calibration == FeedbackCalibrationMode::Auto {
-        let path = Source::Feedback.file(config);
-        if path.exists() {
-            match Calibration::load(&path) {
-                Ok(c) => return Ok(Some((Source::Feedback, c))),
-                Err(e) => tracing::warn!(
-                    "{e}; scoring without the fit on feedback until it is fitted again"
-                ),
+        match Calibration::stored(config, Source::Feedback) {
+            Ok(Some(c)) => return Ok(Some((Source::Feedback, c))),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!("{e}; scoring without the fit on feedback until it is fitted again")
             }
         }
     }
     if config.confidence.self_calibration.mode == SelfCalibrationMode::Off {
         return Ok(None);
     }
-    let path = Source::SelfFit.file(config);
-    if !path.exists() {
-        return Ok(None);
-    }
-    Calibration::load(&path)
-        .map(|c| Some((Source::SelfFit, c)))
+    Calibration::stored(config, Source::SelfFit)
+        .map(|c| c.map(|c| (Source::SelfFit, c)))
         .map_err(Configured::SelfFit)
 }
 
@@ -221,22 +237,79 @@ pub enum CalibrationError {
         /// What is wrong.
         message: String,
     },
+    /// PostgreSQL, which keeps the fits every server shares, failed.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+}
+
+impl From<DocumentError> for CalibrationError {
+    fn from(e: DocumentError) -> Self {
+        match e {
+            DocumentError::Io {
+                action,
+                path,
+                source,
+            } => CalibrationError::Io {
+                action,
+                path,
+                source,
+            },
+            DocumentError::State(e) => CalibrationError::State(e),
+        }
+    }
 }
 
 impl Calibration {
     /// Reads and checks a calibration file.
     pub fn load(path: &Path) -> Result<Self, CalibrationError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CalibrationError::Io {
+        let text = std::fs::read(path).map_err(|source| CalibrationError::Io {
             action: "read",
             path: path.to_path_buf(),
             source,
         })?;
+        Self::parse(&text, path)
+    }
+
+    /// The fit GRACE keeps for `source` (on feedback, or the collection's
+    /// self-calibration): its file, or the row every server reads with
+    /// `storage.state: postgres`; `None` when there is none (and for the
+    /// labelled file, which [`load`](Self::load) reads).
+    pub fn stored(config: &Config, source: Source) -> Result<Option<Self>, CalibrationError> {
+        let Some((scope, doc)) = source.document(config) else {
+            return Ok(None);
+        };
+        let docs = Documents::open(config, scope)?;
+        match docs.read(&doc)? {
+            Some(bytes) => Self::parse(&bytes, Path::new(&docs.place(&doc))).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Keeps this fit as `source`'s ([`stored`](Self::stored) reads it);
+    /// where it went, for messages.
+    pub fn store(&self, config: &Config, source: Source) -> Result<PathBuf, CalibrationError> {
+        let Some((scope, doc)) = source.document(config) else {
+            let path = source.file(config);
+            self.save(&path)?;
+            return Ok(path);
+        };
+        let docs = Documents::open(config, scope)?;
+        let text = serde_json::to_string_pretty(self).map_err(|e| CalibrationError::Invalid {
+            path: doc.file.clone(),
+            message: e.to_string(),
+        })?;
+        docs.write(&doc, (text + "\n").as_bytes())?;
+        Ok(PathBuf::from(docs.place(&doc)))
+    }
+
+    /// The calibration in `bytes`, read from `path` (named in errors).
+    fn parse(bytes: &[u8], path: &Path) -> Result<Self, CalibrationError> {
         let invalid = |message: String| CalibrationError::Invalid {
             path: path.to_path_buf(),
             message,
         };
         let calibration: Calibration =
-            serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+            serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
         if calibration.version != VERSION {
             return Err(invalid(format!(
                 "version {} (this GRACE reads version {VERSION})",

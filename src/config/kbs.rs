@@ -240,11 +240,7 @@ impl Config {
                 derived.qdrant.collection = format!("{}-{name}", self.qdrant.collection);
             }
             // Its own tables (storage is the server's: never the entry's).
-            derived.storage.postgres.schema = format!(
-                "{}_{}",
-                self.storage.postgres.schema,
-                name.replace('-', "_")
-            );
+            derived.storage.postgres.schema = kb_schema(&self.storage.postgres.schema, name);
         } else {
             derived.server.watch.extend(entry.watch.iter().cloned());
         }
@@ -286,6 +282,19 @@ impl Config {
         }
     }
 
+    /// The PostgreSQL settings of the state every knowledge base shares
+    /// (the principals, the audit log): `storage.postgres` with the
+    /// server's schema, not a knowledge base's own.
+    pub fn shared_postgres(&self) -> super::PostgresConfig {
+        let mut settings = self.storage.postgres.clone();
+        if self.kb_name() != DEFAULT_KB
+            && let Some(root) = settings.schema.strip_suffix(&kb_schema("", self.kb_name()))
+        {
+            settings.schema = root.to_string();
+        }
+        settings
+    }
+
     /// This knowledge base's state folder: `storage.data_dir` for
     /// `default`, `storage.data_dir/kbs/NAME` for another. The principals
     /// and the audit log stay in `storage.data_dir`, shared.
@@ -295,6 +304,12 @@ impl Config {
             name => self.storage.data_dir.join("kbs").join(name),
         }
     }
+}
+
+/// The PostgreSQL schema of knowledge base `name`'s own tables under the
+/// server's schema `root` (`-` reads as `_`).
+fn kb_schema(root: &str, name: &str) -> String {
+    format!("{root}_{}", name.replace('-', "_"))
 }
 
 /// Replaces `base`'s keys with `overlay`'s, recursing into mappings.

@@ -5,7 +5,8 @@
 //!
 //! A [`FeedbackStore`] is one SQLite file, `feedback.sqlite3`, in the data
 //! folder (WAL, `synchronous=FULL`: an acknowledged rating survives a
-//! crash). Every finished run is recorded under an id (`ans_` and 32
+//! crash), or its tables in PostgreSQL (`storage.state: postgres`), which
+//! every server shares. Every finished run is recorded under an id (`ans_` and 32
 //! random hex digits, [`ANSWER_ID_PATTERN`]) with its question, answer,
 //! decision, the answer step's factors, the weights' version, the
 //! collection and the cited documents ([`RecordedRun`]); a refit reads
@@ -33,14 +34,12 @@ pub use self::boost::{DocumentRating, MAX_BOOST_RATINGS, document_boosts, docume
 pub use self::rating::{Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, Vote};
 pub use self::recorded::{RecordedRun, weights_version};
 
-use std::path::{Path, PathBuf};
-
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::config::FeedbackConfig;
-use crate::sqlite::{Db, DbOpenError, now_ms, to_time};
+use crate::config::{Config, FeedbackConfig, StateBackend};
+use crate::state::{Conn, Schema, StateError, Store, params};
+use crate::state::{now_ms, to_time};
 
 /// The file name of the feedback database in the data folder.
 pub const FEEDBACK_FILE: &str = "feedback.sqlite3";
@@ -51,8 +50,16 @@ pub const ANSWER_ID_PATTERN: &str = r"^ans_[0-9a-f]{32}$";
 /// An hour, in the database's milliseconds (the rate limit's window).
 const HOUR_MS: i64 = 3_600_000;
 
-const SCHEMA_VERSION: i64 = 2;
-const SCHEMA: &str = "
+/// The feedback store's schema, at version 2.
+const SCHEMA: Schema = Schema {
+    name: "feedback",
+    what: "feedback database",
+    ddl: DDL,
+    version: 2,
+    migrations: &[],
+    durable: true,
+};
+const DDL: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     id         TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,           -- Unix milliseconds
@@ -133,20 +140,14 @@ pub enum FeedbackError {
     /// `feedback.enabled` is false.
     #[error("feedback is off (feedback.enabled: false): runs are not recorded and cannot be rated")]
     Disabled,
-    /// The database failed.
-    #[error("feedback database {path}: {source}")]
-    Db {
-        /// The database file.
-        path: PathBuf,
-        /// SQLite's error.
-        #[source]
-        source: rusqlite::Error,
-    },
+    /// The database failed (or PostgreSQL could not be reached).
+    #[error(transparent)]
+    State(#[from] StateError),
     /// The database holds something this GRACE cannot read.
-    #[error("feedback database {path}: {message}")]
+    #[error("{place}: {message}")]
     Corrupt {
-        /// The database file.
-        path: PathBuf,
+        /// The database's file or schema.
+        place: String,
         /// What is wrong.
         message: String,
     },
@@ -208,43 +209,35 @@ pub struct Labelled {
 /// The durable store of recorded runs and askers' ratings.
 #[derive(Debug)]
 pub struct FeedbackStore {
-    db: Db,
+    store: Store,
     limits: FeedbackConfig,
 }
 
 impl FeedbackStore {
-    /// Opens (creating if needed) `feedback.sqlite3` in `data_dir`.
-    pub fn open(data_dir: &Path, limits: &FeedbackConfig) -> Result<Self> {
-        let db =
-            Db::open_in(data_dir, FEEDBACK_FILE, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
-                DbOpenError::Folder(source) => FeedbackError::Io {
-                    action: "create the data folder",
-                    source,
-                },
-                DbOpenError::Open(e) => e.into_error(
-                    &data_dir.join(FEEDBACK_FILE),
-                    |path, source| FeedbackError::Db { path, source },
-                    |path, message| FeedbackError::Corrupt { path, message },
-                ),
-            })?;
+    /// Opens (creating if needed) the feedback of `config`'s knowledge
+    /// base: `feedback.sqlite3` in its data folder, or PostgreSQL's tables.
+    pub fn open(config: &Config) -> Result<Self> {
+        let file = config.kb_dir().join(FEEDBACK_FILE);
         Ok(Self {
-            db,
-            limits: limits.clone(),
+            store: Store::open(config, SCHEMA, &file)?,
+            limits: config.feedback.clone(),
         })
     }
 
-    /// The store in `data_dir` when one was created there (`None` when
-    /// nothing was recorded yet: a reader creates nothing).
-    pub fn open_existing(data_dir: &Path, limits: &FeedbackConfig) -> Result<Option<Self>> {
-        match data_dir.join(FEEDBACK_FILE).exists() {
-            true => Self::open(data_dir, limits).map(Some),
-            false => Ok(None),
+    /// The store when one was created (`None` when nothing was recorded on
+    /// this machine yet: a reader creates no file; PostgreSQL's tables are
+    /// always opened, since another server may have recorded runs).
+    pub fn open_existing(config: &Config) -> Result<Option<Self>> {
+        let file = config.kb_dir().join(FEEDBACK_FILE);
+        match config.storage.state == StateBackend::Sqlite && !file.exists() {
+            true => Ok(None),
+            false => Self::open(config).map(Some),
         }
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        self.db.path()
+    /// The database's file or schema, for messages and fits' provenance.
+    pub fn place(&self) -> &str {
+        self.store.place()
     }
 
     /// Records a finished run asked by `asker` (its escalation `review_id`
@@ -308,8 +301,8 @@ impl FeedbackStore {
             source,
         })?;
         let max = i64::try_from(self.limits.max_runs).unwrap_or(i64::MAX);
-        self.write(|tx, err| {
-            tx.execute(
+        self.write(|c| {
+            c.execute(
                 "INSERT INTO runs (id, created_at, asker, decision, review_id, record)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
@@ -320,28 +313,25 @@ impl FeedbackStore {
                     review_id,
                     text
                 ],
-            )
-            .map_err(err)?;
+            )?;
             if let Some(vector) = vector {
-                tx.execute(
+                c.execute(
                     "INSERT INTO run_vectors (run_id, vector) VALUES (?1, ?2)",
                     params![id, crate::embed::quantise(vector)],
-                )
-                .map_err(err)?;
+                )?;
             }
-            let count: i64 = tx
-                .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
-                .map_err(err)?;
+            let count: i64 = c
+                .query_one("SELECT COUNT(*) FROM runs", params![])?
+                .get(0)?;
             if count > max {
-                tx.execute(
+                c.execute(
                     "DELETE FROM runs WHERE id IN (
                          SELECT id FROM runs r
                          WHERE NOT EXISTS (SELECT 1 FROM ratings WHERE run_id = r.id)
                            AND r.review_id IS NULL
                          ORDER BY created_at LIMIT ?1)",
-                    [count - max],
-                )
-                .map_err(err)?;
+                    params![count - max],
+                )?;
             }
             Ok(())
         })?;
@@ -366,15 +356,14 @@ impl FeedbackStore {
         }
         let now = now_ms();
         let max = self.limits.max_ratings_per_hour;
-        let replaced = self.write(|tx, err| {
-            let owner: Option<(String, String)> = tx
-                .query_row(
+        let replaced = self.write(|c| {
+            let owner: Option<(String, String)> = c
+                .query_opt(
                     "SELECT asker, decision FROM runs WHERE id = ?1",
-                    [id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .map_err(err)?;
+                    params![id],
+                )?
+                .map(|r| Ok::<_, StateError>((r.get(0)?, r.get(1)?)))
+                .transpose()?;
             let Some((owner, decision)) = owner.filter(|(owner, _)| owner == asker.as_str()) else {
                 return Err(not_found());
             };
@@ -384,39 +373,35 @@ impl FeedbackStore {
                     decision: decided(&decision),
                 });
             }
-            tx.execute("DELETE FROM rating_events WHERE at <= ?1", [now - HOUR_MS])
-                .map_err(err)?;
-            let recent: i64 = tx
-                .query_row(
+            c.execute(
+                "DELETE FROM rating_events WHERE at <= ?1",
+                params![now - HOUR_MS],
+            )?;
+            let recent: i64 = c
+                .query_one(
                     "SELECT COUNT(*) FROM rating_events WHERE asker = ?1",
-                    [&owner],
-                    |r| r.get(0),
-                )
-                .map_err(err)?;
+                    params![owner],
+                )?
+                .get(0)?;
             if usize::try_from(recent).unwrap_or(usize::MAX) >= max {
                 return Err(FeedbackError::RateLimited { max });
             }
-            tx.execute(
+            c.execute(
                 "INSERT INTO rating_events (asker, at) VALUES (?1, ?2)",
                 params![owner, now],
-            )
-            .map_err(err)?;
+            )?;
             let (vote, reason, text) = rating.columns();
-            let replaced = tx
-                .execute(
-                    "UPDATE ratings SET vote = ?3, reason = ?4, text = ?5, rated_at = ?6
-                     WHERE run_id = ?1 AND asker = ?2",
-                    params![id, owner, vote, reason, text, now],
-                )
-                .map_err(err)?
-                > 0;
+            let replaced = c.execute(
+                "UPDATE ratings SET vote = ?3, reason = ?4, text = ?5, rated_at = ?6
+                 WHERE run_id = ?1 AND asker = ?2",
+                params![id, owner, vote, reason, text, now],
+            )? > 0;
             if !replaced {
-                tx.execute(
+                c.execute(
                     "INSERT INTO ratings (run_id, asker, vote, reason, text, rated_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                     params![id, owner, vote, reason, text, now],
-                )
-                .map_err(err)?;
+                )?;
             }
             Ok(replaced)
         })?;
@@ -432,15 +417,14 @@ impl FeedbackStore {
     /// Labels given so far, as counted for `confidence.feedback_refit_every`:
     /// ratings, and runs put to a reviewer (each a verdict once answered).
     pub fn label_count(&self) -> Result<usize> {
-        let conn = self.db.lock();
-        let count: i64 = conn
-            .query_row(
+        let count: i64 = self.store.read(|c| {
+            c.query_one(
                 "SELECT (SELECT COUNT(*) FROM ratings)
                       + (SELECT COUNT(*) FROM runs WHERE review_id IS NOT NULL)",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(|source| self.db(source))?;
+                params![],
+            )?
+            .get(0)
+        })?;
         Ok(usize::try_from(count).unwrap_or(0))
     }
 
@@ -448,13 +432,11 @@ impl FeedbackStore {
     /// rating ([`link_review`](Self::link_review)); `None` when it has none
     /// or there is no such run.
     pub fn review_of(&self, id: &str) -> Result<Option<i64>> {
-        let conn = self.db.lock();
-        let review: Option<Option<i64>> = conn
-            .query_row("SELECT review_id FROM runs WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|source| self.db(source))?;
+        let review: Option<Option<i64>> = self.store.read(|c| {
+            c.query_opt("SELECT review_id FROM runs WHERE id = ?1", params![id])?
+                .map(|r| r.get(0))
+                .transpose()
+        })?;
         Ok(review.flatten())
     }
 
@@ -463,13 +445,11 @@ impl FeedbackStore {
     /// False when the run already has an escalation (two ratings raced:
     /// the first one's stands).
     pub fn link_review(&self, id: &str, review_id: i64) -> Result<bool> {
-        self.write(|tx, err| {
-            let linked = tx
-                .execute(
-                    "UPDATE runs SET review_id = ?2 WHERE id = ?1 AND review_id IS NULL",
-                    params![id, review_id],
-                )
-                .map_err(err)?;
+        self.write(|c| {
+            let linked = c.execute(
+                "UPDATE runs SET review_id = ?2 WHERE id = ?1 AND review_id IS NULL",
+                params![id, review_id],
+            )?;
             Ok(linked == 1)
         })
     }
@@ -479,11 +459,11 @@ impl FeedbackStore {
         if !crate::durable::is_random_id(id, ANSWER_PREFIX) {
             return Ok(None);
         }
-        let conn = self.db.lock();
-        let text: Option<String> = conn
-            .query_row("SELECT record FROM runs WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(|source| self.db(source))?;
+        let text: Option<String> = self.store.read(|c| {
+            c.query_opt("SELECT record FROM runs WHERE id = ?1", params![id])?
+                .map(|r| r.get(0))
+                .transpose()
+        })?;
         text.map(|t| self.parse(id, &t)).transpose()
     }
 
@@ -491,32 +471,23 @@ impl FeedbackStore {
     /// first: what a refit reads (an escalated run's label is its
     /// reviewer's verdict, in the review queue).
     pub fn labelled(&self) -> Result<Vec<Labelled>> {
-        let conn = self.db.lock();
-        let mut stmt = conn
-            .prepare(
+        let rows = self.store.read(|c| {
+            c.query(
                 "SELECT r.id, r.asker, r.record, g.vote, g.reason, g.text, r.review_id
                  FROM runs r
                  LEFT JOIN ratings g ON g.run_id = r.id
                  WHERE g.run_id IS NOT NULL OR r.review_id IS NOT NULL
                  ORDER BY r.created_at, r.id",
+                params![],
             )
-            .map_err(|source| self.db(source))?;
-        type Row = (
-            String,
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<i64>,
-        );
-        let rows = stmt
-            .query_map([], |r| Row::try_from(r))
-            .map_err(|source| self.db(source))?
-            .collect::<std::result::Result<Vec<Row>, _>>()
-            .map_err(|source| self.db(source))?;
+        })?;
         rows.into_iter()
-            .map(|(id, asker, record, vote, reason, text, review_id)| {
+            .map(|r| {
+                let (id, asker, record): (String, String, String) =
+                    (r.get(0)?, r.get(1)?, r.get(2)?);
+                let (vote, reason, text): (Option<String>, Option<String>, Option<String>) =
+                    (r.get(3)?, r.get(4)?, r.get(5)?);
+                let review_id: Option<i64> = r.get(6)?;
                 let run = self.parse(&id, &record)?;
                 let rating = match &vote {
                     Some(vote) => Some(
@@ -554,23 +525,22 @@ impl FeedbackStore {
     /// newest first: what the documents' history is made of
     /// ([`FeedbackStore::document_history`]).
     pub fn document_ratings(&self, max: usize) -> Result<Vec<DocumentRating>> {
-        let conn = self.db.lock();
-        let mut stmt = conn
-            .prepare(
-                "SELECT g.run_id, g.asker, g.vote, g.rated_at, json_extract(r.record, '$.sources')
-                 FROM ratings g JOIN runs r ON r.id = g.run_id
-                 ORDER BY g.rated_at DESC, g.run_id
-                 LIMIT ?1",
+        let rows = self.store.read(|c| {
+            let sources = c.dialect().json_value("r.record", &["sources"]);
+            c.query(
+                &format!(
+                    "SELECT g.run_id, g.asker, g.vote, g.rated_at, {sources}
+                     FROM ratings g JOIN runs r ON r.id = g.run_id
+                     ORDER BY g.rated_at DESC, g.run_id
+                     LIMIT ?1"
+                ),
+                params![i64::try_from(max).unwrap_or(i64::MAX)],
             )
-            .map_err(|source| self.db(source))?;
-        type Row = (String, String, String, i64, Option<String>);
-        let rows = stmt
-            .query_map([max as i64], |r| Row::try_from(r))
-            .map_err(|source| self.db(source))?
-            .collect::<std::result::Result<Vec<Row>, _>>()
-            .map_err(|source| self.db(source))?;
+        })?;
         let mut out = Vec::new();
-        for (id, asker, vote, at, sources) in rows {
+        for r in rows {
+            let (id, asker, vote): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            let (at, sources): (i64, Option<String>) = (r.get(3)?, r.get(4)?);
             let sources: Vec<String> = match sources {
                 Some(json) => serde_json::from_str(&json)
                     .map_err(|e| self.corrupt(format!("run {id}: its sources: {e}")))?,
@@ -594,30 +564,35 @@ impl FeedbackStore {
     /// runs declined or escalated, and answers rated down, that have an
     /// embedding; newest first, at most `max`.
     pub fn unmet(&self, since: DateTime<Utc>, max: usize) -> Result<Vec<Unmet>> {
-        let conn = self.db.lock();
-        let mut stmt = conn
-            .prepare(
-                "SELECT r.created_at, r.decision, json_extract(r.record, '$.question'), v.vector
-                 FROM runs r JOIN run_vectors v ON v.run_id = r.id
-                 WHERE r.created_at >= ?1
-                   AND (r.decision IN ('decline', 'escalate')
-                        OR EXISTS (SELECT 1 FROM ratings g WHERE g.run_id = r.id AND g.vote = 'down'))
-                 ORDER BY r.created_at DESC, r.id
-                 LIMIT ?2",
-            )
-            .map_err(|source| self.db(source))?;
-        type Row = (i64, String, String, Vec<u8>);
-        let rows = stmt
-            .query_map(
+        let rows = self.store.read(|c| {
+            let question = c.dialect().json_text("r.record", &["question"]);
+            c.query(
+                &format!(
+                    "SELECT r.created_at, r.decision, {question}, v.vector
+                     FROM runs r JOIN run_vectors v ON v.run_id = r.id
+                     WHERE r.created_at >= ?1
+                       AND (r.decision IN ('decline', 'escalate')
+                            OR EXISTS (SELECT 1 FROM ratings g WHERE g.run_id = r.id AND g.vote = 'down'))
+                     ORDER BY r.created_at DESC, r.id
+                     LIMIT ?2"
+                ),
                 params![
                     since.timestamp_millis(),
                     i64::try_from(max).unwrap_or(i64::MAX)
                 ],
-                |r| Row::try_from(r),
             )
-            .map_err(|source| self.db(source))?
-            .collect::<std::result::Result<Vec<Row>, _>>()
-            .map_err(|source| self.db(source))?;
+        })?;
+        let rows = rows
+            .iter()
+            .map(|r| {
+                Ok::<_, StateError>((
+                    r.get::<i64>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<String>(2)?,
+                    r.get::<Vec<u8>>(3)?,
+                ))
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         Ok(rows
             .into_iter()
             .map(|(at, decision, question, vector)| Unmet {
@@ -640,28 +615,14 @@ impl FeedbackStore {
 
     fn corrupt(&self, message: String) -> FeedbackError {
         FeedbackError::Corrupt {
-            path: self.path().to_path_buf(),
+            place: self.place().to_string(),
             message,
         }
     }
 
-    fn db(&self, source: rusqlite::Error) -> FeedbackError {
-        FeedbackError::Db {
-            path: self.path().to_path_buf(),
-            source,
-        }
-    }
-
-    /// One `BEGIN IMMEDIATE` transaction.
-    fn write<T>(
-        &self,
-        f: impl FnOnce(
-            &rusqlite::Transaction<'_>,
-            &dyn Fn(rusqlite::Error) -> FeedbackError,
-        ) -> Result<T>,
-    ) -> Result<T> {
-        let err = |source| self.db(source);
-        self.db.write(&err, |tx| f(tx, &err))
+    /// One write transaction, one writer at a time.
+    fn write<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
+        self.store.write(f)
     }
 }
 

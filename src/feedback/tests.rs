@@ -1,8 +1,11 @@
 use super::*;
 use crate::exec::Decision;
 
-fn store(dir: &Path, limits: FeedbackConfig) -> FeedbackStore {
-    FeedbackStore::open(dir, &limits).unwrap()
+fn store(dir: &std::path::Path, limits: FeedbackConfig) -> FeedbackStore {
+    let mut config = Config::default();
+    config.storage.data_dir = dir.to_path_buf();
+    config.feedback = limits;
+    FeedbackStore::open(&config).unwrap()
 }
 
 fn run(decision: Decision) -> RecordedRun {

@@ -22,7 +22,7 @@ impl Ingestor<'_> {
                 entry.state = EntryState::Pending;
             }
         }
-        run.manifest.save(self.manifest_path)?;
+        self.manifest.save(&run.manifest)?;
         for source in sources {
             self.retrying(&mut run.report, &mut |_| {}, || {
                 self.store.delete_by_source(source)
@@ -32,7 +32,7 @@ impl Ingestor<'_> {
         for source in sources {
             run.manifest.sources.remove(source);
         }
-        run.manifest.save(self.manifest_path)?;
+        self.manifest.save(&run.manifest)?;
         run.changed_store = true;
         Ok(())
     }
@@ -51,7 +51,7 @@ impl Ingestor<'_> {
             return Ok(());
         };
         entry.state = EntryState::Pending;
-        run.manifest.save(self.manifest_path)?;
+        self.manifest.save(&run.manifest)?;
         self.retrying(&mut run.report, &mut |_| {}, || {
             self.store.set_readers(source, readers.as_slice())
         })?;
@@ -62,7 +62,7 @@ impl Ingestor<'_> {
             entry.pinned = pinned;
             entry.updated_at = manifest::now();
         }
-        run.manifest.save(self.manifest_path)?;
+        self.manifest.save(&run.manifest)?;
         run.report.relabelled += 1;
         Ok(())
     }
@@ -96,7 +96,7 @@ impl Ingestor<'_> {
                 });
             entry.state = EntryState::Pending;
         }
-        manifest.save(self.manifest_path)?;
+        self.manifest.save(manifest)?;
 
         let texts: Vec<String> = group
             .iter()
@@ -193,7 +193,7 @@ impl Ingestor<'_> {
                 chunks: n,
             });
         }
-        manifest.save(self.manifest_path)?;
+        self.manifest.save(manifest)?;
         Ok(())
     }
 

@@ -8,13 +8,19 @@
 //! means the store's state for that source is unknown, so it is rebuilt
 //! (delete by source, then upsert) — never trusted, never duplicated.
 //! The file is replaced atomically (write a temporary file, fsync, rename).
+//! With `storage.state: postgres` and the points on a Qdrant server, it is
+//! a row in PostgreSQL instead ([`crate::state::Documents`]), which every
+//! server reads: the ingest leader writes it, and a new leader continues
+//! from it (a pending entry is rebuilt, as after a crash).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::{IngestError, Result};
+use crate::config::Config;
+use crate::state::{Document, DocumentError, Documents, Scope};
 
 /// Format version of the manifest file.
 pub const MANIFEST_VERSION: u32 = 1;
@@ -73,57 +79,29 @@ impl Manifest {
         }
     }
 
-    /// Reads the manifest at `path`; an absent file is an empty manifest.
-    pub fn load(path: &Path) -> Result<Option<Self>> {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(IngestError::Io {
-                    action: "read the manifest",
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
-        };
+    /// The manifest of `config`'s collection, where it is kept
+    /// ([`ManifestStore`]); `None` when there is none yet.
+    pub fn load_for(config: &Config) -> Result<Option<Self>> {
+        ManifestStore::open(config)?.load()
+    }
+
+    /// The manifest in `bytes`, read from `place` (named in errors).
+    fn parse(bytes: &[u8], place: &str) -> Result<Self> {
         let manifest: Manifest =
-            serde_json::from_slice(&bytes).map_err(|e| IngestError::Manifest {
-                path: path.to_path_buf(),
+            serde_json::from_slice(bytes).map_err(|e| IngestError::Manifest {
+                path: PathBuf::from(place),
                 message: e.to_string(),
             })?;
         if manifest.version != MANIFEST_VERSION {
             return Err(IngestError::Manifest {
-                path: path.to_path_buf(),
+                path: PathBuf::from(place),
                 message: format!(
                     "format version {} is not {MANIFEST_VERSION}; this grace cannot read it",
                     manifest.version
                 ),
             });
         }
-        Ok(Some(manifest))
-    }
-
-    /// Writes the manifest atomically.
-    pub fn save(&self, path: &Path) -> Result<()> {
-        let io = |action: &'static str, p: &Path| {
-            let p = p.to_path_buf();
-            move |source| IngestError::Io {
-                action,
-                path: p,
-                source,
-            }
-        };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(io("create the folder", dir))?;
-        let bytes = serde_json::to_vec(self).map_err(|e| IngestError::Manifest {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        crate::durable::replace_file(path, &tmp_path(path), &bytes).map_err(|e| IngestError::Io {
-            action: e.action,
-            path: e.path,
-            source: e.source,
-        })
+        Ok(manifest)
     }
 
     /// Total points over committed sources.
@@ -136,10 +114,80 @@ impl Manifest {
     }
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    path.with_file_name(name)
+/// Where a collection's manifest is kept: its file
+/// ([`Config::manifest_path`]), or its row in PostgreSQL.
+#[derive(Debug)]
+pub struct ManifestStore {
+    docs: Documents,
+    doc: Document,
+}
+
+impl ManifestStore {
+    /// Where `config`'s collection keeps its manifest.
+    pub fn open(config: &Config) -> Result<Self> {
+        Ok(Self {
+            docs: Documents::open(config, Scope::Collection)?,
+            doc: Document {
+                name: format!("manifest/{}", config.qdrant.collection),
+                file: config.manifest_path(),
+            },
+        })
+    }
+
+    /// The manifest's file, or its row, for messages.
+    pub fn place(&self) -> String {
+        self.docs.place(&self.doc)
+    }
+
+    /// The manifest; `None` when there is none yet.
+    pub fn load(&self) -> Result<Option<Manifest>> {
+        match self
+            .docs
+            .read(&self.doc)
+            .map_err(|e| self.error(e, "read"))?
+        {
+            Some(bytes) => Manifest::parse(&bytes, &self.place()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether there is a manifest.
+    pub fn exists(&self) -> Result<bool> {
+        Ok(self.load()?.is_some())
+    }
+
+    /// Writes `manifest` whole (a crash leaves the old one or the new one).
+    pub fn save(&self, manifest: &Manifest) -> Result<()> {
+        let bytes = serde_json::to_vec(manifest).map_err(|e| IngestError::Manifest {
+            path: PathBuf::from(self.place()),
+            message: e.to_string(),
+        })?;
+        self.docs
+            .write(&self.doc, &bytes)
+            .map_err(|e| self.error(e, "write"))
+    }
+
+    /// Deletes the manifest; whether there was one.
+    pub fn remove(&self) -> Result<bool> {
+        self.docs
+            .remove(&self.doc)
+            .map_err(|e| self.error(e, "delete"))
+    }
+
+    fn error(&self, e: DocumentError, action: &'static str) -> IngestError {
+        match e {
+            DocumentError::Io { path, source, .. } => IngestError::Io {
+                action: match action {
+                    "read" => "read the manifest",
+                    "write" => "write the manifest",
+                    _ => "delete the manifest",
+                },
+                path,
+                source,
+            },
+            DocumentError::State(e) => IngestError::State(e),
+        }
+    }
 }
 
 /// Seconds since the Unix epoch.
@@ -154,11 +202,17 @@ pub fn now() -> u64 {
 mod tests {
     use super::*;
 
+    fn store(dir: &std::path::Path) -> ManifestStore {
+        let mut config = Config::default();
+        config.storage.data_dir = dir.to_path_buf();
+        ManifestStore::open(&config).unwrap()
+    }
+
     #[test]
     fn save_and_load_round_trip() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("m/grace.json");
-        assert_eq!(Manifest::load(&p).unwrap(), None);
+        let store = store(d.path());
+        assert_eq!(store.load().unwrap(), None);
         let mut m = Manifest::new("p1");
         m.sources.insert(
             "/a.md".into(),
@@ -171,18 +225,22 @@ mod tests {
                 pinned: false,
             },
         );
-        m.save(&p).unwrap();
-        assert_eq!(Manifest::load(&p).unwrap(), Some(m.clone()));
+        store.save(&m).unwrap();
+        assert_eq!(store.load().unwrap(), Some(m.clone()));
         assert_eq!(m.committed_points(), 2);
-        assert!(!tmp_path(&p).exists());
+        let file = std::path::PathBuf::from(store.place());
+        assert!(file.exists() && file.starts_with(d.path()));
+        assert!(!file.with_extension("json.tmp").exists());
     }
 
     #[test]
     fn corrupt_manifest_is_an_error_naming_the_file() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("grace.json");
+        let store = store(d.path());
+        let p = std::path::PathBuf::from(store.place());
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, b"{not json").unwrap();
-        let err = Manifest::load(&p).unwrap_err().to_string();
+        let err = store.load().unwrap_err().to_string();
         assert!(err.contains("grace.json"), "{err}");
     }
 }

@@ -138,6 +138,9 @@ pub enum IngestError {
     /// The embedding model failed.
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// PostgreSQL, which keeps the manifest of a shared collection, failed.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
 }
 
 /// Options of one ingest run.
@@ -275,8 +278,8 @@ pub struct Ingestor<'a> {
     pub lexical: &'a LexicalEncoder,
     /// Chunking, file filters and group size (`ingest`).
     pub config: &'a IngestConfig,
-    /// The collection's manifest file ([`crate::Config::manifest_path`]).
-    pub manifest_path: &'a Path,
+    /// Where the collection's manifest is kept.
+    pub manifest: &'a manifest::ManifestStore,
 }
 
 /// The state of one run: the manifest as it is being updated, the report,
@@ -349,8 +352,10 @@ impl Ingestor<'_> {
         });
 
         let pipeline = self.pipeline_id();
-        let mut manifest =
-            Manifest::load(self.manifest_path)?.unwrap_or_else(|| Manifest::new(&pipeline));
+        let mut manifest = self
+            .manifest
+            .load()?
+            .unwrap_or_else(|| Manifest::new(&pipeline));
         let pipeline_changed = manifest.pipeline != pipeline;
         if pipeline_changed {
             tracing::warn!(
@@ -493,8 +498,8 @@ impl Ingestor<'_> {
         if run.changed_store {
             on_event(IngestEvent::Optimizing);
             run.report.optimized = self.store.optimize()?;
-        } else if pipeline_changed || !self.manifest_path.exists() {
-            run.manifest.save(self.manifest_path)?;
+        } else if pipeline_changed || !self.manifest.exists()? {
+            self.manifest.save(&run.manifest)?;
         }
         let mut report = run.report;
         report.points_total = self.store.count(None)?;

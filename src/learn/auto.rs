@@ -15,8 +15,6 @@
 //!   (`Config::feedback_fits_path`, the last [`MAX_HISTORY`]), which
 //!   `grace status` and `GET /v1/review/calibration` show.
 
-use std::path::Path;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +26,7 @@ use crate::config::{Config, FeedbackCalibrationMode};
 use crate::error::Result;
 use crate::feedback::{FeedbackError, FeedbackStore};
 use crate::review::ReviewQueue;
+use crate::state::{Document, DocumentError, Documents, Scope};
 
 /// Fewest labels of each kind (right and not right) a fit is kept on.
 pub const MIN_LABELS: usize = 10;
@@ -77,15 +76,16 @@ impl FitHistory {
     /// The history in `config`'s data folder; empty when there is none. A
     /// file that cannot be read is an error naming it.
     pub fn load(config: &Config) -> Result<Self> {
-        let path = config.feedback_fits_path();
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(corrupt(&path, format!("cannot read it: {e}")).into()),
+        let (docs, doc) = fits_document(config)?;
+        let place = docs.place(&doc);
+        let bytes = match docs.read(&doc) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(Self::default()),
+            Err(e) => return Err(stored(&place, "read", e).into()),
         };
         serde_json::from_slice(&bytes).map_err(|e| {
             corrupt(
-                &path,
+                &place,
                 format!("not a fit history ({e}); remove it to start again"),
             )
             .into()
@@ -94,10 +94,12 @@ impl FitHistory {
 
     /// Writes the history whole (a crash leaves the old one or the new one).
     fn save(&self, config: &Config) -> Result<()> {
-        let path = config.feedback_fits_path();
+        let (docs, doc) = fits_document(config)?;
+        let place = docs.place(&doc);
         let bytes = serde_json::to_vec_pretty(self)
-            .map_err(|e| corrupt(&path, format!("cannot write it: {e}")))?;
-        write(&path, &bytes)
+            .map_err(|e| corrupt(&place, format!("cannot write it: {e}")))?;
+        docs.write(&doc, &bytes)
+            .map_err(|e| stored(&place, "write", e).into())
     }
 
     /// The fit that scores runs now: the last one kept.
@@ -144,25 +146,30 @@ impl FeedbackCalibration {
     }
 }
 
-fn corrupt(path: &Path, message: String) -> FeedbackError {
+fn corrupt(place: &str, message: String) -> FeedbackError {
     FeedbackError::Corrupt {
-        path: path.to_path_buf(),
+        place: place.to_string(),
         message,
     }
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    crate::durable::replace_file(path, &tmp, bytes).map_err(|e| {
-        FeedbackError::Io {
-            action: e.action,
-            source: std::io::Error::new(
-                e.source.kind(),
-                format!("{}: {}", e.path.display(), e.source),
-            ),
-        }
-        .into()
-    })
+/// Where the history of fits is kept: `Config::feedback_fits_path`, or
+/// PostgreSQL's row every server reads.
+fn fits_document(config: &Config) -> Result<(Documents, Document)> {
+    let docs = Documents::open(config, Scope::KnowledgeBase).map_err(FeedbackError::State)?;
+    let doc = Document {
+        name: "feedback-fits".into(),
+        file: config.feedback_fits_path(),
+    };
+    Ok((docs, doc))
+}
+
+/// A failure to read or write the history, naming it.
+fn stored(place: &str, action: &str, e: DocumentError) -> FeedbackError {
+    match e {
+        DocumentError::State(e) => FeedbackError::State(e),
+        DocumentError::Io { source, .. } => corrupt(place, format!("cannot {action} it: {source}")),
+    }
 }
 
 /// Whether a refit is due: `confidence.feedback_calibration` is `auto`,
@@ -201,8 +208,13 @@ pub fn refit(
     let right = labels.iter().filter(|l| l.y).count();
     let (kept, why) = verdict(&learned, right, labels.len() - right);
     let kept_calibration = if kept {
-        let calibration = super::calibration(&learned, config, embedding_model, feedback.path());
-        calibration.save(&config.feedback_calibration_path())?;
+        let calibration = super::calibration(
+            &learned,
+            config,
+            embedding_model,
+            std::path::Path::new(feedback.place()),
+        );
+        calibration.store(config, crate::confidence::calibration::Source::Feedback)?;
         Some(calibration)
     } else {
         None
@@ -333,7 +345,7 @@ mod tests {
         let mut config = Config::default();
         config.storage.data_dir = dir.path().to_path_buf();
         config.confidence.feedback_refit_every = 40;
-        let store = FeedbackStore::open(dir.path(), &config.feedback).unwrap();
+        let store = FeedbackStore::open(&config).unwrap();
         let queue = ReviewQueue::open(&config).unwrap();
         // Too few labels: not due.
         for k in 0..30 {

@@ -12,6 +12,8 @@ const SCHEMA: Schema = Schema {
     what: "review database",
     ddl: DDL,
     version: 3,
+    migrations: &[],
+    durable: true,
 };
 
 const DDL: &str = "
@@ -107,7 +109,7 @@ pub(crate) fn open(config: &crate::config::Config, path: &Path) -> Result<Store>
 }
 
 /// Now, in the database's unit (Unix milliseconds).
-pub(crate) use crate::sqlite::{now_ms, to_time};
+pub(crate) use crate::state::{now_ms, to_time};
 
 /// Parses a JSON column, naming the row when it is damaged.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(

@@ -116,7 +116,7 @@ pub fn promote(
 /// alternatives, so where the cited documents share none no list says
 /// "readers of all of them": promoting is refused rather than widened.
 fn cited_readers(kb: &KnowledgeBase, sources: &[&str]) -> crate::error::Result<Option<Readers>> {
-    let manifest = Manifest::load(&kb.config().manifest_path())?;
+    let manifest = Manifest::load_for(kb.config())?;
     let mut common: Option<Vec<String>> = None;
     // A source as stored, or as a client shows it (relative to a root):
     // every document it may name counts.

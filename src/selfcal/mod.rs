@@ -32,7 +32,7 @@ use sha2::{Digest, Sha256};
 
 use self::questions::Origin;
 use self::sections::{Section, read_sections, sample};
-use crate::confidence::calibration::{Calibration, FittedOn, SelfFit, VERSION};
+use crate::confidence::calibration::{Calibration, FittedOn, SelfFit, Source, VERSION};
 use crate::confidence::fit::{self, Fare, Sample, features};
 use crate::confidence::{Factors, score};
 use crate::config::{ConfidenceModel, SelfCalibrationMode};
@@ -464,8 +464,7 @@ pub fn self_calibrate(
             seconds: started.elapsed().as_secs_f64(),
         }),
     };
-    let path = config.self_calibration_path();
-    calibration.save(&path)?;
+    let path = calibration.store(config, Source::SelfFit)?;
     Ok(Outcome::Fitted {
         calibration: Box::new(calibration),
         path,
@@ -477,8 +476,7 @@ pub fn self_calibrate(
 /// documents added, changed or removed since (1 without a fit, with a
 /// broken one, or with one made for another embedding model or generator).
 pub fn staleness(kb: &KnowledgeBase) -> Result<f64> {
-    let path = kb.config().self_calibration_path();
-    let Ok(calibration) = Calibration::load(&path) else {
+    let Ok(Some(calibration)) = Calibration::stored(kb.config(), Source::SelfFit) else {
         return Ok(1.0);
     };
     let on = &calibration.fitted_on;

@@ -107,7 +107,9 @@ impl From<Error> for ApiError {
                 (StatusCode::FORBIDDEN, "forbidden")
             }
             Error::Store(e) if e.is_transient() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
-            Error::State(e) if e.is_unavailable() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+            e if e.state().is_some_and(|s| s.is_unavailable()) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "busy")
+            }
             Error::Plan(PlanError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
             Error::Session(SessionError::NotFound { .. } | SessionError::RunNotFound { .. }) => {
                 (StatusCode::NOT_FOUND, "not_found")
@@ -191,7 +193,8 @@ fn feedback_status(e: &FeedbackError) -> (StatusCode, &'static str) {
             (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request")
         }
         FeedbackError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
-        FeedbackError::Db { .. } | FeedbackError::Corrupt { .. } | FeedbackError::Io { .. } => {
+        FeedbackError::State(s) if s.is_unavailable() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+        FeedbackError::State(_) | FeedbackError::Corrupt { .. } | FeedbackError::Io { .. } => {
             (StatusCode::INTERNAL_SERVER_ERROR, "internal")
         }
     }

@@ -6,6 +6,13 @@
 //! writer lock as `/v1/ingest`, so the two never interleave. At shutdown
 //! the ingest in progress stops at its next file, committed as far as it
 //! got; the next start finishes it.
+//!
+//! With `storage.state: postgres` only the leader follows: the server
+//! holding the knowledge base's leader lock ([`crate::state::LEADER`]).
+//! The others wait for it and try again every
+//! [`crate::state::CAMPAIGN_EVERY`]; when the leader dies its connection
+//! closes, PostgreSQL releases the lock, and one of them takes over,
+//! ingesting first what changed meanwhile.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,7 +73,38 @@ impl Follower {
     }
 }
 
+/// Waits until this server leads (at once with SQLite); `None` when asked
+/// to stop first.
+fn lead(grace: &Grace, stop: &AtomicBool) -> Option<crate::state::ClusterLock> {
+    let mut told = false;
+    while !stop.load(Ordering::SeqCst) {
+        match crate::state::ClusterLock::try_take(grace.config(), crate::state::LEADER) {
+            Ok(Some(lock)) => {
+                if told {
+                    tracing::info!("server.watch: this server leads now and follows the folders");
+                }
+                return Some(lock);
+            }
+            Ok(None) if !told => {
+                tracing::info!(
+                    "server.watch: another server leads and follows the folders; this one takes over if it stops"
+                );
+                told = true;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "server.watch: cannot campaign for leadership; trying again")
+            }
+        }
+        std::thread::sleep(crate::state::CAMPAIGN_EVERY);
+    }
+    None
+}
+
 fn follow(grace: &Grace, roots: &[PathBuf], options: &WatchOptions, stop: &Arc<AtomicBool>) {
+    let Some(_leader) = lead(grace, stop) else {
+        return;
+    };
     let ingest = |batch: Option<&Batch>| {
         let started = Instant::now();
         let options = IngestOptions {

@@ -131,9 +131,7 @@ impl AppState {
     /// are `default`'s.
     pub fn serving(kbs: Kbs) -> crate::error::Result<Self> {
         let grace = kbs.default_kb().clone();
-        let principals = Arc::new(crate::auth::Principals::open(
-            &grace.config().storage.data_dir,
-        )?);
+        let principals = Arc::new(crate::auth::Principals::open(grace.config())?);
         let s = &grace.config().server;
         let gate = Gate {
             permits: Arc::new(Semaphore::new(s.max_concurrency)),

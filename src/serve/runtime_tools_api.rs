@@ -48,6 +48,8 @@ fn api_error(e: RuntimeError) -> ApiError {
         RuntimeError::Store(StoreError::Full { .. }) => {
             ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string())
         }
+        // PostgreSQL unreachable: 503 and retry, as for every store.
+        RuntimeError::Store(StoreError::State(state)) => crate::error::Error::State(state).into(),
         RuntimeError::Store(_) | RuntimeError::Registry(_) => ApiError::internal(e),
     }
 }

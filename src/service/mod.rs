@@ -82,8 +82,9 @@ struct Inner {
     sessions: SessionStore,
     /// Recorded runs, askers' ratings and reviewers' verdicts.
     feedback: FeedbackStore,
-    /// One writer at a time: ingests, promotions and retractions all
-    /// rewrite the manifest.
+    /// One writer at a time in this process (across the servers, each
+    /// ingest takes `state::WRITER`): ingests, promotions and retractions
+    /// all rewrite the manifest.
     writer: Mutex<()>,
     runs: RunCounters,
     /// Weights of a self-calibration fitted while serving (after an
@@ -103,6 +104,10 @@ struct Inner {
     document_history: std::sync::RwLock<Arc<HashMap<String, f32>>>,
     /// Who asked, searched and reviewed what (`audit.log`).
     audit: AuditLog,
+    /// With `storage.state: postgres`: the fits every server shares,
+    /// watched, and whether another server changed one since they were
+    /// last read (the next run reads them again).
+    shared_fits: Option<(crate::state::Documents, Arc<AtomicBool>)>,
     /// Held while the documents' history is read and published.
     history_refresh: Mutex<()>,
 }
@@ -169,10 +174,21 @@ impl GraceBuilder {
             self.mode,
         )?);
         let config = kb.config();
-        let audit = AuditLog::new(&config.storage.data_dir, &config.audit);
+        let audit = AuditLog::open(config)?;
         let queue = Arc::new(ReviewQueue::open(config)?);
-        let sessions = SessionStore::open(&config.kb_dir(), &config.sessions)?;
-        let feedback = FeedbackStore::open(&config.kb_dir(), &config.feedback)?;
+        let sessions = SessionStore::open(config)?;
+        let feedback = FeedbackStore::open(config)?;
+        let shared_fits = match config.storage.state {
+            crate::config::StateBackend::Sqlite => None,
+            crate::config::StateBackend::Postgres => {
+                let docs =
+                    crate::state::Documents::open(config, crate::state::Scope::KnowledgeBase)?;
+                let changed = Arc::new(AtomicBool::new(false));
+                let flag = Arc::clone(&changed);
+                docs.watch(move || flag.store(true, std::sync::atomic::Ordering::Release));
+                Some((docs, changed))
+            }
+        };
         let registry = match self.generator {
             Some(g) => ToolRegistry::from_config_with(kb.config(), kb.clone(), Some(g))?,
             None => ToolRegistry::from_config(kb.config(), kb.clone())?,
@@ -192,6 +208,7 @@ impl GraceBuilder {
                 learning: AtomicBool::new(false),
                 document_history: std::sync::RwLock::new(Arc::new(HashMap::new())),
                 audit,
+                shared_fits,
                 history_refresh: Mutex::new(()),
             }),
         };
@@ -320,7 +337,7 @@ impl Grace {
         if *scope == ReadScope::All {
             return Ok(());
         }
-        let manifest = Manifest::load(&self.inner.kb.config().manifest_path())?;
+        let manifest = Manifest::load_for(self.inner.kb.config())?;
         crate::review::withhold::for_scope(escalations, scope, manifest.as_ref());
         Ok(())
     }
@@ -335,7 +352,7 @@ impl Grace {
         if *scope == ReadScope::All {
             return Ok(0);
         }
-        let manifest = Manifest::load(&self.inner.kb.config().manifest_path())?;
+        let manifest = Manifest::load_for(self.inner.kb.config())?;
         let may_read = crate::review::withhold::readable(scope, manifest.as_ref());
         Ok(crate::review::withhold::from_report(run, &may_read))
     }
@@ -417,6 +434,8 @@ impl Grace {
         )
     }
 
+    /// This process's writer lock (every server's is taken by each
+    /// ingest: `KnowledgeBase::ingest`).
     fn writer(&self) -> std::sync::MutexGuard<'_, ()> {
         // A panic in another writer leaves nothing half-done that the
         // lock protects (the manifest is written atomically): go on.

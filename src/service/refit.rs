@@ -10,6 +10,7 @@ impl Grace {
     /// The configuration runs are scored with: the knowledge base's, with
     /// the weights of a self-calibration fitted since it was opened.
     pub(super) fn scoring_config(&self) -> std::borrow::Cow<'_, Config> {
+        self.read_shared_fits();
         let read = |slot: &std::sync::RwLock<Option<crate::config::Weights>>| {
             *slot
                 .read()
@@ -24,6 +25,33 @@ impl Grace {
                 std::borrow::Cow::Owned(config)
             }
             None => std::borrow::Cow::Borrowed(self.config()),
+        }
+    }
+
+    /// With `storage.state: postgres`, when another server kept a fit
+    /// since the last run: reads the fits again, so that its runs and this
+    /// server's are scored alike.
+    fn read_shared_fits(&self) {
+        let Some((_, changed)) = &self.inner.shared_fits else {
+            return;
+        };
+        if !changed.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        use crate::confidence::calibration::{Source, configured};
+        let slot = match configured(self.config()) {
+            Ok(Some((Source::Feedback, c))) => Some((&self.inner.learned, c.weights)),
+            Ok(Some((Source::SelfFit, c))) => Some((&self.inner.refit, c.weights)),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = ?e, "cannot read the fits another server kept; the weights stay");
+                None
+            }
+        };
+        if let Some((slot, weights)) = slot {
+            *slot
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(weights);
         }
     }
 

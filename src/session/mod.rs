@@ -3,7 +3,8 @@
 //!
 //! A [`SessionStore`] is one SQLite file, `sessions.sqlite3`, in the data
 //! folder beside the review queue (WAL, `synchronous=FULL`: a committed
-//! turn survives a crash). Everything about it is bounded by
+//! turn survives a crash), or its tables in PostgreSQL with
+//! `storage.state: postgres`, so that any server continues any session. Everything about it is bounded by
 //! `sessions.*`: a session lives `ttl_seconds` after its last turn, keeps
 //! at most `max_turns` turns and `max_bytes` bytes of them (the oldest go
 //! first), and at most `max_sessions` sessions are open at once. Expired
@@ -16,16 +17,15 @@ mod runs;
 
 pub use self::runs::{RUN_ID_PATTERN, RUN_PREFIX};
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::config::SessionsConfig;
+use crate::config::{Config, SessionsConfig};
 use crate::exec::{Decision, RunReport};
-use crate::sqlite::{Db, DbOpenError, now_ms, to_time};
+use crate::state::{Conn, Schema, StateError, Store, params};
+use crate::state::{now_ms, to_time};
 
 /// The file name of the session database in the data folder.
 pub const SESSIONS_FILE: &str = "sessions.sqlite3";
@@ -40,8 +40,23 @@ const MAX_TURN_SOURCES: usize = 20;
 /// Turns of history follow-up resolution reads.
 pub const HISTORY_TURNS: usize = 4;
 
-const SCHEMA_VERSION: i64 = 3;
-const SCHEMA: &str = "
+/// The session store's schema, at version 4.
+const SCHEMA: Schema = Schema {
+    name: "sessions",
+    what: "session database",
+    ddl: DDL,
+    version: 4,
+    // `runs` became `parked_runs`: on PostgreSQL the feedback store's
+    // `runs` shares the schema.
+    migrations: &[(
+        4,
+        "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, \
+         expires_at INTEGER NOT NULL, state TEXT NOT NULL); \
+         ALTER TABLE runs RENAME TO parked_runs; DROP INDEX IF EXISTS runs_expiry;",
+    )],
+    durable: true,
+};
+const DDL: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     id         TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,           -- Unix milliseconds
@@ -56,14 +71,15 @@ CREATE TABLE IF NOT EXISTS turns (
     turn       TEXT NOT NULL,              -- JSON Turn
     PRIMARY KEY (session_id, n)
 );
--- Runs waiting for the asker's reply (version 2): the agent's state.
-CREATE TABLE IF NOT EXISTS runs (
+-- Runs waiting for the asker's reply (version 2; `runs` until version 4):
+-- the agent's state.
+CREATE TABLE IF NOT EXISTS parked_runs (
     id         TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
     state      TEXT NOT NULL               -- JSON
 );
-CREATE INDEX IF NOT EXISTS runs_expiry ON runs(expires_at);
+CREATE INDEX IF NOT EXISTS parked_runs_expiry ON parked_runs(expires_at);
 -- Whose a session is (version 3): a principal's name. A session without a
 -- row is the local operator's or a service's, which may open any session.
 CREATE TABLE IF NOT EXISTS session_owners (
@@ -105,20 +121,14 @@ pub enum SessionError {
         /// The limit.
         max: usize,
     },
-    /// The database failed.
-    #[error("session database {path}: {source}")]
-    Db {
-        /// The database file.
-        path: PathBuf,
-        /// SQLite's error.
-        #[source]
-        source: rusqlite::Error,
-    },
+    /// The database failed (or PostgreSQL could not be reached).
+    #[error(transparent)]
+    State(#[from] StateError),
     /// The database holds something this GRACE cannot read.
-    #[error("session database {path}: {message}")]
+    #[error("{place}: {message}")]
     Corrupt {
-        /// The database file.
-        path: PathBuf,
+        /// The database's file or schema.
+        place: String,
         /// What is wrong.
         message: String,
     },
@@ -202,38 +212,33 @@ pub struct Session {
 /// The durable store of sessions.
 #[derive(Debug)]
 pub struct SessionStore {
-    db: Db,
-    /// The database file (for errors).
-    path: PathBuf,
+    store: Store,
     limits: SessionsConfig,
 }
 
 impl SessionStore {
-    /// Opens (creating if needed) `sessions.sqlite3` in `data_dir`.
-    pub fn open(data_dir: &Path, limits: &SessionsConfig) -> Result<Self> {
-        let path = data_dir.join(SESSIONS_FILE);
-        let db =
-            Db::open_in(data_dir, SESSIONS_FILE, SCHEMA, SCHEMA_VERSION).map_err(|e| match e {
-                DbOpenError::Folder(source) => SessionError::Io {
-                    action: "create the data folder",
-                    source,
-                },
-                DbOpenError::Open(e) => e.into_error(
-                    &path,
-                    |path, source| SessionError::Db { path, source },
-                    |path, message| SessionError::Corrupt { path, message },
-                ),
-            })?;
+    /// Opens (creating if needed) the sessions of `config`'s knowledge
+    /// base: `sessions.sqlite3` in its data folder, or PostgreSQL's tables
+    /// with `storage.state: postgres`.
+    pub fn open(config: &Config) -> Result<Self> {
+        let store = Store::open(config, SCHEMA, &config.kb_dir().join(SESSIONS_FILE))?;
         Ok(Self {
-            db,
-            path,
-            limits: limits.clone(),
+            store,
+            limits: config.sessions.clone(),
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The database's file or schema, for messages.
+    pub fn place(&self) -> &str {
+        self.store.place()
+    }
+
+    /// A damaged row, named.
+    fn corrupt(&self, message: String) -> SessionError {
+        SessionError::Corrupt {
+            place: self.place().to_string(),
+            message,
+        }
     }
 
     /// Starts a new session (the operator's or a service's).
@@ -247,26 +252,24 @@ impl SessionStore {
         let id = new_id(SESSION_PREFIX)?;
         let now = now_ms();
         let expires = now.saturating_add(millis(self.limits.ttl_seconds));
-        self.write(|tx, err| {
-            let open: i64 = tx
-                .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))
-                .map_err(err)?;
+        self.write(|c| {
+            let open: i64 = c
+                .query_one("SELECT COUNT(*) FROM sessions", params![])?
+                .get(0)?;
             if usize::try_from(open).unwrap_or(usize::MAX) >= self.limits.max_sessions {
                 return Err(SessionError::TooMany {
                     max: self.limits.max_sessions,
                 });
             }
-            tx.execute(
+            c.execute(
                 "INSERT INTO sessions (id, created_at, updated_at, expires_at) VALUES (?1, ?2, ?2, ?3)",
                 params![id, now, expires],
-            )
-            .map_err(err)?;
+            )?;
             if let Some(owner) = owner {
-                tx.execute(
+                c.execute(
                     "INSERT INTO session_owners (session_id, owner) VALUES (?1, ?2)",
                     params![id, owner],
-                )
-                .map_err(err)?;
+                )?;
             }
             Ok(())
         })?;
@@ -285,32 +288,29 @@ impl SessionStore {
         if !plausible_id(id, SESSION_PREFIX) {
             return Err(not_found());
         }
-        let conn = self.db.lock();
-        let err = db_error(&self.path);
-        let row: Option<(i64, i64)> = conn
-            .query_row(
+        let (created, expires, texts) = self.store.read(|c| {
+            let Some(row) = c.query_opt(
                 "SELECT created_at, expires_at FROM sessions WHERE id = ?1 AND expires_at > ?2",
                 params![id, now_ms()],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(&err)?;
-        let (created, expires) = row.ok_or_else(not_found)?;
-        let mut stmt = conn
-            .prepare("SELECT turn FROM turns WHERE session_id = ?1 ORDER BY n")
-            .map_err(&err)?;
-        let texts = stmt
-            .query_map([id], |r| r.get::<_, String>(0))
-            .map_err(&err)?
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(&err)?;
+            )?
+            else {
+                return Err(not_found());
+            };
+            let texts = c
+                .query(
+                    "SELECT turn FROM turns WHERE session_id = ?1 ORDER BY n",
+                    params![id],
+                )?
+                .iter()
+                .map(|r| r.get::<String>(0))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Ok((row.get::<i64>(0)?, row.get::<i64>(1)?, texts))
+        })?;
         let turns = texts
             .iter()
             .map(|t| {
-                serde_json::from_str(t).map_err(|e| SessionError::Corrupt {
-                    path: self.path.clone(),
-                    message: format!("a turn of session {id}: {e}"),
-                })
+                serde_json::from_str(t)
+                    .map_err(|e| self.corrupt(format!("a turn of session {id}: {e}")))
             })
             .collect::<Result<Vec<Turn>>>()?;
         Ok(Session {
@@ -327,39 +327,31 @@ impl SessionStore {
         if !plausible_id(id, SESSION_PREFIX) {
             return Err(SessionError::NotFound { id: shown(id) });
         }
-        let text = serde_json::to_string(turn).map_err(|e| SessionError::Corrupt {
-            path: self.path.clone(),
-            message: format!("cannot store a turn: {e}"),
-        })?;
+        let text = serde_json::to_string(turn)
+            .map_err(|e| self.corrupt(format!("cannot store a turn: {e}")))?;
         let now = now_ms();
-        self.write(|tx, err| {
-            let live = tx
-                .execute(
-                    "UPDATE sessions SET updated_at = ?2, expires_at = ?3 WHERE id = ?1",
-                    params![id, now, now.saturating_add(millis(self.limits.ttl_seconds))],
-                )
-                .map_err(err)?;
+        self.write(|c| {
+            let live = c.execute(
+                "UPDATE sessions SET updated_at = ?2, expires_at = ?3 WHERE id = ?1",
+                params![id, now, now.saturating_add(millis(self.limits.ttl_seconds))],
+            )?;
             if live == 0 {
                 return Err(SessionError::NotFound { id: shown(id) });
             }
-            tx.execute(
+            c.execute(
                 "INSERT INTO turns (session_id, n, bytes, turn)
                  VALUES (?1, (SELECT COALESCE(MAX(n), 0) + 1 FROM turns WHERE session_id = ?1), ?2, ?3)",
                 params![id, text.len() as i64, text],
-            )
-            .map_err(err)?;
+            )?;
             // Keep the newest turns within both limits.
-            let mut stmt = tx
-                .prepare("SELECT n, bytes FROM turns WHERE session_id = ?1 ORDER BY n DESC")
-                .map_err(err)?;
-            let rows = stmt
-                .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
-                .map_err(err)?
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(err)?;
+            let rows = c.query(
+                "SELECT n, bytes FROM turns WHERE session_id = ?1 ORDER BY n DESC",
+                params![id],
+            )?;
             let (mut kept, mut bytes) = (0usize, 0usize);
             let mut oldest_kept = None;
-            for (n, size) in rows {
+            for row in rows {
+                let (n, size) = (row.get::<i64>(0)?, row.get::<i64>(1)?);
                 let size = usize::try_from(size).unwrap_or(usize::MAX);
                 // The newest turn is always kept, whatever its size.
                 if kept > 0
@@ -373,11 +365,10 @@ impl SessionStore {
                 oldest_kept = Some(n);
             }
             if let Some(n) = oldest_kept {
-                tx.execute(
+                c.execute(
                     "DELETE FROM turns WHERE session_id = ?1 AND n < ?2",
                     params![id, n],
-                )
-                .map_err(err)?;
+                )?;
             }
             Ok(())
         })
@@ -388,16 +379,14 @@ impl SessionStore {
     /// one that never was); `None` (the operator, a service) may open any.
     pub fn check_owner(&self, id: &str, owner: Option<&str>) -> Result<()> {
         let Some(owner) = owner else { return Ok(()) };
-        let found: Option<String> = self
-            .db
-            .lock()
-            .query_row(
+        let found: Option<String> = self.store.read(|c| {
+            c.query_opt(
                 "SELECT owner FROM session_owners WHERE session_id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(db_error(&self.path))?;
+                params![id],
+            )?
+            .map(|r| r.get(0))
+            .transpose()
+        })?;
         match found.as_deref() == Some(owner) {
             true => Ok(()),
             false => Err(SessionError::NotFound { id: shown(id) }),
@@ -409,15 +398,12 @@ impl SessionStore {
         if !plausible_id(id, SESSION_PREFIX) {
             return Err(SessionError::NotFound { id: shown(id) });
         }
-        self.write(|tx, err| {
-            match tx
-                .execute("DELETE FROM sessions WHERE id = ?1", [id])
-                .map_err(err)?
-            {
+        self.write(
+            |c| match c.execute("DELETE FROM sessions WHERE id = ?1", params![id])? {
                 0 => Err(SessionError::NotFound { id: shown(id) }),
                 _ => Ok(()),
-            }
-        })
+            },
+        )
     }
 
     /// The last [`HISTORY_TURNS`] turns of session `id`.
@@ -427,23 +413,16 @@ impl SessionStore {
         Ok(turns.split_off(start))
     }
 
-    /// One `BEGIN IMMEDIATE` transaction that first removes expired
-    /// sessions.
-    fn write<T>(
-        &self,
-        f: impl FnOnce(
-            &rusqlite::Transaction<'_>,
-            &dyn Fn(rusqlite::Error) -> SessionError,
-        ) -> Result<T>,
-    ) -> Result<T> {
-        let err = db_error(&self.path);
-        self.db.write(&err, |tx| {
+    /// One write transaction that first removes expired sessions and runs.
+    fn write<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
+        self.store.write(|c| {
             let now = now_ms();
-            tx.execute("DELETE FROM sessions WHERE expires_at <= ?1", [now])
-                .map_err(&err)?;
-            tx.execute("DELETE FROM runs WHERE expires_at <= ?1", [now])
-                .map_err(&err)?;
-            f(tx, &err)
+            c.execute("DELETE FROM sessions WHERE expires_at <= ?1", params![now])?;
+            c.execute(
+                "DELETE FROM parked_runs WHERE expires_at <= ?1",
+                params![now],
+            )?;
+            f(c)
         })
     }
 }
@@ -472,13 +451,6 @@ fn plausible_id(id: &str, prefix: &str) -> bool {
 /// An id as it may appear in an error message: bounded and printable.
 fn shown(id: &str) -> String {
     crate::text::shown_id(id)
-}
-
-fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> SessionError + '_ {
-    move |source| SessionError::Db {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 #[cfg(test)]

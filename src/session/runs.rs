@@ -1,11 +1,11 @@
 //! Runs waiting for the asker's reply: the agent's state kept under a
 //! run id until the reply comes (taken back once) or its time runs out.
 
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::{Result, SessionError, SessionStore, millis, new_id, plausible_id, shown};
-use crate::sqlite::now_ms;
+use crate::state::now_ms;
+use crate::state::params;
 
 /// Prefix of the ids of runs waiting for the asker.
 pub const RUN_PREFIX: &str = "run_";
@@ -19,10 +19,8 @@ impl SessionStore {
     /// [`take_run`](Self::take_run). Runs count against
     /// `sessions.max_sessions` with the sessions.
     pub fn park_run<T: Serialize>(&self, state: &T, ttl_seconds: f64) -> Result<String> {
-        let text = serde_json::to_string(state).map_err(|e| SessionError::Corrupt {
-            path: self.path.clone(),
-            message: format!("cannot store a run: {e}"),
-        })?;
+        let text = serde_json::to_string(state)
+            .map_err(|e| self.corrupt(format!("cannot store a run: {e}")))?;
         if text.len() > MAX_RUN_BYTES {
             return Err(SessionError::RunTooLarge {
                 bytes: text.len(),
@@ -32,24 +30,22 @@ impl SessionStore {
         let id = new_id(RUN_PREFIX)?;
         let now = now_ms();
         let ttl = millis(ttl_seconds);
-        self.write(|tx, err| {
-            let open: i64 = tx
-                .query_row(
-                    "SELECT (SELECT COUNT(*) FROM sessions) + (SELECT COUNT(*) FROM runs)",
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(err)?;
+        self.write(|c| {
+            let open: i64 = c
+                .query_one(
+                    "SELECT (SELECT COUNT(*) FROM sessions) + (SELECT COUNT(*) FROM parked_runs)",
+                    params![],
+                )?
+                .get(0)?;
             if usize::try_from(open).unwrap_or(usize::MAX) >= self.limits.max_sessions {
                 return Err(SessionError::TooMany {
                     max: self.limits.max_sessions,
                 });
             }
-            tx.execute(
-                "INSERT INTO runs (id, created_at, expires_at, state) VALUES (?1, ?2, ?3, ?4)",
+            c.execute(
+                "INSERT INTO parked_runs (id, created_at, expires_at, state) VALUES (?1, ?2, ?3, ?4)",
                 params![id, now, now.saturating_add(ttl), text],
-            )
-            .map_err(err)?;
+            )?;
             Ok(())
         })?;
         Ok(id)
@@ -68,21 +64,17 @@ impl SessionStore {
         if !plausible_id(id, RUN_PREFIX) {
             return Err(not_found());
         }
-        self.write(|tx, err| {
-            let text: Option<String> = tx
-                .query_row("SELECT state FROM runs WHERE id = ?1", [id], |r| r.get(0))
-                .optional()
-                .map_err(err)?;
-            let text = text.ok_or_else(not_found)?;
-            let state: T = serde_json::from_str(&text).map_err(|e| SessionError::Corrupt {
-                path: self.path.clone(),
-                message: format!("run {id}: {e}"),
-            })?;
+        self.write(|c| {
+            let row = c
+                .query_opt("SELECT state FROM parked_runs WHERE id = ?1", params![id])?
+                .ok_or_else(not_found)?;
+            let text: String = row.get(0)?;
+            let state: T =
+                serde_json::from_str(&text).map_err(|e| self.corrupt(format!("run {id}: {e}")))?;
             if !may_take(&state) {
                 return Err(not_found());
             }
-            tx.execute("DELETE FROM runs WHERE id = ?1", [id])
-                .map_err(err)?;
+            c.execute("DELETE FROM parked_runs WHERE id = ?1", params![id])?;
             Ok(state)
         })
     }

@@ -14,9 +14,16 @@ fn turn(q: &str, bytes: usize) -> Turn {
     }
 }
 
+fn config(dir: &std::path::Path, limits: SessionsConfig) -> Config {
+    let mut config = Config::default();
+    config.storage.data_dir = dir.to_path_buf();
+    config.sessions = limits;
+    config
+}
+
 fn store(limits: SessionsConfig) -> (tempfile::TempDir, SessionStore) {
     let dir = tempfile::tempdir().unwrap();
-    let store = SessionStore::open(dir.path(), &limits).unwrap();
+    let store = SessionStore::open(&config(dir.path(), limits)).unwrap();
     (dir, store)
 }
 
@@ -28,7 +35,7 @@ fn turns_are_kept_in_order_and_survive_reopening() {
     s.append(&session.id, &turn("first?", 1)).unwrap();
     s.append(&session.id, &turn("second?", 1)).unwrap();
     drop(s);
-    let s = SessionStore::open(dir.path(), &SessionsConfig::default()).unwrap();
+    let s = SessionStore::open(&config(dir.path(), SessionsConfig::default())).unwrap();
     let got = s.get(&session.id).unwrap();
     let questions: Vec<&str> = got.turns.iter().map(|t| t.question.as_str()).collect();
     assert_eq!(questions, ["first?", "second?"]);
@@ -172,4 +179,43 @@ fn hostile_ids_are_refused_before_any_query() {
         assert!(e.to_string().len() < 200, "{e}");
         assert!(!e.to_string().contains('\n'));
     }
+}
+
+#[test]
+fn a_version_3_file_keeps_its_sessions_and_waiting_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(SESSIONS_FILE);
+    let future = now_ms() + 60_000;
+    {
+        let old = rusqlite::Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+             CREATE TABLE turns (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, n INTEGER NOT NULL, bytes INTEGER NOT NULL, turn TEXT NOT NULL, PRIMARY KEY (session_id, n));
+             CREATE TABLE runs (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, state TEXT NOT NULL);
+             CREATE INDEX runs_expiry ON runs(expires_at);
+             CREATE TABLE session_owners (session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE, owner TEXT NOT NULL);
+             PRAGMA user_version = 3;",
+        )
+        .unwrap();
+        old.execute(
+            "INSERT INTO runs VALUES ('run_0123456789abcdef0123456789abcdef', 0, ?1, '{\"n\":1}')",
+            [future],
+        )
+        .unwrap();
+        old.execute(
+            "INSERT INTO sessions VALUES ('ses_0123456789abcdef0123456789abcdef', 0, 0, ?1)",
+            [future],
+        )
+        .unwrap();
+    }
+    let s = SessionStore::open(&config(dir.path(), SessionsConfig::default())).unwrap();
+    let back: serde_json::Value = s
+        .take_run("run_0123456789abcdef0123456789abcdef", |_| true)
+        .unwrap();
+    assert_eq!(back["n"], 1);
+    s.get("ses_0123456789abcdef0123456789abcdef").unwrap();
+    // Reopening (at version 4 now) runs nothing again.
+    drop(s);
+    let s = SessionStore::open(&config(dir.path(), SessionsConfig::default())).unwrap();
+    s.park_run(&json_state(), 60.0).unwrap();
 }

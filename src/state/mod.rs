@@ -17,17 +17,23 @@
 //! - [`Store::watch`] wakes when another writer committed (PostgreSQL:
 //!   `LISTEN/NOTIFY`; SQLite: only this process's writes, others poll).
 
+mod documents;
+mod lock;
 mod postgres;
 mod sql;
+mod sqlite;
 mod value;
 
 use std::path::Path;
 use std::sync::Arc;
 
+pub use self::documents::{Document, DocumentError, Documents, Scope, shares_collection};
+pub use self::lock::{CAMPAIGN_EVERY, ClusterLock, LEADER, WRITER};
 pub use self::sql::Dialect;
 pub use self::value::{FromValue, Row, ToValue, Value};
 use crate::config::{Config, StateBackend};
 pub use crate::state_params as params;
+pub(crate) use sqlite::{now_ms, to_time};
 
 /// What went wrong with a store's database.
 #[derive(Debug, thiserror::Error)]
@@ -108,8 +114,18 @@ pub struct Store {
 }
 
 enum Backend {
-    Sqlite(crate::sqlite::Db),
-    Postgres(Box<postgres::Pool>),
+    Sqlite(sqlite::Db),
+    /// The process's pool for the store (shared by every `Store` opened on
+    /// the same settings), and this store's id for its listener.
+    Postgres(Arc<postgres::Pool>, u64),
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Backend::Postgres(pool, id) = &self.backend {
+            pool.unlisten(*id);
+        }
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -120,6 +136,9 @@ impl std::fmt::Debug for Store {
 
 /// What a store is: its name (a file `<name>.sqlite3`, PostgreSQL's
 /// version row), its schema in SQLite's SQL, and that schema's version.
+///
+/// On PostgreSQL the stores of a knowledge base share one schema, so no
+/// two stores may name a table or an index alike.
 #[derive(Debug, Clone, Copy)]
 pub struct Schema {
     /// The store's name (`review`).
@@ -131,19 +150,62 @@ pub struct Schema {
     pub ddl: &'static str,
     /// The schema's version.
     pub version: i64,
+    /// Statements that bring an existing database up to a version `ddl`
+    /// alone cannot (a renamed table), each run once on a database older
+    /// than its version, in order, before `ddl`.
+    pub migrations: &'static [(i64, &'static str)],
+    /// Whether a committed write must survive a power cut (SQLite
+    /// `synchronous=FULL`, PostgreSQL waits for its WAL on disk); false for
+    /// figures not worth a flush on a question's path, which then survive
+    /// a crash of the process only.
+    pub durable: bool,
+}
+
+impl Schema {
+    /// What brings a database at version `found` (0: new) to this
+    /// schema's version: the migrations it has not had, then `ddl`.
+    pub(crate) fn upgrade(&self, found: i64) -> String {
+        let mut sql = String::new();
+        if found > 0 {
+            for (_, step) in self.migrations.iter().filter(|(to, _)| *to > found) {
+                sql.push_str(step);
+                sql.push('\n');
+            }
+        }
+        sql.push_str(self.ddl);
+        sql
+    }
 }
 
 impl Store {
     /// Opens `schema`'s store where `config` keeps state: the SQLite file
     /// `sqlite_file`, or PostgreSQL's `storage.postgres`.
     pub fn open(config: &Config, schema: Schema, sqlite_file: &Path) -> Result<Self> {
+        Self::open_with(config, &config.storage.postgres, schema, sqlite_file)
+    }
+
+    /// Opens `schema`'s store of what every knowledge base shares (the
+    /// principals, …): the SQLite file `sqlite_file`, or PostgreSQL's
+    /// tables in the server's schema (`Config::shared_postgres`).
+    pub fn open_shared(config: &Config, schema: Schema, sqlite_file: &Path) -> Result<Self> {
+        Self::open_with(config, &config.shared_postgres(), schema, sqlite_file)
+    }
+
+    fn open_with(
+        config: &Config,
+        postgres: &crate::config::PostgresConfig,
+        schema: Schema,
+        sqlite_file: &Path,
+    ) -> Result<Self> {
         match config.storage.state {
             StateBackend::Sqlite => Self::open_sqlite(schema, sqlite_file),
             StateBackend::Postgres => {
-                let pool = postgres::Pool::open(&config.storage.postgres, schema)?;
+                static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let pool = postgres::Pool::shared(postgres, schema)?;
+                let id = IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok(Self {
                     place: Arc::from(pool.place()),
-                    backend: Backend::Postgres(Box::new(pool)),
+                    backend: Backend::Postgres(pool, id),
                 })
             }
         }
@@ -157,28 +219,22 @@ impl Store {
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let db =
-            crate::sqlite::Db::open_in(folder, &file, schema.ddl, schema.version).map_err(|e| {
-                match e {
-                    crate::sqlite::DbOpenError::Folder(e) => {
-                        StateError::Config(format!("{place}: cannot create its folder: {e}"))
-                    }
-                    crate::sqlite::DbOpenError::Open(crate::sqlite::OpenError::Db(source)) => {
-                        StateError::Sqlite {
-                            place: place.clone(),
-                            source,
-                        }
-                    }
-                    crate::sqlite::DbOpenError::Open(crate::sqlite::OpenError::TooNew {
-                        found,
-                        supported,
-                    }) => StateError::TooNew {
-                        place: place.clone(),
-                        found,
-                        supported,
-                    },
+        let db = sqlite::Db::open_in(folder, &file, &schema).map_err(|e| match e {
+            sqlite::DbOpenError::Folder(e) => {
+                StateError::Config(format!("{place}: cannot create its folder: {e}"))
+            }
+            sqlite::DbOpenError::Open(sqlite::OpenError::Db(source)) => StateError::Sqlite {
+                place: place.clone(),
+                source,
+            },
+            sqlite::DbOpenError::Open(sqlite::OpenError::TooNew { found, supported }) => {
+                StateError::TooNew {
+                    place: place.clone(),
+                    found,
+                    supported,
                 }
-            })?;
+            }
+        })?;
         Ok(Self {
             backend: Backend::Sqlite(db),
             place: Arc::from(place),
@@ -194,7 +250,7 @@ impl Store {
     pub fn sqlite_path(&self) -> Option<&Path> {
         match &self.backend {
             Backend::Sqlite(db) => Some(db.path()),
-            Backend::Postgres(_) => None,
+            Backend::Postgres(..) => None,
         }
     }
 
@@ -202,7 +258,7 @@ impl Store {
     pub fn dialect(&self) -> Dialect {
         match &self.backend {
             Backend::Sqlite(_) => Dialect::Sqlite,
-            Backend::Postgres(_) => Dialect::Postgres,
+            Backend::Postgres(..) => Dialect::Postgres,
         }
     }
 
@@ -220,7 +276,7 @@ impl Store {
                     place: &self.place,
                 })
             }
-            Backend::Postgres(pool) => {
+            Backend::Postgres(pool, _) => {
                 let session = pool.session()?;
                 f(&Conn::Postgres(&session))
             }
@@ -245,7 +301,7 @@ impl Store {
                 tx.commit().map_err(sqlite)?;
                 Ok(out)
             }
-            Backend::Postgres(pool) => {
+            Backend::Postgres(pool, _) => {
                 let session = pool.session()?;
                 session.begin_write()?;
                 match f(&Conn::Postgres(&session)) {
@@ -265,10 +321,11 @@ impl Store {
     /// Calls `wake` whenever another server commits a change to this
     /// store (PostgreSQL's `NOTIFY`); with SQLite, never (one server: its
     /// own writes are known to it). The first call starts the listener
-    /// (one more connection); later calls do nothing.
+    /// (one more connection, shared by the stores on the same pool); later
+    /// calls of this store do nothing, and its drop ends them.
     pub fn watch(&self, wake: impl Fn() + Send + Sync + 'static) {
-        if let Backend::Postgres(pool) = &self.backend {
-            pool.listen(Arc::new(wake));
+        if let Backend::Postgres(pool, id) = &self.backend {
+            pool.listen(*id, Arc::new(wake));
         }
     }
 }
@@ -413,6 +470,8 @@ mod tests {
         what: "test database",
         ddl: "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, score REAL, data BLOB);",
         version: 1,
+        migrations: &[],
+        durable: true,
     };
 
     #[test]

@@ -92,11 +92,52 @@ pub(crate) struct Pool {
     lock_key: i64,
     /// The store's `NOTIFY` channel.
     channel: String,
+    /// What starts a write: `BEGIN`, and for a store whose writes need
+    /// not outlive a crash of the server (`Schema::durable` false), not
+    /// waiting for the WAL to be flushed.
+    begin: &'static str,
     /// The listener's task, once started (aborted when the pool goes).
     listener: Mutex<Option<tokio::task::AbortHandle>>,
+    /// What the listener wakes, by the id of the store that asked.
+    wakes: Arc<Mutex<Vec<(u64, Wake)>>>,
+}
+
+/// What a store runs when another server committed a change.
+pub(crate) type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// The pools of this process, one per server, schema and store: the
+/// stores opened on the same settings share one (a manifest read on every
+/// request would otherwise connect and check its schema every time).
+fn pools() -> &'static Mutex<std::collections::HashMap<String, std::sync::Weak<Pool>>> {
+    static POOLS: OnceLock<Mutex<std::collections::HashMap<String, std::sync::Weak<Pool>>>> =
+        OnceLock::new();
+    POOLS.get_or_init(Default::default)
 }
 
 impl Pool {
+    /// The pool of this process for `schema`'s store on `settings`,
+    /// opened ([`Pool::open`]) when there is none yet.
+    pub(crate) fn shared(settings: &PostgresConfig, schema: Schema) -> Result<Arc<Self>> {
+        // The password is part of the key: a changed one opens a new pool.
+        let password = std::env::var(&settings.password_env).unwrap_or_default();
+        let key = format!(
+            "{}\u{0}{password}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
+            settings.url,
+            settings.schema,
+            schema.name,
+            settings.pool_size,
+            settings.connect_timeout_seconds
+        );
+        let mut pools = pools().lock().unwrap_or_else(PoisonError::into_inner);
+        pools.retain(|_, pool| pool.strong_count() > 0);
+        if let Some(pool) = pools.get(&key).and_then(std::sync::Weak::upgrade) {
+            return Ok(pool);
+        }
+        let pool = Arc::new(Self::open(settings, schema)?);
+        pools.insert(key, Arc::downgrade(&pool));
+        Ok(pool)
+    }
+
     /// Connects, and brings the store's tables to `schema`'s version
     /// under a lock (a newer version is refused).
     pub(crate) fn open(settings: &PostgresConfig, schema: Schema) -> Result<Self> {
@@ -126,16 +167,19 @@ impl Pool {
             .map_err(|e| StateError::Config(format!("{place}: {e}")))?;
         let key = format!("{}.{}", settings.schema, schema.name);
         let digest = Sha256::digest(key.as_bytes());
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&digest[..8]);
         let pool = Self {
             runtime,
             pool,
             config,
             place,
-            lock_key: i64::from_be_bytes(first),
+            lock_key: lock_key(&key),
             channel: format!("grace_{}", crate::durable::hex(&digest[..12])),
+            begin: match schema.durable {
+                true => "BEGIN",
+                false => "BEGIN; SET LOCAL synchronous_commit TO OFF",
+            },
             listener: Mutex::new(None),
+            wakes: Arc::default(),
         };
         pool.migrate(settings, schema)?;
         Ok(pool)
@@ -221,7 +265,6 @@ impl Pool {
 
     fn migrate(&self, settings: &PostgresConfig, schema: Schema) -> Result<()> {
         let session = self.session()?;
-        let ddl = ddl_to_postgres(schema.ddl);
         let name = settings.schema.clone();
         let client = session.client();
         let store = schema.name;
@@ -251,6 +294,7 @@ impl Pool {
                     .await?
                     .map(|r| r.get(0));
                 if found.unwrap_or(0) < supported {
+                    let ddl = ddl_to_postgres(&schema.upgrade(found.unwrap_or(0)));
                     client.batch_execute(&ddl).await?;
                     client
                         .execute(
@@ -279,14 +323,33 @@ impl Pool {
         }
     }
 
-    /// Starts the listener (once): `wake` runs after every `NOTIFY` on the
+    /// Runs `wake` (for the store `id`) after every `NOTIFY` on the
     /// store's channel, and after each (re)connection, since what was
-    /// sent while it was away is lost.
-    pub(crate) fn listen(&self, wake: Arc<dyn Fn() + Send + Sync>) {
+    /// sent while it was away is lost; the first call starts the listener.
+    pub(crate) fn listen(&self, id: u64, wake: Wake) {
+        {
+            let mut wakes = self.wakes.lock().unwrap_or_else(PoisonError::into_inner);
+            if wakes.iter().any(|(w, _)| *w == id) {
+                return;
+            }
+            wakes.push((id, wake));
+        }
         let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
         if listener.is_some() {
             return;
         }
+        let wakes = Arc::clone(&self.wakes);
+        let wake = move || {
+            let wakes: Vec<Wake> = wakes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .map(|(_, w)| Arc::clone(w))
+                .collect();
+            for wake in wakes {
+                wake();
+            }
+        };
         let config = self.config.clone();
         let channel = self.channel.clone();
         let place = Arc::clone(&self.place);
@@ -327,6 +390,14 @@ impl Pool {
             }
         });
         *listener = Some(task.abort_handle());
+    }
+
+    /// Stops waking the store `id` (it is closing).
+    pub(crate) fn unlisten(&self, id: u64) {
+        self.wakes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(w, _)| *w != id);
     }
 }
 
@@ -369,10 +440,11 @@ impl Session<'_> {
     pub(crate) fn begin_write(&self) -> Result<()> {
         let client = self.client();
         let key = self.pool.lock_key;
+        let begin = self.pool.begin;
         self.in_write.set(true);
         self.pool
             .run(async move {
-                client.batch_execute("BEGIN").await?;
+                client.batch_execute(begin).await?;
                 client
                     .execute("SELECT pg_advisory_xact_lock($1)", &[&key])
                     .await
@@ -599,6 +671,11 @@ fn client_config(settings: &PostgresConfig) -> Result<tokio_postgres::Config> {
 /// Drops `storage.postgres.schema` with every table in it (a knowledge
 /// base deleted), under the migration lock.
 pub(crate) fn drop_schema(settings: &PostgresConfig) -> Result<()> {
+    // A store opened after this creates its tables again.
+    pools()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|key, _| key.split('\u{0}').nth(2) != Some(settings.schema.as_str()));
     let config = client_config(settings)?;
     let place = format!(
         "PostgreSQL {} (schema {})",
@@ -719,6 +796,94 @@ fn describe(e: &tokio_postgres::Error) -> String {
         source = cause.source();
     }
     s
+}
+
+/// A session-level advisory lock held on a connection of its own, for as
+/// long as the value lives: released when it is dropped, and by
+/// PostgreSQL when the server holding it dies (its connection closes).
+pub(crate) struct HeldLock {
+    client: Arc<tokio_postgres::Client>,
+    driver: tokio::task::AbortHandle,
+    place: Arc<str>,
+}
+
+impl HeldLock {
+    /// Takes the lock named `name` in `settings`' schema if it is free;
+    /// `None` when another connection holds it.
+    pub(crate) fn try_take(settings: &PostgresConfig, name: &str) -> Result<Option<Self>> {
+        let config = client_config(settings)?;
+        let place: Arc<str> = Arc::from(format!(
+            "the {name} lock in PostgreSQL {} (schema {})",
+            server_name(&config),
+            settings.schema
+        ));
+        let key = lock_key(&format!("{}.lock.{name}", settings.schema));
+        let runtime = runtime().map_err(StateError::Config)?;
+        let failed = |message: String, unavailable: bool| StateError::Postgres {
+            place: place.to_string(),
+            message,
+            unavailable,
+        };
+        let (tx, rx) = mpsc::sync_channel(1);
+        runtime.spawn(async move {
+            let out = async {
+                let (client, connection) = config.connect(NoTls).await?;
+                let driver = tokio::spawn(connection);
+                let taken: bool = client
+                    .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                    .await?
+                    .get(0);
+                Ok::<_, tokio_postgres::Error>((client, driver, taken))
+            }
+            .await;
+            let _ = tx.send(out);
+        });
+        match rx.recv_timeout(CALL_TIMEOUT) {
+            Ok(Ok((client, driver, true))) => Ok(Some(Self {
+                client: Arc::new(client),
+                driver: driver.abort_handle(),
+                place,
+            })),
+            // Dropping the client closes the connection.
+            Ok(Ok((_, _, false))) => Ok(None),
+            Ok(Err(e)) => Err(failed(describe(&e), transient(&e))),
+            Err(_) => Err(failed(
+                format!("no answer within {} s", CALL_TIMEOUT.as_secs()),
+                true,
+            )),
+        }
+    }
+
+    /// Whether the lock is still held: its connection answers.
+    pub(crate) fn held(&self) -> bool {
+        let Ok(runtime) = runtime() else { return false };
+        let client = Arc::clone(&self.client);
+        let (tx, rx) = mpsc::sync_channel(1);
+        runtime.spawn(async move {
+            let _ = tx.send(client.simple_query("SELECT 1").await.is_ok());
+        });
+        rx.recv_timeout(CALL_TIMEOUT).unwrap_or(false)
+    }
+
+    /// The lock and its server, for messages.
+    pub(crate) fn place(&self) -> &str {
+        &self.place
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        // Closing the connection releases the lock.
+        self.driver.abort();
+    }
+}
+
+/// An advisory lock's key: the first 8 bytes of `name`'s SHA-256.
+fn lock_key(name: &str) -> i64 {
+    let digest = Sha256::digest(name.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(first)
 }
 
 #[cfg(test)]

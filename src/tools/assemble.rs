@@ -34,7 +34,7 @@ impl ToolRegistry {
         kb: Arc<KnowledgeBase>,
         generator: Option<Arc<dyn llm::LlmClient>>,
     ) -> crate::error::Result<Self> {
-        let stats = ToolStats::open(&config.tool_stats_path(), config.tools.reflection.clone())?;
+        let stats = ToolStats::open(config)?;
         let registry = Self::builtins(config, kb.clone(), generator)?.with_stats(Arc::new(stats));
         extend(&registry, config, &kb)?;
         Ok(registry)

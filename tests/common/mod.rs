@@ -76,7 +76,7 @@ pub fn open(config: Config) -> KnowledgeBase {
 
 /// The ingest manifest of the collection `config` names.
 pub fn manifest(config: &Config) -> grace::ingest::manifest::Manifest {
-    grace::ingest::manifest::Manifest::load(&config.manifest_path())
+    grace::ingest::manifest::Manifest::load_for(config)
         .unwrap()
         .expect("the ingest's manifest")
 }
@@ -319,7 +319,7 @@ pub fn read_all(
 /// the store is not opened; none yet: `(0, 0)`).
 pub fn manifest_progress(data: &Path) -> (usize, usize) {
     use grace::ingest::manifest::{EntryState, Manifest};
-    match Manifest::load(&data.join("manifests/grace.json")) {
+    match Manifest::load_for(&config(data)) {
         Ok(Some(m)) => {
             let pending = m
                 .sources

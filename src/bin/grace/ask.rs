@@ -21,7 +21,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
     }
     let limit = args.limit.unwrap_or(config.tools.rag_search.limit);
     let scope = crate::auth::scope(&config, args.as_principal.as_deref())?;
-    let audit = grace::audit::AuditLog::new(&config.storage.data_dir, &config.audit);
+    let audit = grace::audit::AuditLog::open(&config)?;
     let who = scope.label().to_string();
     let format = output::terminal_format(&config);
     let kb = std::sync::Arc::new(KnowledgeBase::open(config, OpenMode::Existing)?);
@@ -119,7 +119,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
 /// read scores without it, with a warning: the question is still answered.
 fn document_history(config: &Config) -> std::collections::HashMap<String, f32> {
     use grace::feedback::FeedbackStore;
-    FeedbackStore::open_existing(&config.kb_dir(), &config.feedback)
+    FeedbackStore::open_existing(config)
         .and_then(|store| store.map_or(Ok(Default::default()), |s| s.document_history()))
         .unwrap_or_else(|e| {
             tracing::warn!(error = %e, "the documents' ratings could not be read; answering without their history");
@@ -137,7 +137,7 @@ fn record(
 ) -> Option<String> {
     use grace::feedback::{Asker, FeedbackStore};
     let config = kb.config();
-    let recorded = FeedbackStore::open(&config.kb_dir(), &config.feedback).and_then(|store| {
+    let recorded = FeedbackStore::open(config).and_then(|store| {
         store.record_run(
             report,
             config,

@@ -16,7 +16,7 @@ pub fn run(
     json: bool,
 ) -> grace::Result<()> {
     let since = since.map(parse_since).transpose()?;
-    let log = AuditLog::new(&config.storage.data_dir, &config.audit);
+    let log = AuditLog::open(config)?;
     let records = log
         .read(&|r| since.is_none_or(|s| r.at >= s) && principal.is_none_or(|p| r.principal == p))
         .map_err(|e| grace::Error::InvalidInput(format!("cannot read the audit log: {e}")))?;

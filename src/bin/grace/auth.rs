@@ -31,21 +31,20 @@ pub enum AuthCommand {
 
 /// Runs `grace auth …`.
 pub fn run(config: &Config, command: &AuthCommand, json: bool) -> grace::Result<()> {
-    let data_dir = &config.storage.data_dir;
     match command {
         AuthCommand::AddKey { name, groups } => {
-            let issued = Principals::open(data_dir)?.add_key(name, groups)?;
+            let issued = Principals::open(config)?.add_key(name, groups)?;
             output::issued_key(&issued, json);
         }
         AuthCommand::List => {
-            let list = match Principals::open_existing(data_dir)? {
+            let list = match Principals::open_existing(config)? {
                 Some(store) => store.list()?,
                 None => Vec::new(),
             };
             output::principals(&list, json);
         }
         AuthCommand::Revoke { name } => {
-            let revoked = Principals::open(data_dir)?.revoke(name)?;
+            let revoked = Principals::open(config)?.revoke(name)?;
             output::revoked(name, revoked, json);
         }
     }
@@ -60,7 +59,7 @@ pub fn scope(config: &Config, name: Option<&str>) -> grace::Result<ReadScope> {
     let Some(name) = name else {
         return Ok(ReadScope::All);
     };
-    let scope = grace::auth::scope_of(&config.storage.data_dir, name)?;
+    let scope = grace::auth::scope_of(config, name)?;
     if let ReadScope::Principal(p) = &scope
         && !config
             .roles(config.kb_name())

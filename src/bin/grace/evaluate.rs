@@ -128,13 +128,13 @@ pub fn calibrate(
 pub fn calibrate_from_feedback(cli: &Cli, config: Config, out: &Path) -> grace::Result<()> {
     let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
     let config = kb.config();
-    let feedback = grace::feedback::FeedbackStore::open(&config.kb_dir(), &config.feedback)?;
+    let feedback = grace::feedback::FeedbackStore::open(config)?;
     let queue = grace::review::ReviewQueue::open(config)?;
     let labels = grace::learn::labels(&feedback, &queue)?;
     if labels.is_empty() {
         return Err(grace::Error::InvalidInput(format!(
             "no labels in {} yet: rate answers (grace feedback) or answer escalations first",
-            feedback.path().display()
+            feedback.place()
         )));
     }
     let min = grace::learn::auto::MIN_LABELS;
@@ -144,12 +144,16 @@ pub fn calibrate_from_feedback(cli: &Cli, config: Config, out: &Path) -> grace::
         return Err(grace::Error::InvalidInput(format!(
             "{} labels in {} ({right} right, {wrong} not): a fit needs at least {min} of each; rate more answers (grace feedback) or answer escalations first",
             labels.len(),
-            feedback.path().display()
+            feedback.place()
         )));
     }
     let learned = grace::learn::fit(&labels, config.confidence.effective_weights());
-    let calibration =
-        grace::learn::calibration(&learned, config, kb.embedder().model_id(), feedback.path());
+    let calibration = grace::learn::calibration(
+        &learned,
+        config,
+        kb.embedder().model_id(),
+        std::path::Path::new(feedback.place()),
+    );
     calibration
         .save(out)
         .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;

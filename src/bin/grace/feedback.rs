@@ -24,7 +24,7 @@ pub fn run(cli: &Cli, config: &Config, args: &FeedbackArgs) -> grace::Result<()>
     let stored = if rating.asks_for_a_person(&config.feedback) {
         grace::Grace::open(config.clone())?.rate_blocking(&args.id, &asker, &rating)?
     } else {
-        FeedbackStore::open(&config.kb_dir(), &config.feedback)?.rate(&args.id, &asker, &rating)?
+        FeedbackStore::open(config)?.rate(&args.id, &asker, &rating)?
     };
     output::rated(&stored, cli.json);
     Ok(())

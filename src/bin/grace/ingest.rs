@@ -125,7 +125,7 @@ fn warn_of_unknown_groups(cli: &Cli, kb: &KnowledgeBase) -> grace::Result<()> {
     if named.is_empty() {
         return Ok(());
     }
-    let unknown = match grace::auth::Principals::open_existing(&kb.config().storage.data_dir)? {
+    let unknown = match grace::auth::Principals::open_existing(kb.config())? {
         Some(store) => store.unknown_groups(&named)?,
         None => named,
     };

@@ -133,7 +133,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             as_principal,
         } => {
             let scope = auth::scope(&config, as_principal.as_deref())?;
-            let log = grace::audit::AuditLog::new(&config.storage.data_dir, &config.audit);
+            let log = grace::audit::AuditLog::open(&config)?;
             let kb_name = config.kb_name().to_string();
             let kb = KnowledgeBase::open(config, OpenMode::Existing)?;
             let filter = match source {
@@ -241,10 +241,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 true => tools::open_stats(&config)?.all()?,
                 false => Vec::new(),
             };
-            let learning = match grace::feedback::FeedbackStore::open_existing(
-                &config.kb_dir(),
-                &config.feedback,
-            )? {
+            let learning = match grace::feedback::FeedbackStore::open_existing(&config)? {
                 Some(store) => Some(grace::learn::auto::FeedbackCalibration::of(
                     &config,
                     &store,

@@ -297,11 +297,11 @@ fn withhold(
     escalations: &mut [grace::review::Escalation],
 ) -> grace::Result<()> {
     let Some(id) = reviewer else { return Ok(()) };
-    let Some(principals) = grace::auth::Principals::open_existing(&config.storage.data_dir)? else {
+    let Some(principals) = grace::auth::Principals::open_existing(config)? else {
         return Ok(());
     };
     let scope = grace::auth::reviewer_scope(&principals, id)?;
-    let manifest = grace::ingest::manifest::Manifest::load(&config.manifest_path())?;
+    let manifest = grace::ingest::manifest::Manifest::load_for(config)?;
     grace::review::withhold::for_scope(escalations, &scope, manifest.as_ref());
     Ok(())
 }

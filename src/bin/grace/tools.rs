@@ -57,8 +57,5 @@ pub fn run(config: Config, command: &ToolsCommand, json: bool) -> grace::Result<
 }
 
 pub fn open_stats(config: &Config) -> grace::Result<ToolStats> {
-    Ok(ToolStats::open(
-        &config.tool_stats_path(),
-        config.tools.reflection.clone(),
-    )?)
+    Ok(ToolStats::open(config)?)
 }

@@ -126,10 +126,7 @@ pub fn run(cmd: &RuntimeCommand, config: &Config, json: bool) -> grace::Result<u
             let mut registry =
                 ToolRegistry::with_tools(vec![(tool.clone(), config.tools.runtime.policy())]);
             // Counted like any other call (a failure to open is only logged).
-            match grace::tools::stats::ToolStats::open(
-                &config.tool_stats_path(),
-                config.tools.reflection.clone(),
-            ) {
+            match grace::tools::stats::ToolStats::open(config) {
                 Ok(stats) => registry = registry.with_stats(Arc::new(stats)),
                 Err(e) => tracing::warn!(error = %e, "no tool statistics"),
             }

@@ -75,7 +75,7 @@ impl ReviewQueue {
             config: config.review.clone(),
             thresholds: config.confidence.thresholds.clone(),
             changes,
-            log: AuditLog::new(&config.storage.data_dir, &config.audit),
+            log: AuditLog::open(config)?,
             kb: config.kb_name().to_string(),
         })
     }

@@ -213,7 +213,7 @@ impl RuntimeTools {
     pub fn open(config: &Config, host: Host) -> Result<Self, RuntimeError> {
         Ok(Self {
             config: config.tools.runtime.clone(),
-            store: Store::open(&config.runtime_tools_path())?,
+            store: Store::open(config)?,
             host,
         })
     }

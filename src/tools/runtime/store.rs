@@ -1,20 +1,27 @@
-//! Run-time tools kept in `<data_dir>/runtime_tools.sqlite3`: every version
-//! of every tool (a change is a new version; deleting marks the tool
-//! deleted and keeps its versions), and an audit log of every creation,
-//! change, deletion and refusal with who did it.
-
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+//! Run-time tools kept in `<data_dir>/runtime_tools.sqlite3` (or
+//! PostgreSQL's tables, `storage.state: postgres`, shared by every
+//! server): every version of every tool (a change is a new version;
+//! deleting marks the tool deleted and keeps its versions), and an audit
+//! log of every creation, change, deletion and refusal with who did it.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{Example, ExampleOutcome, ToolSpec};
+use crate::config::Config;
+use crate::state::{Conn, Schema, StateError, params};
 
-const SCHEMA_VERSION: i64 = 1;
-const SCHEMA: &str = "
+/// The run-time tools' schema, at version 1.
+const SCHEMA: Schema = Schema {
+    name: "runtime_tools",
+    what: "run-time tools",
+    ddl: DDL,
+    version: 1,
+    migrations: &[],
+    durable: true,
+};
+const DDL: &str = "
 CREATE TABLE IF NOT EXISTS rt_tools (
     name TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
@@ -35,7 +42,7 @@ CREATE TABLE IF NOT EXISTS rt_versions (
     PRIMARY KEY (name, version)
 );
 CREATE TABLE IF NOT EXISTS rt_audit (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     at INTEGER NOT NULL,
     actor TEXT NOT NULL,
     action TEXT NOT NULL,
@@ -54,27 +61,15 @@ pub const MAX_HISTORY: usize = 200;
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// SQLite failed.
-    #[error("run-time tools {path}: {source}")]
-    Db {
-        /// The database file.
-        path: PathBuf,
-        /// What SQLite said.
-        source: rusqlite::Error,
-    },
-    /// The file is from a newer GRACE.
-    #[error("run-time tools {path}: {message}")]
-    TooNew {
-        /// The database file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
+    /// The database failed, is from a newer GRACE, or PostgreSQL could
+    /// not be reached.
+    #[error(transparent)]
+    State(#[from] StateError),
     /// A stored row does not parse (edited by hand?).
-    #[error("run-time tools {path}: tool {name} v{version}: {message}")]
+    #[error("{place}: tool {name} v{version}: {message}")]
     Corrupt {
-        /// The database file.
-        path: PathBuf,
+        /// The database's file or schema.
+        place: String,
         /// The tool.
         name: String,
         /// Its version.
@@ -149,47 +144,19 @@ pub struct History {
     pub audit: Vec<AuditEntry>,
 }
 
-/// The database, one connection shared by the process.
+/// The database: a SQLite file, or PostgreSQL's tables.
+#[derive(Debug)]
 pub struct Store {
-    path: PathBuf,
-    conn: Mutex<Connection>,
-}
-
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
-    }
+    store: crate::state::Store,
 }
 
 impl Store {
-    /// Opens (creating) the database at `path`.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent() {
-            // A missing folder shows up as SQLite's error below.
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let conn = crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| {
-            e.into_error(
-                path,
-                |path, source| StoreError::Db { path, source },
-                |path, message| StoreError::TooNew { path, message },
-            )
-        })?;
+    /// Opens (creating) the store of `config`'s knowledge base
+    /// (`Config::runtime_tools_path`, or PostgreSQL).
+    pub fn open(config: &Config) -> Result<Self, StoreError> {
         Ok(Self {
-            path: path.to_path_buf(),
-            conn: Mutex::new(conn),
+            store: crate::state::Store::open(config, SCHEMA, &config.runtime_tools_path())?,
         })
-    }
-
-    fn db(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Db {
-            path: self.path.clone(),
-            source,
-        }
-    }
-
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Stores `spec` as the tool's next version (its first, or the next
@@ -204,120 +171,101 @@ impl Store {
         actor: &str,
         max_tools: usize,
     ) -> Result<StoredTool, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.db(e))?;
-        let existing: Option<(u32, Option<i64>)> = tx
-            .query_row(
-                "SELECT version, deleted_at FROM rt_tools WHERE name = ?1",
-                [&spec.name],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(|e| self.db(e))?;
-        let live = matches!(existing, Some((_, None)));
-        if !live {
-            let count: i64 = tx
-                .query_row(
-                    "SELECT COUNT(*) FROM rt_tools WHERE deleted_at IS NULL",
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(|e| self.db(e))?;
-            if usize::try_from(count).unwrap_or(usize::MAX) >= max_tools {
-                return Err(StoreError::Full { max: max_tools });
+        let version = self.store.write(|c| {
+            let existing: Option<(u32, Option<i64>)> = c
+                .query_opt(
+                    "SELECT version, deleted_at FROM rt_tools WHERE name = ?1",
+                    params![spec.name],
+                )?
+                .map(|r| Ok::<_, StateError>((r.get::<u32>(0)?, r.get(1)?)))
+                .transpose()?;
+            let live = matches!(existing, Some((_, None)));
+            if !live {
+                let count: i64 = c
+                    .query_one(
+                        "SELECT COUNT(*) FROM rt_tools WHERE deleted_at IS NULL",
+                        params![],
+                    )?
+                    .get(0)?;
+                if usize::try_from(count).unwrap_or(usize::MAX) >= max_tools {
+                    return Err(StoreError::Full { max: max_tools });
+                }
             }
-        }
-        let version = existing.map_or(1, |(v, _)| v + 1);
-        let now = crate::sqlite::now_ms();
-        tx.execute(
-            "INSERT INTO rt_tools (name, version, deleted_at) VALUES (?1, ?2, NULL)
-             ON CONFLICT(name) DO UPDATE SET version = ?2, deleted_at = NULL",
-            params![spec.name, version],
-        )
-        .map_err(|e| self.db(e))?;
-        tx.execute(
-            "INSERT INTO rt_versions (name, version, description, input_schema, code, examples,
-                                      status, quality, verification, created_at, actor)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                spec.name,
-                version,
-                spec.description.trim(),
-                json(&spec.input_schema),
-                spec.code,
-                json(&spec.examples),
-                status,
-                quality,
-                json(verification),
-                now,
-                actor
-            ],
-        )
-        .map_err(|e| self.db(e))?;
-        let action = if live { "update" } else { "create" };
-        let detail = format!("{status}, quality {quality:.2}");
-        audit(&tx, now, actor, action, &spec.name, Some(version), &detail)
-            .map_err(|e| self.db(e))?;
-        tx.commit().map_err(|e| self.db(e))?;
-        drop(conn);
-        self.version(&spec.name, version)?
-            .ok_or_else(|| self.db(rusqlite::Error::QueryReturnedNoRows))
+            let version = existing.map_or(1, |(v, _)| v + 1);
+            let now = crate::state::now_ms();
+            c.execute(
+                "INSERT INTO rt_tools (name, version, deleted_at) VALUES (?1, ?2, NULL)
+                 ON CONFLICT(name) DO UPDATE SET version = ?2, deleted_at = NULL",
+                params![spec.name, version],
+            )?;
+            c.execute(
+                "INSERT INTO rt_versions (name, version, description, input_schema, code, examples,
+                                          status, quality, verification, created_at, actor)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    spec.name,
+                    version,
+                    spec.description.trim(),
+                    json(&spec.input_schema),
+                    spec.code,
+                    json(&spec.examples),
+                    status,
+                    quality,
+                    json(verification),
+                    now,
+                    actor
+                ],
+            )?;
+            let action = if live { "update" } else { "create" };
+            let detail = format!("{status}, quality {quality:.2}");
+            audit(c, now, actor, action, &spec.name, Some(version), &detail)?;
+            Ok(version)
+        })?;
+        self.version(&spec.name, version)?.ok_or_else(|| {
+            StoreError::State(StateError::NoRow {
+                place: self.store.place().to_string(),
+            })
+        })
     }
 
     /// Records a refused creation (static check, bad input).
     pub fn refuse(&self, name: &str, actor: &str, why: &str) -> Result<(), StoreError> {
-        let conn = self.conn();
         let name = crate::text::truncate_chars(name, 80);
-        audit(
-            &conn,
-            crate::sqlite::now_ms(),
-            actor,
-            "refuse",
-            name,
-            None,
-            why,
-        )
-        .map_err(|e| self.db(e))
+        self.store
+            .write(|c| audit(c, crate::state::now_ms(), actor, "refuse", name, None, why))?;
+        Ok(())
     }
 
     /// Marks `name` deleted (its versions stay); the version it had, or
     /// `None` when there is no live tool of that name.
     pub fn delete(&self, name: &str, actor: &str) -> Result<Option<u32>, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.db(e))?;
-        let version = live_version(&tx, name).map_err(|e| self.db(e))?;
-        let Some(version) = version else {
-            return Ok(None);
-        };
-        let now = crate::sqlite::now_ms();
-        tx.execute(
-            "UPDATE rt_tools SET deleted_at = ?2 WHERE name = ?1",
-            params![name, now],
-        )
-        .map_err(|e| self.db(e))?;
-        audit(&tx, now, actor, "delete", name, Some(version), "deleted").map_err(|e| self.db(e))?;
-        tx.commit().map_err(|e| self.db(e))?;
-        Ok(Some(version))
+        Ok(self.store.write(|c| {
+            let Some(version) = live_version(c, name)? else {
+                return Ok::<_, StateError>(None);
+            };
+            let now = crate::state::now_ms();
+            c.execute(
+                "UPDATE rt_tools SET deleted_at = ?2 WHERE name = ?1",
+                params![name, now],
+            )?;
+            audit(c, now, actor, "delete", name, Some(version), "deleted")?;
+            Ok(Some(version))
+        })?)
     }
 
     /// The live tools, each at its latest version, by name.
     pub fn live(&self) -> Result<Vec<StoredTool>, StoreError> {
-        let names: Vec<(String, u32)> = {
-            let conn = self.conn();
-            let mut stmt = conn
-                .prepare(
-                    "SELECT name, version FROM rt_tools WHERE deleted_at IS NULL ORDER BY name",
-                )
-                .map_err(|e| self.db(e))?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(|e| self.db(e))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| self.db(e))?
-        };
+        let mut names: Vec<(String, u32)> = self.store.read(|c| {
+            c.query(
+                "SELECT name, version FROM rt_tools WHERE deleted_at IS NULL",
+                params![],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect::<Result<_, StateError>>()
+        })?;
+        // By name, bytewise on both databases.
+        names.sort();
         let mut tools = Vec::with_capacity(names.len());
         for (name, version) in names {
             // A row edited into nonsense costs its tool, not GRACE's start.
@@ -335,8 +283,7 @@ impl Store {
 
     /// The live tool `name` at its latest version.
     pub fn get(&self, name: &str) -> Result<Option<StoredTool>, StoreError> {
-        let version = live_version(&self.conn(), name).map_err(|e| self.db(e))?;
-        match version {
+        match self.store.read(|c| live_version(c, name))? {
             Some(v) => self.version(name, v),
             None => Ok(None),
         }
@@ -344,89 +291,70 @@ impl Store {
 
     /// One version of a tool.
     fn version(&self, name: &str, version: u32) -> Result<Option<StoredTool>, StoreError> {
-        let row = self
-            .conn()
-            .query_row(
+        let row = self.store.read(|c| {
+            c.query_opt(
                 "SELECT description, input_schema, code, examples, status, quality,
                         verification, created_at, actor
                  FROM rt_versions WHERE name = ?1 AND version = ?2",
                 params![name, version],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, f64>(5)?,
-                        r.get::<_, String>(6)?,
-                        r.get::<_, i64>(7)?,
-                        r.get::<_, String>(8)?,
-                    ))
-                },
             )
-            .optional()
-            .map_err(|e| self.db(e))?;
-        let Some((description, schema, code, examples, status, quality, verification, at, actor)) =
-            row
-        else {
+        })?;
+        let Some(r) = row else {
             return Ok(None);
         };
         let corrupt = |message: String| StoreError::Corrupt {
-            path: self.path.clone(),
+            place: self.store.place().to_string(),
             name: name.to_string(),
             version,
             message,
         };
+        let (schema, examples, verification): (String, String, String) =
+            (r.get(1)?, r.get(3)?, r.get(6)?);
         Ok(Some(StoredTool {
             name: name.to_string(),
             version,
-            description,
+            description: r.get(0)?,
             input_schema: serde_json::from_str(&schema).map_err(|e| corrupt(e.to_string()))?,
-            code,
+            code: r.get(2)?,
             examples: serde_json::from_str(&examples).map_err(|e| corrupt(e.to_string()))?,
-            status,
-            quality,
+            status: r.get(4)?,
+            quality: r.get(5)?,
             verification: serde_json::from_str(&verification)
                 .map_err(|e| corrupt(e.to_string()))?,
-            created_at: crate::sqlite::to_time(at),
-            actor,
+            created_at: crate::state::to_time(r.get(7)?),
+            actor: r.get(8)?,
         }))
     }
 
     /// `name`'s versions and audit entries (the latest [`MAX_HISTORY`]
     /// of each); `None` when nothing of that name was ever recorded.
     pub fn history(&self, name: &str) -> Result<Option<History>, StoreError> {
-        let (deleted, versions, audit) = {
-            let conn = self.conn();
-            let deleted: Option<Option<i64>> = conn
-                .query_row(
+        let (deleted, versions, audit) = self.store.read(|c| {
+            let deleted: Option<Option<i64>> = c
+                .query_opt(
                     "SELECT deleted_at FROM rt_tools WHERE name = ?1",
-                    [name],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(|e| self.db(e))?;
-            let mut stmt = conn
-                .prepare(
+                    params![name],
+                )?
+                .map(|r| r.get(0))
+                .transpose()?;
+            let versions: Vec<u32> = c
+                .query(
                     "SELECT version FROM rt_versions WHERE name = ?1 ORDER BY version DESC LIMIT ?2",
-                )
-                .map_err(|e| self.db(e))?;
-            let versions: Vec<u32> = stmt
-                .query_map(params![name, MAX_HISTORY as i64], |r| r.get(0))
-                .map_err(|e| self.db(e))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| self.db(e))?;
-            let mut stmt = conn
-                .prepare(
+                    params![name, MAX_HISTORY as i64],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect::<Result<_, _>>()?;
+            let audit: Vec<AuditEntry> = c
+                .query(
                     "SELECT at, actor, action, name, version, detail FROM rt_audit
                      WHERE name = ?1 ORDER BY id DESC LIMIT ?2",
-                )
-                .map_err(|e| self.db(e))?;
-            let audit: Vec<AuditEntry> = stmt
-                .query_map(params![name, MAX_HISTORY as i64], |r| {
+                    params![name, MAX_HISTORY as i64],
+                )?
+                .iter()
+                .map(|r| {
                     Ok(AuditEntry {
-                        at: crate::sqlite::to_time(r.get(0)?),
+                        at: crate::state::to_time(r.get(0)?),
                         actor: r.get(1)?,
                         action: r.get(2)?,
                         name: r.get(3)?,
@@ -434,11 +362,9 @@ impl Store {
                         detail: r.get(5)?,
                     })
                 })
-                .map_err(|e| self.db(e))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| self.db(e))?;
-            (deleted, versions, audit)
-        };
+                .collect::<Result<_, StateError>>()?;
+            Ok::<_, StateError>((deleted, versions, audit))
+        })?;
         if deleted.is_none() && audit.is_empty() {
             return Ok(None);
         }
@@ -458,15 +384,15 @@ impl Store {
 }
 
 fn audit(
-    conn: &Connection,
+    c: &Conn<'_>,
     at: i64,
     actor: &str,
     action: &str,
     name: &str,
     version: Option<u32>,
     detail: &str,
-) -> rusqlite::Result<()> {
-    conn.execute(
+) -> Result<(), StateError> {
+    c.execute(
         "INSERT INTO rt_audit (at, actor, action, name, version, detail)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -487,13 +413,13 @@ fn json<T: Serialize + ?Sized>(value: &T) -> String {
 }
 
 /// The latest version of the live (not deleted) tool `name`.
-fn live_version(conn: &Connection, name: &str) -> rusqlite::Result<Option<u32>> {
-    conn.query_row(
+fn live_version(c: &Conn<'_>, name: &str) -> Result<Option<u32>, StateError> {
+    c.query_opt(
         "SELECT version FROM rt_tools WHERE name = ?1 AND deleted_at IS NULL",
-        [name],
-        |r| r.get(0),
-    )
-    .optional()
+        params![name],
+    )?
+    .map(|r| r.get(0))
+    .transpose()
 }
 
 #[cfg(test)]
@@ -518,7 +444,9 @@ mod tests {
     #[test]
     fn a_corrupt_row_costs_its_tool_not_the_list() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("rt.sqlite3")).unwrap();
+        let mut config = Config::default();
+        config.storage.data_dir = dir.path().to_path_buf();
+        let store = Store::open(&config).unwrap();
         store
             .save(&spec("good"), "verified", 1.0, &[], "cli", 10)
             .unwrap();
@@ -526,11 +454,13 @@ mod tests {
             .save(&spec("bad"), "verified", 1.0, &[], "cli", 10)
             .unwrap();
         store
-            .conn()
-            .execute(
-                "UPDATE rt_versions SET input_schema = '{' WHERE name = 'bad'",
-                [],
-            )
+            .store
+            .write(|c| {
+                c.execute(
+                    "UPDATE rt_versions SET input_schema = '{' WHERE name = 'bad'",
+                    params![],
+                )
+            })
             .unwrap();
         let live: Vec<String> = store.live().unwrap().into_iter().map(|t| t.name).collect();
         assert_eq!(live, ["good"]);

@@ -1,5 +1,6 @@
 //! Usage statistics and reflection for every tool, kept in
-//! `<data_dir>/tool_stats.sqlite3` so they survive restarts.
+//! `<data_dir>/tool_stats.sqlite3` (or PostgreSQL's tables, which every
+//! server shares) so they survive restarts.
 //!
 //! Each call is recorded: totals per tool (calls, successes, failures by
 //! kind, last use), and the last `tools.reflection.history` calls with
@@ -11,18 +12,26 @@
 //! A success clears an unreliable mark.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use super::ToolErrorKind;
-use crate::config::ReflectionConfig;
+use crate::config::{Config, ReflectionConfig};
+use crate::state::{Conn, Schema, StateError, Store, params};
 
-const SCHEMA_VERSION: i64 = 1;
-const SCHEMA: &str = "
+/// The statistics' schema, at version 1. Not `durable`: a call's figures
+/// are not worth a disk flush on the question's path (they survive a
+/// crash of the process, not of the machine).
+const SCHEMA: Schema = Schema {
+    name: "tool_stats",
+    what: "tool statistics",
+    ddl: DDL,
+    version: 1,
+    migrations: &[],
+    durable: false,
+};
+const DDL: &str = "
 CREATE TABLE IF NOT EXISTS tool_state (
     tool TEXT PRIMARY KEY,
     calls INTEGER NOT NULL DEFAULT 0,
@@ -40,7 +49,7 @@ CREATE TABLE IF NOT EXISTS tool_failures (
     PRIMARY KEY (tool, kind)
 );
 CREATE TABLE IF NOT EXISTS tool_calls (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     tool TEXT NOT NULL,
     at INTEGER NOT NULL,
     ok INTEGER NOT NULL,
@@ -54,26 +63,9 @@ CREATE INDEX IF NOT EXISTS tool_calls_by_tool ON tool_calls(tool, id);
 /// Characters of an error message kept per call.
 const MAX_ERROR_CHARS: usize = 300;
 
-/// Why the statistics database failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StatsError {
-    /// SQLite failed.
-    #[error("tool statistics {path}: {source}")]
-    Db {
-        /// The database file.
-        path: PathBuf,
-        /// What SQLite said.
-        source: rusqlite::Error,
-    },
-    /// The file is from a newer GRACE.
-    #[error("tool statistics {path}: {message}")]
-    TooNew {
-        /// The database file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-}
+/// Why the statistics database failed (or is from a newer GRACE, or
+/// PostgreSQL could not be reached).
+pub type StatsError = StateError;
 
 /// Whether a tool may be offered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -150,18 +142,10 @@ pub struct Reflection {
 }
 
 /// The statistics store.
+#[derive(Debug)]
 pub struct ToolStats {
-    path: PathBuf,
-    conn: Mutex<Connection>,
+    store: Store,
     reflection: ReflectionConfig,
-}
-
-impl std::fmt::Debug for ToolStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolStats")
-            .field("path", &self.path)
-            .finish()
-    }
 }
 
 fn kind_name(kind: ToolErrorKind) -> String {
@@ -207,58 +191,26 @@ fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 }
 
 impl ToolStats {
-    /// Opens (creating) the statistics at `path`.
-    pub fn open(path: &Path, reflection: ReflectionConfig) -> Result<Self, StatsError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StatsError::Db {
-                path: path.to_path_buf(),
-                source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
-            })?;
-        }
-        let conn = crate::sqlite::open(path, SCHEMA, SCHEMA_VERSION).map_err(|e| {
-            e.into_error(
-                path,
-                |path, source| StatsError::Db { path, source },
-                |path, message| StatsError::TooNew { path, message },
-            )
-        })?;
-        // A call's figures are not worth a disk flush on the question's
-        // path: with WAL, NORMAL keeps them through a crash of the process
-        // (not of the machine) without syncing on every commit.
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|source| StatsError::Db {
-                path: path.to_path_buf(),
-                source,
-            })?;
+    /// Opens (creating) the statistics of `config`'s knowledge base
+    /// (`Config::tool_stats_path`, or PostgreSQL).
+    pub fn open(config: &Config) -> Result<Self, StatsError> {
         Ok(Self {
-            path: path.to_path_buf(),
-            conn: Mutex::new(conn),
-            reflection,
+            store: Store::open(config, SCHEMA, &config.tool_stats_path())?,
+            reflection: config.tools.reflection.clone(),
         })
     }
 
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, StatsError> {
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut conn).map_err(|source| StatsError::Db {
-            path: self.path.clone(),
-            source,
-        })
-    }
-
-    /// The tool's health, read from the file on every call, so that
+    /// The tool's health, read from the database on every call, so that
     /// `grace tools enable` in another process counts at once. A database
     /// that cannot be read leaves the tool offered (and says so in the log).
     pub fn health(&self, tool: &str) -> Health {
-        let read = self.with(|c| {
-            c.query_row(
+        let read = self.store.read(|c| {
+            c.query_opt(
                 "SELECT health, health_reason FROM tool_state WHERE tool = ?1",
                 params![tool],
-                |r| Ok(health_of(&r.get::<_, String>(0)?, r.get(1)?)),
-            )
-            .optional()
+            )?
+            .map(|r| Ok::<_, StateError>(health_of(&r.get::<String>(0)?, r.get(1)?)))
+            .transpose()
         });
         match read {
             Ok(h) => h.unwrap_or(Health::Ok),
@@ -272,25 +224,22 @@ impl ToolStats {
     /// Records one call and returns the tool's health after it (a change
     /// to unreliable or disabled is logged as a warning).
     pub fn record(&self, tool: &str, outcome: &CallOutcome<'_>) -> Result<Health, StatsError> {
-        let now = crate::sqlite::now_ms();
+        let now = crate::state::now_ms();
         let kind = outcome.failure.map(kind_name);
         let error = outcome
             .error
             .map(|e| crate::text::truncate_chars(e, MAX_ERROR_CHARS).to_string());
         let latency_ms = outcome.latency.as_secs_f64() * 1000.0;
         let reflection = self.reflection.clone();
-        let health = self.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute(
-                "INSERT OR IGNORE INTO tool_state (tool) VALUES (?1)",
+        let health = self.store.write(|c| {
+            seen(c, tool)?;
+            let row = c.query_one(
+                "SELECT streak_kind, streak, health, health_reason FROM tool_state WHERE tool = ?1",
                 params![tool],
             )?;
-            let (streak_kind, streak, health, reason): (Option<String>, u64, String, Option<String>) =
-                tx.query_row(
-                    "SELECT streak_kind, streak, health, health_reason FROM tool_state WHERE tool = ?1",
-                    params![tool],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-                )?;
+            let (streak_kind, streak, health, reason): (Option<String>, i64, String, Option<String>) =
+                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+            let streak = u64::try_from(streak).unwrap_or(0);
             let before = health_of(&health, reason);
             let mut health = before.clone();
             let (streak_kind, streak) = match &kind {
@@ -313,31 +262,38 @@ impl ToolStats {
                     {
                         health = Health::Unreliable(why);
                     }
-                    tx.execute(
+                    c.execute(
                         "INSERT INTO tool_failures (tool, kind, count) VALUES (?1, ?2, 1) \
-                         ON CONFLICT(tool, kind) DO UPDATE SET count = count + 1",
+                         ON CONFLICT(tool, kind) DO UPDATE SET count = tool_failures.count + 1",
                         params![tool, k],
                     )?;
                 }
             }
             let (h, r) = health_name(&health);
-            tx.execute(
+            c.execute(
                 "UPDATE tool_state SET calls = calls + 1, successes = successes + ?2, last_used = ?3, \
                  streak_kind = ?4, streak = ?5, health = ?6, health_reason = ?7 WHERE tool = ?1",
-                params![tool, i64::from(kind.is_none()), now, streak_kind, streak, h, r],
+                params![
+                    tool,
+                    i64::from(kind.is_none()),
+                    now,
+                    streak_kind,
+                    i64::try_from(streak).unwrap_or(i64::MAX),
+                    h,
+                    r
+                ],
             )?;
-            tx.execute(
+            c.execute(
                 "INSERT INTO tool_calls (tool, at, ok, kind, latency_ms, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![tool, now, kind.is_none(), kind, latency_ms, error],
             )?;
             // Keep the last `history` calls of the tool.
-            tx.execute(
+            c.execute(
                 "DELETE FROM tool_calls WHERE tool = ?1 AND id <= \
                  (SELECT id FROM tool_calls WHERE tool = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
                 params![tool, reflection.history as i64],
             )?;
-            tx.commit()?;
-            Ok((before, health))
+            Ok::<_, StateError>((before, health))
         })?;
         let (before, health) = health;
         if before != health && health != Health::Ok {
@@ -348,7 +304,7 @@ impl ToolStats {
 
     /// Clears a tool's unreliable or disabled mark (`grace tools enable`).
     pub fn enable(&self, tool: &str) -> Result<(), StatsError> {
-        self.with(|c| {
+        self.store.write(|c| {
             c.execute(
                 "UPDATE tool_state SET health = 'ok', health_reason = NULL, streak = 0, \
                  streak_kind = NULL WHERE tool = ?1",
@@ -360,37 +316,39 @@ impl ToolStats {
 
     /// A tool's statistics (zeros when it was never called).
     pub fn usage(&self, tool: &str) -> Result<ToolUsage, StatsError> {
-        self.with(|c| {
-            type Row = (u64, u64, Option<i64>, u64, String, Option<String>);
-            let state: Option<Row> = c
-                .query_row(
-                    "SELECT calls, successes, last_used, streak, health, health_reason \
-                     FROM tool_state WHERE tool = ?1",
+        self.store.read(|c| {
+            let state = c.query_opt(
+                "SELECT calls, successes, last_used, streak, health, health_reason \
+                 FROM tool_state WHERE tool = ?1",
+                params![tool],
+            )?;
+            let (calls, successes, last_used, streak, health, reason) = match state {
+                Some(r) => (
+                    count(r.get(0)?),
+                    count(r.get(1)?),
+                    r.get::<Option<i64>>(2)?,
+                    count(r.get(3)?),
+                    r.get::<String>(4)?,
+                    r.get::<Option<String>>(5)?,
+                ),
+                None => (0, 0, None, 0, "ok".into(), None),
+            };
+            let failures = c
+                .query(
+                    "SELECT kind, count FROM tool_failures WHERE tool = ?1",
                     params![tool],
-                    |r| {
-                        Ok((
-                            r.get(0)?,
-                            r.get(1)?,
-                            r.get(2)?,
-                            r.get(3)?,
-                            r.get(4)?,
-                            r.get(5)?,
-                        ))
-                    },
-                )
-                .optional()?;
-            let (calls, successes, last_used, streak, health, reason) =
-                state.unwrap_or((0, 0, None, 0, "ok".into(), None));
-            let mut stmt = c.prepare("SELECT kind, count FROM tool_failures WHERE tool = ?1")?;
-            let failures = stmt
-                .query_map(params![tool], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?))
-                })?
-                .collect::<rusqlite::Result<BTreeMap<_, _>>>()?;
-            let mut stmt = c.prepare("SELECT latency_ms FROM tool_calls WHERE tool = ?1")?;
-            let mut latencies = stmt
-                .query_map(params![tool], |r| r.get::<_, f64>(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+                )?
+                .iter()
+                .map(|r| Ok((r.get::<String>(0)?, count(r.get(1)?))))
+                .collect::<Result<BTreeMap<_, _>, StateError>>()?;
+            let mut latencies = c
+                .query(
+                    "SELECT latency_ms FROM tool_calls WHERE tool = ?1",
+                    params![tool],
+                )?
+                .iter()
+                .map(|r| r.get::<f64>(0))
+                .collect::<Result<Vec<_>, _>>()?;
             latencies.sort_by(f64::total_cmp);
             Ok(ToolUsage {
                 calls,
@@ -398,7 +356,7 @@ impl ToolStats {
                 failures,
                 p50_ms: quantile(&latencies, 0.5),
                 p95_ms: quantile(&latencies, 0.95),
-                last_used: last_used.map(|ms| crate::sqlite::to_time(ms).to_rfc3339()),
+                last_used: last_used.map(|ms| crate::state::to_time(ms).to_rfc3339()),
                 failures_in_a_row: streak,
                 health: health_of(&health, reason),
             })
@@ -407,11 +365,14 @@ impl ToolStats {
 
     /// Every tool with statistics, by name.
     pub fn all(&self) -> Result<Vec<(String, ToolUsage)>, StatsError> {
-        let names: Vec<String> = self.with(|c| {
-            let mut stmt = c.prepare("SELECT tool FROM tool_state ORDER BY tool")?;
-            stmt.query_map([], |r| r.get::<_, String>(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()
+        let mut names: Vec<String> = self.store.read(|c| {
+            c.query("SELECT tool FROM tool_state", params![])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect::<Result<Vec<_>, _>>()
         })?;
+        // By name, bytewise on both databases.
+        names.sort();
         names
             .into_iter()
             .map(|n| self.usage(&n).map(|u| (n, u)))
@@ -421,13 +382,7 @@ impl ToolStats {
     /// Notes that `tool` is registered, so that a tool never called is
     /// known to `grace tools reflect` in any process.
     pub fn seen(&self, tool: &str) -> Result<(), StatsError> {
-        self.with(|c| {
-            c.execute(
-                "INSERT OR IGNORE INTO tool_state (tool) VALUES (?1)",
-                params![tool],
-            )
-        })?;
-        Ok(())
+        self.store.write(|c| seen(c, tool))
     }
 
     /// What needs attention among the tools ever registered or called.
@@ -451,12 +406,14 @@ impl ToolStats {
                 report.never_used.push(tool);
             }
         }
-        let failures: Vec<(String, String, String)> = self.with(|c| {
-            let mut stmt = c.prepare(
+        let failures: Vec<(String, String, String)> = self.store.read(|c| {
+            c.query(
                 "SELECT tool, kind, COALESCE(error, '') FROM tool_calls WHERE ok = 0 ORDER BY id",
-            )?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()
+                params![],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .collect::<Result<Vec<_>, StateError>>()
         })?;
         let mut grouped: BTreeMap<(String, String, String), u64> = BTreeMap::new();
         for (tool, kind, error) in failures {
@@ -474,6 +431,20 @@ impl ToolStats {
         report.patterns.sort_by_key(|p| std::cmp::Reverse(p.count));
         Ok(report)
     }
+}
+
+/// A tool's row, created when missing.
+fn seen(c: &Conn<'_>, tool: &str) -> Result<(), StateError> {
+    c.execute(
+        "INSERT INTO tool_state (tool) VALUES (?1) ON CONFLICT (tool) DO NOTHING",
+        params![tool],
+    )?;
+    Ok(())
+}
+
+/// A stored count (never negative) as a number of calls.
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }
 
 #[cfg(test)]

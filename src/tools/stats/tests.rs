@@ -19,8 +19,11 @@ fn ok(ms: u64) -> CallOutcome<'static> {
     }
 }
 
-fn open(dir: &Path, reflection: ReflectionConfig) -> ToolStats {
-    ToolStats::open(&dir.join("tool_stats.sqlite3"), reflection).unwrap()
+fn open(dir: &std::path::Path, reflection: ReflectionConfig) -> ToolStats {
+    let mut config = Config::default();
+    config.storage.data_dir = dir.to_path_buf();
+    config.tools.reflection = reflection;
+    ToolStats::open(&config).unwrap()
 }
 
 #[test]

@@ -1,9 +1,10 @@
-//! Opening GRACE's SQLite files (the review queue, the sessions) the one
-//! way they are opened: a busy timeout (processes take turns instead of
-//! failing), WAL (readers never block the writer), `synchronous=FULL` (a
-//! committed row survives a power cut, not only a killed process), foreign
-//! keys, and the schema brought to its version. A file from a newer GRACE
-//! is refused, never rewritten.
+//! Opening GRACE's SQLite files (the review queue, the sessions, …: the
+//! `state` layer's SQLite backend) the one way they are opened: a busy
+//! timeout (processes take turns instead of failing), WAL (readers never
+//! block the writer), `synchronous=FULL` (a committed row survives a power
+//! cut, not only a killed process; `NORMAL` for a store that is not
+//! `durable`), foreign keys, and the schema brought to its version. A file
+//! from a newer GRACE is refused, never rewritten.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -11,6 +12,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::Connection;
+
+use super::Schema;
 
 /// Now, as the databases store time (Unix milliseconds).
 pub(crate) fn now_ms() -> i64 {
@@ -38,41 +41,18 @@ pub(crate) enum OpenError {
     },
 }
 
-impl OpenError {
-    /// The message for a file from a newer GRACE.
-    pub(crate) fn too_new(found: i64, supported: i64) -> String {
-        format!(
-            "schema version {found} is newer than this GRACE understands ({supported}); upgrade grace"
-        )
-    }
-
-    /// This error as a layer's own: `db` for SQLite's, `too_new` with the
-    /// message for a file from a newer GRACE; both get the file's path.
-    pub(crate) fn into_error<E>(
-        self,
-        path: &Path,
-        db: impl FnOnce(std::path::PathBuf, rusqlite::Error) -> E,
-        too_new: impl FnOnce(std::path::PathBuf, String) -> E,
-    ) -> E {
-        match self {
-            OpenError::Db(source) => db(path.to_path_buf(), source),
-            OpenError::TooNew { found, supported } => {
-                too_new(path.to_path_buf(), Self::too_new(found, supported))
-            }
-        }
-    }
-}
-
 /// Opens (creating if needed) the database at `path` with `schema` at
-/// `version` (`PRAGMA user_version`; a schema's statements must be
+/// its version (`PRAGMA user_version`; a schema's statements must be
 /// `IF NOT EXISTS`, so an older file is brought up to date by running it).
-pub(crate) fn open(path: &Path, schema: &str, version: i64) -> Result<Connection, OpenError> {
+fn open(path: &Path, schema: &Schema) -> Result<Connection, OpenError> {
+    let version = schema.version;
     let conn = Connection::open(path).map_err(OpenError::Db)?;
     conn.busy_timeout(Duration::from_secs(10))
         .map_err(OpenError::Db)?;
+    let synchronous = if schema.durable { "FULL" } else { "NORMAL" };
     for (pragma, value) in [
         ("journal_mode", "WAL"),
-        ("synchronous", "FULL"),
+        ("synchronous", synchronous),
         ("foreign_keys", "ON"),
     ] {
         conn.pragma_update(None, pragma, value)
@@ -89,7 +69,8 @@ pub(crate) fn open(path: &Path, schema: &str, version: i64) -> Result<Connection
     }
     if found < version {
         conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {schema} PRAGMA user_version = {version}; COMMIT;"
+            "BEGIN IMMEDIATE; {} PRAGMA user_version = {version}; COMMIT;",
+            schema.upgrade(found)
         ))
         .map_err(OpenError::Db)?;
     }
@@ -111,16 +92,15 @@ impl std::fmt::Debug for Db {
 
 impl Db {
     /// Opens `file` in `data_dir`, creating the folder and the file when
-    /// needed, with `schema` at `version`.
+    /// needed, with `schema` at its version.
     pub(crate) fn open_in(
         data_dir: &Path,
         file: &str,
-        schema: &str,
-        version: i64,
+        schema: &Schema,
     ) -> Result<Self, DbOpenError> {
         std::fs::create_dir_all(data_dir).map_err(DbOpenError::Folder)?;
         let path = data_dir.join(file);
-        let conn = open(&path, schema, version).map_err(DbOpenError::Open)?;
+        let conn = open(&path, schema).map_err(DbOpenError::Open)?;
         Ok(Self {
             path,
             conn: Mutex::new(conn),
@@ -137,22 +117,6 @@ impl Db {
         // A panic mid-write rolled its transaction back: the connection is
         // fine to use.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it; SQLite's
-    /// errors become the caller's through `err`.
-    pub(crate) fn write<T, E>(
-        &self,
-        err: &dyn Fn(rusqlite::Error) -> E,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
-    ) -> Result<T, E> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(err)?;
-        let out = f(&tx)?;
-        tx.commit().map_err(err)?;
-        Ok(out)
     }
 }
 
