@@ -47,10 +47,11 @@ pub struct StorageConfig {
     /// many points, so a large ingest never holds more than one segment's
     /// worth unindexed, and the indexed segments are merged up to this size.
     pub segment_points: usize,
-    /// Where GRACE keeps its state besides the vectors (the review queue
-    /// so far; the book, "Running several servers"): `sqlite`, a file per
-    /// store in `data_dir`, or `postgres`, one database several servers
-    /// share (`storage.postgres`).
+    /// Where GRACE keeps its state besides the vectors (review queue,
+    /// sessions, keys, feedback, fits, tools, audit log, and the manifest
+    /// when the vectors are on a Qdrant server; the book, "Running several
+    /// servers"): `sqlite`, files in `data_dir`, or `postgres`, one
+    /// database several servers share (`storage.postgres`).
     pub state: StateBackend,
     /// The PostgreSQL database of `state: postgres`.
     pub postgres: PostgresConfig,
@@ -80,9 +81,9 @@ pub struct PostgresConfig {
     /// The schema (namespace) GRACE's tables live in; knowledge base
     /// `NAME` other than `default` uses `<schema>_NAME` (`-` read as `_`).
     pub schema: String,
-    /// Connections per knowledge base's store and server at most
-    /// (1..=64); a server waiting for answers holds one more per
-    /// knowledge base, listening for the others' writes.
+    /// Connections per store, knowledge base and server at most (1..=64),
+    /// opened as requests need them; listening for the others' writes, a
+    /// leader's lock and an ingest's lock hold one more each.
     pub pool_size: usize,
     /// Seconds to wait for a connection, a new one or a free one from
     /// the pool, before a request fails as unavailable (1..=60).
