@@ -63,12 +63,14 @@ class Log:
         self.lock = threading.Lock()
         self.requests = []  # (t, kind, ok, ms)
         self.errors = []  # (t, kind, what)
+        self.sessions = set()  # session ids acknowledged (201)
         self.turns = {}  # session id -> [questions acknowledged]
         self.escalations = {}  # review id -> question
         self.claimed = set()
         self.answers = {}  # review id -> text
         self.ratings = {}  # answer id -> vote
         self.faults = []  # (t, what)
+        self.broken = None  # a fault that could not be injected
         self.t0 = time.monotonic()
 
     def now(self):
@@ -91,7 +93,8 @@ def call(log, kind, method, url, **kw):
     try:
         r = requests.request(method, url, timeout=TIMEOUT, **kw)
         ms = (time.monotonic() - started) * 1000
-        ok = r.status_code < 500
+        # A 404 on an ask or a rating: the session or the run was lost.
+        ok = r.status_code < 500 and not (kind in ("ask", "rate") and r.status_code == 404)
         log.request(kind, ok, ms, "" if ok else f"HTTP {r.status_code} {r.text[:200]}")
         return r
     except requests.RequestException as e:
@@ -108,6 +111,13 @@ def config_yaml(extra):
         "feedback:\n  max_ratings_per_hour: 1000000\n"
         + extra
     )
+
+
+def must(out, what):
+    """A fault that could not be injected fails the soak (a run that
+    injected nothing must not pass as one that survived it)."""
+    if out.returncode != 0:
+        raise RuntimeError(f"cannot {what}: {out.stderr.strip()[-300:]}")
 
 
 def wait_health(url, limit=120.0):
@@ -171,6 +181,14 @@ class Single:
         db = sqlite3.connect(os.path.join(self.dir, "data", "feedback.sqlite3"))
         try:
             return db.execute("SELECT COUNT(*) FROM ratings WHERE run_id = ?", (answer_id,)).fetchone()[0]
+        finally:
+            db.close()
+
+    def repeated_escalations(self):
+        db = sqlite3.connect(os.path.join(self.dir, "data", "review.sqlite3"))
+        try:
+            return db.execute(
+                "SELECT question, COUNT(*) FROM escalations GROUP BY question HAVING COUNT(*) > 1").fetchall()
         finally:
             db.close()
 
@@ -256,14 +274,16 @@ class Cluster:
         qdrant = os.path.join(ROOT, "scripts/qdrant")
         node = len(self.info["qdrant"]) - 1
         log.fault(f"SIGKILL Qdrant node {node}")
-        subprocess.run(["bash", qdrant, "kill", "--dir", os.path.join(self.dir, "qdrant"), "--node", str(node)], capture_output=True)
+        must(subprocess.run(["bash", qdrant, "kill", "--dir", os.path.join(self.dir, "qdrant"), "--node", str(node)],
+                            capture_output=True, text=True), "kill a Qdrant node")
         self.kills += 1
         time.sleep(10)
-        subprocess.run(["bash", qdrant, "restart", "--dir", os.path.join(self.dir, "qdrant"), "--node", str(node)], capture_output=True)
+        must(subprocess.run(["bash", qdrant, "restart", "--dir", os.path.join(self.dir, "qdrant"), "--node", str(node)],
+                            capture_output=True, text=True), "restart a Qdrant node")
         log.fault(f"Qdrant node {node} is back")
 
     def pg(self, *args):
-        binary = sorted(d for d in os.listdir("/usr/lib/postgresql"))[-1]
+        binary = max(os.listdir("/usr/lib/postgresql"), key=lambda v: [int(x) for x in v.split(".") if x.isdigit()])
         cmd = [f"/usr/lib/postgresql/{binary}/bin/{args[0]}", *args[1:]]
         if os.geteuid() == 0:
             cmd = ["setpriv", "--reuid", "postgres", "--regid", "postgres", "--init-groups", *cmd]
@@ -273,8 +293,8 @@ class Cluster:
         log.fault("restart PostgreSQL")
         self.kills += 1
         # -l: the new server must not hold this process's pipes open.
-        self.pg("pg_ctl", "restart", "-D", os.path.join(self.dir, "postgres"), "-m", "fast", "-w",
-                "-l", os.path.join(self.dir, "postgres.log"))
+        must(self.pg("pg_ctl", "restart", "-D", os.path.join(self.dir, "postgres"), "-m", "fast", "-w",
+                     "-l", os.path.join(self.dir, "postgres.log")), "restart PostgreSQL")
         log.fault("PostgreSQL is back")
 
     def psql(self, sql):
@@ -291,6 +311,10 @@ class Cluster:
     def ratings(self, answer_id):
         return int(self.psql(f"SELECT COUNT(*) FROM grace.ratings WHERE run_id = '{answer_id}'").strip())
 
+    def repeated_escalations(self):
+        text = self.psql("SELECT COUNT(*), question FROM grace.escalations GROUP BY question HAVING COUNT(*) > 1")
+        return [(line.split("|", 1)[1], int(line.split("|", 1)[0])) for line in text.splitlines() if "|" in line]
+
     def stop(self):
         subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster"), "down", "--dir", self.dir], capture_output=True)
 
@@ -303,6 +327,8 @@ def asker(system, log, stop, n):
         r = call(log, "session", "POST", f"{system.url}/v1/sessions")
         if r is not None and r.status_code == 201:
             sid = r.json()["id"]
+            with log.lock:
+                log.sessions.add(sid)
             for q in rng.choice(QUESTIONS):
                 count += 1
                 question = f"{q} (asker {n}, {count})"
@@ -372,7 +398,12 @@ def faulter(system, log, stop, plan):
         while log.now() < at:
             if stop.wait(0.2):
                 return
-        act(log)
+        try:
+            act(log)
+        except RuntimeError as e:
+            say(str(e))
+            log.broken = str(e)
+            return
 
 
 def clean_manifest(watched, work):
@@ -447,9 +478,11 @@ def main():
     baseline = min(60.0, seconds / 3)
 
     log = Log()
-    system = Single(work, watched) if a.mode == "single" else Cluster(work, watched)
+    system = Single(work, watched) if a.mode == "single" else None
     try:
-        if a.mode == "single":
+        if system is None:
+            system = Cluster(work, watched)
+        else:
             system.start()
         if not wait_health(system.url):
             raise SystemExit("soak: the set did not answer /health")
@@ -498,9 +531,13 @@ def main():
 
         # Every acknowledged write, present exactly once.
         lost, duplicated, acknowledged = [], [], 0
-        for sid, questions in log.turns.items():
+        for sid in sorted(log.sessions):
+            acknowledged += 1
+            questions = log.turns.get(sid, [])
             acknowledged += len(questions)
             r = requests.get(f"{system.url}/v1/sessions/{sid}", timeout=TIMEOUT)
+            if r.status_code != 200:
+                lost.append(f"session {sid}")
             present = [t["question"] for t in r.json().get("turns", [])] if r.status_code == 200 else []
             for q in questions:
                 c = present.count(q)
@@ -508,13 +545,15 @@ def main():
                     lost.append(f"turn {q!r}")
                 elif c > 1:
                     duplicated.append(f"turn {q!r}")
-        escalations_by_question = {}
         for rid, question in log.escalations.items():
             acknowledged += 1
             r = requests.get(f"{system.url}/v1/review/escalations/{rid}", timeout=TIMEOUT)
             if r.status_code != 200 or r.json().get("question") != question:
                 lost.append(f"escalation {rid}")
-            escalations_by_question.setdefault(question, []).append(rid)
+        # Every question is asked once (its text is numbered): two
+        # escalations of one question are a write made twice.
+        for question, n in system.repeated_escalations():
+            duplicated.append(f"escalation of {question!r} x{n}")
         answered_twice, lost_claims = [], []
         for rid in sorted(log.claimed):
             r = requests.get(f"{system.url}/v1/review/escalations/{rid}/log", timeout=TIMEOUT)
@@ -601,6 +640,8 @@ def main():
             and p99_base is not None
             and p99_out <= 1.5 * p99_base
         )
+        report["fault_not_injected"] = log.broken
+        goals = goals and log.broken is None
         report["goals_met"] = goals
         if a.json:
             print(json.dumps(report))
@@ -609,7 +650,8 @@ def main():
                 print(f"{k}: {v}")
         return 0 if goals else 1
     finally:
-        system.stop()
+        if system is not None:
+            system.stop()
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ impl AuditLog {
                     c.execute(
                         "DELETE FROM audit_log WHERE id <= (
                              SELECT id FROM (
-                                 SELECT id, SUM(bytes) OVER (ORDER BY id DESC) AS total
+                                 SELECT id, CAST(SUM(bytes) OVER (ORDER BY id DESC) AS BIGINT) AS total
                                  FROM audit_log) AS newest
                              WHERE total > ?1 ORDER BY id DESC LIMIT 1)",
                         params![budget],

@@ -187,8 +187,9 @@ impl KnowledgeBase {
     ) -> Result<IngestReport> {
         // One ingest at a time across the servers sharing the state (at
         // once with SQLite: one server per data folder).
-        let _writer = crate::state::ClusterLock::writer(&self.config)?;
-        let manifest = crate::ingest::manifest::ManifestStore::open(&self.config)?;
+        let writer = crate::state::ClusterLock::writer(&self.config)?;
+        let manifest =
+            crate::ingest::manifest::ManifestStore::open(&self.config)?.guarded_by(writer);
         let ingestor = Ingestor {
             store: self.store.as_ref(),
             embedder: self.embedder.as_ref(),

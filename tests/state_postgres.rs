@@ -20,12 +20,17 @@ use grace::review::{
 use postgres_server::PostgresServer;
 
 /// One server's configuration: its own data folder, the shared database.
+/// Each call gets another pool size, so that each "server" in this
+/// process gets its own pools and listeners, as separate servers do (a
+/// process shares one pool per server, schema, store and settings).
 fn server_config(pg: &PostgresServer, dir: &std::path::Path) -> Config {
+    static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut config = Config::default();
     config.storage.data_dir = dir.to_path_buf();
     config.storage.state = StateBackend::Postgres;
     config.storage.postgres.url = pg.url();
-    config.storage.postgres.pool_size = 12;
+    config.storage.postgres.pool_size = 8 + n % 32;
     config
 }
 
@@ -874,6 +879,23 @@ fn the_manifest_the_fits_and_the_audit_log_are_shared() {
     let who: Vec<String> = all.iter().map(|r| r.principal.clone()).collect();
     assert_eq!(who, (0..10).map(|i| format!("p{i}")).collect::<Vec<_>>());
     assert!(!dirs[0].path().join("audit.log").exists());
+    // Bounded as the file is: past audit.max_bytes × (keep_files + 1)
+    // the oldest go, and no record of the newest is lost.
+    let mut small = configs[0].clone();
+    small.audit.max_bytes = 2_000;
+    small.audit.keep_files = 1;
+    let log = AuditLog::open(&small).unwrap();
+    for i in 0..300 {
+        log.record(&Record::new(&format!("q{i}"), "default", Action::Search));
+    }
+    let kept = log.read(&|_| true).unwrap();
+    let bytes: usize = kept
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap().len())
+        .sum();
+    assert!(bytes <= 4_000 + 64 * 100, "{bytes} bytes kept");
+    assert!(kept.len() > 10, "{}", kept.len());
+    assert_eq!(kept.last().unwrap().principal, "q299");
 }
 
 /// One leader among the servers, and one writer at a time: a lock held

@@ -120,6 +120,8 @@ impl Manifest {
 pub struct ManifestStore {
     docs: Documents,
     doc: Document,
+    /// The writers' lock the ingest holds (checked before each save).
+    writer: Option<crate::state::ClusterLock>,
 }
 
 impl ManifestStore {
@@ -131,7 +133,16 @@ impl ManifestStore {
                 name: format!("manifest/{}", config.qdrant.collection),
                 file: config.manifest_path(),
             },
+            writer: None,
         })
+    }
+
+    /// The store, saved only while `writer` (the servers' writers' lock)
+    /// is held: an ingest whose lock was lost stops instead of writing
+    /// over another's manifest.
+    pub fn guarded_by(mut self, writer: crate::state::ClusterLock) -> Self {
+        self.writer = Some(writer);
+        self
     }
 
     /// The manifest's file, or its row, for messages.
@@ -158,6 +169,9 @@ impl ManifestStore {
 
     /// Writes `manifest` whole (a crash leaves the old one or the new one).
     pub fn save(&self, manifest: &Manifest) -> Result<()> {
+        if let Some(writer) = &self.writer {
+            writer.check()?;
+        }
         let bytes = serde_json::to_vec(manifest).map_err(|e| IngestError::Manifest {
             path: PathBuf::from(self.place()),
             message: e.to_string(),

@@ -96,12 +96,12 @@ pub fn promote(
     })?;
     let path = dir.join(format!("escalation-{id}.md"));
     write_atomically(&path, &doc)?;
+    // This file alone, without pruning: with several servers sharing the
+    // collection, the answers another server promoted are not on this
+    // server's disk, and pruning the folder would remove them.
     kb.ingest(
-        std::slice::from_ref(&dir),
-        &IngestOptions {
-            prune: true,
-            ..Default::default()
-        },
+        std::slice::from_ref(&path),
+        &IngestOptions::default(),
         &mut |_| {},
     )?;
     let source = crate::ingest::source_key(&path);
@@ -166,6 +166,13 @@ pub fn retract(
     id: i64,
     who: &str,
 ) -> crate::error::Result<()> {
+    if crate::state::shares_collection(kb.config()) {
+        // Pruning this server's folder would remove what the others
+        // promoted (their files are on their disks).
+        return Err(crate::error::Error::InvalidInput(
+            "retracting a promoted answer is not supported yet while several servers share the collection (storage.state: postgres with a Qdrant server)".into(),
+        ));
+    }
     let e = queue.get(id, Viewer::Asker)?;
     if e.resolution
         .as_ref()

@@ -102,10 +102,29 @@ fn lead(grace: &Grace, stop: &AtomicBool) -> Option<crate::state::ClusterLock> {
 }
 
 fn follow(grace: &Grace, roots: &[PathBuf], options: &WatchOptions, stop: &Arc<AtomicBool>) {
-    let Some(_leader) = lead(grace, stop) else {
+    let Some(leader) = lead(grace, stop) else {
         return;
     };
+    // Lost when PostgreSQL restarts: then this server ingests again only
+    // once it leads again (another may have taken over meanwhile).
+    let leader = std::cell::RefCell::new(Some(leader));
     let ingest = |batch: Option<&Batch>| {
+        let mut held = leader.borrow_mut();
+        if !held.as_ref().is_some_and(crate::state::ClusterLock::held) {
+            *held = crate::state::ClusterLock::try_take(grace.config(), crate::state::LEADER)
+                .ok()
+                .flatten();
+            match &*held {
+                Some(_) => tracing::info!("server.watch: this server leads again"),
+                None => {
+                    tracing::info!(
+                        "server.watch: another server leads now; this batch is its to ingest"
+                    );
+                    return;
+                }
+            }
+        }
+        drop(held);
         let started = Instant::now();
         let options = IngestOptions {
             prune: true,

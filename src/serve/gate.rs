@@ -447,7 +447,8 @@ pub async fn authenticate(State(s): State<AppState>, mut request: Request, next:
                         "the key is unknown or revoked (`grace auth list` shows the principals)",
                     );
                 }
-                Ok(Err(e)) => return ApiError::internal(e).into_response(),
+                // PostgreSQL unreachable: 503, like every store.
+                Ok(Err(e)) => return ApiError::from(crate::error::Error::Auth(e)).into_response(),
                 Err(e) => return ApiError::internal(e).into_response(),
             };
         let caller = match principal_caller(&s, needed, principal, request.uri().path()).await {

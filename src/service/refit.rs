@@ -44,7 +44,8 @@ impl Grace {
             Ok(Some((Source::SelfFit, c))) => Some((&self.inner.refit, c.weights)),
             Ok(_) => None,
             Err(e) => {
-                tracing::warn!(error = ?e, "cannot read the fits another server kept; the weights stay");
+                tracing::warn!(error = ?e, "cannot read the fits another server kept; the next run tries again");
+                changed.store(true, Ordering::Release);
                 None
             }
         };

@@ -60,8 +60,24 @@ impl ClusterLock {
         }
     }
 
-    /// Whether the lock is still this server's (its connection answers).
+    /// Whether the lock is still this server's (its connection answers:
+    /// when PostgreSQL restarts, every lock is released).
     pub fn held(&self) -> bool {
         self.held.as_ref().is_none_or(postgres::HeldLock::held)
+    }
+
+    /// Fails, as PostgreSQL unavailable, when the lock is no longer held:
+    /// what it guarded must stop.
+    pub fn check(&self) -> Result<()> {
+        match (&self.held, self.held()) {
+            (Some(held), false) => Err(super::StateError::Postgres {
+                place: held.place().to_string(),
+                message:
+                    "the lock was lost (PostgreSQL restarted or the connection broke); stopping"
+                        .into(),
+                unavailable: true,
+            }),
+            _ => Ok(()),
+        }
     }
 }

@@ -47,7 +47,7 @@ impl Haproxy {
              defaults\n  mode http\n  timeout connect 2s\n  timeout client 120s\n  timeout server 120s\n  \
              retries 3\n  option redispatch\n  retry-on conn-failure empty-response 503\n\
              frontend grace\n  bind 127.0.0.1:{port}\n  default_backend servers\n\
-             backend servers\n  balance roundrobin\n  option httpchk\n  \
+             backend servers\n  balance roundrobin\n  http-request disable-l7-retry if METH_POST\n  option httpchk\n  \
              http-check send meth GET uri /health ver HTTP/1.1 hdr host 127.0.0.1\n  \
              http-check expect status 200\n  default-server inter 300ms fall 2 rise 1\n{backends}"
         );
