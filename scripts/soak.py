@@ -472,6 +472,9 @@ def main():
         p.error("GRACE_BIN is not set (run scripts/soak, not this file)")
     work = a.dir or tempfile.mkdtemp(prefix="grace-soak-")
     os.makedirs(work, exist_ok=True)
+    # PostgreSQL runs as its own user when this is root (scripts/cluster):
+    # it must reach its folder inside this one (mkdtemp makes it 0700).
+    os.chmod(work, 0o755)
     watched = os.path.join(work, "kb")
     shutil.copytree(os.path.join(ROOT, "examples/kb"), watched)
     seconds = a.minutes * 60
