@@ -114,15 +114,7 @@ impl Documents {
     /// `doc`'s bytes; `None` when there is none.
     pub fn read(&self, doc: &Document) -> std::result::Result<Option<Vec<u8>>, DocumentError> {
         match &self.store {
-            None => match std::fs::read(&doc.file) {
-                Ok(bytes) => Ok(Some(bytes)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(source) => Err(DocumentError::Io {
-                    action: "read",
-                    path: doc.file.clone(),
-                    source,
-                }),
-            },
+            None => unless_missing(std::fs::read(&doc.file), "read", doc),
             Some(store) => Ok(store.read(|c| {
                 c.query_opt(
                     "SELECT body FROM documents WHERE name = ?1",
@@ -169,15 +161,7 @@ impl Documents {
     /// Deletes `doc`; whether there was one.
     pub fn remove(&self, doc: &Document) -> std::result::Result<bool, DocumentError> {
         match &self.store {
-            None => match std::fs::remove_file(&doc.file) {
-                Ok(()) => Ok(true),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-                Err(source) => Err(DocumentError::Io {
-                    action: "delete",
-                    path: doc.file.clone(),
-                    source,
-                }),
-            },
+            None => Ok(unless_missing(std::fs::remove_file(&doc.file), "delete", doc)?.is_some()),
             Some(store) => Ok(store.write(|c| {
                 c.execute("DELETE FROM documents WHERE name = ?1", params![doc.name])
             })? > 0),
@@ -190,6 +174,23 @@ impl Documents {
         if let Some(store) = &self.store {
             store.watch(wake);
         }
+    }
+}
+
+/// A file operation's result; `None` when the file is not there.
+fn unless_missing<T>(
+    done: std::io::Result<T>,
+    action: &'static str,
+    doc: &Document,
+) -> std::result::Result<Option<T>, DocumentError> {
+    match done {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(DocumentError::Io {
+            action,
+            path: doc.file.clone(),
+            source,
+        }),
     }
 }
 
