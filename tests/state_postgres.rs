@@ -945,3 +945,92 @@ fn one_server_leads_and_another_takes_over_when_it_goes() {
     assert!(waited >= Duration::from_millis(500), "{waited:?}");
     assert!(waited < Duration::from_secs(3), "{waited:?}");
 }
+
+/// What callers send the newly shared stores, on PostgreSQL: forged and
+/// huge ids and keys are refused before any query, a NUL and non-ASCII in
+/// a turn are kept (PostgreSQL's text cannot hold a NUL: it reads back as
+/// U+FFFD), and a manifest row damaged by hand is an error naming the row,
+/// not a panic and not an empty knowledge base.
+#[test]
+fn hostile_ids_keys_texts_and_a_damaged_manifest_row_on_postgresql() {
+    use grace::auth::Principals;
+    use grace::ingest::manifest::ManifestStore;
+    use grace::session::{SessionError, SessionStore, Turn};
+
+    let pg = PostgresServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = server_config(&pg, dir.path());
+    config.storage.backend = grace::config::Backend::Qdrant;
+    let sessions = SessionStore::open(&config).unwrap();
+    let huge = format!("ses_{}", "a".repeat(100_000));
+    for id in [
+        "",
+        "ses_",
+        "' OR 1=1 --",
+        "ses_\u{0}x",
+        huge.as_str(),
+        "ses_ünïcödé",
+    ] {
+        let e = sessions.get(id).unwrap_err();
+        assert!(matches!(e, SessionError::NotFound { .. }), "{id:?}");
+        assert!(e.to_string().len() < 200, "{e}");
+    }
+    let session = sessions.create().unwrap();
+    let question = format!("日本語 ça\u{0}va {}", "é".repeat(7_000));
+    let turn = Turn {
+        question: question.clone(),
+        standalone: None,
+        answer: Some("x\u{0}y".into()),
+        sources: vec!["/kb/ünï.md".into()],
+        decision: grace::exec::Decision::Answer,
+        confidence: f64::MAX,
+    };
+    sessions.append(&session.id, &turn).unwrap();
+    let back = &sessions.get(&session.id).unwrap().turns[0];
+    assert_eq!(back.question, question.replace('\u{0}', "\u{FFFD}"));
+    assert_eq!(back.sources, ["/kb/ünï.md"]);
+
+    let principals = Principals::open(&config).unwrap();
+    principals.add_key("ann", &["hr".into()]).unwrap();
+    let forged = format!("gk_{}", "0".repeat(64));
+    let huge_key = format!("gk_{}", "f".repeat(10 << 20));
+    for token in [forged.as_str(), huge_key.as_str(), "gk_\u{0}", "gk_ünï", ""] {
+        assert!(principals.principal_for_key(token).unwrap().is_none());
+    }
+    assert!(
+        principals
+            .add_key("ann'; DROP TABLE keys; --", &[])
+            .is_err()
+    );
+    assert_eq!(principals.list().unwrap().len(), 1);
+
+    let manifest = ManifestStore::open(&config).unwrap();
+    manifest
+        .save(&grace::ingest::manifest::Manifest::new("p"))
+        .unwrap();
+    let out = std::process::Command::new(postgres_server::bin_dir().join("psql"))
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "grace",
+            "-d",
+            "postgres",
+            "-q",
+            "-c",
+        ])
+        .arg("UPDATE grace.documents SET body = '\\x7b6e6f74' WHERE name = 'manifest/grace'")
+        .args(["-p", &pg.port().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let e = manifest.load().unwrap_err().to_string();
+    assert!(
+        e.contains("manifest/grace") && e.contains("PostgreSQL"),
+        "{e}"
+    );
+}
