@@ -5,7 +5,8 @@
 //!
 //! A batch says only that something changed, not what: the callback runs
 //! an ordinary incremental ingest of the watched paths with pruning, which
-//! hashes every file and rewrites only the changed ones. So a lost or
+//! reads and hashes only the files whose size or modification time changed
+//! and rewrites only those whose hash did. So a lost or
 //! overflowed event queue, an editor's rename dance or a crash in the
 //! middle cost nothing but a rescan, and a batch keeps the ingest's crash
 //! safety: the manifest, not the events, says what the store holds.

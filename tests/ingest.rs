@@ -267,3 +267,102 @@ fn score_threshold_drops_passages_below_it_and_keeps_the_fused_order() {
     let first = kb.search(question, Some(1), None).unwrap();
     assert_eq!(first.iter().map(|p| p.id).collect::<Vec<_>>(), want[..1]);
 }
+
+/// Sets `path`'s modification time `secs` seconds back (a file that has
+/// settled, as every file of a folder but the one just edited).
+fn age(path: &Path, secs: u64) {
+    let f = fs::File::options().write(true).open(path).unwrap();
+    let t = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+    f.set_modified(t).unwrap();
+}
+
+#[test]
+fn a_settled_file_is_judged_by_its_size_and_time_and_a_touched_one_by_its_hash() {
+    let data = tempfile::tempdir().unwrap();
+    let docs = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        docs.path().join("a.md"),
+        docs.path().join("b.md"),
+        docs.path().join("c.md"),
+    );
+    fs::write(&a, "# Alpha\n\nThe alpha pump runs at dusk.\n").unwrap();
+    fs::write(
+        &b,
+        "---\naccess: [user:cy]\n---\n# Bravo\n\nThe bravo valve is closed.\n",
+    )
+    .unwrap();
+    fs::write(&c, "# Charlie\n\nThe charlie gauge reads low.\n").unwrap();
+    for p in [&a, &b] {
+        age(p, 60);
+    }
+    let kb = common::open(common::config(data.path()));
+    let dir = [docs.path().to_path_buf()];
+    let first = ingest(&kb, &dir, true);
+    assert_eq!(first.added, 3, "{first:?}");
+    let m = manifest(&kb);
+    let entry = |m: &Manifest, p: &Path| m.sources[&source(p)].clone();
+    // Settled files keep their stat; `c`, written just now, may change
+    // again within its time's resolution, so it has none: its bytes decide.
+    assert_eq!(
+        entry(&m, &a).stat.map(|s| s.size),
+        Some(fs::metadata(&a).unwrap().len())
+    );
+    assert!(entry(&m, &b).stat.is_some() && entry(&m, &b).from_document);
+    assert_eq!(entry(&m, &c).stat, None);
+
+    // The same size and time over other bytes is taken as unchanged
+    // without reading the file: the stat is trusted, as git trusts it.
+    // (Only a tool that puts the time back can do this; the book says so.)
+    let before = fs::metadata(&a).unwrap().modified().unwrap();
+    fs::write(&a, "# Alpha\n\nThe alpha pump runs at dawn.\n").unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&a)
+        .unwrap()
+        .set_modified(before)
+        .unwrap();
+    age(&c, 60);
+    let second = ingest(&kb, &dir, true);
+    assert_eq!((second.unchanged, second.updated), (3, 0), "{second:?}");
+    // `c` was read (no stat yet) and is now settled: its stat is kept.
+    assert!(entry(&manifest(&kb), &c).stat.is_some());
+    let dusk = kb
+        .search("When does the alpha pump run?", Some(1), None)
+        .unwrap();
+    assert!(dusk[0].text.contains("dusk"), "{dusk:?}");
+
+    // A new time makes it read and hashed: the change is found.
+    age(&a, 30);
+    let third = ingest(&kb, &dir, true);
+    assert_eq!((third.unchanged, third.updated), (2, 1), "{third:?}");
+    let dawn = kb
+        .search("When does the alpha pump run?", Some(1), None)
+        .unwrap();
+    assert!(dawn[0].text.contains("dawn"), "{dawn:?}");
+
+    // A touch with the same bytes is read, found unchanged, and its new
+    // time recorded (so the next run need not read it again).
+    age(&b, 20);
+    let touched = ingest(&kb, &dir, true);
+    assert_eq!((touched.unchanged, touched.updated), (3, 0), "{touched:?}");
+    let b_now = fs::metadata(&b).unwrap().modified().unwrap();
+    let ns = b_now
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    assert_eq!(entry(&manifest(&kb), &b).stat.map(|s| s.mtime_ns), Some(ns));
+
+    // Readers still follow the folder without reading an unchanged file:
+    // a new `.grace-access.yml` relabels `a` and `c`; `b`'s front matter,
+    // in bytes that did not change, still names its reader.
+    fs::write(docs.path().join(".grace-access.yml"), "read: [group:ops]\n").unwrap();
+    let relabelled = ingest(&kb, &dir, true);
+    assert_eq!(
+        (relabelled.relabelled, relabelled.chunks_written),
+        (2, 0),
+        "{relabelled:?}"
+    );
+    let m = manifest(&kb);
+    assert_eq!(entry(&m, &a).readers, vec!["group:ops".to_string()]);
+    assert_eq!(entry(&m, &b).readers, vec!["user:cy".to_string()]);
+}

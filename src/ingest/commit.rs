@@ -3,9 +3,9 @@
 
 use std::time::Instant;
 
-use super::manifest::{self, EntryState, SourceEntry};
+use super::manifest::{self, EntryState, FileStat, SourceEntry};
+use super::prepare::Labels;
 use super::{FileStatus, IngestEvent, IngestReport, Ingestor, Result, Run};
-use crate::access::Readers;
 use crate::embed::EmbedError;
 use crate::store::retry::{RetryPolicy, with_retries};
 use crate::store::{ChunkPayload, ChunkPoint, point_id};
@@ -44,8 +44,8 @@ impl Ingestor<'_> {
         &self,
         run: &mut Run,
         source: &str,
-        readers: &Readers,
-        pinned: bool,
+        labels: &Labels,
+        stat: Option<FileStat>,
     ) -> Result<()> {
         let Some(entry) = run.manifest.sources.get_mut(source) else {
             return Ok(());
@@ -53,13 +53,15 @@ impl Ingestor<'_> {
         entry.state = EntryState::Pending;
         self.manifest.save(&run.manifest)?;
         self.retrying(&mut run.report, &mut |_| {}, || {
-            self.store.set_readers(source, readers.as_slice())
+            self.store.set_readers(source, labels.readers.as_slice())
         })?;
         self.store.flush()?;
         if let Some(entry) = run.manifest.sources.get_mut(source) {
             entry.state = EntryState::Committed;
-            entry.readers = readers.as_slice().to_vec();
-            entry.pinned = pinned;
+            entry.readers = labels.readers.as_slice().to_vec();
+            entry.pinned = labels.pinned;
+            entry.from_document = labels.from_document;
+            entry.stat = stat;
             entry.updated_at = manifest::now();
         }
         self.manifest.save(&run.manifest)?;
@@ -93,6 +95,8 @@ impl Ingestor<'_> {
                     updated_at: now,
                     readers: Vec::new(),
                     pinned: false,
+                    from_document: false,
+                    stat: None,
                 });
             entry.state = EntryState::Pending;
         }
@@ -155,7 +159,7 @@ impl Ingestor<'_> {
                         text: c.text.clone(),
                         content_hash: p.hash.clone(),
                         page: c.page,
-                        readers: p.readers.as_slice().to_vec(),
+                        readers: p.labels.readers.as_slice().to_vec(),
                     },
                 });
             }
@@ -176,8 +180,10 @@ impl Ingestor<'_> {
                     point_ids: ids,
                     state: EntryState::Committed,
                     updated_at: now,
-                    readers: p.readers.as_slice().to_vec(),
-                    pinned: p.pinned,
+                    readers: p.labels.readers.as_slice().to_vec(),
+                    pinned: p.labels.pinned,
+                    from_document: p.labels.from_document,
+                    stat: p.stat,
                 },
             );
             let status = if p.existed {

@@ -55,6 +55,51 @@ pub struct SourceEntry {
     /// the document or its folder says later.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pinned: bool,
+    /// Whether `readers` came from the document itself (`access:` in
+    /// Markdown front matter): unchanged bytes then mean unchanged readers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_document: bool,
+    /// The file's size and modification time when its bytes were read,
+    /// if it had settled by then ([`FileStat::settled`]): while they stay
+    /// the same, a later run takes the file as unchanged without reading
+    /// it. `None` (and in manifests written before): read and hash it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<FileStat>,
+}
+
+/// A file's size and modification time, as a re-ingest compares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStat {
+    /// Bytes.
+    pub size: u64,
+    /// Nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+}
+
+/// A file modified this recently may change again within its
+/// modification time's resolution (whole seconds, two on some file
+/// systems) without the time moving: its stat is not trusted, so the next
+/// run reads it again (git's "racily clean" entries).
+pub const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl FileStat {
+    /// The stat of a file in `meta`, taken no earlier than `now`, when it
+    /// was last modified at least [`SETTLE`] before `now`; `None` when it
+    /// is newer (or its time is unknown): then its bytes decide.
+    pub fn settled(meta: &std::fs::Metadata, now: std::time::SystemTime) -> Option<Self> {
+        let modified = meta.modified().ok()?;
+        if modified + SETTLE > now {
+            return None;
+        }
+        let mtime_ns = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_nanos();
+        Some(Self {
+            size: meta.len(),
+            mtime_ns: u64::try_from(mtime_ns).ok()?,
+        })
+    }
 }
 
 /// The manifest of one collection.
@@ -242,6 +287,11 @@ mod tests {
                 updated_at: 5,
                 readers: Vec::new(),
                 pinned: false,
+                from_document: false,
+                stat: Some(FileStat {
+                    size: 10,
+                    mtime_ns: 7,
+                }),
             },
         );
         store.save(&m).unwrap();
@@ -250,6 +300,25 @@ mod tests {
         let file = std::path::PathBuf::from(store.place());
         assert!(file.exists() && file.starts_with(d.path()));
         assert!(!file.with_extension("json.tmp").exists());
+    }
+
+    #[test]
+    fn only_a_settled_file_has_a_stat() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.md");
+        std::fs::write(&p, b"text").unwrap();
+        let now = std::time::SystemTime::now();
+        let meta = std::fs::metadata(&p).unwrap();
+        assert_eq!(FileStat::settled(&meta, now), None, "just written");
+        let later = now + SETTLE + std::time::Duration::from_millis(10);
+        let stat = FileStat::settled(&meta, later).unwrap();
+        assert_eq!(stat.size, 4);
+        // A time before the epoch, or unknown, is never trusted.
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH - std::time::Duration::from_secs(5))
+            .unwrap();
+        let meta = std::fs::metadata(&p).unwrap();
+        assert_eq!(FileStat::settled(&meta, later), None);
     }
 
     #[test]

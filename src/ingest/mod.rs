@@ -1,8 +1,9 @@
 //! Ingest: files → sections → chunks → vectors → store, recorded in a
 //! manifest so that re-ingesting is idempotent.
 //!
-//! [`Ingestor::run`] walks the paths, skips files whose content hash the
-//! manifest already has, and writes changed files in groups of about
+//! [`Ingestor::run`] walks the paths, skips files whose size and
+//! modification time, or else content hash, the manifest already has
+//! (see `prepare.rs`), and writes changed files in groups of about
 //! `ingest.commit_chunks` chunks: mark pending → delete the source's old points →
 //! embed → upsert → flush → mark committed. A crash anywhere leaves pending
 //! entries that the next run rebuilds, so the store ends with exactly the
@@ -43,6 +44,15 @@ const PIPELINE_VERSION: &str = "chunks-v2+lexical-v2";
 /// ([`Ingestor::pipeline_id`]).
 pub fn pipeline_model(pipeline: &str) -> &str {
     pipeline.split('|').next().unwrap_or_default()
+}
+
+/// The pipeline fingerprint of chunks made with `config` and embedded by
+/// the model `model_id` (the model first: [`pipeline_model`]).
+pub fn pipeline_id(model_id: &str, config: &IngestConfig) -> String {
+    format!(
+        "{model_id}|chunk{}/{}|{PIPELINE_VERSION}",
+        config.chunk_size, config.chunk_overlap
+    )
 }
 
 /// The loaders' limits from the ingest settings.
@@ -108,7 +118,8 @@ pub enum IngestError {
         message: String,
     },
     #[error(
-        "manifest {path} is unreadable ({message}); move it away to rebuild the knowledge base from scratch"
+        "manifest {path} is unreadable ({message}); `grace doctor --repair` rebuilds it from the store \
+         (or move it away to ingest everything again)"
     )]
     /// The manifest cannot be read or written as JSON, or has another format
     /// version.
@@ -290,6 +301,9 @@ struct Run {
     embed_time: Duration,
     /// Whether the store was written (then indexes may need building).
     changed_store: bool,
+    /// Whether only files' stats changed in the manifest (then it is saved
+    /// once at the end).
+    changed_stats: bool,
     group: Vec<Prepared>,
     group_chunks: usize,
 }
@@ -301,10 +315,10 @@ struct Prepared {
     hash: String,
     chunks: Vec<Chunk>,
     title: Option<String>,
-    /// Who may read it.
-    readers: Readers,
-    /// Whether a request gave the readers (they then stay).
-    pinned: bool,
+    /// Who may read it, and where that came from.
+    labels: prepare::Labels,
+    /// Its settled stat when it was read.
+    stat: Option<manifest::FileStat>,
     existed: bool,
     /// Size of the file, for progress.
     bytes: u64,
@@ -314,12 +328,7 @@ impl Ingestor<'_> {
     /// Identifies the model and the text pipeline; stored in the manifest
     /// (the model first: [`pipeline_model`]).
     pub fn pipeline_id(&self) -> String {
-        format!(
-            "{}|chunk{}/{}|{PIPELINE_VERSION}",
-            self.embedder.model_id(),
-            self.config.chunk_size,
-            self.config.chunk_overlap
-        )
+        pipeline_id(self.embedder.model_id(), self.config)
     }
 
     /// Ingests `paths`, reporting progress through `on_event`.
@@ -337,15 +346,17 @@ impl Ingestor<'_> {
             options.roots.as_deref(),
             self.config.max_files,
         )?;
-        let sizes: Vec<u64> = found
+        // Taken before any file is read: a file modified after its stat
+        // changes its time, and is read again by the next run.
+        let now = std::time::SystemTime::now();
+        let (sizes, stats): (Vec<u64>, Vec<Option<manifest::FileStat>>) = found
             .files
             .iter()
-            .map(|c| {
-                std::fs::metadata(&c.path)
-                    .map(|m| m.len())
-                    .unwrap_or_default()
+            .map(|c| match std::fs::metadata(&c.path) {
+                Ok(m) => (m.len(), manifest::FileStat::settled(&m, now)),
+                Err(_) => (0, None),
             })
-            .collect();
+            .unzip();
         on_event(IngestEvent::Found {
             files: found.files.len(),
             bytes: sizes.iter().sum(),
@@ -380,6 +391,7 @@ impl Ingestor<'_> {
             },
             embed_time: Duration::ZERO,
             changed_store: false,
+            changed_stats: false,
             group: Vec::new(),
             group_chunks: 0,
         };
@@ -410,7 +422,9 @@ impl Ingestor<'_> {
             run.report.removed.extend(stale);
         }
 
-        for (done, (candidate, &bytes)) in found.files.iter().zip(&sizes).enumerate() {
+        for (done, ((candidate, &bytes), &stat)) in
+            found.files.iter().zip(&sizes).zip(&stats).enumerate()
+        {
             if options
                 .cancel
                 .as_ref()
@@ -426,10 +440,24 @@ impl Ingestor<'_> {
             }
             let source = source_key(&candidate.path);
             let previous = run.manifest.sources.get(&source);
-            match self.prepare(candidate, &source, previous, pipeline_changed, &mut access) {
-                Ok(Outcome::Unchanged) => {
+            match self.prepare(
+                candidate,
+                stat,
+                &source,
+                previous,
+                pipeline_changed,
+                &mut access,
+            ) {
+                Ok(Outcome::Unchanged { stat }) => {
                     run.report.unchanged += 1;
-                    let chunks = previous.map(|e| e.point_ids.len()).unwrap_or_default();
+                    let mut chunks = 0;
+                    if let Some(entry) = run.manifest.sources.get_mut(&source) {
+                        chunks = entry.point_ids.len();
+                        if entry.stat != stat {
+                            entry.stat = stat;
+                            run.changed_stats = true;
+                        }
+                    }
                     on_event(IngestEvent::Advanced { bytes });
                     on_event(IngestEvent::File {
                         path: &candidate.path,
@@ -437,8 +465,8 @@ impl Ingestor<'_> {
                         chunks,
                     });
                 }
-                Ok(Outcome::Relabel { readers, pinned }) => {
-                    self.relabel(&mut run, &source, &readers, pinned)?;
+                Ok(Outcome::Relabel { labels, stat }) => {
+                    self.relabel(&mut run, &source, &labels, stat)?;
                     let chunks = run
                         .manifest
                         .sources
@@ -498,7 +526,7 @@ impl Ingestor<'_> {
         if run.changed_store {
             on_event(IngestEvent::Optimizing);
             run.report.optimized = self.store.optimize()?;
-        } else if pipeline_changed || !self.manifest.exists()? {
+        } else if pipeline_changed || run.changed_stats || !self.manifest.exists()? {
             self.manifest.save(&run.manifest)?;
         }
         let mut report = run.report;

@@ -1,5 +1,11 @@
-//! Reading, hashing and chunking one file, unless the manifest says it is
-//! unchanged.
+//! Deciding whether one file changed, and reading, hashing and chunking it
+//! when it did.
+//!
+//! A file whose size and modification time are those the manifest
+//! recorded when its bytes were last read is taken as unchanged without
+//! reading it ([`FileStat`]); any other is read and hashed, and only a
+//! different hash makes it changed. So a run over a large folder reads
+//! the files that were touched, not all of them.
 
 use std::path::Path;
 
@@ -7,40 +13,42 @@ use sha2::{Digest, Sha256};
 
 use super::chunk::{self, ChunkParams};
 use super::load::{self, Format, LoadError};
-use super::manifest::{EntryState, SourceEntry};
+use super::manifest::{EntryState, FileStat, SourceEntry};
 use super::{Ingestor, Prepared, limits, walk};
 use crate::access::Readers;
 use crate::access::file::{AccessFiles, front_matter_access};
 use crate::durable::CappedReadError;
 
 impl Ingestor<'_> {
-    /// Reads, hashes and chunks a file; `Ok(None)` when it is unchanged,
-    /// `Err(reason)` when it cannot be ingested.
+    /// What `candidate` (whose stat is `stat`, when settled) needs, given
+    /// its manifest entry `previous`; `Err(reason)` when it cannot be
+    /// ingested.
     pub(super) fn prepare(
         &self,
         candidate: &walk::Candidate,
+        stat: Option<FileStat>,
         source: &str,
         previous: Option<&SourceEntry>,
         pipeline_changed: bool,
         access: &mut Access,
     ) -> std::result::Result<Outcome, String> {
         let path = &candidate.path;
+        let current = previous.filter(|p| p.state == EntryState::Committed && !pipeline_changed);
+        if let Some(prev) = current
+            && stat.is_some()
+            && prev.stat == stat
+        {
+            let labels = access.labels_unread(path, prev)?;
+            return Ok(unchanged(prev, labels, stat));
+        }
         let bytes = read_capped(path, self.config.max_file_bytes)?;
         let hash = crate::durable::hex(&Sha256::digest(&bytes));
         let format = Format::from_path(path);
-        let (readers, pinned) = access.readers(path, format, &bytes, previous)?;
-        if let Some(prev) = previous
-            && prev.state == EntryState::Committed
+        let labels = access.labels(path, format, &bytes, previous)?;
+        if let Some(prev) = current
             && prev.content_hash == hash
-            && !pipeline_changed
         {
-            return Ok(
-                if Readers::stored(&prev.readers) == readers && prev.pinned == pinned {
-                    Outcome::Unchanged
-                } else {
-                    Outcome::Relabel { readers, pinned }
-                },
-            );
+            return Ok(unchanged(prev, labels, stat));
         }
         let format = match format {
             Some(f) => f,
@@ -60,25 +68,53 @@ impl Ingestor<'_> {
             hash,
             chunks,
             title: doc.title,
-            readers,
-            pinned,
+            labels,
+            stat,
             existed: previous.is_some(),
             bytes: 0,
         }))
     }
 }
 
+/// The outcome for a file whose bytes are those of `prev`, labelled
+/// `labels` now.
+fn unchanged(prev: &SourceEntry, labels: Labels, stat: Option<FileStat>) -> Outcome {
+    if Readers::stored(&prev.readers) == labels.readers
+        && prev.pinned == labels.pinned
+        && prev.from_document == labels.from_document
+    {
+        Outcome::Unchanged { stat }
+    } else {
+        Outcome::Relabel { labels, stat }
+    }
+}
+
+/// Who may read a document, and where that came from.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Labels {
+    /// The readers.
+    pub readers: Readers,
+    /// Whether a request gave them (they then stay).
+    pub pinned: bool,
+    /// Whether the document's own front matter gave them.
+    pub from_document: bool,
+}
+
 /// What [`Ingestor::prepare`] found a file to need.
 pub(super) enum Outcome {
-    /// The store holds it as it is, for the same readers.
-    Unchanged,
+    /// The store holds it as it is, for the same readers; `stat` is its
+    /// stat now, for the manifest.
+    Unchanged {
+        /// Its settled stat, if any.
+        stat: Option<FileStat>,
+    },
     /// The same text for other readers: its chunks are re-labelled, not
     /// embedded again.
     Relabel {
         /// The readers now.
-        readers: Readers,
-        /// Whether a request gave them.
-        pinned: bool,
+        labels: Labels,
+        /// Its settled stat, if any.
+        stat: Option<FileStat>,
     },
     /// New or changed: read and chunked, to be embedded and written.
     Changed(Prepared),
@@ -98,34 +134,78 @@ pub(super) struct Access {
 }
 
 impl Access {
-    /// The readers of the file at `path` (its bytes, and its format when
-    /// known), and whether a request gave them (now, or when it was
-    /// ingested before: `previous`). An access file or front matter that
-    /// cannot be read is the file's error: it is not ingested, never as
-    /// public.
-    fn readers(
+    /// The labels of the file at `path` (its bytes, and its format when
+    /// known; `previous`, its entry, holds a request's readers when it was
+    /// ingested before). An access file or front matter that cannot be
+    /// read is the file's error: it is not ingested, never as public.
+    fn labels(
         &mut self,
         path: &Path,
         format: Option<Format>,
         bytes: &[u8],
         previous: Option<&SourceEntry>,
-    ) -> std::result::Result<(Readers, bool), String> {
-        if let Some(r) = &self.request {
-            return Ok((r.clone(), true));
-        }
-        if let Some(prev) = previous.filter(|p| p.pinned) {
-            return Ok((Readers::stored(&prev.readers), true));
+    ) -> std::result::Result<Labels, String> {
+        if let Some(labels) = self.pinned(previous) {
+            return Ok(labels);
         }
         if format == Some(Format::Markdown)
             && let Ok(text) = std::str::from_utf8(bytes)
-            && let Some(r) = front_matter_access(path, text).map_err(|e| e.to_string())?
+            && let Some(readers) = front_matter_access(path, text).map_err(|e| e.to_string())?
         {
-            return Ok((r, false));
+            return Ok(Labels {
+                readers,
+                pinned: false,
+                from_document: true,
+            });
         }
-        match path.parent().and_then(|dir| self.files.nearest(dir)) {
-            Some(found) => found.map(|r| (r, false)).map_err(|e| e.to_string()),
-            None => Ok((self.default.clone(), false)),
+        self.folder_labels(path)
+    }
+
+    /// The labels of the file at `path`, whose bytes are those `prev` was
+    /// made from, without reading them: the document says what it said.
+    fn labels_unread(
+        &mut self,
+        path: &Path,
+        prev: &SourceEntry,
+    ) -> std::result::Result<Labels, String> {
+        if let Some(labels) = self.pinned(Some(prev)) {
+            return Ok(labels);
         }
+        if prev.from_document {
+            return Ok(Labels {
+                readers: Readers::stored(&prev.readers),
+                pinned: false,
+                from_document: true,
+            });
+        }
+        self.folder_labels(path)
+    }
+
+    /// A request's readers, now or when `previous` was ingested.
+    fn pinned(&self, previous: Option<&SourceEntry>) -> Option<Labels> {
+        let readers = match (&self.request, previous.filter(|p| p.pinned)) {
+            (Some(r), _) => r.clone(),
+            (None, Some(prev)) => Readers::stored(&prev.readers),
+            (None, None) => return None,
+        };
+        Some(Labels {
+            readers,
+            pinned: true,
+            from_document: false,
+        })
+    }
+
+    /// The nearest `.grace-access.yml`'s readers, else the default.
+    fn folder_labels(&mut self, path: &Path) -> std::result::Result<Labels, String> {
+        let readers = match path.parent().and_then(|dir| self.files.nearest(dir)) {
+            Some(found) => found.map_err(|e| e.to_string())?,
+            None => self.default.clone(),
+        };
+        Ok(Labels {
+            readers,
+            pinned: false,
+            from_document: false,
+        })
     }
 }
 
