@@ -86,6 +86,18 @@ pub enum Error {
     /// A request the caller can fix (an empty query, a zero limit).
     #[error("{0}")]
     InvalidInput(String),
+    /// The data folder cannot be written (read-only, no permission).
+    #[error(
+        "the data folder {path} cannot be written ({source}): GRACE keeps its index, review queue and \
+         sessions there. Make it writable, or set storage.data_dir (GRACE_STORAGE__DATA_DIR) to a folder that is"
+    )]
+    DataDirReadOnly {
+        /// `storage.data_dir`.
+        path: std::path::PathBuf,
+        /// What the write probe got.
+        #[source]
+        source: std::io::Error,
+    },
     /// No knowledge base has this name (or, over HTTP and MCP, none the
     /// caller may ask: the same error, so existence does not leak).
     #[error("no knowledge base `{0}` you may ask (`grace kb list` names them)")]
@@ -132,12 +144,26 @@ impl Error {
         }
     }
 
+    /// Whether a disk GRACE writes to is full: the embedded store's
+    /// (`storage.min_free_mb`), a state database's, or the manifest's.
+    /// Nothing was written.
+    pub fn is_disk_full(&self) -> bool {
+        const ENOSPC: i32 = 28;
+        match self {
+            Error::Store(StoreError::DiskFull { .. })
+            | Error::Ingest(IngestError::Store(StoreError::DiskFull { .. })) => true,
+            Error::Ingest(IngestError::Io { source, .. }) => source.raw_os_error() == Some(ENOSPC),
+            e => e.state().is_some_and(|s| s.is_disk_full()),
+        }
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Config(_) | Error::InvalidInput(_) | Error::ModelMismatch { .. } => {
-                EXIT_BAD_INPUT
-            }
+            Error::Config(_)
+            | Error::InvalidInput(_)
+            | Error::ModelMismatch { .. }
+            | Error::DataDirReadOnly { .. } => EXIT_BAD_INPUT,
             Error::Embed(e) => embed_code(e),
             Error::Store(e) => store_code(e),
             Error::Ingest(e) => match e {

@@ -65,6 +65,7 @@ impl KnowledgeBase {
         embedder: Arc<dyn Embedder>,
         mode: OpenMode,
     ) -> Result<Self> {
+        check_writable(&config.storage.data_dir)?;
         let calibration = crate::confidence::calibration::apply(&mut config)?;
         // A shared collection is checked whatever the mode: a server
         // configured with another model would re-embed it under the others.
@@ -313,6 +314,20 @@ impl KnowledgeBase {
             Ok((self.embedder.model_id(), self.embedder.languages())),
         )
     }
+}
+
+/// Fails with [`crate::error::Error::DataDirReadOnly`] when a file cannot be made in
+/// `dir` (created if missing): a read-only folder is said at start, not as
+/// the first write fails.
+pub(crate) fn check_writable(dir: &std::path::Path) -> Result<()> {
+    let probe = dir.join(format!(".grace-write-check-{}", std::process::id()));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|source| crate::error::Error::DataDirReadOnly {
+            path: dir.to_path_buf(),
+            source,
+        })
 }
 
 /// Opens the store `config.storage.backend` names: an existing collection,

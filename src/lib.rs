@@ -39,6 +39,7 @@ pub mod auth;
 pub mod confidence;
 pub mod config;
 pub mod display;
+pub mod doctor;
 pub mod durable;
 pub mod embed;
 mod error;

@@ -418,7 +418,7 @@ fn a_database_from_a_newer_grace_is_refused_not_rewritten() {
         .expect("refused")
         .to_string();
     assert!(
-        e.contains("schema version 99 is newer than this GRACE understands (3)"),
+        e.contains("schema version 99 is newer than this GRACE understands (4)"),
         "{e}"
     );
     assert!(e.contains("upgrade grace"), "{e}");

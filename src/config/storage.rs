@@ -47,6 +47,12 @@ pub struct StorageConfig {
     /// many points, so a large ingest never holds more than one segment's
     /// worth unindexed, and the indexed segments are merged up to this size.
     pub segment_points: usize,
+    /// MiB the embedded store leaves free on its disk: it refuses a write,
+    /// or an index build, that could take the free space below this. Its
+    /// files are memory-mapped, and a memory-mapped write to a full disk
+    /// kills the process instead of failing (SIGBUS); this check turns
+    /// that into an error that writes nothing. 0: no check.
+    pub min_free_mb: u64,
     /// Where GRACE keeps its state besides the vectors (review queue,
     /// sessions, keys, feedback, fits, tools, audit log, and the manifest
     /// when the vectors are on a Qdrant server; the book, "Running several
@@ -150,6 +156,7 @@ impl Default for StorageConfig {
             hnsw_ef_construct: 100,
             hnsw_ef: 128,
             segment_points: 50_000,
+            min_free_mb: 64,
             state: StateBackend::Sqlite,
             postgres: PostgresConfig::default(),
         }

@@ -6,12 +6,12 @@ use std::path::Path;
 use super::{Result, ReviewError};
 use crate::state::{Conn, Schema, Store, params};
 
-/// The review store's schema, at version 3.
+/// The review store's schema, at version 4.
 const SCHEMA: Schema = Schema {
     name: "review",
     what: "review database",
     ddl: DDL,
-    version: 3,
+    version: 4,
     migrations: &[],
     durable: true,
 };
@@ -34,6 +34,13 @@ CREATE TABLE IF NOT EXISTS escalations (
     resolution   TEXT                     -- JSON Resolution once settled
 );
 CREATE INDEX IF NOT EXISTS escalations_status ON escalations(status, expires_at);
+-- The clocks at the last write, to see the wall clock jump (queue/clock.rs).
+CREATE TABLE IF NOT EXISTS clock (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    boot     TEXT NOT NULL,           -- the machine's boot id
+    wall_ms  INTEGER NOT NULL,        -- Unix milliseconds
+    boot_ms  INTEGER NOT NULL         -- milliseconds since boot
+);
 CREATE TABLE IF NOT EXISTS audit (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     escalation_id INTEGER NOT NULL REFERENCES escalations(id),

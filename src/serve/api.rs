@@ -317,7 +317,8 @@ pub struct IngestBody {
         (status = 400, body = super::error::ErrorBody), (status = 401, body = super::error::ErrorBody),
         (status = 403, description = "A path outside ingest.allowed_roots or none configured; a foreign Origin or Host", body = super::error::ErrorBody),
         (status = 404, body = super::error::ErrorBody), (status = 413, body = super::error::ErrorBody),
-        (status = 429, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody)),
+        (status = 429, body = super::error::ErrorBody), (status = 503, body = super::error::ErrorBody),
+        (status = 507, description = "The server's disk is full: nothing was written", body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn ingest(
     State(s): State<AppState>,

@@ -107,6 +107,7 @@ impl From<Error> for ApiError {
                 (StatusCode::FORBIDDEN, "forbidden")
             }
             Error::Store(e) if e.is_transient() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+            e if e.is_disk_full() => (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage"),
             e if e.state().is_some_and(|s| s.is_unavailable()) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "busy")
             }
@@ -128,6 +129,12 @@ impl From<Error> for ApiError {
             StatusCode::SERVICE_UNAVAILABLE => {
                 tracing::warn!(error = %e, "store busy");
                 "the store is busy; retry shortly".to_string()
+            }
+            // The paths are the server's: they go to the log.
+            StatusCode::INSUFFICIENT_STORAGE => {
+                tracing::error!(error = %e, "disk full");
+                "the server's disk is full: nothing was written; its administrator must free space"
+                    .to_string()
             }
             _ => e.to_string(),
         };
@@ -155,6 +162,9 @@ fn review_status(e: &ReviewError) -> (StatusCode, &'static str) {
         ReviewError::WaitTimedOut { .. } => (StatusCode::REQUEST_TIMEOUT, "timeout"),
         // PostgreSQL unreachable (restarting, failing over): retry.
         ReviewError::State(s) if s.is_unavailable() => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+        ReviewError::State(s) if s.is_disk_full() => {
+            (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage")
+        }
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }
 }
@@ -173,7 +183,8 @@ pub struct ErrorDetail {
     /// refused: `unknown_key`, `expired`, …), `forbidden`, `not_found`,
     /// `unknown_kb` (a knowledge base not served, or one the caller may
     /// not use), `conflict`, `payload_too_large`, `too_many_requests`,
-    /// `shutting_down`, `timeout`, `busy` or `internal`.
+    /// `shutting_down`, `timeout`, `busy`, `insufficient_storage` (the
+    /// server's disk is full) or `internal`.
     #[serde(rename = "type")]
     pub kind: String,
     /// What went wrong, for people.

@@ -33,6 +33,7 @@ pub use self::sql::Dialect;
 pub use self::value::{FromValue, Row, ToValue, Value};
 use crate::config::{Config, StateBackend};
 pub use crate::state_params as params;
+pub use sqlite::check_file as check_sqlite_file;
 pub(crate) use sqlite::{now_ms, to_time};
 
 /// What went wrong with a store's database.
@@ -92,6 +93,19 @@ pub enum StateError {
 }
 
 impl StateError {
+    /// Whether the database's disk is full (SQLite's `SQLITE_FULL`,
+    /// PostgreSQL's `53100 disk_full`): nothing was written.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StateError::Sqlite {
+                source: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            } => e.code == rusqlite::ErrorCode::DiskFull,
+            StateError::Postgres { message, .. } => message.contains("53100"),
+            _ => false,
+        }
+    }
+
     /// Whether a retry later may work (PostgreSQL unreachable).
     pub fn is_unavailable(&self) -> bool {
         matches!(

@@ -41,6 +41,23 @@ pub(crate) enum OpenError {
     },
 }
 
+/// SQLite's own check of the file at `path` (`PRAGMA integrity_check`),
+/// opened read-only: `Ok(())` when it is sound, else at most five of the
+/// problems SQLite names (a file that is not a database is one).
+pub fn check_file(path: &Path) -> std::result::Result<(), String> {
+    let check = || -> rusqlite::Result<Vec<String>> {
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let mut stmt = conn.prepare("PRAGMA integrity_check(5)")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.collect()
+    };
+    match check() {
+        Ok(rows) if rows == ["ok"] => Ok(()),
+        Ok(rows) => Err(rows.join("; ")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Opens (creating if needed) the database at `path` with `schema` at
 /// its version (`PRAGMA user_version`; a schema's statements must be
 /// `IF NOT EXISTS`, so an older file is brought up to date by running it).

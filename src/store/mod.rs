@@ -148,6 +148,20 @@ pub enum StoreError {
         /// The server's message.
         message: String,
     },
+    /// The embedded store's disk has too little free space for a write
+    /// (`storage.min_free_mb`): nothing was written.
+    #[error(
+        "the disk holding {path} has {free_mib} MiB free, under the {needed_mib} MiB this write needs \
+         with storage.min_free_mb kept free; nothing was written. Free space on that disk and run it again"
+    )]
+    DiskFull {
+        /// The collection's folder.
+        path: PathBuf,
+        /// MiB free (for this user).
+        free_mib: u64,
+        /// MiB the write needs, with `storage.min_free_mb`.
+        needed_mib: u64,
+    },
     /// A stored point does not have the payload GRACE writes.
     #[error(
         "stored point {id} has a malformed payload ({message}); was this collection written by another program?"

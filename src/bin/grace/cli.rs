@@ -178,6 +178,14 @@ pub enum Command {
     },
     /// Copy the embedded collection to a Qdrant server without embedding again
     Migrate(crate::migrate::MigrateArgs),
+    /// Check the knowledge base's files (data folder, state files, manifest
+    /// against the store) and say what is wrong; exit status 1 when something is
+    Doctor {
+        /// Mend what can be mended: rebuild the manifest from the store,
+        /// move a damaged state file aside (GRACE starts an empty one)
+        #[arg(long)]
+        repair: bool,
+    },
     /// Evaluate retrieval and confidence on a question set (DIR holds
     /// corpus/ and questions.jsonl); uses a temporary store
     Eval {

@@ -11,6 +11,7 @@ mod audit;
 mod auth;
 mod chat;
 mod cli;
+mod doctor;
 mod evaluate;
 mod feedback;
 mod gaps;
@@ -258,6 +259,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
         }
         Command::Tools { command } => return tools::run(config, command, cli.json),
         Command::Migrate(args) => migrate::run(config, args, cli.quiet, cli.json)?,
+        Command::Doctor { repair } => return doctor::run(&config, *repair, cli.json),
         Command::Eval {
             dir,
             limit,

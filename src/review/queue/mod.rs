@@ -14,6 +14,7 @@
 
 mod answer;
 mod claim;
+mod clock;
 mod expiry;
 mod group;
 mod lookup;
@@ -132,6 +133,7 @@ impl ReviewQueue {
     /// are past their time (so every caller sees expiry when it is due).
     pub(super) fn write<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
         let out = self.store.write(|tx| {
+            self.follow_clock_jumps(tx)?;
             self.expire_due(tx)?;
             f(tx)
         })?;

@@ -118,3 +118,40 @@ async fn the_awaitable_handle_resolves_when_a_reviewer_answers() {
     let settled = handle.settled(Duration::from_secs(10)).await.unwrap();
     assert_eq!(settled.status, Status::Answered);
 }
+
+#[test]
+fn a_wall_clock_jump_moves_open_escalations_expiry_by_the_jump() {
+    let f = fixture(false);
+    let e = escalate(&f.queue, None, Some(Duration::from_secs(60)));
+    let before = f.queue.get(e.id, Viewer::Asker).unwrap().expires_at;
+    // As if the wall clock read two hours less at the last write, on the
+    // same boot and at the same boot time: it has jumped two hours since.
+    let file = f.config.storage.data_dir.join("review.sqlite3");
+    let db = rusqlite::Connection::open(&file).unwrap();
+    let two_hours = 2 * 3600 * 1000;
+    db.execute("UPDATE clock SET wall_ms = wall_ms - ?1", [two_hours])
+        .unwrap();
+    drop(db);
+    f.queue.claim(e.id, "alice").unwrap();
+    let after = f.queue.get(e.id, Viewer::Asker).unwrap();
+    assert_eq!(after.status, Status::Claimed);
+    let moved = (after.expires_at - before).num_milliseconds();
+    // By the jump, less the (small) time the boot clock moved meanwhile.
+    assert!((two_hours - 2_000..=two_hours).contains(&moved), "{moved}");
+    // A second write sees no jump: nothing moves again.
+    f.queue.release(e.id, "alice").unwrap();
+    let again = f.queue.get(e.id, Viewer::Asker).unwrap().expires_at;
+    assert_eq!(again, after.expires_at);
+    // A settled escalation is never moved.
+    let done = escalate(&f.queue, None, Some(Duration::from_millis(10)));
+    std::thread::sleep(Duration::from_millis(50));
+    let expired = f.queue.get(done.id, Viewer::Asker).unwrap();
+    assert_eq!(expired.status, Status::Expired);
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.execute("UPDATE clock SET wall_ms = wall_ms - ?1", [two_hours])
+        .unwrap();
+    drop(db);
+    f.queue.claim(e.id, "bob").unwrap();
+    let still = f.queue.get(done.id, Viewer::Asker).unwrap().expires_at;
+    assert_eq!(still, expired.expires_at);
+}

@@ -180,7 +180,7 @@ pub(crate) struct SourceBody {
     section: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", operation_id = "answerEscalation", params(("id" = i64, Path)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Escalation), (status = 400, body = crate::serve::error::ErrorBody), (status = 401, body = crate::serve::error::ErrorBody), (status = 404, body = crate::serve::error::ErrorBody), (status = 409, body = crate::serve::error::ErrorBody)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/v1/review/escalations/{id}/answer", operation_id = "answerEscalation", params(("id" = i64, Path)), request_body = AnswerBody, responses((status = 200, description = "Answers it (text starting with a replan word such as redo: ... searches again and returns a new draft instead)", body = Escalation), (status = 400, body = crate::serve::error::ErrorBody), (status = 401, body = crate::serve::error::ErrorBody), (status = 404, body = crate::serve::error::ErrorBody), (status = 409, body = crate::serve::error::ErrorBody), (status = 507, description = "The server's disk is full: nothing was written", body = crate::serve::error::ErrorBody)), security(("bearer" = [])))]
 pub(crate) async fn answer(
     State(s): State<AppState>,
     Extension(caller): Extension<Caller>,

@@ -32,6 +32,7 @@ use crate::config::StorageConfig;
 use crate::lexical::SparseVector;
 
 mod settings;
+mod space;
 
 pub use self::settings::IndexSettings;
 use self::settings::{index_settings, pool_size, search_params, tuned};
@@ -49,6 +50,8 @@ pub struct EdgeStore {
     segment_points: usize,
     /// Points written since the last optimisation.
     unindexed: AtomicUsize,
+    /// `storage.min_free_mb`.
+    min_free_mb: u64,
     // Held for the store's lifetime: the OS releases the lock when it closes.
     _lock: File,
 }
@@ -89,7 +92,7 @@ impl EdgeStore {
                     ?now,
                     "the index settings changed: rebuilding the segments with them"
                 );
-                store.shard.optimize().map_err(|e| store.engine(e))?;
+                VectorStore::optimize(&store)?;
             }
         }
         Ok(store)
@@ -130,6 +133,7 @@ impl EdgeStore {
             params: search_params(settings),
             segment_points: settings.segment_points,
             unindexed: AtomicUsize::new(0),
+            min_free_mb: settings.min_free_mb,
             _lock: lock,
         })
     }
@@ -222,6 +226,9 @@ fn stored_config(path: &Path) -> Result<EdgeConfig> {
 /// saved index settings stay, so a reader never changes what a writer
 /// built.
 fn load(path: &Path, settings: &StorageConfig, saved: Option<&EdgeConfig>) -> Result<EdgeShard> {
+    if let Some(bytes) = space::tmpfs_open_bytes(path) {
+        space::ensure(path, settings.min_free_mb, bytes)?;
+    }
     let overlay = match saved {
         None => EdgeConfig::builder()
             .max_search_threads(pool_size(settings.search_threads))
@@ -427,6 +434,13 @@ impl VectorStore for EdgeStore {
         if points.is_empty() {
             return Ok(());
         }
+        let optimizing =
+            self.unindexed.load(Ordering::Relaxed) + points.len() >= self.segment_points;
+        let mut needed = space::points_bytes(&points);
+        if optimizing {
+            needed += space::build_bytes(&self.path, self.segment_points);
+        }
+        space::ensure(&self.path, self.min_free_mb, needed)?;
         let mut batch = Vec::with_capacity(points.len());
         for p in points {
             if p.dense.len() != self.dimension {
@@ -570,6 +584,7 @@ impl VectorStore for EdgeStore {
         let Some(filter) = to_filter(&self.path, &PayloadFilter::source(source))? else {
             return Ok(());
         };
+        space::ensure(&self.path, self.min_free_mb, space::UPDATE_BYTES)?;
         self.shard
             .update(UpdateOperation::PointOperation(
                 PointOperations::DeletePointsByFilter(filter),
@@ -581,6 +596,7 @@ impl VectorStore for EdgeStore {
         let Some(filter) = to_filter(&self.path, &PayloadFilter::source(source))? else {
             return Ok(());
         };
+        space::ensure(&self.path, self.min_free_mb, space::UPDATE_BYTES)?;
         let mut payload = qdrant_edge::Payload::default();
         payload.0.insert(
             READERS_FIELD.to_string(),
@@ -613,6 +629,11 @@ impl VectorStore for EdgeStore {
     }
 
     fn optimize(&self) -> Result<bool> {
+        space::ensure(
+            &self.path,
+            self.min_free_mb,
+            space::build_bytes(&self.path, self.segment_points),
+        )?;
         self.unindexed.store(0, Ordering::Relaxed);
         self.shard.optimize().map_err(|e| self.engine(e))
     }
