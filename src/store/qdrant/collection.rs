@@ -11,7 +11,50 @@ use super::QdrantStore;
 use crate::access::READERS_FIELD;
 use crate::store::{DENSE_VECTOR, LEXICAL_VECTOR, Result, StoreError};
 
+/// How long opening waits for a collection's shards to become active.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often it looks meanwhile.
+const READY_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
 impl QdrantStore {
+    /// Waits until every shard of the collection has an active replica. A
+    /// collection another server created a moment ago may still be setting
+    /// up its shards across the cluster, and a read then fails ("0 of 0
+    /// read operations failed"): several servers started at once must
+    /// not die of it. A node that is down leaves its replicas dead; the
+    /// shard's copies on the other nodes are active, and that is enough.
+    pub(super) fn wait_active(&self) -> Result<()> {
+        use qdrant_client::qdrant::ReplicaState;
+        let started = std::time::Instant::now();
+        loop {
+            let client = self.client.clone();
+            let name = self.target.collection.clone();
+            let info = self.run(async move { client.collection_cluster_info(name).await })?;
+            let active: std::collections::HashSet<u32> = info
+                .local_shards
+                .iter()
+                .map(|s| (s.shard_id, s.state))
+                .chain(info.remote_shards.iter().map(|s| (s.shard_id, s.state)))
+                .filter(|(_, state)| *state == ReplicaState::Active as i32)
+                .map(|(id, _)| id)
+                .collect();
+            if active.len() as u64 >= info.shard_count {
+                return Ok(());
+            }
+            if started.elapsed() >= READY_WAIT {
+                return Err(self.target.server(format!(
+                    "{} of the collection's {} shards have an active replica after {} s; \
+                     look at the cluster (GET /collections/{}/cluster on a node)",
+                    active.len(),
+                    info.shard_count,
+                    READY_WAIT.as_secs(),
+                    self.target.collection
+                )));
+            }
+            std::thread::sleep(READY_POLL);
+        }
+    }
+
     pub(super) fn create_collection(&self, dimension: usize) -> Result<()> {
         let name = self.target.collection.clone();
         let request = CreateCollection {

@@ -89,6 +89,7 @@ impl QdrantStore {
         let name = target.collection.clone();
         let exists = store.run(async move { client.collection_exists(name).await })?;
         if exists {
+            store.wait_active()?;
             // A collection written before readers existed gets their index
             // here (a key that may not change the collection only warns:
             // filters still work, more slowly).
@@ -100,6 +101,7 @@ impl QdrantStore {
             store.backfill_terms()?;
         } else {
             store.create_collection(dimension)?;
+            store.wait_active()?;
         }
         (store.dimension, store.shards) = store.check_collection()?;
         if store.dimension != dimension {
@@ -124,6 +126,7 @@ impl QdrantStore {
                 collection: store.target.collection.clone(),
             });
         }
+        store.wait_active()?;
         (store.dimension, store.shards) = store.check_collection()?;
         Ok(store)
     }
