@@ -13,12 +13,25 @@ pub fn repo() -> PathBuf {
 }
 
 /// Defaults, with the model from the repository's `models/` and the data in `data_dir`.
+///
+/// With `GRACE_TEST_POSTGRES_URL` set (a database the tests may fill), the
+/// state goes there instead of SQLite files (`storage.state: postgres`),
+/// in a schema of its own per data folder: the same tests then check the
+/// shared state (run by hand; CI runs them on the default).
 pub fn config(data_dir: &Path) -> Config {
     let mut c = Config::default();
     c.storage.data_dir = data_dir.to_path_buf();
     c.embedding.model_dir = repo().join("models/minilm");
     c.embedding.runtime_path = repo().join("models/libonnxruntime.so");
     c.reader.model_dir = repo().join("models/reader");
+    if let Ok(url) = std::env::var("GRACE_TEST_POSTGRES_URL") {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        data_dir.hash(&mut h);
+        c.storage.state = grace::config::StateBackend::Postgres;
+        c.storage.postgres.url = url;
+        c.storage.postgres.schema = format!("t{:016x}", h.finish());
+    }
     c
 }
 
