@@ -10,7 +10,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +18,8 @@ import threading
 import time
 
 import requests
+
+from grace_local import free_port, models_yaml, wait_health
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRACE = os.environ.get("GRACE_BIN", "")
@@ -42,14 +43,6 @@ QUESTIONS = [
     ("What does the error E0382 mean?", "How do I fix it?"),
     ("How do I configure the search limit?", "What is the default?"),
 ]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def say(*args):
@@ -103,11 +96,9 @@ def call(log, kind, method, url, **kw):
 
 
 def config_yaml(extra):
-    models = os.path.join(ROOT, "models")
     return (
-        f"embedding:\n  model_dir: \"{models}/minilm\"\n  runtime_path: \"{models}/libonnxruntime.so\"\n"
-        f"reader:\n  model_dir: \"{models}/reader\"\n"
-        "sessions:\n  max_turns: 10000\n  max_bytes: 60000000\n"
+        models_yaml()
+        + "sessions:\n  max_turns: 10000\n  max_bytes: 60000000\n"
         "feedback:\n  max_ratings_per_hour: 1000000\n"
         + extra
     )
@@ -118,18 +109,6 @@ def must(out, what):
     injected nothing must not pass as one that survived it)."""
     if out.returncode != 0:
         raise RuntimeError(f"cannot {what}: {out.stderr.strip()[-300:]}")
-
-
-def wait_health(url, limit=120.0):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                return True
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    return False
 
 
 class Single:
@@ -152,7 +131,7 @@ class Single:
             [GRACE, "serve", "--bind", f"127.0.0.1:{self.port}"],
             cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
         )
-        if not wait_health(self.url):
+        if not wait_health(self.url, 120):
             raise SystemExit(f"soak: the server did not start: {self.dir}/serve.log")
 
     def cli(self, *args):
@@ -487,7 +466,7 @@ def main():
             system = Cluster(work, watched)
         else:
             system.start()
-        if not wait_health(system.url):
+        if not wait_health(system.url, 120):
             raise SystemExit("soak: the set did not answer /health")
         reg = system.cli("--json", "review", "register", "soak-reviewer", "--name", "Soak")
         if reg.returncode != 0:
