@@ -12,13 +12,19 @@
 //! - the ingest manifest can be read, and agrees with the store: every
 //!   committed source has exactly the points the store holds for it, and
 //!   the store holds no source the manifest lacks. Repair rebuilds the
-//!   manifest from the store's points ([`rebuild`]): a source whose points
-//!   are whole and of one content is committed; any other is marked
-//!   pending, so the next ingest writes it again. No entry keeps a file
-//!   stat, so the next ingest reads and hashes every file once.
+//!   manifest from the store's points ([`rebuild`]), checked against the
+//!   files: a source is committed when its points are chunks 0..n of one
+//!   content and, if its file still has that content, n is the file's
+//!   chunk count; any other is marked pending, so the next ingest writes
+//!   it again. Doctor never changes who may read a document: a source
+//!   whose stored readers differ from what its folder says now (a request
+//!   gave them, or the folder changed since) keeps them, pinned, and is
+//!   named. No entry keeps a file stat, so the next ingest reads every
+//!   file once.
 //!
-//! The store must not be in use: a running server holds its lock, and
-//! doctor says so instead of waiting.
+//! The store is opened first, and held to the end: a running server (or
+//! ingest) holds its lock, and doctor says so instead of waiting; with the
+//! collection shared by several servers it takes their writers' lock.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -83,12 +89,34 @@ pub fn doctor(config: &Config, repair: bool) -> Result<DoctorReport> {
         Ok(()) => check("data folder", data, Finding::Ok, "can be written".into()),
         Err(e) => check("data folder", data, Finding::Problem, e.to_string()),
     });
+    // The store, and its lock, before any file is looked at.
+    let store = match open_store(config, OpenMode::Existing, 0) {
+        Ok(store) => Some(store),
+        Err(crate::error::Error::Store(
+            StoreError::NotFound { .. } | StoreError::CollectionNotFound { .. },
+        )) => None,
+        Err(e) => return Err(e),
+    };
+    let _writer = match crate::state::shares_collection(config) {
+        true => Some(
+            crate::state::ClusterLock::try_take(config, crate::state::WRITER)?.ok_or_else(
+                || {
+                    crate::error::Error::InvalidInput(
+                    "a server is ingesting into this collection; run grace doctor when it is done"
+                        .into(),
+                )
+                },
+            )?,
+        ),
+        false => None,
+    };
     if config.storage.state == StateBackend::Sqlite {
         for file in state_files(data)? {
             checks.push(state_file(&file, repair));
         }
     }
-    let (manifest_check, store_points, sources) = manifest_and_store(config, repair)?;
+    let (manifest_check, store_points, sources) =
+        manifest_and_store(config, store.as_deref(), repair)?;
     checks.extend(manifest_check);
     let healthy = checks.iter().all(|c| c.finding != Finding::Problem);
     Ok(DoctorReport {
@@ -124,15 +152,27 @@ fn state_files(data: &Path) -> Result<Vec<std::path::PathBuf>> {
 }
 
 /// SQLite's integrity check of one state file; a damaged one moved aside
-/// with `repair`.
+/// with `repair` (never one that could only not be read).
 fn state_file(file: &Path, repair: bool) -> Check {
-    let Err(problem) = crate::state::check_sqlite_file(file) else {
-        return check(
-            "state file",
-            file,
-            Finding::Ok,
-            "integrity check passed".into(),
-        );
+    use crate::state::FileCheck;
+    let problem = match crate::state::check_sqlite_file(file) {
+        FileCheck::Sound => {
+            return check(
+                "state file",
+                file,
+                Finding::Ok,
+                "integrity check passed".into(),
+            );
+        }
+        FileCheck::Unchecked(why) => {
+            return check(
+                "state file",
+                file,
+                Finding::Problem,
+                format!("cannot be checked ({why}); nothing was done to it"),
+            );
+        }
+        FileCheck::Damaged(problem) => problem,
     };
     if !repair {
         return check(
@@ -148,15 +188,15 @@ fn state_file(file: &Path, repair: bool) -> Check {
         "sqlite3.corrupt-{}",
         crate::ingest::manifest::now()
     ));
-    let moved = std::fs::rename(file, &aside).and_then(|()| {
-        for suffix in ["-wal", "-shm"] {
-            let side = Path::new(&format!("{}{suffix}", file.display())).to_path_buf();
-            if side.exists() {
-                std::fs::rename(&side, format!("{}{suffix}", aside.display()))?;
-            }
-        }
-        Ok(())
-    });
+    // Its log and shared memory first: the main file last, so that a
+    // failure midway never leaves a database beside another's log.
+    let side =
+        |p: &Path, suffix: &str| std::path::PathBuf::from(format!("{}{suffix}", p.display()));
+    let moved = ["-wal", "-shm"]
+        .iter()
+        .filter(|suffix| side(file, suffix).exists())
+        .try_for_each(|suffix| std::fs::rename(side(file, suffix), side(&aside, suffix)))
+        .and_then(|()| std::fs::rename(file, &aside));
     match moved {
         Ok(()) => check(
             "state file",
@@ -179,16 +219,15 @@ fn state_file(file: &Path, repair: bool) -> Check {
 
 /// The manifest's and the store's checks, the store's point count and the
 /// manifest's source count.
-fn manifest_and_store(config: &Config, repair: bool) -> Result<(Vec<Check>, usize, usize)> {
+fn manifest_and_store(
+    config: &Config,
+    store: Option<&dyn VectorStore>,
+    repair: bool,
+) -> Result<(Vec<Check>, usize, usize)> {
     let mut checks = Vec::new();
     let manifests = ManifestStore::open(config)?;
     let place = manifests.place();
     let loaded = manifests.load();
-    let store = match open_store(config, OpenMode::Existing, 0) {
-        Ok(store) => Some(store),
-        Err(crate::error::Error::Store(StoreError::NotFound { .. })) => None,
-        Err(e) => return Err(e),
-    };
     let Some(store) = store else {
         let finding = match &loaded {
             Ok(Some(m)) if !m.sources.is_empty() => Finding::Problem,
@@ -207,7 +246,7 @@ fn manifest_and_store(config: &Config, repair: bool) -> Result<(Vec<Check>, usiz
         return Ok((checks, 0, 0));
     };
     let points = store.count(None)?;
-    let held = sources_in(store.as_ref())?;
+    let held = sources_in(store)?;
     let (manifest, mut finding, mut detail) = match loaded {
         Ok(Some(m)) => {
             let differences = compare(&m, &held);
@@ -256,12 +295,25 @@ fn manifest_and_store(config: &Config, repair: bool) -> Result<(Vec<Check>, usiz
                     crate::ingest::pipeline_id(model.model_id(), &config.ingest)
                 }
             };
-            let rebuilt = rebuild(&pipeline, &held);
+            let rebuilt = rebuild(&pipeline, &held, manifest.as_ref(), &|source| {
+                crate::ingest::inspect(&config.ingest, Path::new(source))
+            });
             let pending = rebuilt
                 .sources
                 .values()
                 .filter(|e| e.state == EntryState::Pending)
                 .count();
+            let pinned: Vec<&str> = rebuilt
+                .sources
+                .iter()
+                .filter(|(s, e)| {
+                    e.pinned
+                        && !manifest
+                            .as_ref()
+                            .is_some_and(|m| m.sources.get(*s).is_some_and(|old| old.pinned))
+                })
+                .map(|(s, _)| s.as_str())
+                .collect();
             manifests.save(&rebuilt)?;
             sources = rebuilt.sources.len();
             finding = Finding::Repaired;
@@ -269,6 +321,14 @@ fn manifest_and_store(config: &Config, repair: bool) -> Result<(Vec<Check>, usiz
                 "{detail}; rebuilt from the store's {points} points: {sources} sources, {pending} of them pending \
                  (the next ingest writes those again, and reads every file once)"
             );
+            if !pinned.is_empty() {
+                detail.push_str(&format!(
+                    "; {} sources keep the readers stored with them, which differ from what their folder says \
+                     now (a request gave them, or the folder changed since): {}. `grace ingest --access` sets others",
+                    pinned.len(),
+                    name_some(&pinned)
+                ));
+            }
         } else {
             detail =
                 format!("{detail}; `grace doctor --repair` rebuilds the manifest from the store");
@@ -318,7 +378,6 @@ fn sources_in(store: &dyn VectorStore) -> Result<BTreeMap<String, Held>> {
 /// How `manifest` and the store's `held` sources differ (at most a few of
 /// each kind named).
 fn compare(manifest: &Manifest, held: &BTreeMap<String, Held>) -> Vec<String> {
-    const NAMED: usize = 3;
     let mut differ = Vec::new();
     let mut missing = Vec::new();
     for (source, entry) in &manifest.sources {
@@ -341,13 +400,7 @@ fn compare(manifest: &Manifest, held: &BTreeMap<String, Held>) -> Vec<String> {
             missing.push(source.as_str());
         }
     }
-    let name = |v: &[&str]| {
-        let mut s = v.iter().take(NAMED).copied().collect::<Vec<_>>().join(", ");
-        if v.len() > NAMED {
-            s.push_str(&format!(" and {} more", v.len() - NAMED));
-        }
-        s
-    };
+    let name = |v: &[&str]| name_some(v);
     let mut out = Vec::new();
     if !differ.is_empty() {
         out.push(format!(
@@ -366,10 +419,20 @@ fn compare(manifest: &Manifest, held: &BTreeMap<String, Held>) -> Vec<String> {
     out
 }
 
-/// A manifest for `pipeline` made from what the store holds: a source is
-/// committed when its points are chunks 0..n of one content, with the ids
-/// those make; else pending (its store state is not one ingest's).
-pub fn rebuild(pipeline: &str, held: &BTreeMap<String, Held>) -> Manifest {
+/// A manifest for `pipeline` made from what the store holds. A source is
+/// committed when its points are chunks 0..n of one content with the ids
+/// those make and, when `inspect` finds its file with that content, n is
+/// the file's chunk count; else pending (its store state is not one
+/// ingest's). Its readers are those stored with its points; it is pinned
+/// (a folder's access file no longer changes them) when the `old`
+/// manifest said so, or when they differ from what `inspect` says the
+/// document and its folder give now: doctor never changes who may read.
+pub fn rebuild(
+    pipeline: &str,
+    held: &BTreeMap<String, Held>,
+    old: Option<&Manifest>,
+    inspect: &dyn Fn(&str) -> std::result::Result<crate::ingest::Inspected, String>,
+) -> Manifest {
     let mut manifest = Manifest::new(pipeline);
     let now = crate::ingest::manifest::now();
     for (source, h) in held {
@@ -379,20 +442,27 @@ pub fn rebuild(pipeline: &str, held: &BTreeMap<String, Held>) -> Manifest {
         let whole = points.iter().enumerate().all(|(i, (index, h, id))| {
             *index == i && *h == hash && *id == point_id(source, i, &hash)
         });
+        let file = inspect(source).ok();
+        let same = file.as_ref().filter(|f| f.hash == hash);
+        let complete = same.is_none_or(|f| f.chunks == points.len());
+        let stored = crate::access::Readers::stored(&h.readers);
+        let previous = old.and_then(|m| m.sources.get(source));
+        let pinned =
+            previous.is_some_and(|p| p.pinned) || file.as_ref().is_none_or(|f| f.readers != stored);
         manifest.sources.insert(
             source.clone(),
             SourceEntry {
                 content_hash: hash,
                 point_ids: points.iter().map(|p| p.2).collect(),
-                state: if whole {
+                state: if whole && complete {
                     EntryState::Committed
                 } else {
                     EntryState::Pending
                 },
                 updated_at: now,
                 readers: h.readers.clone(),
-                pinned: false,
-                from_document: false,
+                pinned,
+                from_document: !pinned && file.as_ref().is_some_and(|f| f.from_document),
                 stat: None,
             },
         );
@@ -400,9 +470,26 @@ pub fn rebuild(pipeline: &str, held: &BTreeMap<String, Held>) -> Manifest {
     manifest
 }
 
+/// A few of `names`, and how many more.
+fn name_some(names: &[&str]) -> String {
+    const NAMED: usize = 3;
+    let mut s = names
+        .iter()
+        .take(NAMED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > NAMED {
+        s.push_str(&format!(" and {} more", names.len() - NAMED));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::access::Readers;
+    use crate::ingest::Inspected;
 
     fn held(source: &str, hash: &str, n: usize) -> Held {
         Held {
@@ -413,21 +500,72 @@ mod tests {
         }
     }
 
+    /// Files as `inspect` would find them: `(hash, chunks)` per source,
+    /// readable by everyone.
+    fn files(
+        found: &[(&str, &str, usize)],
+    ) -> impl Fn(&str) -> std::result::Result<Inspected, String> {
+        let found: Vec<(String, String, usize)> = found
+            .iter()
+            .map(|(s, h, n)| (s.to_string(), h.to_string(), *n))
+            .collect();
+        move |source| {
+            found
+                .iter()
+                .find(|f| f.0 == source)
+                .map(|f| Inspected {
+                    hash: f.1.clone(),
+                    chunks: f.2,
+                    readers: Readers::parse(&["public".to_string()]).unwrap(),
+                    from_document: false,
+                })
+                .ok_or_else(|| "no such file".to_string())
+        }
+    }
+
     #[test]
-    fn a_whole_source_is_committed_and_a_mixed_one_pending() {
+    fn a_whole_source_is_committed_and_a_mixed_or_cut_one_pending() {
         let mut store = BTreeMap::new();
         store.insert("/a.md".to_string(), held("/a.md", "h1", 3));
         // Half old, half new content: an ingest cut off in the middle.
         let mut mixed = held("/b.md", "old", 2);
         mixed.points[1] = (1, "new".into(), point_id("/b.md", 1, "new"));
         store.insert("/b.md".to_string(), mixed);
-        let m = rebuild("p", &store);
-        assert_eq!(m.sources["/a.md"].state, EntryState::Committed);
+        // Chunks 0..2 of a file that has 4: a write cut after a batch.
+        store.insert("/c.md".to_string(), held("/c.md", "h3", 2));
+        // A file changed since (its next ingest writes it) or gone.
+        store.insert("/d.md".to_string(), held("/d.md", "h4", 1));
+        let inspect = files(&[
+            ("/a.md", "h1", 3),
+            ("/c.md", "h3", 4),
+            ("/d.md", "other", 9),
+        ]);
+        let m = rebuild("p", &store, None, &inspect);
+        let state = |s: &str| m.sources[s].state;
+        assert_eq!(state("/a.md"), EntryState::Committed);
+        assert_eq!(state("/b.md"), EntryState::Pending);
+        assert_eq!(state("/c.md"), EntryState::Pending);
+        assert_eq!(state("/d.md"), EntryState::Committed);
         assert_eq!(m.sources["/a.md"].point_ids.len(), 3);
-        assert_eq!(m.sources["/a.md"].readers, vec!["public".to_string()]);
-        assert_eq!(m.sources["/b.md"].state, EntryState::Pending);
         assert!(m.sources.values().all(|e| e.stat.is_none()));
         assert!(compare(&m, &store).is_empty());
+    }
+
+    #[test]
+    fn readers_are_never_changed_only_pinned_when_the_folder_says_otherwise() {
+        let mut store = BTreeMap::new();
+        store.insert("/a.md".to_string(), held("/a.md", "h1", 1));
+        let mut narrow = held("/b.md", "h2", 1);
+        narrow.readers = vec!["user:cy".into()];
+        store.insert("/b.md".to_string(), narrow);
+        let inspect = files(&[("/a.md", "h1", 1), ("/b.md", "h2", 1)]);
+        let m = rebuild("p", &store, None, &inspect);
+        assert!(!m.sources["/a.md"].pinned);
+        assert!(m.sources["/b.md"].pinned);
+        assert_eq!(m.sources["/b.md"].readers, vec!["user:cy".to_string()]);
+        // A file that cannot be read keeps its readers pinned too.
+        let m = rebuild("p", &store, None, &files(&[]));
+        assert!(m.sources.values().all(|e| e.pinned));
     }
 
     #[test]
@@ -435,7 +573,7 @@ mod tests {
         let mut store = BTreeMap::new();
         store.insert("/a.md".to_string(), held("/a.md", "h1", 2));
         store.insert("/c.md".to_string(), held("/c.md", "h3", 1));
-        let mut m = rebuild("p", &store);
+        let mut m = rebuild("p", &store, None, &files(&[]));
         m.sources.remove("/c.md");
         m.sources.get_mut("/a.md").unwrap().point_ids.pop();
         let d = compare(&m, &store);

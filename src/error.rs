@@ -148,11 +148,13 @@ impl Error {
     /// (`storage.min_free_mb`), a state database's, or the manifest's.
     /// Nothing was written.
     pub fn is_disk_full(&self) -> bool {
-        const ENOSPC: i32 = 28;
+        use std::io::ErrorKind::{QuotaExceeded, StorageFull};
         match self {
             Error::Store(StoreError::DiskFull { .. })
             | Error::Ingest(IngestError::Store(StoreError::DiskFull { .. })) => true,
-            Error::Ingest(IngestError::Io { source, .. }) => source.raw_os_error() == Some(ENOSPC),
+            Error::Ingest(IngestError::Io { source, .. }) => {
+                matches!(source.kind(), StorageFull | QuotaExceeded)
+            }
             e => e.state().is_some_and(|s| s.is_disk_full()),
         }
     }

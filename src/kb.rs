@@ -318,16 +318,40 @@ impl KnowledgeBase {
 
 /// Fails with [`crate::error::Error::DataDirReadOnly`] when a file cannot be made in
 /// `dir` (created if missing): a read-only folder is said at start, not as
-/// the first write fails.
+/// the first write fails. A full disk is not a read-only folder: reads go
+/// on, and each write says the disk is full.
 pub(crate) fn check_writable(dir: &std::path::Path) -> Result<()> {
-    let probe = dir.join(format!(".grace-write-check-{}", std::process::id()));
-    std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&probe, b""))
-        .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|source| crate::error::Error::DataDirReadOnly {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PROBES: AtomicU64 = AtomicU64::new(0);
+    let probe = dir.join(format!(
+        ".grace-write-check-{}-{}-{}",
+        std::process::id(),
+        PROBES.fetch_add(1, Ordering::Relaxed),
+        crate::state::now_ms()
+    ));
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+            .map(drop)
+    });
+    let _ = std::fs::remove_file(&probe);
+    match written {
+        Ok(()) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) =>
+        {
+            Ok(())
+        }
+        Err(source) => Err(crate::error::Error::DataDirReadOnly {
             path: dir.to_path_buf(),
             source,
-        })
+        }),
+    }
 }
 
 /// Opens the store `config.storage.backend` names: an existing collection,

@@ -73,10 +73,18 @@ fn a_full_disk_refuses_an_ingest_and_an_answer_cleanly_and_both_complete_once_sp
             "{message}"
         );
     }
-    // The server stayed up and kept answering reads (no SIGBUS, no panic).
+    // A refused ingest lost nothing: the edited file's old text is still
+    // found (its old chunks go only once the new ones have room).
+    assert_eq!(seen["old_text_kept"], true, "{seen}");
+    // The server stayed up and kept answering reads (no SIGBUS, no panic);
+    // an ask, which writes, is answered or refused as 507.
     assert_eq!(
         (&seen["health_when_full"], &seen["search_when_full"]),
         (&Value::from(200), &Value::from(200))
+    );
+    assert!(
+        [200, 507].contains(&seen["ask_when_full"].as_u64().unwrap()),
+        "{seen}"
     );
     // Space back: the ingest completes, the answer goes in once.
     assert_eq!(seen["ingest_after"][0], 200, "{seen}");
@@ -88,6 +96,11 @@ fn a_full_disk_refuses_an_ingest_and_an_answer_cleanly_and_both_complete_once_sp
     assert_eq!(seen["answer_after"], 200, "{seen}");
     assert_eq!(seen["answers_logged"], 1, "{seen}");
     assert_eq!(seen["escalation_status"], "answered", "{seen}");
+    assert_eq!(
+        (&seen["new_text_in"], &seen["ask_when_back"]),
+        (&Value::Bool(true), &Value::from(200)),
+        "{seen}"
+    );
     // Nothing corrupt: the store and manifest equal a clean ingest of the
     // same files, and doctor finds nothing wrong.
     assert_eq!(

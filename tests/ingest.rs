@@ -268,16 +268,20 @@ fn score_threshold_drops_passages_below_it_and_keeps_the_fused_order() {
     assert_eq!(first.iter().map(|p| p.id).collect::<Vec<_>>(), want[..1]);
 }
 
-/// Sets `path`'s modification time `secs` seconds back (a file that has
-/// settled, as every file of a folder but the one just edited).
-fn age(path: &Path, secs: u64) {
+/// Sets `path`'s modification time to `t` (as a tool that restores one).
+fn set_mtime(path: &Path, t: std::time::SystemTime) {
     let f = fs::File::options().write(true).open(path).unwrap();
-    let t = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
     f.set_modified(t).unwrap();
 }
 
+/// Waits until every file written so far has settled (its times older
+/// than `manifest::SETTLE`).
+fn settle() {
+    std::thread::sleep(grace::ingest::manifest::SETTLE + std::time::Duration::from_millis(200));
+}
+
 #[test]
-fn a_settled_file_is_judged_by_its_size_and_time_and_a_touched_one_by_its_hash() {
+fn a_settled_file_is_judged_by_its_stat_unread_and_any_change_to_it_is_read() {
     let data = tempfile::tempdir().unwrap();
     let docs = tempfile::tempdir().unwrap();
     let (a, b, c) = (
@@ -292,65 +296,58 @@ fn a_settled_file_is_judged_by_its_size_and_time_and_a_touched_one_by_its_hash()
     )
     .unwrap();
     fs::write(&c, "# Charlie\n\nThe charlie gauge reads low.\n").unwrap();
-    for p in [&a, &b] {
-        age(p, 60);
-    }
+    settle();
     let kb = common::open(common::config(data.path()));
     let dir = [docs.path().to_path_buf()];
     let first = ingest(&kb, &dir, true);
-    assert_eq!(first.added, 3, "{first:?}");
-    let m = manifest(&kb);
-    let entry = |m: &Manifest, p: &Path| m.sources[&source(p)].clone();
-    // Settled files keep their stat; `c`, written just now, may change
-    // again within its time's resolution, so it has none: its bytes decide.
+    assert_eq!((first.added, first.read), (3, 3), "{first:?}");
+    let entry = |p: &Path| manifest(&kb).sources[&source(p)].clone();
     assert_eq!(
-        entry(&m, &a).stat.map(|s| s.size),
+        entry(&a).stat.map(|s| s.size),
         Some(fs::metadata(&a).unwrap().len())
     );
-    assert!(entry(&m, &b).stat.is_some() && entry(&m, &b).from_document);
-    assert_eq!(entry(&m, &c).stat, None);
+    assert!(entry(&b).stat.is_some() && entry(&b).from_document);
 
-    // The same size and time over other bytes is taken as unchanged
-    // without reading the file: the stat is trusted, as git trusts it.
-    // (Only a tool that puts the time back can do this; the book says so.)
+    // Nothing changed: nothing is read.
+    let second = ingest(&kb, &dir, true);
+    assert_eq!((second.unchanged, second.read), (3, 0), "{second:?}");
+
+    // A file written just now may change again within its times'
+    // resolution: it gets no stat, and the next run reads it again.
+    fs::write(&c, "# Charlie\n\nThe charlie gauge reads high.\n").unwrap();
+    let third = ingest(&kb, &dir, true);
+    assert_eq!((third.updated, third.read), (1, 1), "{third:?}");
+    assert_eq!(entry(&c).stat, None);
+
+    // Other bytes of the same size with the old modification time put
+    // back: the change time moved, so the file is read and the change found.
     let before = fs::metadata(&a).unwrap().modified().unwrap();
     fs::write(&a, "# Alpha\n\nThe alpha pump runs at dawn.\n").unwrap();
-    fs::File::options()
-        .write(true)
-        .open(&a)
-        .unwrap()
-        .set_modified(before)
-        .unwrap();
-    age(&c, 60);
-    let second = ingest(&kb, &dir, true);
-    assert_eq!((second.unchanged, second.updated), (3, 0), "{second:?}");
-    // `c` was read (no stat yet) and is now settled: its stat is kept.
-    assert!(entry(&manifest(&kb), &c).stat.is_some());
-    let dusk = kb
-        .search("When does the alpha pump run?", Some(1), None)
-        .unwrap();
-    assert!(dusk[0].text.contains("dusk"), "{dusk:?}");
-
-    // A new time makes it read and hashed: the change is found.
-    age(&a, 30);
-    let third = ingest(&kb, &dir, true);
-    assert_eq!((third.unchanged, third.updated), (2, 1), "{third:?}");
+    set_mtime(&a, before);
+    let fourth = ingest(&kb, &dir, true);
+    assert_eq!((fourth.updated, fourth.read), (1, 2), "{fourth:?}");
     let dawn = kb
         .search("When does the alpha pump run?", Some(1), None)
         .unwrap();
     assert!(dawn[0].text.contains("dawn"), "{dawn:?}");
 
-    // A touch with the same bytes is read, found unchanged, and its new
-    // time recorded (so the next run need not read it again).
-    age(&b, 20);
+    // A touch with the same bytes is read and found unchanged; once all
+    // have settled their stats are kept, and the next run reads nothing.
+    set_mtime(&b, std::time::SystemTime::now());
+    set_mtime(&c, std::time::SystemTime::now());
+    settle();
     let touched = ingest(&kb, &dir, true);
-    assert_eq!((touched.unchanged, touched.updated), (3, 0), "{touched:?}");
-    let b_now = fs::metadata(&b).unwrap().modified().unwrap();
-    let ns = b_now
+    assert_eq!((touched.unchanged, touched.read), (3, 3), "{touched:?}");
+    let quiet = ingest(&kb, &dir, true);
+    assert_eq!((quiet.unchanged, quiet.read), (3, 0), "{quiet:?}");
+    let b_meta = fs::metadata(&b).unwrap();
+    let ns = b_meta
+        .modified()
+        .unwrap()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64;
-    assert_eq!(entry(&manifest(&kb), &b).stat.map(|s| s.mtime_ns), Some(ns));
+    assert_eq!(entry(&b).stat.map(|s| s.mtime_ns), Some(ns));
 
     // Readers still follow the folder without reading an unchanged file:
     // a new `.grace-access.yml` relabels `a` and `c`; `b`'s front matter,
@@ -358,11 +355,22 @@ fn a_settled_file_is_judged_by_its_size_and_time_and_a_touched_one_by_its_hash()
     fs::write(docs.path().join(".grace-access.yml"), "read: [group:ops]\n").unwrap();
     let relabelled = ingest(&kb, &dir, true);
     assert_eq!(
-        (relabelled.relabelled, relabelled.chunks_written),
-        (2, 0),
+        (
+            relabelled.relabelled,
+            relabelled.chunks_written,
+            relabelled.read
+        ),
+        (2, 0, 0),
         "{relabelled:?}"
     );
-    let m = manifest(&kb);
-    assert_eq!(entry(&m, &a).readers, vec!["group:ops".to_string()]);
-    assert_eq!(entry(&m, &b).readers, vec!["user:cy".to_string()]);
+    assert_eq!(entry(&a).readers, vec!["group:ops".to_string()]);
+    assert_eq!(entry(&b).readers, vec!["user:cy".to_string()]);
+
+    // A lowered ingest.max_file_bytes applies to an unchanged file too.
+    let mut small = common::config(data.path());
+    small.ingest.max_file_bytes = 10;
+    drop(kb);
+    let kb = common::open(small);
+    let capped = ingest(&kb, &dir, true);
+    assert_eq!(capped.skipped.len(), 3, "{capped:?}");
 }

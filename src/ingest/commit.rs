@@ -140,7 +140,6 @@ impl Ingestor<'_> {
         let mut points = Vec::with_capacity(texts.len());
         let mut ids_per_file = Vec::with_capacity(group.len());
         for p in group.iter() {
-            self.retrying(report, on_event, || self.store.delete_by_source(&p.source))?;
             let mut ids = Vec::with_capacity(p.chunks.len());
             for (i, c) in p.chunks.iter().enumerate() {
                 let (Some(dense), Some(text)) = (vectors.next(), texts.next()) else {
@@ -164,6 +163,12 @@ impl Ingestor<'_> {
                 });
             }
             ids_per_file.push(ids);
+        }
+        // Before the first delete: a store that cannot take the new points
+        // (a full disk) must not lose the old ones.
+        self.store.ensure_space(&points)?;
+        for p in group.iter() {
+            self.retrying(report, on_event, || self.store.delete_by_source(&p.source))?;
         }
         report.chunks_written += points.len();
         // Upserts are idempotent (deterministic ids): sending the batch

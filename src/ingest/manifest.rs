@@ -67,37 +67,58 @@ pub struct SourceEntry {
     pub stat: Option<FileStat>,
 }
 
-/// A file's size and modification time, as a re-ingest compares them.
+/// What a re-ingest compares a file by before reading it: its size, its
+/// modification time, its change time (which nothing can set back: a tool
+/// that restores an old modification time moves it) and its inode (a file
+/// replaced by another is another inode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileStat {
     /// Bytes.
     pub size: u64,
-    /// Nanoseconds since the Unix epoch.
+    /// Modification time, nanoseconds since the Unix epoch.
     pub mtime_ns: u64,
+    /// Change time (of the contents or the metadata), nanoseconds since
+    /// the Unix epoch (0 in a stat recorded without it: never equal to a
+    /// file's, so the file is read once).
+    #[serde(default)]
+    pub ctime_ns: u64,
+    /// The inode number (0 likewise).
+    #[serde(default)]
+    pub ino: u64,
 }
 
-/// A file modified this recently may change again within its
-/// modification time's resolution (whole seconds, two on some file
-/// systems) without the time moving: its stat is not trusted, so the next
-/// run reads it again (git's "racily clean" entries).
+/// A file changed this recently may change again within its times'
+/// resolution (whole seconds, two on some file systems) without them
+/// moving: its stat is not trusted, so the next run reads it again (git's
+/// "racily clean" entries).
 pub const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl FileStat {
-    /// The stat of a file in `meta`, taken no earlier than `now`, when it
-    /// was last modified at least [`SETTLE`] before `now`; `None` when it
-    /// is newer (or its time is unknown): then its bytes decide.
+    /// The stat of a file in `meta`, taken no earlier than `now`, when its
+    /// modification and change times are at least [`SETTLE`] before `now`;
+    /// `None` when either is newer (or unknown): then its bytes decide.
     pub fn settled(meta: &std::fs::Metadata, now: std::time::SystemTime) -> Option<Self> {
-        let modified = meta.modified().ok()?;
-        if modified + SETTLE > now {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |secs: i64, nanos: i64| -> Option<u64> {
+            u64::try_from(secs)
+                .ok()?
+                .checked_mul(1_000_000_000)?
+                .checked_add(u64::try_from(nanos).ok()?)
+        };
+        let mtime_ns = ns(meta.mtime(), meta.mtime_nsec())?;
+        let ctime_ns = ns(meta.ctime(), meta.ctime_nsec())?;
+        let now_ns =
+            u64::try_from(now.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos()).ok()?;
+        let settle = u64::try_from(SETTLE.as_nanos()).ok()?;
+        // A time in the future (or beyond u64) is never settled.
+        if mtime_ns.max(ctime_ns).checked_add(settle)? > now_ns {
             return None;
         }
-        let mtime_ns = modified
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()?
-            .as_nanos();
         Some(Self {
             size: meta.len(),
-            mtime_ns: u64::try_from(mtime_ns).ok()?,
+            mtime_ns,
+            ctime_ns,
+            ino: meta.ino(),
         })
     }
 }
@@ -291,6 +312,8 @@ mod tests {
                 stat: Some(FileStat {
                     size: 10,
                     mtime_ns: 7,
+                    ctime_ns: 8,
+                    ino: 9,
                 }),
             },
         );
@@ -319,6 +342,19 @@ mod tests {
             .unwrap();
         let meta = std::fs::metadata(&p).unwrap();
         assert_eq!(FileStat::settled(&meta, later), None);
+        // Nor one far in the future (a hostile file in a watched folder).
+        let far = now + std::time::Duration::from_secs(100 * 365 * 86_400);
+        f.set_modified(far).unwrap();
+        let meta = std::fs::metadata(&p).unwrap();
+        assert_eq!(FileStat::settled(&meta, later), None);
+        // An old modification time put back moves the change time: the
+        // file is not settled until that is old too.
+        f.set_modified(now - std::time::Duration::from_secs(3600))
+            .unwrap();
+        let meta = std::fs::metadata(&p).unwrap();
+        assert_eq!(FileStat::settled(&meta, std::time::SystemTime::now()), None);
+        let stat = FileStat::settled(&meta, later + SETTLE).unwrap();
+        assert!(stat.ctime_ns > stat.mtime_ns && stat.ino > 0, "{stat:?}");
     }
 
     #[test]

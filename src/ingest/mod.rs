@@ -17,6 +17,8 @@ pub mod walk;
 mod commit;
 mod prepare;
 
+pub use self::prepare::{Inspected, inspect};
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -256,6 +258,9 @@ pub struct IngestReport {
     pub updated: usize,
     /// Files already in the store with the same content.
     pub unchanged: usize,
+    /// Files whose bytes were read (to hash, and to chunk when changed);
+    /// the others were taken as unchanged from their size and times.
+    pub read: usize,
     /// Files with the same content whose readers changed: their chunks
     /// were re-labelled without embedding them again.
     pub relabelled: usize,
@@ -440,21 +445,27 @@ impl Ingestor<'_> {
             }
             let source = source_key(&candidate.path);
             let previous = run.manifest.sources.get(&source);
-            match self.prepare(
+            let prepared = self.prepare(
                 candidate,
                 stat,
                 &source,
                 previous,
                 pipeline_changed,
                 &mut access,
-            ) {
-                Ok(Outcome::Unchanged { stat }) => {
+            );
+            run.report.read += usize::from(!matches!(prepared, Ok((_, false))));
+            match prepared.map(|(outcome, _)| outcome) {
+                Ok(Outcome::Unchanged {
+                    stat,
+                    from_document,
+                }) => {
                     run.report.unchanged += 1;
                     let mut chunks = 0;
                     if let Some(entry) = run.manifest.sources.get_mut(&source) {
                         chunks = entry.point_ids.len();
-                        if entry.stat != stat {
+                        if entry.stat != stat || entry.from_document != from_document {
                             entry.stat = stat;
+                            entry.from_document = from_document;
                             run.changed_stats = true;
                         }
                     }
@@ -523,11 +534,23 @@ impl Ingestor<'_> {
                 run.report.removed.extend(gone);
             }
         }
+        if run.changed_stats
+            || (!run.changed_store && (pipeline_changed || !self.manifest.exists()?))
+        {
+            self.manifest.save(&run.manifest)?;
+        }
         if run.changed_store {
             on_event(IngestEvent::Optimizing);
-            run.report.optimized = self.store.optimize()?;
-        } else if pipeline_changed || run.changed_stats || !self.manifest.exists()? {
-            self.manifest.save(&run.manifest)?;
+            run.report.optimized = match self.store.optimize() {
+                Ok(built) => built,
+                // Everything is written; only the index waits for space
+                // (the next write builds it).
+                Err(e @ StoreError::DiskFull { .. }) => {
+                    tracing::warn!(error = %e, "the chunks are written; the index waits for space");
+                    false
+                }
+                Err(e) => return Err(e.into()),
+            };
         }
         let mut report = run.report;
         report.points_total = self.store.count(None)?;

@@ -11,18 +11,19 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::chunk::{self, ChunkParams};
+use super::chunk::{self, Chunk, ChunkParams};
 use super::load::{self, Format, LoadError};
 use super::manifest::{EntryState, FileStat, SourceEntry};
 use super::{Ingestor, Prepared, limits, walk};
 use crate::access::Readers;
 use crate::access::file::{AccessFiles, front_matter_access};
+use crate::config::IngestConfig;
 use crate::durable::CappedReadError;
 
 impl Ingestor<'_> {
     /// What `candidate` (whose stat is `stat`, when settled) needs, given
-    /// its manifest entry `previous`; `Err(reason)` when it cannot be
-    /// ingested.
+    /// its manifest entry `previous`, and whether its bytes were read;
+    /// `Err(reason)` when it cannot be ingested.
     pub(super) fn prepare(
         &self,
         candidate: &walk::Candidate,
@@ -31,15 +32,17 @@ impl Ingestor<'_> {
         previous: Option<&SourceEntry>,
         pipeline_changed: bool,
         access: &mut Access,
-    ) -> std::result::Result<Outcome, String> {
+    ) -> std::result::Result<(Outcome, bool), String> {
         let path = &candidate.path;
         let current = previous.filter(|p| p.state == EntryState::Committed && !pipeline_changed);
         if let Some(prev) = current
-            && stat.is_some()
+            && let Some(now) = stat
             && prev.stat == stat
+            // A lowered `ingest.max_file_bytes` applies to unchanged files too.
+            && now.size <= self.config.max_file_bytes
         {
             let labels = access.labels_unread(path, prev)?;
-            return Ok(unchanged(prev, labels, stat));
+            return Ok((unchanged(prev, labels, stat), false));
         }
         let bytes = read_capped(path, self.config.max_file_bytes)?;
         let hash = crate::durable::hex(&Sha256::digest(&bytes));
@@ -48,42 +51,91 @@ impl Ingestor<'_> {
         if let Some(prev) = current
             && prev.content_hash == hash
         {
-            return Ok(unchanged(prev, labels, stat));
+            return Ok((unchanged(prev, labels, stat), true));
         }
-        let format = match format {
-            Some(f) => f,
-            None if candidate.explicit => Format::Text,
-            None => return Err("unsupported file type".into()),
-        };
-        let doc = load::load(&bytes, format, &limits(self.config))
-            .map_err(|e: LoadError| e.to_string())?;
-        let params = ChunkParams {
-            size: self.config.chunk_size,
-            overlap: self.config.chunk_overlap,
-        };
-        let chunks = chunk::chunk_sections(&doc.sections, params);
-        Ok(Outcome::Changed(Prepared {
+        let (chunks, title) = chunks_of(&bytes, format, candidate.explicit, self.config)?;
+        let prepared = Prepared {
             source: source.to_string(),
             path: path.clone(),
             hash,
             chunks,
-            title: doc.title,
+            title,
             labels,
             stat,
             existed: previous.is_some(),
             bytes: 0,
-        }))
+        };
+        Ok((Outcome::Changed(prepared), true))
     }
+}
+
+/// The chunks (and title) of a file's `bytes` in `format` (unknown: text
+/// when the file was named, else not ingested).
+fn chunks_of(
+    bytes: &[u8],
+    format: Option<Format>,
+    explicit: bool,
+    config: &IngestConfig,
+) -> std::result::Result<(Vec<Chunk>, Option<String>), String> {
+    let format = match format {
+        Some(f) => f,
+        None if explicit => Format::Text,
+        None => return Err("unsupported file type".into()),
+    };
+    let doc = load::load(bytes, format, &limits(config)).map_err(|e: LoadError| e.to_string())?;
+    let params = ChunkParams {
+        size: config.chunk_size,
+        overlap: config.chunk_overlap,
+    };
+    Ok((chunk::chunk_sections(&doc.sections, params), doc.title))
+}
+
+/// What an ingest of the file at `path` would record now, without
+/// embedding it (for `grace doctor`, which checks a manifest rebuilt from
+/// the store against the files).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inspected {
+    /// Hex SHA-256 of its bytes.
+    pub hash: String,
+    /// Its chunks.
+    pub chunks: usize,
+    /// Its readers from its front matter or folder (no request's).
+    pub readers: Readers,
+    /// Whether its own front matter gave them.
+    pub from_document: bool,
+}
+
+/// Reads, hashes and chunks the file at `path` as an ingest would;
+/// `Err(reason)` when it cannot be ingested.
+pub fn inspect(config: &IngestConfig, path: &Path) -> std::result::Result<Inspected, String> {
+    let default = Readers::parse(&config.default_access)
+        .map_err(|m| format!("ingest.default_access: {m}"))?;
+    let mut access = Access {
+        request: None,
+        files: AccessFiles::default(),
+        default,
+    };
+    let bytes = read_capped(path, config.max_file_bytes)?;
+    let format = Format::from_path(path);
+    let labels = access.labels(path, format, &bytes, None)?;
+    let (chunks, _) = chunks_of(&bytes, format, true, config)?;
+    Ok(Inspected {
+        hash: crate::durable::hex(&Sha256::digest(&bytes)),
+        chunks: chunks.len(),
+        readers: labels.readers,
+        from_document: labels.from_document,
+    })
 }
 
 /// The outcome for a file whose bytes are those of `prev`, labelled
 /// `labels` now.
 fn unchanged(prev: &SourceEntry, labels: Labels, stat: Option<FileStat>) -> Outcome {
-    if Readers::stored(&prev.readers) == labels.readers
-        && prev.pinned == labels.pinned
-        && prev.from_document == labels.from_document
-    {
-        Outcome::Unchanged { stat }
+    if Readers::stored(&prev.readers) == labels.readers && prev.pinned == labels.pinned {
+        // Where the same readers came from is the manifest's alone.
+        Outcome::Unchanged {
+            stat,
+            from_document: labels.from_document,
+        }
     } else {
         Outcome::Relabel { labels, stat }
     }
@@ -107,6 +159,8 @@ pub(super) enum Outcome {
     Unchanged {
         /// Its settled stat, if any.
         stat: Option<FileStat>,
+        /// Whether its own front matter gives its readers.
+        from_document: bool,
     },
     /// The same text for other readers: its chunks are re-labelled, not
     /// embedded again.

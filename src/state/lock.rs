@@ -76,6 +76,7 @@ impl ClusterLock {
                     "the lock was lost (PostgreSQL restarted or the connection broke); stopping"
                         .into(),
                 unavailable: true,
+                sqlstate: String::new(),
             }),
             _ => Ok(()),
         }

@@ -33,7 +33,7 @@ pub use self::sql::Dialect;
 pub use self::value::{FromValue, Row, ToValue, Value};
 use crate::config::{Config, StateBackend};
 pub use crate::state_params as params;
-pub use sqlite::check_file as check_sqlite_file;
+pub use sqlite::{FileCheck, check_file as check_sqlite_file};
 pub(crate) use sqlite::{now_ms, to_time};
 
 /// What went wrong with a store's database.
@@ -58,6 +58,9 @@ pub enum StateError {
         /// The server could not be reached or the pool had no connection
         /// in time: a retry later may work (HTTP 503).
         unavailable: bool,
+        /// The server's SQLSTATE, when it answered with an error (else
+        /// empty).
+        sqlstate: String,
     },
     /// A column was not of the kind asked for.
     #[error("{place}: column {column}: {message}")]
@@ -101,7 +104,7 @@ impl StateError {
                 source: rusqlite::Error::SqliteFailure(e, _),
                 ..
             } => e.code == rusqlite::ErrorCode::DiskFull,
-            StateError::Postgres { message, .. } => message.contains("53100"),
+            StateError::Postgres { sqlstate, .. } => sqlstate == postgres::DISK_FULL,
             _ => false,
         }
     }

@@ -211,6 +211,7 @@ impl Pool {
             place: self.place.to_string(),
             message,
             unavailable: true,
+            sqlstate: String::new(),
         }
     }
 
@@ -219,6 +220,10 @@ impl Pool {
             place: self.place.to_string(),
             message: describe(e),
             unavailable: transient(e),
+            sqlstate: e
+                .as_db_error()
+                .map(|db| db.code().code().to_string())
+                .unwrap_or_default(),
         }
     }
 
@@ -239,6 +244,7 @@ impl Pool {
                     place: self.place.to_string(),
                     message,
                     unavailable: false,
+                    sqlstate: String::new(),
                 }
             }
             PoolError::Timeout(_) => self.unavailable(
@@ -502,6 +508,7 @@ impl Session<'_> {
                         place: self.pool.place.to_string(),
                         message,
                         unavailable: false,
+                        sqlstate: String::new(),
                     })?;
                 Ok(Row {
                     values,
@@ -686,6 +693,7 @@ pub(crate) fn drop_schema(settings: &PostgresConfig) -> Result<()> {
         place: place.clone(),
         message,
         unavailable,
+        sqlstate: String::new(),
     };
     let runtime = runtime().map_err(StateError::Config)?;
     let schema = settings.schema.clone();
@@ -719,17 +727,21 @@ pub(crate) fn drop_schema(settings: &PostgresConfig) -> Result<()> {
 /// Whether an error is PostgreSQL being away, starting, stopping or
 /// overloaded, or a timeout (retry later: HTTP 503), rather than a fault
 /// of the statement or the data (HTTP 500).
+/// PostgreSQL's SQLSTATE for a full disk.
+pub(super) const DISK_FULL: &str = "53100";
+
 fn transient(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
     if let Some(db) = e.as_db_error() {
         let code = db.code().code();
-        // 08: connection; 53: resources (too many connections); 57P:
-        // shutting down or starting; 55P03: lock timeout; 57014:
-        // statement timeout; 40001/40P01: serialisation, deadlock.
+        // 08: connection; 53: resources (too many connections), but not
+        // 53100, a full disk, which a retry does not mend; 57P: shutting
+        // down or starting; 55P03: lock timeout; 57014: statement
+        // timeout; 40001/40P01: serialisation, deadlock.
         return code.starts_with("08")
-            || code.starts_with("53")
+            || (code.starts_with("53") && code != DISK_FULL)
             || code.starts_with("57P")
             || matches!(code, "55P03" | "57014" | "40001" | "40P01");
     }
@@ -823,6 +835,7 @@ impl HeldLock {
             place: place.to_string(),
             message,
             unavailable,
+            sqlstate: String::new(),
         };
         let (tx, rx) = mpsc::sync_channel(1);
         runtime.spawn(async move {

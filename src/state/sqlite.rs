@@ -41,10 +41,22 @@ pub(crate) enum OpenError {
     },
 }
 
+/// What SQLite's own check found in a file ([`check_file`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileCheck {
+    /// Sound.
+    Sound,
+    /// Damaged: not a database, or its integrity check failed (at most
+    /// five of SQLite's findings).
+    Damaged(String),
+    /// Not checked: it could not be opened or read (busy, no permission).
+    Unchecked(String),
+}
+
 /// SQLite's own check of the file at `path` (`PRAGMA integrity_check`),
-/// opened read-only: `Ok(())` when it is sound, else at most five of the
-/// problems SQLite names (a file that is not a database is one).
-pub fn check_file(path: &Path) -> std::result::Result<(), String> {
+/// opened read-only.
+pub fn check_file(path: &Path) -> FileCheck {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
     let check = || -> rusqlite::Result<Vec<String>> {
         let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
         let mut stmt = conn.prepare("PRAGMA integrity_check(5)")?;
@@ -52,9 +64,14 @@ pub fn check_file(path: &Path) -> std::result::Result<(), String> {
         rows.collect()
     };
     match check() {
-        Ok(rows) if rows == ["ok"] => Ok(()),
-        Ok(rows) => Err(rows.join("; ")),
-        Err(e) => Err(e.to_string()),
+        Ok(rows) if rows == ["ok"] => FileCheck::Sound,
+        Ok(rows) => FileCheck::Damaged(rows.join("; ")),
+        Err(e @ rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, DatabaseCorrupt | NotADatabase) =>
+        {
+            FileCheck::Damaged(e.to_string())
+        }
+        Err(e) => FileCheck::Unchecked(e.to_string()),
     }
 }
 

@@ -387,6 +387,14 @@ pub struct ScrollPage {
 pub trait VectorStore: Send + Sync {
     /// Inserts or replaces points (by id).
     fn upsert(&self, points: Vec<ChunkPoint>) -> Result<()>;
+
+    /// Fails with [`StoreError::DiskFull`] when writing `points` could
+    /// fill the store's disk (the embedded store: `storage.min_free_mb`);
+    /// checked before a write deletes anything. A server's store: `Ok`.
+    fn ensure_space(&self, points: &[ChunkPoint]) -> Result<()> {
+        let _ = points;
+        Ok(())
+    }
     /// Ranks points by one vector, best first, equal scores by ascending
     /// id (see [`sort_hits`]).
     fn search(&self, query: &StoreQuery<'_>) -> Result<Vec<StoredHit>>;

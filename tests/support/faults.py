@@ -104,11 +104,21 @@ def disk_full(bin_, work):
         claim = call("POST", f"{url}/v1/review/escalations/{review_id}/claim", {}, token)
         seen["claim"] = claim[0]
 
+        # An edited file in the next ingest: its old text must survive a
+        # refused write (the old chunks are deleted only once the new ones
+        # have room).
+        oncall = os.path.join(docs, "a", "oncall.txt")
+        with open(oncall) as f:
+            text = f.read()
+        with open(oncall, "w") as f:
+            f.write(text.replace("Europe/Berlin", "Pacific/Auckland"))
         # Less free than storage.min_free_mb (8 MiB): the store refuses the
         # write before it is made; the manifest (small) is still written.
         fill(data, "filler-1", 6 * MIB)
-        status, body = call("POST", url + "/v1/ingest", {"paths": [f"{docs}/b"]})
+        status, body = call("POST", url + "/v1/ingest", {"paths": [f"{docs}/a", f"{docs}/b"]})
         seen["ingest_low_space"] = [status, body]
+        status, body = call("POST", url + "/v1/search", {"query": "on-call rotation time zone Berlin", "limit": 3})
+        seen["old_text_kept"] = any("Europe/Berlin" in p.get("text", "") for p in (body or {}).get("passages", []))
         # Nothing free at all: the manifest cannot be written either, nor
         # the reviewer's answer.
         fill(data, "filler-2", 0)
@@ -119,12 +129,18 @@ def disk_full(bin_, work):
         seen["answer_no_space"] = [status, body]
         seen["health_when_full"] = call("GET", url + "/health")[0]
         seen["search_when_full"] = call("POST", url + "/v1/search", {"query": "install", "limit": 1})[0]
+        # An ask writes too (the audit log, its session, an escalation):
+        # answered, or refused as 507, never a crash or a 500.
+        seen["ask_when_full"] = call("POST", url + "/v1/ask", {"question": "How do I rotate an API key?"})[0]
 
         # Space returns: the same calls complete, with nothing lost or twice.
         os.remove(os.path.join(data, "filler-1"))
         os.remove(os.path.join(data, "filler-2"))
-        status, body = call("POST", url + "/v1/ingest", {"paths": [f"{docs}/b"]})
+        status, body = call("POST", url + "/v1/ingest", {"paths": [f"{docs}/a", f"{docs}/b"]})
         seen["ingest_after"] = [status, {k: (body or {}).get(k) for k in ("added", "updated", "unchanged", "skipped", "points_total")}]
+        status, body = call("POST", url + "/v1/search", {"query": "on-call rotation time zone Auckland", "limit": 3})
+        seen["new_text_in"] = any("Pacific/Auckland" in p.get("text", "") for p in (body or {}).get("passages", []))
+        seen["ask_when_back"] = call("POST", url + "/v1/ask", {"question": "How do I rotate an API key?"})[0]
         if seen["answer_no_space"][0] != 200:
             status, body = call("POST", f"{url}/v1/review/escalations/{review_id}/answer",
                                 {"text": "It is blue, as the survey says."}, token)

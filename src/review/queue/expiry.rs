@@ -12,15 +12,20 @@ use crate::state::{Conn, params};
 
 impl ReviewQueue {
     /// Settles escalations past their time, taking the write lock only when
-    /// an index lookup finds one due (every write settles them first).
+    /// an index lookup finds one due, or the clock jumped (every write
+    /// settles them first).
     pub(super) fn settle_due(&self) -> Result<()> {
         let due = self.read(|conn| {
-            Ok(conn.query_opt(
-                "SELECT 1 FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1 LIMIT 1",
-                params![now_ms()],
-            )?)
+            // After a clock jump the write moves expiry first (clock.rs).
+            Ok(conn
+                .query_opt(
+                    "SELECT 1 FROM escalations WHERE status IN ('pending', 'claimed') AND expires_at <= ?1 LIMIT 1",
+                    params![now_ms()],
+                )?
+                .is_some()
+                || self.clock_jumped(conn)?)
         })?;
-        if due.is_some() {
+        if due {
             self.write(|_| Ok(()))?;
         }
         Ok(())

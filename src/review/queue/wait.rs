@@ -35,10 +35,16 @@ impl ReviewQueue {
     }
 
     /// Escalation `id` as its asker sees it, read without the write lock;
-    /// one that is due to expire is settled first (which needs it).
+    /// one that is due to expire, or any after a clock jump, is settled
+    /// first (which needs it).
     fn peek(&self, id: i64) -> Result<Escalation> {
-        let e = self.read(|conn| self.load(conn, id, Viewer::Asker))?;
-        if e.status.is_open() && e.expires_at <= Utc::now() {
+        let (e, jumped) = self.read(|conn| {
+            Ok((
+                self.load(conn, id, Viewer::Asker)?,
+                self.clock_jumped(conn)?,
+            ))
+        })?;
+        if e.status.is_open() && (e.expires_at <= Utc::now() || jumped) {
             return self.get(id, Viewer::Asker);
         }
         Ok(e)

@@ -434,13 +434,7 @@ impl VectorStore for EdgeStore {
         if points.is_empty() {
             return Ok(());
         }
-        let optimizing =
-            self.unindexed.load(Ordering::Relaxed) + points.len() >= self.segment_points;
-        let mut needed = space::points_bytes(&points);
-        if optimizing {
-            needed += space::build_bytes(&self.path, self.segment_points);
-        }
-        space::ensure(&self.path, self.min_free_mb, needed)?;
+        self.ensure_space(&points)?;
         let mut batch = Vec::with_capacity(points.len());
         for p in points {
             if p.dense.len() != self.dimension {
@@ -477,6 +471,15 @@ impl VectorStore for EdgeStore {
             self.shard.optimize().map_err(|e| self.engine(e))?;
         }
         Ok(())
+    }
+
+    fn ensure_space(&self, points: &[ChunkPoint]) -> Result<()> {
+        let mut needed = space::points_bytes(points);
+        // Past `segment_points` the upsert also builds an index.
+        if self.unindexed.load(Ordering::Relaxed) + points.len() >= self.segment_points {
+            needed += space::build_bytes(&self.path, self.segment_points);
+        }
+        space::ensure(&self.path, self.min_free_mb, needed)
     }
 
     fn search(&self, query: &StoreQuery<'_>) -> Result<Vec<StoredHit>> {
