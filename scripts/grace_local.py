@@ -1,10 +1,13 @@
 """What the Python scripts that start a local `grace` share (scripts/soak.py,
 scripts/load_curve.py, scripts/bench-large-folder, tests/support/faults.py):
 a free loopback port, the configuration lines naming the repository's
-models, and waiting for `/health`. Standard library only."""
+models, waiting for `/health`, and stopping a server. Standard library
+only."""
 
 import os
+import signal
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -45,3 +48,16 @@ def wait_health(url, seconds=60.0, alive=None):
             return False
         time.sleep(0.1)
     return False
+
+
+def stop(proc, grace_seconds=30):
+    """Stops a server started with subprocess.Popen: SIGTERM, then SIGKILL
+    after `grace_seconds`."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -19,7 +19,7 @@ import tempfile
 import time
 import urllib.request
 
-from grace_local import free_port, models_yaml, wait_health
+from grace_local import free_port, models_yaml, stop as stop_server, wait_health
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRACE = os.environ.get("GRACE_BIN", "")
@@ -230,13 +230,7 @@ class Single:
         return {"grace": [self.proc.pid]}
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_server(self.proc)
 
 
 class Cluster:

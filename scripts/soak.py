@@ -19,7 +19,7 @@ import time
 
 import requests
 
-from grace_local import free_port, models_yaml, wait_health
+from grace_local import free_port, models_yaml, stop as stop_server, wait_health
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRACE = os.environ.get("GRACE_BIN", "")
@@ -172,12 +172,7 @@ class Single:
             db.close()
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_server(self.proc)
 
 
 class Cluster:
@@ -611,8 +606,13 @@ def main():
             "lost_detail": (lost + [f"claimed escalation {r}" for r in lost_claims])[:20],
             "duplicated_detail": (duplicated + [f"escalation {r} answered twice" for r in answered_twice])[:20],
             "plot": png,
+            "requests_file": os.path.join(work, "requests.jsonl"),
             "dir": work,
         }
+        # Every request, for a look afterwards (when, what, answered, ms).
+        with open(report["requests_file"], "w") as f:
+            for t, kind, ok, ms in log.requests:
+                f.write(json.dumps({"t": round(t, 3), "kind": kind, "ok": ok, "ms": round(ms, 2)}) + "\n")
         goals = (
             report["lost"] == 0
             and report["duplicated"] == 0
