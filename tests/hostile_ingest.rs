@@ -302,3 +302,75 @@ fn a_megabyte_without_spaces_is_stored_in_bounded_chunks() {
         assert!(p.text.chars().count() <= bound, "{} chars", p.text.len());
     }
 }
+
+/// A watched folder's files are judged by their stat before their bytes
+/// (large folders): a file swapped for a link out of the root, a huge
+/// sparse file, a far-future time and a non-ASCII name must each still be
+/// judged as if every byte were read.
+#[test]
+fn a_file_swapped_for_a_link_out_a_huge_one_and_a_future_one_are_never_trusted_from_their_stat() {
+    let dir = tempfile::tempdir().unwrap();
+    let (allowed, _outside) = layout(dir.path());
+    let root = std::fs::canonicalize(&allowed).unwrap();
+    let page = allowed.join("page.md");
+    std::fs::write(&page, "# Parking\n\nThe visitor car park opens at seven.\n").unwrap();
+    let unicode = allowed.join("ünïcødé 日本語.md");
+    std::fs::write(&unicode, "# Kantine\n\nDie Kantine öffnet um zwölf.\n").unwrap();
+    let future = std::time::SystemTime::now() + std::time::Duration::from_secs(50 * 365 * 86_400);
+    let f = std::fs::File::options().write(true).open(&unicode).unwrap();
+    f.set_modified(future).unwrap();
+    // Everything else settles: its stat would be trusted from now on.
+    std::thread::sleep(grace::ingest::manifest::SETTLE + std::time::Duration::from_millis(200));
+
+    let kb = common::open(common::config(&dir.path().join("data")));
+    let remote = IngestOptions {
+        prune: true,
+        roots: Some(vec![root.clone()]),
+        ..Default::default()
+    };
+    let run = || {
+        kb.ingest(std::slice::from_ref(&root), &remote, &mut |_| {})
+            .unwrap()
+    };
+    let first = run();
+    assert_eq!(first.added, 3, "{first:?}"); // pets, page, the non-ASCII one
+    let held = |q: &str, text: &str| {
+        kb.search(q, Some(10), None)
+            .unwrap()
+            .iter()
+            .any(|p| p.text.contains(text))
+    };
+    assert!(held("When does the canteen open?", "zwölf"));
+
+    // The page swapped for a link out of the root: the walk passes it over
+    // (whatever its stat), and its old chunks go.
+    std::fs::remove_file(&page).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("outside/secret.md"), &page).unwrap();
+    // A sparse file of 20 GB: refused by its size, never read.
+    let huge = allowed.join("huge.md");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(20 << 30)
+        .unwrap();
+    let second = run();
+    let skipped = serde_json::to_string(&second.skipped).unwrap();
+    assert!(
+        skipped.contains("page.md") && skipped.contains("outside ingest.allowed_roots"),
+        "{skipped}"
+    );
+    assert!(
+        skipped.contains("huge.md") && skipped.contains("too large"),
+        "{skipped}"
+    );
+    assert!(!held("What is the vault combination?", "orange falcon"));
+    assert!(!held("When does the car park open?", "visitor car park"));
+    // A time fifty years ahead never settles: that file is read every run.
+    assert!(second.read >= 1, "{second:?}");
+    let third = run();
+    assert_eq!((third.added, third.updated), (0, 0), "{third:?}");
+    assert!(
+        third.read >= 1,
+        "the future-dated file was trusted: {third:?}"
+    );
+    assert!(held("When does the canteen open?", "zwölf"));
+}
