@@ -86,8 +86,18 @@ pub fn doctor(config: &Config, repair: bool) -> Result<DoctorReport> {
     let mut checks = Vec::new();
     let data = &config.storage.data_dir;
     checks.push(match crate::kb::check_writable(data) {
-        Ok(()) => check("data folder", data, Finding::Ok, "can be written".into()),
-        Err(e) => check("data folder", data, Finding::Problem, e.to_string()),
+        Ok(()) => check(
+            "data folder",
+            data.display(),
+            Finding::Ok,
+            "can be written".into(),
+        ),
+        Err(e) => check(
+            "data folder",
+            data.display(),
+            Finding::Problem,
+            e.to_string(),
+        ),
     });
     // The store, and its lock, before any file is looked at.
     let store = match open_store(config, OpenMode::Existing, 0) {
@@ -111,7 +121,7 @@ pub fn doctor(config: &Config, repair: bool) -> Result<DoctorReport> {
         false => None,
     };
     if config.storage.state == StateBackend::Sqlite {
-        for file in state_files(data)? {
+        for file in state_files(data) {
             checks.push(state_file(&file, repair));
         }
     }
@@ -127,19 +137,24 @@ pub fn doctor(config: &Config, repair: bool) -> Result<DoctorReport> {
     })
 }
 
-fn check(what: &'static str, place: &Path, finding: Finding, detail: String) -> Check {
+fn check(
+    what: &'static str,
+    place: impl std::fmt::Display,
+    finding: Finding,
+    detail: String,
+) -> Check {
     Check {
         what,
-        place: place.display().to_string(),
+        place: place.to_string(),
         finding,
         detail,
     }
 }
 
 /// The `*.sqlite3` files directly in `data`, sorted.
-fn state_files(data: &Path) -> Result<Vec<std::path::PathBuf>> {
+fn state_files(data: &Path) -> Vec<std::path::PathBuf> {
     let Ok(entries) = std::fs::read_dir(data) else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
     let mut files: Vec<_> = entries
         .flatten()
@@ -148,7 +163,7 @@ fn state_files(data: &Path) -> Result<Vec<std::path::PathBuf>> {
         .take(MAX_STATE_FILES)
         .collect();
     files.sort();
-    Ok(files)
+    files
 }
 
 /// SQLite's integrity check of one state file; a damaged one moved aside
@@ -159,7 +174,7 @@ fn state_file(file: &Path, repair: bool) -> Check {
         FileCheck::Sound => {
             return check(
                 "state file",
-                file,
+                file.display(),
                 Finding::Ok,
                 "integrity check passed".into(),
             );
@@ -167,7 +182,7 @@ fn state_file(file: &Path, repair: bool) -> Check {
         FileCheck::Unchecked(why) => {
             return check(
                 "state file",
-                file,
+                file.display(),
                 Finding::Problem,
                 format!("cannot be checked ({why}); nothing was done to it"),
             );
@@ -177,7 +192,7 @@ fn state_file(file: &Path, repair: bool) -> Check {
     if !repair {
         return check(
             "state file",
-            file,
+            file.display(),
             Finding::Problem,
             format!(
                 "{problem}; `grace doctor --repair` moves it aside so GRACE starts an empty one"
@@ -200,7 +215,7 @@ fn state_file(file: &Path, repair: bool) -> Check {
     match moved {
         Ok(()) => check(
             "state file",
-            file,
+            file.display(),
             Finding::Repaired,
             format!(
                 "{problem}; moved to {} (GRACE starts an empty one; `sqlite3 {} .recover` may salvage rows)",
@@ -210,7 +225,7 @@ fn state_file(file: &Path, repair: bool) -> Check {
         ),
         Err(e) => check(
             "state file",
-            file,
+            file.display(),
             Finding::Problem,
             format!("{problem}; could not move it aside: {e}"),
         ),
@@ -237,25 +252,21 @@ fn manifest_and_store(
             Finding::Ok => "no collection yet, and no manifest listing one".to_string(),
             _ => "the manifest lists sources but there is no collection: move the manifest away and ingest again".into(),
         };
-        checks.push(Check {
-            what: "store",
-            place: config.collection_dir().display().to_string(),
+        checks.push(check(
+            "store",
+            config.collection_dir().display(),
             finding,
             detail,
-        });
+        ));
         return Ok((checks, 0, 0));
     };
-    let points = store.count(None)?;
     let held = sources_in(store)?;
+    let points: usize = held.values().map(|h| h.points.len()).sum();
     let (manifest, mut finding, mut detail) = match loaded {
         Ok(Some(m)) => {
             let differences = compare(&m, &held);
             if differences.is_empty() {
-                let pending = m
-                    .sources
-                    .values()
-                    .filter(|e| e.state == EntryState::Pending)
-                    .count();
+                let pending = pending(&m);
                 let note = if pending > 0 {
                     format!(
                         "; {pending} sources pending (an interrupted ingest): the next ingest writes them again"
@@ -298,11 +309,7 @@ fn manifest_and_store(
             let rebuilt = rebuild(&pipeline, &held, manifest.as_ref(), &|source| {
                 crate::ingest::inspect(&config.ingest, Path::new(source))
             });
-            let pending = rebuilt
-                .sources
-                .values()
-                .filter(|e| e.state == EntryState::Pending)
-                .count();
+            let pending = pending(&rebuilt);
             let pinned: Vec<&str> = rebuilt
                 .sources
                 .iter()
@@ -334,12 +341,7 @@ fn manifest_and_store(
                 format!("{detail}; `grace doctor --repair` rebuilds the manifest from the store");
         }
     }
-    checks.push(Check {
-        what: "manifest",
-        place,
-        finding,
-        detail,
-    });
+    checks.push(check("manifest", place, finding, detail));
     Ok((checks, points, sources))
 }
 
@@ -400,20 +402,19 @@ fn compare(manifest: &Manifest, held: &BTreeMap<String, Held>) -> Vec<String> {
             missing.push(source.as_str());
         }
     }
-    let name = |v: &[&str]| name_some(v);
     let mut out = Vec::new();
     if !differ.is_empty() {
         out.push(format!(
             "{} sources hold other points than the manifest lists ({})",
             differ.len(),
-            name(&differ)
+            name_some(&differ)
         ));
     }
     if !missing.is_empty() {
         out.push(format!(
             "the store holds {} sources the manifest lacks ({})",
             missing.len(),
-            name(&missing)
+            name_some(&missing)
         ));
     }
     out
@@ -468,6 +469,15 @@ pub fn rebuild(
         );
     }
     manifest
+}
+
+/// Sources a manifest lists as pending.
+fn pending(manifest: &Manifest) -> usize {
+    manifest
+        .sources
+        .values()
+        .filter(|e| e.state == EntryState::Pending)
+        .count()
 }
 
 /// A few of `names`, and how many more.

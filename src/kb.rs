@@ -323,11 +323,12 @@ impl KnowledgeBase {
 pub(crate) fn check_writable(dir: &std::path::Path) -> Result<()> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static PROBES: AtomicU64 = AtomicU64::new(0);
+    // The process and a count: unique within a machine's pid namespace;
+    // `create_new` refuses a name taken by another's.
     let probe = dir.join(format!(
-        ".grace-write-check-{}-{}-{}",
+        ".grace-write-check-{}-{}",
         std::process::id(),
-        PROBES.fetch_add(1, Ordering::Relaxed),
-        crate::state::now_ms()
+        PROBES.fetch_add(1, Ordering::Relaxed)
     ));
     let written = std::fs::create_dir_all(dir).and_then(|()| {
         std::fs::OpenOptions::new()
@@ -342,7 +343,11 @@ pub(crate) fn check_writable(dir: &std::path::Path) -> Result<()> {
         Err(e)
             if matches!(
                 e.kind(),
-                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+                // A full disk is not a read-only folder, and a name another
+                // process holds means names can be made.
+                std::io::ErrorKind::StorageFull
+                    | std::io::ErrorKind::QuotaExceeded
+                    | std::io::ErrorKind::AlreadyExists
             ) =>
         {
             Ok(())

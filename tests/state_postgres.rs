@@ -376,28 +376,7 @@ fn a_database_from_a_newer_grace_is_refused_not_rewritten() {
     let pg = PostgresServer::start();
     let dir = tempfile::tempdir().unwrap();
     let config = server_config(&pg, dir.path());
-    let psql = |sql: &str| {
-        let out = std::process::Command::new(postgres_server::bin_dir().join("psql"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-U",
-                "grace",
-                "-d",
-                "postgres",
-                "-q",
-                "-c",
-                sql,
-            ])
-            .args(["-p", &pg.port().to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let psql = |sql: &str| pg.psql(sql);
     // A damaged row is an error naming the database, not a panic.
     let queue = ReviewQueue::open(&config).unwrap();
     let id = escalate(&queue, "Damaged?", None);
@@ -1008,26 +987,7 @@ fn hostile_ids_keys_texts_and_a_damaged_manifest_row_on_postgresql() {
     manifest
         .save(&grace::ingest::manifest::Manifest::new("p"))
         .unwrap();
-    let out = std::process::Command::new(postgres_server::bin_dir().join("psql"))
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "grace",
-            "-d",
-            "postgres",
-            "-q",
-            "-c",
-        ])
-        .arg("UPDATE grace.documents SET body = '\\x7b6e6f74' WHERE name = 'manifest/grace'")
-        .args(["-p", &pg.port().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    pg.psql("UPDATE grace.documents SET body = '\\x7b6e6f74' WHERE name = 'manifest/grace'");
     let e = manifest.load().unwrap_err().to_string();
     assert!(
         e.contains("manifest/grace") && e.contains("PostgreSQL"),

@@ -228,16 +228,6 @@ impl ManifestStore {
         }
     }
 
-    /// Whether there is a manifest.
-    pub fn exists(&self) -> Result<bool> {
-        // Its bytes only: parsing a large manifest to learn that is waste.
-        Ok(self
-            .docs
-            .read(&self.doc)
-            .map_err(|e| self.error(e, "read"))?
-            .is_some())
-    }
-
     /// Writes `manifest` whole (a crash leaves the old one or the new one).
     pub fn save(&self, manifest: &Manifest) -> Result<()> {
         if let Some(writer) = &self.writer {

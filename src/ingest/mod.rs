@@ -368,10 +368,9 @@ impl Ingestor<'_> {
         });
 
         let pipeline = self.pipeline_id();
-        let mut manifest = self
-            .manifest
-            .load()?
-            .unwrap_or_else(|| Manifest::new(&pipeline));
+        let loaded = self.manifest.load()?;
+        let had_manifest = loaded.is_some();
+        let mut manifest = loaded.unwrap_or_else(|| Manifest::new(&pipeline));
         let pipeline_changed = manifest.pipeline != pipeline;
         if pipeline_changed {
             tracing::warn!(
@@ -534,9 +533,7 @@ impl Ingestor<'_> {
                 run.report.removed.extend(gone);
             }
         }
-        if run.changed_stats
-            || (!run.changed_store && (pipeline_changed || !self.manifest.exists()?))
-        {
+        if run.changed_stats || (!run.changed_store && (pipeline_changed || !had_manifest)) {
             self.manifest.save(&run.manifest)?;
         }
         if run.changed_store {

@@ -391,8 +391,7 @@ pub trait VectorStore: Send + Sync {
     /// Fails with [`StoreError::DiskFull`] when writing `points` could
     /// fill the store's disk (the embedded store: `storage.min_free_mb`);
     /// checked before a write deletes anything. A server's store: `Ok`.
-    fn ensure_space(&self, points: &[ChunkPoint]) -> Result<()> {
-        let _ = points;
+    fn ensure_space(&self, _points: &[ChunkPoint]) -> Result<()> {
         Ok(())
     }
     /// Ranks points by one vector, best first, equal scores by ascending

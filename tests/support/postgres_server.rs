@@ -102,14 +102,30 @@ impl PostgresServer {
         )
         .unwrap();
         server.spawn();
-        let out = server
+        server.psql(&format!(
+            "CREATE ROLE secure LOGIN PASSWORD '{PASSWORD}'; GRANT CREATE ON DATABASE postgres TO secure;"
+        ));
+        server
+    }
+
+    /// Runs `sql` as the user `grace` in the database `postgres`; panics
+    /// with psql's message when it fails.
+    pub fn psql(&self, sql: &str) {
+        let out = self
             .command("psql")
             .arg("-h")
-            .arg(server.folder())
-            .args(["-p", &server.port.to_string(), "-U", "grace", "-d", "postgres", "-q", "-c"])
-            .arg(format!(
-                "CREATE ROLE secure LOGIN PASSWORD '{PASSWORD}'; GRANT CREATE ON DATABASE postgres TO secure;"
-            ))
+            .arg(self.folder())
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "grace",
+                "-d",
+                "postgres",
+                "-q",
+                "-c",
+            ])
+            .arg(sql)
             .output()
             .expect("psql runs");
         assert!(
@@ -117,7 +133,6 @@ impl PostgresServer {
             "psql failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        server
     }
 
     /// `postgres://secure@127.0.0.1:PORT/postgres`: its password is [`PASSWORD`].

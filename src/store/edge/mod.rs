@@ -226,8 +226,10 @@ fn stored_config(path: &Path) -> Result<EdgeConfig> {
 /// saved index settings stay, so a reader never changes what a writer
 /// built.
 fn load(path: &Path, settings: &StorageConfig, saved: Option<&EdgeConfig>) -> Result<EdgeShard> {
-    if let Some(bytes) = space::tmpfs_open_bytes(path) {
-        space::ensure(path, settings.min_free_mb, bytes)?;
+    if settings.min_free_mb > 0
+        && let Some(bytes) = space::tmpfs_open_bytes(path)
+    {
+        space::ensure(path, settings.min_free_mb, || bytes)?;
     }
     let overlay = match saved {
         None => EdgeConfig::builder()
@@ -474,12 +476,14 @@ impl VectorStore for EdgeStore {
     }
 
     fn ensure_space(&self, points: &[ChunkPoint]) -> Result<()> {
-        let mut needed = space::points_bytes(points);
-        // Past `segment_points` the upsert also builds an index.
-        if self.unindexed.load(Ordering::Relaxed) + points.len() >= self.segment_points {
-            needed += space::build_bytes(&self.path, self.segment_points);
-        }
-        space::ensure(&self.path, self.min_free_mb, needed)
+        space::ensure(&self.path, self.min_free_mb, || {
+            let mut needed = space::points_bytes(points);
+            // Past `segment_points` the upsert also builds an index.
+            if self.unindexed.load(Ordering::Relaxed) + points.len() >= self.segment_points {
+                needed += space::build_bytes(&self.path, self.segment_points);
+            }
+            needed
+        })
     }
 
     fn search(&self, query: &StoreQuery<'_>) -> Result<Vec<StoredHit>> {
@@ -587,7 +591,7 @@ impl VectorStore for EdgeStore {
         let Some(filter) = to_filter(&self.path, &PayloadFilter::source(source))? else {
             return Ok(());
         };
-        space::ensure(&self.path, self.min_free_mb, space::UPDATE_BYTES)?;
+        space::ensure(&self.path, self.min_free_mb, || space::UPDATE_BYTES)?;
         self.shard
             .update(UpdateOperation::PointOperation(
                 PointOperations::DeletePointsByFilter(filter),
@@ -599,7 +603,7 @@ impl VectorStore for EdgeStore {
         let Some(filter) = to_filter(&self.path, &PayloadFilter::source(source))? else {
             return Ok(());
         };
-        space::ensure(&self.path, self.min_free_mb, space::UPDATE_BYTES)?;
+        space::ensure(&self.path, self.min_free_mb, || space::UPDATE_BYTES)?;
         let mut payload = qdrant_edge::Payload::default();
         payload.0.insert(
             READERS_FIELD.to_string(),
@@ -632,11 +636,9 @@ impl VectorStore for EdgeStore {
     }
 
     fn optimize(&self) -> Result<bool> {
-        space::ensure(
-            &self.path,
-            self.min_free_mb,
-            space::build_bytes(&self.path, self.segment_points),
-        )?;
+        space::ensure(&self.path, self.min_free_mb, || {
+            space::build_bytes(&self.path, self.segment_points)
+        })?;
         self.unindexed.store(0, Ordering::Relaxed);
         self.shard.optimize().map_err(|e| self.engine(e))
     }

@@ -88,12 +88,14 @@ fn files_bytes(dir: &Path) -> FilesBytes {
     FilesBytes { used, holes }
 }
 
-/// `Ok` when the disk holding `dir` has `needed` bytes free beyond
-/// `min_free_mb` MiB (0: no check).
-pub(super) fn ensure(dir: &Path, min_free_mb: u64, needed: u64) -> Result<()> {
+/// `Ok` when the disk holding `dir` has `needed()` bytes free beyond
+/// `min_free_mb` MiB. With 0, no check, and `needed` is not worked out
+/// (it may walk the collection's folder).
+pub(super) fn ensure(dir: &Path, min_free_mb: u64, needed: impl FnOnce() -> u64) -> Result<()> {
     if min_free_mb == 0 {
         return Ok(());
     }
+    let needed = needed();
     let free = fs4::available_space(dir).map_err(|source| StoreError::Io {
         action: "measure the free space of",
         path: dir.to_path_buf(),
@@ -117,9 +119,9 @@ mod tests {
     #[test]
     fn a_disk_with_less_than_the_margin_free_refuses_and_says_so() {
         let d = tempfile::tempdir().unwrap();
-        ensure(d.path(), 0, u64::MAX).unwrap();
-        ensure(d.path(), 1, 0).unwrap();
-        let err = ensure(d.path(), u64::MAX / MIB, 0).unwrap_err();
+        ensure(d.path(), 0, || unreachable!("not worked out when off")).unwrap();
+        ensure(d.path(), 1, || 0).unwrap();
+        let err = ensure(d.path(), u64::MAX / MIB, || 0).unwrap_err();
         assert!(matches!(err, StoreError::DiskFull { .. }), "{err}");
         let text = err.to_string();
         assert!(
