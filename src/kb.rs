@@ -31,7 +31,7 @@ pub struct KnowledgeBase {
     embedder: Arc<dyn Embedder>,
     /// The same model behind a cache, for questions and passage sentences,
     /// which recur from one question to the next.
-    answering: Arc<dyn Embedder>,
+    answering: Arc<CachedEmbedder>,
     lexical: LexicalEncoder,
     /// The answerability reader (loaded on the first question).
     reader: Reader,
@@ -73,7 +73,7 @@ impl KnowledgeBase {
             check_model(&config, embedder.model_id())?;
         }
         let store = open_store(&config, mode, embedder.dimension())?;
-        let answering: Arc<dyn Embedder> = Arc::new(CachedEmbedder::new(
+        let answering = Arc::new(CachedEmbedder::new(
             embedder.clone(),
             config.embedding.cache_size,
         ));
@@ -172,6 +172,47 @@ impl KnowledgeBase {
     /// the question and passage sentences too.
     pub fn embedder_handle(&self) -> Arc<dyn Embedder> {
         self.answering.clone()
+    }
+
+    /// Gets a long-running server ready to answer at full speed: loads the
+    /// vector cache it saved before ([`KnowledgeBase::save_vector_cache`])
+    /// and runs the embedding model, a search and the reader once, so that
+    /// the first questions pay neither for the models' first run nor for
+    /// embedding every passage sentence again. A refused cache file is a
+    /// warning: the cache starts empty and the next save replaces it.
+    pub fn warm_up(&self) -> Result<()> {
+        let path = self.config.vector_cache_path();
+        match self.answering.load(&path) {
+            Ok(vectors) => tracing::info!(vectors, path = %path.display(), "vector cache loaded"),
+            Err(e) => tracing::warn!("{e}; the vector cache starts empty"),
+        }
+        // The model itself, not the cache: a made-up text is not kept.
+        let query = "warm-up";
+        let request = SearchRequest {
+            query,
+            limit: 1,
+            filter: None,
+            pin_identifiers: self.config.search.pin_identifiers,
+            gate: Gate::of(&self.config.search),
+        };
+        let passages = crate::search::search(
+            self.store.as_ref(),
+            self.embedder.as_ref(),
+            &self.lexical,
+            &self.config.qdrant,
+            &request,
+        )?;
+        let text = passages.first().map_or(query, |p| p.text.as_str());
+        self.embedder.embed(&[text.to_string()])?;
+        self.reader.probabilities(query, &[text])?;
+        Ok(())
+    }
+
+    /// Saves the answering vector cache for the next start
+    /// ([`CachedEmbedder::save`]) when vectors were added since the last
+    /// save; returns whether it wrote.
+    pub fn save_vector_cache(&self) -> Result<bool> {
+        Ok(self.answering.save(&self.config.vector_cache_path())?)
     }
 
     /// The lexical encoder.

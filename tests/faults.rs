@@ -1,7 +1,8 @@
 //! Faults one at a time, each on the real binary, the real embedded store
 //! and the real model (the book, "Reliability"): a disk that fills up, a
 //! read-only data folder, damaged files and `grace doctor`, a clock that
-//! jumps. PostgreSQL going down mid-request is in tests/state_postgres.rs.
+//! jumps, a restart (the vector cache kept, a damaged one refused).
+//! PostgreSQL going down mid-request is in tests/state_postgres.rs.
 //!
 //! The disk and read-only cases run `tests/support/faults.py` in a private
 //! mount namespace (`unshare -rm`: a tmpfs, a read-only bind mount, seen by
@@ -152,6 +153,32 @@ fn a_clock_jump_leaves_an_escalation_the_time_it_had_left() {
     let at = seen["settled"]["at"].as_f64().unwrap();
     assert_eq!(seen["settled"]["status"], "expired", "{seen}");
     assert!((8.0..11.0).contains(&at), "expired at {at} s: {seen}");
+}
+
+#[test]
+fn a_restarted_server_keeps_its_sentence_vectors_and_a_damaged_cache_file_only_warns() {
+    let work = tempfile::tempdir().unwrap();
+    let seen = scenario("restart", work.path(), false, &[]);
+    assert_eq!(seen["ingest"], 0, "{seen}");
+    // The first start has no file; stopping writes it.
+    assert_eq!(seen["first"]["loaded"], 0, "{seen}");
+    assert!(
+        seen["first"]["cache_bytes"].as_u64().unwrap() > 1000,
+        "{seen}"
+    );
+    // The next start loads the vectors the first question embedded.
+    assert!(seen["second"]["loaded"].as_u64().unwrap() > 5, "{seen}");
+    // A damaged file: refused with a warning, the server answers, and
+    // stopping writes a good file again.
+    assert_eq!(seen["damaged"]["refused"], true, "{seen}");
+    assert_eq!(seen["damaged"]["loaded"], Value::Null, "{seen}");
+    for run in ["first", "second", "damaged"] {
+        assert_eq!(seen[run]["ask"], 200, "{run}: {seen}");
+    }
+    assert!(
+        seen["damaged"]["cache_bytes"].as_u64().unwrap() > 1000,
+        "{seen}"
+    );
 }
 
 fn run(dir: &Path, args: &[&str]) -> std::process::Output {

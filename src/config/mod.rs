@@ -285,6 +285,12 @@ impl Config {
         self.per_collection("self-calibration")
     }
 
+    /// The answering vector cache a server keeps across restarts
+    /// (`CachedEmbedder::save`): `<data_dir>/vector-cache/…/<collection>.bin`.
+    pub fn vector_cache_path(&self) -> PathBuf {
+        self.per_collection("vector-cache").with_extension("bin")
+    }
+
     /// The fit on people's feedback that scores runs
     /// (`confidence.feedback_calibration: auto`): `<data_dir>/feedback-calibration.json`.
     pub fn feedback_calibration_path(&self) -> PathBuf {

@@ -6,7 +6,7 @@ mod cache;
 mod fastembed;
 mod quantised;
 
-pub use self::cache::CachedEmbedder;
+pub use self::cache::{CachedEmbedder, SAVE_EVERY};
 pub use self::fastembed::{FastEmbedder, MAX_SESSIONS, MODEL_CARD_FILE, ModelCard};
 pub(crate) use self::fastembed::{MODEL_FILE, TOKENIZER_FILES, init_runtime, tokenizer_files};
 pub use self::quantised::{dequantise, quantise};
@@ -54,6 +54,15 @@ pub enum EmbedError {
     /// The model failed to load or to run.
     #[error("embedding model: {0}")]
     Model(String),
+    /// The vector cache's file could not be written, or was refused when
+    /// read (see [`CachedEmbedder::load`]).
+    #[error("vector cache file {path}: {message}")]
+    CacheFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 /// Turns texts into fixed-size vectors whose cosine similarity reflects

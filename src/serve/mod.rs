@@ -48,6 +48,7 @@ use tokio::sync::Semaphore;
 
 use crate::{
     config::{Config, DEFAULT_KB},
+    embed::SAVE_EVERY,
     error::{Error, Result},
     service::{Grace, kbs::Kbs},
 };
@@ -292,7 +293,18 @@ pub fn serve(config: Config, bind: SocketAddr) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::Server(format!("cannot start the runtime: {e}")))?;
-    let state = AppState::serving(Kbs::open(&config)?)?;
+    let kbs = Kbs::open(&config)?;
+    // Before listening, so that a load balancer's health check sends no
+    // question to a server still cold.
+    for (name, grace) in kbs.handles() {
+        if let Err(e) = grace.knowledge_base().warm_up() {
+            tracing::warn!(
+                kb = name,
+                "warming up failed, the first questions may fail: {e}"
+            );
+        }
+    }
+    let state = AppState::serving(kbs)?;
     let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
@@ -330,6 +342,7 @@ pub async fn run(
     let (began, shutdown_began) = tokio::sync::oneshot::channel::<()>();
     let followers: Vec<follow::Follower> =
         handles.iter().filter_map(follow::Follower::start).collect();
+    let saver = tokio::spawn(save_vector_caches_every(handles.clone()));
     let (signal_gate, signal_deadline) = (gate.clone(), deadline.clone());
     let server = axum::serve(listener, router(state))
         .with_graceful_shutdown(async move {
@@ -385,9 +398,38 @@ pub async fn run(
             "work still running at the end of server.shutdown_grace_seconds; flushing anyway"
         );
     }
-    tokio::task::spawn_blocking(move || handles.iter().try_for_each(Grace::flush))
-        .await
-        .map_err(|e| Error::Server(format!("flushing the store failed: {e}")))?
+    saver.abort();
+    tokio::task::spawn_blocking(move || {
+        save_vector_caches(&handles);
+        handles.iter().try_for_each(Grace::flush)
+    })
+    .await
+    .map_err(|e| Error::Server(format!("flushing the store failed: {e}")))?
+}
+
+/// Saves each knowledge base's vector cache every [`SAVE_EVERY`] (when it
+/// changed), for the next start ([`KnowledgeBase::warm_up`]).
+///
+/// [`KnowledgeBase::warm_up`]: crate::kb::KnowledgeBase::warm_up
+async fn save_vector_caches_every(handles: Vec<Grace>) {
+    let mut every = tokio::time::interval(SAVE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every.tick().await; // the first tick is at once
+    loop {
+        every.tick().await;
+        let handles = handles.clone();
+        let _ = tokio::task::spawn_blocking(move || save_vector_caches(&handles)).await;
+    }
+}
+
+/// A cache that cannot be saved costs the next start's speed, not an
+/// answer: a warning.
+fn save_vector_caches(handles: &[Grace]) {
+    for grace in handles {
+        if let Err(e) = grace.knowledge_base().save_vector_cache() {
+            tracing::warn!("{e}");
+        }
+    }
 }
 
 async fn shutdown_signal() {

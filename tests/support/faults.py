@@ -6,6 +6,7 @@ read-only folder without touching the machine's:
     unshare -rm python3 tests/support/faults.py disk-full GRACE WORK
     unshare -rm python3 tests/support/faults.py read-only GRACE WORK
     python3 tests/support/faults.py clock-jump GRACE WORK LIBFAKETIME
+    python3 tests/support/faults.py restart GRACE WORK
 
 Each drives the real `grace` binary (GRACE) in the folder WORK and prints
 one JSON object of what it observed; the Rust test asserts on it. Standard
@@ -13,6 +14,7 @@ library only."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -239,9 +241,45 @@ def clock_jump(bin_, work, faketime):
     print(json.dumps(seen))
 
 
+def restart(bin_, work):
+    """A server stopped and started again keeps its sentence vectors (the
+    vector cache, saved when it stops and every 30 s), and a damaged cache
+    file is a warning at start, not a failure."""
+    data = os.path.join(work, "data")
+    os.makedirs(os.path.join(work, "docs"))
+    shutil.copytree(os.path.join(ROOT, "examples", "kb"), os.path.join(work, "docs", "a"))
+    config(work, data)
+    seen = {"ingest": grace(bin_, work, "ingest", f"{work}/docs/a")["rc"]}
+    cache = os.path.join(data, "vector-cache", "grace.bin")
+    env = {"RUST_LOG": "info,qdrant_edge=error,pdf_oxide=off", "NO_COLOR": "1"}
+    log = os.path.join(work, "serve.log")
+
+    def run_once(key):
+        start = os.path.getsize(log) if os.path.exists(log) else 0
+        proc, url = serve(bin_, work, env)
+        try:
+            status, _ = call("POST", url + "/v1/ask", {"question": "How do I install it?"})
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", open(log).read()[start:])
+        loaded = re.search(r"vector cache loaded vectors=(\d+)", text)
+        seen[key] = {"ask": status, "loaded": int(loaded.group(1)) if loaded else None,
+                     "refused": "the vector cache starts empty" in text,
+                     "cache_bytes": os.path.getsize(cache) if os.path.exists(cache) else 0}
+
+    run_once("first")
+    run_once("second")
+    with open(cache, "r+b") as f:
+        f.seek(100)
+        f.write(b"damage")
+    run_once("damaged")
+    print(json.dumps(seen))
+
+
 if __name__ == "__main__":
     what, bin_, work = sys.argv[1:4]
     if what == "clock-jump":
         clock_jump(bin_, os.path.abspath(work), sys.argv[4])
     else:
-        {"disk-full": disk_full, "read-only": read_only}[what](bin_, os.path.abspath(work))
+        {"disk-full": disk_full, "read-only": read_only, "restart": restart}[what](bin_, os.path.abspath(work))
