@@ -23,7 +23,11 @@ pub struct EmbeddingConfig {
     pub threads: usize,
     /// Vectors of recently embedded questions and passage sentences kept
     /// for answering (one generation; at most twice this many are held,
-    /// about 1.6 KiB each with MiniLM); 0 turns the cache off.
+    /// about 1.6 KiB each with MiniLM); 0 turns the cache off. `grace
+    /// serve` keeps them across a restart in
+    /// `<data_dir>/vector-cache/<collection>.bin` (saved every 30 s while
+    /// new ones come in, and when it stops; a damaged file or one of
+    /// another model is refused with a warning).
     pub cache_size: usize,
 }
 
