@@ -7,6 +7,13 @@
 //! - Every relative link and image in the book, README.md, README.ja.md,
 //!   ARCHITECTURE.md and SECURITY.md points at a file that exists, and every
 //!   `#anchor` at a heading there; every chapter is in SUMMARY.md.
+//! - A section named in words instead of a link (`see "Security checks"`,
+//!   `the book, "Evaluation"`, `"Load" above`, `see Evaluation`) is a
+//!   heading or a bold paragraph title somewhere in the book: such a
+//!   reference cannot outlive its section either.
+//! - Every `GRACE_…` variable the documents name is one GRACE reads: a
+//!   `GRACE_<SECTION>__<KEY>` is a key of the configuration, any other is
+//!   read by the code, a script or a test.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -374,6 +381,282 @@ fn every_link_and_image_resolves_and_every_chapter_is_in_the_summary() {
         broken.extend(broken_links(&file, &mut headings));
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+// ---------------------------------------------------------------------------
+// Sections named in words
+
+/// A section name as compared: lowercase, without backticks, quotes and a
+/// final full stop.
+fn normal(name: &str) -> String {
+    name.replace(['`', '"', '“', '”'], "")
+        .trim()
+        .trim_end_matches(['.', ':'])
+        .trim()
+        .to_lowercase()
+}
+
+/// Every heading and bold paragraph title (`**Hybrid search.** …`) of
+/// `files`, as [`normal`] names.
+fn section_names(files: &[PathBuf]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let text = read_markdown(file);
+        let mut fenced = false;
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            if fenced {
+                continue;
+            }
+            if line.starts_with('#') {
+                out.insert(normal(line.trim_start_matches('#')));
+            }
+            let item = line
+                .trim_start()
+                .trim_start_matches(['-', '*', ' '])
+                .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+                .trim_start();
+            if let Some(bold) = item
+                .strip_prefix("**")
+                .or_else(|| line.trim_start().strip_prefix("**"))
+                .and_then(|r| r.split_once("**"))
+            {
+                out.insert(normal(bold.0));
+            }
+        }
+    }
+    out
+}
+
+/// The sections `text` names in words: a quoted name after `see `, `the
+/// book, `, `the book's ` or `the book: `, or before ` above` or ` below`;
+/// and `see Name…` (a capital after `see`, up to the first punctuation),
+/// which must begin with a section's name. Each as (name, whether only its
+/// beginning must match).
+fn named_sections(text: &str) -> Vec<(String, bool)> {
+    let text = prose(text).replace('\n', " ");
+    let mut out = Vec::new();
+    let quotes = |s: &str| -> Option<(String, usize)> {
+        let open = s.chars().next().filter(|c| *c == '"' || *c == '“')?;
+        let close = if open == '"' { '"' } else { '”' };
+        let body = &s[open.len_utf8()..];
+        let end = body.find(close)?;
+        Some((
+            body[..end].to_string(),
+            open.len_utf8() + end + close.len_utf8(),
+        ))
+    };
+    // A file name or an acronym after `see` names no section.
+    let not_a_name = |word: &str| {
+        word.contains(['.', '/', '_'])
+            || word.len() > 1 && word.chars().all(|c| c.is_uppercase() || c.is_ascii_digit())
+    };
+    for lead in ["see ", "See ", "the book, ", "the book's ", "the book: "] {
+        for (i, _) in text.match_indices(lead) {
+            // "foresee ", and a quoted example of a reference.
+            if text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '"' || c == '“') {
+                continue;
+            }
+            let after = &text[i + lead.len()..];
+            if let Some((name, _)) = quotes(after) {
+                out.push((name, false));
+            } else if lead.eq_ignore_ascii_case("see ")
+                && after.starts_with(char::is_uppercase)
+                && !not_a_name(after.split_whitespace().next().unwrap_or(""))
+            {
+                let phrase: String = after
+                    .chars()
+                    .take_while(|c| !",.;:()[]".contains(*c))
+                    .collect();
+                out.push((phrase.trim().to_string(), true));
+            }
+        }
+    }
+    for (i, c) in text.char_indices() {
+        if c != '"' && c != '“' {
+            continue;
+        }
+        if let Some((name, len)) = quotes(&text[i..]) {
+            let rest = &text[i + len..];
+            if (rest.starts_with(" above") || rest.starts_with(" below"))
+                && name.starts_with(|c: char| c.is_uppercase())
+            {
+                out.push((name, false));
+            }
+        }
+    }
+    out
+}
+
+/// The names in `file` that name no section of `names`.
+fn unknown_sections(file: &Path, names: &BTreeSet<String>) -> Vec<String> {
+    named_sections(&read_markdown(file))
+        .into_iter()
+        .filter(|(name, prefix)| {
+            let n = normal(name);
+            !if *prefix {
+                names.iter().any(|s| {
+                    n == *s
+                        || n.strip_prefix(s.as_str())
+                            .is_some_and(|r| r.starts_with(' '))
+                })
+            } else {
+                names.contains(&n)
+            }
+        })
+        .map(|(name, _)| format!("{}: \"{name}\" (no such section)", file.display()))
+        .collect()
+}
+
+/// The book's chapters and the repository's top-level documents.
+fn documents() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("docs/src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    files.sort();
+    files.extend(
+        ["README.md", "ARCHITECTURE.md", "SECURITY.md"]
+            .iter()
+            .map(|f| root().join(f)),
+    );
+    files
+}
+
+#[test]
+fn every_section_named_in_words_exists() {
+    let files = documents();
+    let names = section_names(&files);
+    let unknown: Vec<String> = files
+        .iter()
+        .flat_map(|f| unknown_sections(f, &names))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "references to no section:\n{}",
+        unknown.join("\n")
+    );
+}
+
+#[test]
+fn the_section_check_finds_a_reference_to_no_section() {
+    let dir = std::env::temp_dir().join(format!("grace-book-sections-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("a.md"),
+        "# Real heading\n\n**Bold title.** Text.\n\nSee \"Real heading\", see \"Gone\", the \
+         book, \"Bold title\"; see Real heading for more, see Settings, and \"Missing\" above. \
+         `see \"in code\"` is code; see README.md is a file.\n",
+    )
+    .unwrap();
+    let a = dir.join("a.md");
+    let names = section_names(std::slice::from_ref(&a));
+    let unknown = unknown_sections(&a, &names);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(unknown.len(), 3, "{unknown:?}");
+    for gone in ["Gone", "Settings", "Missing"] {
+        assert!(
+            unknown.iter().any(|u| u.contains(gone)),
+            "{gone}: {unknown:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Environment variables
+
+/// Variables the documents name only to say they are gone.
+const REMOVED: &[&str] = &["GRACE_SERVER__REVIEWER_API_KEY"];
+
+/// The `GRACE_…` names in `text`.
+fn grace_variables(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (i, _) in text.match_indices("GRACE_") {
+        if text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name: String = text[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        let name = name.trim_end_matches('_');
+        if name.len() > "GRACE_".len() && !name.ends_with("__") {
+            out.insert(name.to_string());
+        }
+    }
+    out
+}
+
+/// The text of every file under `dirs` (of the repository), for a search.
+fn code_text(dirs: &[&str]) -> String {
+    let mut out = String::new();
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| root().join(d)).collect();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_grace_variable_the_documents_name_is_read() {
+    let config = serde_json::to_value(grace::Config::default()).unwrap();
+    let code = code_text(&["src", "scripts", "tests", "benches", "examples", ".ci"]);
+    let mut named = BTreeSet::new();
+    for file in documents()
+        .iter()
+        .chain([root().join("README.ja.md")].iter())
+    {
+        named.extend(grace_variables(&read_markdown(file)));
+    }
+    assert!(named.len() >= 20, "{named:?}");
+    let mut wrong = Vec::new();
+    for var in &named {
+        let rest = &var["GRACE_".len()..];
+        if REMOVED.contains(&var.as_str()) {
+            continue;
+        }
+        if rest.contains("__") {
+            let mut at = &config;
+            let found = rest
+                .split("__")
+                .all(|key| match at.get(key.to_lowercase()) {
+                    Some(next) => {
+                        at = next;
+                        true
+                    }
+                    None => false,
+                });
+            if !found {
+                wrong.push(format!("{var}: no such configuration key"));
+            }
+        } else if !code.contains(&format!("\"{var}\""))
+            && !code.contains(&format!("{var}="))
+            && !code.contains(&format!("${{{var}"))
+            && !code.contains(&format!("${var}"))
+        {
+            wrong.push(format!("{var}: nothing reads it"));
+        }
+    }
+    for var in REMOVED {
+        let rest = &var["GRACE_".len()..].to_lowercase();
+        let (section, key) = rest.split_once("__").unwrap();
+        assert!(
+            config[section].get(key).is_none(),
+            "{var} is back: take it out of REMOVED"
+        );
+    }
+    assert!(
+        wrong.is_empty(),
+        "variables the documents name:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]

@@ -292,11 +292,16 @@ impl Default for Weights {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {
-    /// Lowest score answered as is (`silent`).
+    /// Lowest score answered as is (level `silent`, decision `answer`).
     pub silent: f64,
-    /// Lowest score answered with a caveat (`notify`).
+    /// Lowest score answered with a caveat (level `notify`, decision `caveat`);
+    /// below it the question goes to a reviewer (`escalate`), or is declined
+    /// when `ask_user` is off.
     pub notify: f64,
-    /// Lowest score answered with a request to confirm; below it, escalate.
+    /// Splits the scores below `notify`: from it up (level `confirm`) the
+    /// question always goes to a reviewer; below it (level `escalate`) too,
+    /// unless the generator found nothing to answer with and no step failed:
+    /// then GRACE declines (`decline`).
     pub confirm: f64,
 }
 

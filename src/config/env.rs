@@ -62,7 +62,12 @@ pub(crate) fn apply_overrides(
                 return Err(err(if depth == 0 {
                     format!("unknown config section `{segment}` (known: {known})")
                 } else {
-                    format!("unknown key `{parent}.{segment}` (known in `{parent}`: {known})")
+                    let mut m =
+                        format!("unknown key `{parent}.{segment}` (known in `{parent}`: {known})");
+                    if let Some(hint) = super::error::renamed(segment) {
+                        m.push_str(&format!("; {segment} was replaced: {hint}"));
+                    }
+                    m
                 }));
             };
             slot = next;

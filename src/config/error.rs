@@ -81,6 +81,14 @@ const RENAMED: &[(&str, &str)] = &[
     ),
 ];
 
+/// What replaced `key`, when an earlier GRACE read it.
+pub(crate) fn renamed(key: &str) -> Option<&'static str> {
+    RENAMED
+        .iter()
+        .find(|(old, _)| *old == key)
+        .map(|(_, hint)| *hint)
+}
+
 impl ConfigError {
     pub(crate) fn from_yaml(e: serde_yaml::Error) -> Self {
         let mut message = e.to_string();

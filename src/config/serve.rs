@@ -150,10 +150,15 @@ impl Default for SessionsConfig {
 pub struct ServerConfig {
     /// Address to listen on when `--bind` is not given.
     pub bind: String,
-    /// Bearer token every endpoint but `/health`, `/openapi.json` and the
-    /// reviewer page requires; empty: no authentication, and the server
-    /// refuses to bind beyond loopback. Best set through
-    /// `GRACE_SERVER__API_KEY` rather than in a file.
+    /// The service's bearer token: opens every route (`/v1/…`, `/metrics`) but
+    /// the review ones (`/v1/review/…`: a reviewer's own token or
+    /// `server.admin_api_key`) and the run-time tools (`/v1/tools/runtime`: the
+    /// administrator only). Open without any token: `/health`, `/openapi.json`,
+    /// the asker's page `/` and the reviewer's page `/review` with the files
+    /// they load (`/assets/ask.js`, `ask.css`, `review.js`, `review.css`,
+    /// `markdown.js`, `factors.js`), which hold no data. Empty: no
+    /// authentication, and the server refuses to bind beyond loopback. Best set
+    /// through `GRACE_SERVER__API_KEY` rather than in a file.
     pub api_key: String,
     /// The administrator's token: registers reviewers and rotates their
     /// tokens over HTTP, reads every escalation, and opens the service

@@ -139,6 +139,11 @@ fn env_overrides_reach_nested_keys() {
             "x",
             "unknown key `llm.gemini.modle`",
         ),
+        (
+            "GRACE_SERVER__REVIEWER_API_KEY",
+            "0123456789abcdef",
+            "reviewer_api_key was replaced: reviewers have their own tokens",
+        ),
         ("GRACE_LLM__GEMINI", "x", "`llm.gemini` is a section"),
         ("GRACE_LLM__PROVIDER__X", "x", "`llm.provider` is a value"),
         (
