@@ -1,4 +1,4 @@
-//! Loading and chunking throughput on the shared debian-faq corpus (or, when
+//! Loading and chunking throughput on the debian-faq corpus (or, when
 //! it is absent, on generated text), in words per second.
 
 use std::hint::black_box;
@@ -9,7 +9,7 @@ use grace::ingest::chunk::{ChunkParams, chunk_sections};
 use grace::ingest::load::{Format, Limits, load};
 
 fn corpus() -> Vec<Vec<u8>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/debian-faq/corpus");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval/debian-faq/corpus");
     let mut files: Vec<Vec<u8>> = std::fs::read_dir(&dir)
         .map(|it| {
             it.filter_map(|e| std::fs::read(e.ok()?.path()).ok())

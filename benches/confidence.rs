@@ -1,6 +1,6 @@
 //! The confidence computation: scoring an answer's factors with the
 //! logistic model and with the original GRACE formula, and fitting a
-//! calibration to 130 outcomes (the size of the shared debian-faq set).
+//! calibration to 130 outcomes (the size of the debian-faq set).
 
 use std::hint::black_box;
 

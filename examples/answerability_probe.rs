@@ -6,7 +6,7 @@
 //! in-domain) to stderr.
 //!
 //! ```sh
-//! cargo run --release --example answerability_probe -- ../shared/eval/debian-faq > probe.jsonl
+//! cargo run --release --example answerability_probe -- eval/debian-faq > probe.jsonl
 //! ```
 //!
 //! What it showed on debian-faq is in the book (Evaluation).

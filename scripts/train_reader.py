@@ -11,7 +11,7 @@ inputs, no dependence on set or dict order or on the time):
                 built from, PostgreSQL's manual) and FAQs, whose headings are
                 questions as people ask them (perlfaq, fetchmail's, FFmpeg's,
                 the sed FAQ, lsof's, zlib's, XZ's, procps'). Never debian-faq
-                (the shared evaluation set), nor Python's or Rust's documentation.
+                (an evaluation set), nor Python's or Rust's documentation.
 2. sections  -- each page is split at its headings (h1-h4, POD =head2, a
                 plain-text FAQ's question lines) and at short definition-list
                 terms (an option `--foo`, a FAQ question) into sections: a

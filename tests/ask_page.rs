@@ -196,6 +196,9 @@ async fn refusal(http: &reqwest::Client, base: &str, question: &str) -> String {
 
 #[test]
 fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
+    if !support::browser::available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let grace = grace_for(dir.path(), |_| {}, None);
     let alice = common::reviewer(grace.escalations(), "alice", "Alice");
@@ -615,6 +618,9 @@ fn an_asker_gets_answers_caveats_a_decline_and_a_person_in_the_browser() {
 
 #[test]
 fn a_clarifying_question_is_answered_with_a_button() {
+    if !support::browser::available() {
+        return;
+    }
     let model = ScriptedModel::start(Provider::Gemini, Mode::Native, clarifying_script());
     let dir = tempfile::tempdir().unwrap();
     let grace = grace_for(
@@ -688,6 +694,9 @@ fn a_clarifying_question_is_answered_with_a_button() {
 
 #[test]
 fn a_wrong_key_is_said_on_the_page_and_the_right_one_works() {
+    if !support::browser::available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let grace = grace_for(
         dir.path(),
@@ -765,6 +774,9 @@ fn a_wrong_key_is_said_on_the_page_and_the_right_one_works() {
 /// it does not exist: the ordinary decline, no trace of it on the page.
 #[test]
 fn a_principals_key_on_the_page_reads_only_what_the_principal_may() {
+    if !support::browser::available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let grace = grace_for(
         dir.path(),
@@ -822,6 +834,9 @@ fn a_principals_key_on_the_page_reads_only_what_the_principal_may() {
 /// on the page of the server's `default` knowledge base.
 #[test]
 fn the_page_asks_the_knowledge_base_its_address_names() {
+    if !support::browser::available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let hr_docs = dir.path().join("hr-docs");
     std::fs::create_dir_all(&hr_docs).unwrap();

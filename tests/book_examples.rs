@@ -36,7 +36,7 @@ const DOCUMENTS: &[&str] = &["README.md", "docs/src/cli.md", "docs/src/tools.md"
 /// their text, and why they cannot run on the sample.
 const MEASURED: &[(&str, &str)] = &[(
     "docs/src/calibration.md",
-    "`grace calibrate --self` on debian-faq's corpus (../shared/eval): the sample has about 30 \
+    "`grace calibrate --self` on debian-faq's corpus (eval/): the sample has about 30 \
      sections, fewer than self-calibration's 50",
 )];
 

@@ -1,4 +1,4 @@
-//! Calibration as a user runs it: `grace calibrate` on the shared set, then
+//! Calibration as a user runs it: `grace calibrate` on the debian-faq set, then
 //! `grace eval` with the calibration configured reports the fitted weights
 //! cross-validated (never scored on the questions they were fitted on) with
 //! a lower ECE than the hand-set ones, the original formula beside them, a
@@ -12,7 +12,7 @@ use common::{grace, grace_cmd, output_text};
 #[test]
 fn calibrate_then_eval_reports_a_lower_cross_validated_ece_and_warns_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
-    let set = common::shared_eval().join("debian-faq");
+    let set = common::eval_sets().join("debian-faq");
     let set = set.to_str().unwrap();
     let file = dir.path().join("cal/calibration.json");
 

@@ -158,6 +158,9 @@ async fn found(http: &reqwest::Client, lb: &str, query: &str, source: &str) -> b
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_servers_behind_haproxy_share_sessions_escalations_and_a_leader() {
+    if !qdrant_server::available() {
+        return;
+    }
     let pg = PostgresServer::start();
     let qdrant = QdrantCluster::single();
     let root = tempfile::tempdir().unwrap();

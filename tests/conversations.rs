@@ -294,7 +294,7 @@ async fn an_unanswerable_follow_up_is_not_answered_from_the_subject_it_inherited
 #[test]
 fn eval_conversations_names_a_missing_or_bad_file() {
     let dir = tempfile::tempdir().unwrap();
-    let set = common::shared_eval().join("debian-faq");
+    let set = common::eval_sets().join("debian-faq");
     let set = set.to_str().unwrap();
     let out = common::grace(dir.path(), &["eval", set, "--conversations", "nope.jsonl"]);
     assert_eq!(out.status.code(), Some(3), "{}", common::output_text(&out));

@@ -117,7 +117,7 @@ fn sigkill_during_ingest_loses_nothing_and_duplicates_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     fs::create_dir(&docs).unwrap();
-    for e in fs::read_dir(common::shared_eval().join("debian-faq/corpus")).unwrap() {
+    for e in fs::read_dir(common::eval_sets().join("debian-faq/corpus")).unwrap() {
         let e = e.unwrap();
         fs::copy(e.path(), docs.join(e.file_name())).unwrap();
     }

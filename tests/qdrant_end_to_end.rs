@@ -1,5 +1,5 @@
 //! GRACE end to end on a real Qdrant server, as a user runs it: `grace
-//! ingest`, `grace ask` and `grace eval ../shared/eval/debian-faq` with
+//! ingest`, `grace ask` and `grace eval eval/debian-faq` with
 //! `storage.backend: qdrant` (set through the environment), next to the
 //! same commands on the embedded store. Retrieval and confidence must be
 //! the same on both (recall, AUROC, and the decision of each question).
@@ -29,6 +29,9 @@ fn json(out: &std::process::Output) -> Value {
 
 #[test]
 fn ingest_ask_and_eval_on_qdrant_equal_the_embedded_store() {
+    if !support::qdrant_server::available() {
+        return;
+    }
     let server = QdrantCluster::single();
     let url = server.url();
     let work = tempfile::tempdir().unwrap();
@@ -60,7 +63,7 @@ fn ingest_ask_and_eval_on_qdrant_equal_the_embedded_store() {
 
     // The evaluation: the set's corpus in a temporary collection on the
     // server (deleted afterwards), the same questions.
-    let set = common::shared_eval().join("debian-faq");
+    let set = common::eval_sets().join("debian-faq");
     let set = set.to_str().unwrap();
     let edge = json(&grace(work.path(), None, &["eval", "--json", set]));
     let out = grace(work.path(), Some(&url), &["eval", "--json", set]);

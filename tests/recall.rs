@@ -1,4 +1,4 @@
-//! Retrieval quality on the shared evaluation sets: the gold source of an
+//! Retrieval quality on the evaluation sets in eval/: the gold source of an
 //! answerable question must be among the top 5 passages. debian-faq asks
 //! with the FAQ's own headings, debian-faq-paraphrased asks the same
 //! questions in users' own words over the same corpus. The test prints
@@ -45,8 +45,8 @@ fn answerable(set: &Path) -> Vec<Question> {
 
 #[test]
 fn debian_faq_recall_at_5_in_headings_and_in_users_words() {
-    let shared = common::shared_eval();
-    let set = shared.join("debian-faq");
+    let sets = common::eval_sets();
+    let set = sets.join("debian-faq");
     let data = tempfile::tempdir().unwrap();
     let kb = common::open(common::config(data.path()));
     let report = kb
@@ -59,7 +59,7 @@ fn debian_faq_recall_at_5_in_headings_and_in_users_words() {
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
     // The paraphrased set's corpus is a copy of debian-faq's.
     for (name, min_r5) in [("debian-faq", 0.85), ("debian-faq-paraphrased", 0.80)] {
-        let questions = answerable(&shared.join(name));
+        let questions = answerable(&sets.join(name));
         assert!(questions.len() >= 50);
         let mut results = Vec::new();
         for hybrid in [false, true] {

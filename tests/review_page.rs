@@ -125,6 +125,9 @@ async fn focused_card(b: &Browser) -> Option<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
+    if !support::browser::available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let kb = common::repo().join("examples/kb");
@@ -425,6 +428,9 @@ async fn a_reviewer_answers_in_the_browser_and_the_asker_receives_it() {
 /// a server with keys, it sees nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reviewer_who_may_not_read_a_document_never_sees_it_on_the_page() {
+    if !support::browser::available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Every answer escalates (a confidence between confirm and notify),

@@ -23,10 +23,10 @@ use grace::tools::{RagSearch, Tool, ToolOutput, Withheld};
 use grace::{KnowledgeBase, OpenMode};
 use support::mock_llm::{Mode, Provider, ScriptedModel, Turn};
 
-/// The shared set's corpus alone, copied into `dir`: what self-calibration
+/// The debian-faq set's corpus alone, copied into `dir`: what self-calibration
 /// may see. Its `questions.jsonl` stays behind.
 fn corpus_copy(dir: &Path, first: usize, count: usize) -> PathBuf {
-    let from = common::shared_eval().join("debian-faq/corpus");
+    let from = common::eval_sets().join("debian-faq/corpus");
     let mut names: Vec<PathBuf> = std::fs::read_dir(&from)
         .unwrap()
         .map(|e| e.unwrap().path())

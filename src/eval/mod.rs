@@ -1,5 +1,5 @@
 //! Evaluation over a question set: a folder with `corpus/` (documents) and
-//! `questions.jsonl` (format of `../shared/eval/*/`).
+//! `questions.jsonl` (format of `eval/*/`).
 //!
 //! [`run`] ingests the corpus into a temporary store, asks every question
 //! non-interactively (as `grace ask --json` would) and reports retrieval

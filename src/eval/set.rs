@@ -1,5 +1,5 @@
 //! The question-set format (`questions.jsonl` beside `corpus/`, as in
-//! `../shared/eval/*/`): one [`Question`] a line, whether a source is one
+//! `eval/*/`): one [`Question`] a line, whether a source is one
 //! of its gold ones, and [`EvalError`], what can go wrong reading a set.
 //! Nothing here runs GRACE.
 

@@ -101,8 +101,8 @@ pub fn open_existing(data: &Path) -> (KnowledgeBase, grace::ingest::manifest::Ma
     (kb, manifest)
 }
 
-pub fn shared_eval() -> PathBuf {
-    repo().join("../shared/eval")
+pub fn eval_sets() -> PathBuf {
+    repo().join("eval")
 }
 
 /// Registers reviewer `id` (named `name`) in `queue` and returns their

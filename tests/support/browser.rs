@@ -11,12 +11,38 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "skip.rs"]
+mod skip;
+
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The W3C WebDriver key of an element reference.
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long `must_find` and the `wait_*` helpers wait.
 pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The pinned axe-core `scripts/setup --browser` installs.
+fn axe_path() -> PathBuf {
+    let home = std::env::var_os("HOME").unwrap_or_default();
+    PathBuf::from(home).join(".cache/grace/axe/node_modules/axe-core/axe.min.js")
+}
+
+/// Whether Chromium, its driver and axe-core are there; when not, a test
+/// calling this first returns at once, skipped and said so (`skip.rs`).
+pub fn available() -> bool {
+    [
+        PathBuf::from(CHROMIUM),
+        PathBuf::from(CHROMEDRIVER),
+        axe_path(),
+    ]
+    .iter()
+    .all(|p| p.exists())
+        || skip::skipped(
+            "Chromium, chromedriver and axe-core",
+            "run scripts/setup --browser (Debian's chromium and chromium-driver, axe-core from npm)",
+            "GRACE_REQUIRE_BROWSER",
+        )
+}
 
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -312,8 +338,7 @@ impl Browser {
 /// violation, of any impact (minor, moderate, serious, critical), each as
 /// "id (impact): help, at targets" (the first three elements it found).
 pub async fn axe_violations(b: &Browser) -> Vec<String> {
-    let home = std::env::var_os("HOME").expect("HOME");
-    let axe = PathBuf::from(home).join(".cache/grace/axe/node_modules/axe-core/axe.min.js");
+    let axe = axe_path();
     let source = std::fs::read_to_string(&axe).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (run scripts/setup --browser: it installs axe-core)",

@@ -1,6 +1,6 @@
-//! Real Qdrant servers for tests: the Qdrant 1.16.3 server that
-//! `scripts/setup --qdrant` installs in `~/.cache/grace/qdrant/` (from
-//! `../shared/qdrant`; `GRACE_QDRANT_BIN` names another binary), started on
+//! Real Qdrant servers for tests: the first of `GRACE_QDRANT_BIN`, a
+//! `qdrant` on the PATH and the server `scripts/setup --qdrant` put in
+//! `~/.cache/grace/qdrant/` (see that script), started on
 //! free loopback ports with its data in a temporary folder: one node, or a
 //! cluster of N (Raft, peer-to-peer port) whose nodes can be killed with
 //! SIGKILL and restarted on the same ports and data.
@@ -24,19 +24,42 @@ use std::time::{Duration, Instant};
 /// How long a node may take to answer `/readyz`.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The server binary.
-pub fn binary() -> PathBuf {
+#[path = "skip.rs"]
+mod skip;
+
+/// The server binary: `GRACE_QDRANT_BIN`, else a `qdrant` on the PATH,
+/// else the one `scripts/setup --qdrant` installed; `None` when none is.
+pub fn find_binary() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("GRACE_QDRANT_BIN").filter(|b| !b.is_empty()) {
-        return PathBuf::from(bin);
+        return Some(PathBuf::from(bin));
     }
-    let home = std::env::var_os("HOME").expect("HOME is set");
-    let bin = Path::new(&home).join(".cache/grace/qdrant/qdrant");
-    assert!(
-        bin.is_file(),
-        "no Qdrant server at {}: run `bash scripts/setup --qdrant` (scripts/test does)",
-        bin.display()
-    );
-    bin
+    let on_path = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("qdrant"))
+        .find(|bin| bin.is_file());
+    let cached = std::env::var_os("HOME")
+        .map(|home| Path::new(&home).join(".cache/grace/qdrant/qdrant"))
+        .filter(|bin| bin.is_file());
+    on_path.or(cached)
+}
+
+/// Whether a Qdrant server can be started; when not, a test calling this
+/// first returns at once, skipped and said so (`skip.rs`).
+pub fn available() -> bool {
+    find_binary().is_some()
+        || skip::skipped(
+            "a Qdrant server",
+            "set GRACE_QDRANT_BIN to a Qdrant 1.16-1.21 server binary (or run scripts/setup --qdrant)",
+            "GRACE_REQUIRE_QDRANT",
+        )
+}
+
+/// The server binary ([`find_binary`]).
+pub fn binary() -> PathBuf {
+    find_binary().expect(
+        "no Qdrant server: set GRACE_QDRANT_BIN, put qdrant on the PATH, or run `bash scripts/setup --qdrant` (scripts/test does)",
+    )
 }
 
 /// One node of a [`QdrantCluster`].
