@@ -126,6 +126,33 @@ pub const EXIT_NEEDS_INPUT: u8 = 5;
 /// Exit code: any other failure.
 pub const EXIT_FAILURE: u8 = 1;
 
+/// Every exit status of `grace` but 141 (the binary's own, for output
+/// nobody reads any more), with what it means: the manual's reference
+/// (`grace reference exit-codes`) is made from this.
+pub const EXIT_CODES: &[(u8, &str)] = &[
+    (0, "success; `grace ask` and `grace answer`: answered"),
+    (
+        EXIT_FAILURE,
+        "a failure of GRACE or of what it uses (a store, a database, a model, a generator's server); `grace doctor`: something is wrong",
+    ),
+    (
+        EXIT_BAD_INPUT,
+        "bad input or configuration: a wrong flag, key or value, a file outside the allowed roots, a knowledge base embedded with another model, a data folder that cannot be written, a generator without its key",
+    ),
+    (
+        EXIT_NOT_FOUND,
+        "something named does not exist: a path, the collection, the knowledge base, the model's files, an escalation",
+    ),
+    (
+        EXIT_NOT_ANSWERED,
+        "not answered: `grace ask` escalated or declined the question; `grace answer`: no reviewer answer yet",
+    ),
+    (
+        EXIT_NEEDS_INPUT,
+        "the agent asked a question the run cannot go on without, and nobody could answer it (no terminal, `--no-input`)",
+    ),
+];
+
 impl Error {
     /// The state database's error under this one, whichever store it
     /// came from (PostgreSQL unreachable is a 503, not a fault).

@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+/// The extension of the asker key's file beside the review database
+/// (`review.asker-key`).
+pub const ASKER_KEY_EXTENSION: &str = "asker-key";
+
 use super::{Result, ReviewError};
 use crate::state::{Store, params};
 
@@ -52,7 +56,7 @@ impl AskerKey {
     /// Reads the key beside `db` (`<db>.asker-key`), or makes one from the
     /// system's random source the first time.
     fn in_file(db: &Path) -> Result<Self> {
-        let path = db.with_extension("asker-key");
+        let path = db.with_extension(ASKER_KEY_EXTENSION);
         match read_key(&path) {
             Ok(Some(key)) => return Ok(Self(key)),
             Ok(None) => {}

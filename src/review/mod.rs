@@ -33,6 +33,7 @@ pub mod tokens;
 mod verdict;
 pub mod withhold;
 
+pub use self::handle::ASKER_KEY_EXTENSION;
 pub use self::messages::{Access, ContextValue, Message, MessageStatus, Reviewer};
 pub use self::queue::{
     AlsoAsked, AuditEntry, Escalation, EscalationHandle, ListFilter, NewEscalation, Outcome,

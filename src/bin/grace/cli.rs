@@ -274,6 +274,13 @@ pub enum Command {
     },
     /// Print the effective configuration (defaults + file + environment)
     Config,
+    /// Print a reference page of the manual made from the code (Markdown)
+    #[command(hide = true)]
+    Reference {
+        /// The page
+        #[arg(value_enum)]
+        topic: crate::reference::Topic,
+    },
 }
 
 /// `grace ask`'s arguments (the command's help is on `Command::Ask`).

@@ -20,6 +20,7 @@ mod kb;
 mod migrate;
 mod output;
 mod progress;
+mod reference;
 mod review;
 mod tools;
 mod tools_runtime;
@@ -107,6 +108,11 @@ fn load_base(cli: &Cli) -> grace::Result<Config> {
 /// Runs the command; the exit code on success is 0, or
 /// [`grace::EXIT_NOT_ANSWERED`] when `ask` escalated or declined.
 fn run(cli: &Cli) -> grace::Result<u8> {
+    // Made from the code alone: no configuration needed.
+    if let Command::Reference { topic } = &cli.command {
+        print!("{}", reference::page(*topic));
+        return Ok(0);
+    }
     let base = load_base(cli)?;
     // The knowledge base `--kb` names; a missing or broken calibration file
     // is a configuration error now, whatever the command.
@@ -309,6 +315,8 @@ fn run(cli: &Cli) -> grace::Result<u8> {
             ..
         } => evaluate::calibrate(cli, &config, dir.as_ref(), out, *folds, *limit)?,
         Command::Config => output::config(&config, cli.json)?,
+        // Answered above, before the configuration is read.
+        Command::Reference { topic } => print!("{}", reference::page(*topic)),
     }
     Ok(0)
 }
