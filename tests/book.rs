@@ -11,6 +11,9 @@
 //!   `the book, "Evaluation"`, `"Load" above`, `see Evaluation`) is a
 //!   heading or a bold paragraph title somewhere in the book: such a
 //!   reference cannot outlive its section either.
+//! - Every troubleshooting entry's message still exists in the code
+//!   (`tests/troubleshooting_messages.txt`: a piece of each message and the
+//!   file that prints it).
 //! - Every `GRACE_…` variable the documents name is one GRACE reads: a
 //!   `GRACE_<SECTION>__<KEY>` is a key of the configuration, any other is
 //!   read by the code, a script or a test.
@@ -349,19 +352,38 @@ fn broken_links(file: &Path, headings: &mut BTreeMap<PathBuf, BTreeSet<String>>)
     broken
 }
 
+/// The book's pages: `docs/src/*.md` and those in its folders
+/// (`howto/`, `reference/`), sorted.
+fn chapters() -> Vec<PathBuf> {
+    let book = root().join("docs/src");
+    let mut out = Vec::new();
+    let mut dirs = vec![book];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[test]
 fn every_link_and_image_resolves_and_every_chapter_is_in_the_summary() {
     let book = root().join("docs/src");
-    let mut chapters: Vec<PathBuf> = std::fs::read_dir(&book)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    chapters.sort();
+    let chapters = chapters();
     assert!(chapters.len() >= 12, "{chapters:?}");
     let summary = std::fs::read_to_string(book.join("SUMMARY.md")).unwrap();
     for chapter in &chapters {
-        let name = chapter.file_name().unwrap().to_string_lossy().into_owned();
+        let name = chapter
+            .strip_prefix(&book)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         assert!(
             name == "SUMMARY.md" || summary.contains(&format!("]({name})")),
             "{name} is not in SUMMARY.md"
@@ -512,12 +534,7 @@ fn unknown_sections(file: &Path, names: &BTreeSet<String>) -> Vec<String> {
 
 /// The book's chapters and the repository's top-level documents.
 fn documents() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("docs/src"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    files.sort();
+    let mut files = chapters();
     files.extend(
         ["README.md", "ARCHITECTURE.md", "SECURITY.md"]
             .iter()
@@ -656,6 +673,36 @@ fn every_grace_variable_the_documents_name_is_read() {
         wrong.is_empty(),
         "variables the documents name:\n{}",
         wrong.join("\n")
+    );
+}
+
+#[test]
+fn every_troubleshooting_message_is_still_printed_by_the_code() {
+    let list = std::fs::read_to_string(root().join("tests/troubleshooting_messages.txt")).unwrap();
+    let chapter = std::fs::read_to_string(root().join("docs/src/troubleshooting.md")).unwrap();
+    let entries: Vec<(&str, &str)> = list
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_once('\t').expect("message<TAB>file"))
+        .collect();
+    assert!(entries.len() >= 15, "{} entries", entries.len());
+    let mut gone = Vec::new();
+    for (message, file) in &entries {
+        let code = std::fs::read_to_string(root().join(file)).unwrap_or_default();
+        if !code.contains(message) {
+            gone.push(format!("{file}: {message}"));
+        }
+        // The chapter quotes it as printed (placeholders filled in), so a
+        // piece of it is there too.
+        let head: String = message.chars().take(15).collect();
+        if !chapter.contains(&head) {
+            gone.push(format!("troubleshooting.md does not quote: {message}"));
+        }
+    }
+    assert!(
+        gone.is_empty(),
+        "messages no longer in the code:\n{}",
+        gone.join("\n")
     );
 }
 

@@ -315,7 +315,7 @@ pub fn sigmoid(x: f64) -> f64 {
 pub enum Level {
     /// Below `confirm`: a human must look at it.
     Escalate,
-    /// Answer, but ask the user to confirm.
+    /// Escalate: a reviewer answers (between `confirm` and `notify`).
     Confirm,
     /// Answer, with a caveat.
     Notify,
