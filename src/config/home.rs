@@ -4,12 +4,36 @@
 //! else `~/.local/share/grace`; on macOS `~/Library/Application
 //! Support/grace`). It holds the same layout as the repository:
 //! `models/minilm`, `models/libonnxruntime.so`, `models/reader`,
-//! `models/e5`.
+//! `models/e5`. When that folder has no `models/` and the system package
+//! installed them ([`SYSTEM_HOME`]), those are used.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The variable that names GRACE's per-user folder.
 pub const HOME_VAR: &str = "GRACE_HOME";
+
+/// Where the Debian package puts the models (`packaging/debian`).
+pub const SYSTEM_HOME: &str = "/usr/share/grace";
+
+/// The folder the models are looked for in: [`grace_home`], or
+/// [`SYSTEM_HOME`] when `GRACE_HOME` is not set, the per-user folder has
+/// no `models/` and the system one has.
+pub fn models_home(vars: &[(String, String)]) -> Option<PathBuf> {
+    resolve_home(vars, &|p: &Path| p.join("models").is_dir())
+}
+
+fn resolve_home(vars: &[(String, String)], has_models: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
+    let explicit = vars
+        .iter()
+        .rev()
+        .any(|(k, v)| k == HOME_VAR && !v.is_empty());
+    let home = grace_home(vars);
+    match home {
+        Some(h) if explicit || has_models(&h) => Some(h),
+        _ if has_models(Path::new(SYSTEM_HOME)) => Some(PathBuf::from(SYSTEM_HOME)),
+        other => other,
+    }
+}
 
 /// GRACE's per-user folder from the environment `vars`; `None` when neither
 /// `GRACE_HOME` nor a home directory is known. A relative value is taken as
@@ -69,5 +93,27 @@ mod tests {
         assert_eq!(grace_home(&v), Some(PathBuf::from("/srv/データ/grâce")));
         let v = vars(&[("GRACE_HOME", "../g")]);
         assert_eq!(grace_home(&v), Some(PathBuf::from("../g")));
+    }
+
+    #[test]
+    fn the_system_models_serve_a_user_without_their_own() {
+        let ann = vars(&[("HOME", "/home/ann")]);
+        let user = PathBuf::from("/home/ann/.local/share/grace");
+        let system = PathBuf::from(SYSTEM_HOME);
+        let only = |dir: &'static str| move |p: &Path| p == Path::new(dir);
+        // The user's own models win; else the package's; else the user's
+        // folder all the same (its "model missing" error names it).
+        assert_eq!(
+            resolve_home(&ann, &|p: &Path| p == user || p == system),
+            Some(user.clone())
+        );
+        assert_eq!(resolve_home(&ann, &only(SYSTEM_HOME)), Some(system));
+        assert_eq!(resolve_home(&ann, &|_: &Path| false), Some(user));
+        // GRACE_HOME is taken as given.
+        let set = vars(&[("HOME", "/home/ann"), ("GRACE_HOME", "/opt/g")]);
+        assert_eq!(
+            resolve_home(&set, &only(SYSTEM_HOME)),
+            Some(PathBuf::from("/opt/g"))
+        );
     }
 }

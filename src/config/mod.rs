@@ -10,8 +10,9 @@
 //! the model paths the file does not set (`embedding.model_dir`,
 //! `embedding.runtime_path`, `reader.model_dir`) against GRACE's per-user
 //! folder ([`grace_home`]), so a `grace` run from any directory finds the
-//! models `scripts/setup` put there; other defaults and environment values
-//! against the current directory.
+//! models `scripts/setup` put there, or the system package's
+//! ([`models_home`]); other defaults and environment values against the
+//! current directory.
 
 pub mod access;
 mod check;
@@ -48,7 +49,7 @@ pub use self::error::{ConfigError, Result};
 pub use self::feedback::{
     FeedbackConfig, MAX_BOOST_HALF_LIFE_DAYS, MAX_DOCUMENT_BOOST, MAX_GAP_DAYS,
 };
-pub use self::home::{HOME_VAR, grace_home};
+pub use self::home::{HOME_VAR, SYSTEM_HOME, grace_home, models_home};
 pub use self::ingest::IngestConfig;
 pub use self::kbs::{
     KB_SECTIONS, KbConfig, MAX_KB_NAME_CHARS, MAX_KBS, Role, Roles, valid_kb_name,
@@ -164,7 +165,7 @@ impl Config {
                 .is_some_and(|v| !v.is_null())
         };
         let base = file.as_deref().and_then(Path::parent);
-        config.resolve_paths(base, grace_home(vars).as_deref(), &set_in_file);
+        config.resolve_paths(base, models_home(vars).as_deref(), &set_in_file);
         let from_env = env::apply_overrides(&mut config, vars)?;
         let source = file.as_deref().zip(text.as_deref());
         validate::validate(&config)
