@@ -21,6 +21,26 @@ pub struct FileError {
 /// old file or the whole new one, and a file reported written stays
 /// written. `tmp` must be on the same file system (the same folder).
 pub fn replace_file(path: &Path, tmp: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    replace_with(path, tmp, bytes, &std::fs::OpenOptions::new())
+}
+
+/// [`replace_file`] for a file only its owner may read (mode 0600 on
+/// Unix, from its creation on).
+pub fn replace_private_file(path: &Path, tmp: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    // A temporary file left by a crash keeps its mode: start afresh.
+    let _ = std::fs::remove_file(tmp);
+    replace_with(path, tmp, bytes, &options)
+}
+
+fn replace_with(
+    path: &Path,
+    tmp: &Path,
+    bytes: &[u8],
+    options: &std::fs::OpenOptions,
+) -> Result<(), FileError> {
     let fail = |action: &'static str, p: &Path| {
         let path = p.to_path_buf();
         move |source| FileError {
@@ -29,7 +49,13 @@ pub fn replace_file(path: &Path, tmp: &Path, bytes: &[u8]) -> Result<(), FileErr
             source,
         }
     };
-    let mut file = std::fs::File::create(tmp).map_err(fail("create", tmp))?;
+    let mut file = options
+        .clone()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)
+        .map_err(fail("create", tmp))?;
     file.write_all(bytes).map_err(fail("write", tmp))?;
     file.sync_all().map_err(fail("sync", tmp))?;
     drop(file);

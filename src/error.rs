@@ -126,9 +126,12 @@ pub const EXIT_NEEDS_INPUT: u8 = 5;
 /// Exit code: any other failure.
 pub const EXIT_FAILURE: u8 = 1;
 
-/// Every exit status of `grace` but 141 (the binary's own, for output
-/// nobody reads any more), with what it means: the manual's reference
-/// (`grace reference exit-codes`) is made from this.
+/// Exit code: the output stopped being read (128 + SIGPIPE, what a shell
+/// reports for a tool killed by it).
+pub const EXIT_BROKEN_PIPE: u8 = 141;
+
+/// Every exit status of `grace`, with what it means: the manual's
+/// reference (`grace reference exit-codes`) is made from this.
 pub const EXIT_CODES: &[(u8, &str)] = &[
     (0, "success; `grace ask` and `grace answer`: answered"),
     (
@@ -150,6 +153,10 @@ pub const EXIT_CODES: &[(u8, &str)] = &[
     (
         EXIT_NEEDS_INPUT,
         "the agent asked a question the run cannot go on without, and nobody could answer it (no terminal, `--no-input`)",
+    ),
+    (
+        EXIT_BROKEN_PIPE,
+        "the output stopped being read (`grace search … | head -1`): GRACE stops quietly, as a tool killed by SIGPIPE",
     ),
 ];
 

@@ -74,8 +74,8 @@ pub mod watch;
 
 pub use config::Config;
 pub use error::{
-    EXIT_BAD_INPUT, EXIT_CODES, EXIT_FAILURE, EXIT_NEEDS_INPUT, EXIT_NOT_ANSWERED, EXIT_NOT_FOUND,
-    Error, Result,
+    EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_CODES, EXIT_FAILURE, EXIT_NEEDS_INPUT,
+    EXIT_NOT_ANSWERED, EXIT_NOT_FOUND, Error, Result,
 };
 pub use kb::{IndexStatus, KnowledgeBase, OpenMode, Status, status};
 pub use search::Passage;

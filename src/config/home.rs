@@ -17,9 +17,11 @@ pub const SYSTEM_HOME: &str = "/usr/share/grace";
 
 /// The folder the models are looked for in: [`grace_home`], or
 /// [`SYSTEM_HOME`] when `GRACE_HOME` is not set, the per-user folder has
-/// no `models/` and the system one has.
+/// no `models/minilm` and the system one has.
 pub fn models_home(vars: &[(String, String)]) -> Option<PathBuf> {
-    resolve_home(vars, &|p: &Path| p.join("models").is_dir())
+    // The default model: a folder holding only another one (e5) is not
+    // a set of models to use.
+    resolve_home(vars, &|p: &Path| p.join("models/minilm").is_dir())
 }
 
 fn resolve_home(vars: &[(String, String)], has_models: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {

@@ -24,7 +24,7 @@ pub struct EmbeddingConfig {
     /// Vectors of recently embedded questions and passage sentences kept
     /// for answering (one generation; at most twice this many are held,
     /// about 1.6 KiB each with MiniLM); 0 turns the cache off. `grace
-    /// serve` keeps them across a restart in
+    /// serve` keeps the passage sentences' vectors across a restart in
     /// `<data_dir>/vector-cache/<collection>.bin` (saved every 30 s while
     /// new ones come in, and when it stops; a damaged file or one of
     /// another model is refused with a warning).

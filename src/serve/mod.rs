@@ -398,10 +398,13 @@ pub async fn run(
             "work still running at the end of server.shutdown_grace_seconds; flushing anyway"
         );
     }
+    // A save already running finishes (saves take turns); the last one
+    // comes after the store's flush, which matters more.
     saver.abort();
     tokio::task::spawn_blocking(move || {
+        let flushed = handles.iter().try_for_each(Grace::flush);
         save_vector_caches(&handles);
-        handles.iter().try_for_each(Grace::flush)
+        flushed
     })
     .await
     .map_err(|e| Error::Server(format!("flushing the store failed: {e}")))?

@@ -261,8 +261,14 @@ def restart(bin_, work):
             status, _ = call("POST", url + "/v1/ask", {"question": "How do I install it?"})
         finally:
             proc.terminate()
-            proc.wait(timeout=60)
-        text = re.sub(r"\x1b\[[0-9;]*m", "", open(log).read()[start:])
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        with open(log) as f:
+            text = f.read()[start:]
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)
         loaded = re.search(r"vector cache loaded vectors=(\d+)", text)
         seen[key] = {"ask": status, "loaded": int(loaded.group(1)) if loaded else None,
                      "refused": "the vector cache starts empty" in text,

@@ -279,8 +279,19 @@ pub enum Command {
     Reference {
         /// The page
         #[arg(value_enum)]
-        topic: crate::reference::Topic,
+        topic: Topic,
     },
+}
+
+/// A reference page `grace reference` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Topic {
+    /// Commands and flags.
+    Cli,
+    /// Exit statuses.
+    ExitCodes,
+    /// HTTP routes and their statuses.
+    Http,
 }
 
 /// `grace ask`'s arguments (the command's help is on `Command::Ask`).

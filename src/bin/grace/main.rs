@@ -47,14 +47,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// Exit status of a command whose output stopped being read (128 +
-/// SIGPIPE, what a shell reports for a tool killed by it).
-const BROKEN_PIPE_EXIT: i32 = 141;
-
 /// `grace search … | head -1`: when the reader of GRACE's output goes
 /// away, `println!` panics ("failed printing to stdout: Broken pipe").
 /// That is not a bug to report with a backtrace but the end of the
-/// command: exit quietly with [`BROKEN_PIPE_EXIT`]. (Restoring SIGPIPE's
+/// command: exit quietly with [`grace::EXIT_BROKEN_PIPE`]. (Restoring SIGPIPE's
 /// default action instead would also kill GRACE when an MCP server it
 /// started as a tool closes its input.) Every other panic goes to the
 /// default hook.
@@ -68,7 +64,7 @@ fn quiet_on_broken_pipe() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
         if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            std::process::exit(BROKEN_PIPE_EXIT);
+            std::process::exit(i32::from(grace::EXIT_BROKEN_PIPE));
         }
         default(info);
     }));

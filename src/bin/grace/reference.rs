@@ -13,18 +13,7 @@ use std::fmt::Write;
 
 use clap::{Arg, CommandFactory, ValueEnum};
 
-use crate::cli::Cli;
-
-/// A reference page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Topic {
-    /// Commands and flags.
-    Cli,
-    /// Exit statuses.
-    ExitCodes,
-    /// HTTP routes and their statuses.
-    Http,
-}
+use crate::cli::{Cli, Topic};
 
 /// The page, as Markdown.
 pub fn page(topic: Topic) -> String {
@@ -189,11 +178,6 @@ fn exit_codes() -> String {
     for (code, meaning) in grace::EXIT_CODES {
         let _ = writeln!(out, "| {code} | {} |", cell(meaning));
     }
-    let _ = writeln!(
-        out,
-        "| {} | the output stopped being read (`grace search … \\| head -1`): GRACE stops quietly, as a tool killed by SIGPIPE |",
-        crate::BROKEN_PIPE_EXIT
-    );
     out
 }
 

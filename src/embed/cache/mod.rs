@@ -59,6 +59,9 @@ pub struct CachedEmbedder {
     generations: Mutex<Generations>,
     /// Whether a vector was added since the last save or load.
     dirty: AtomicBool,
+    /// Held for a whole save: two saves (the periodic one and the one at
+    /// shutdown) never write the temporary file at once.
+    saving: Mutex<()>,
 }
 
 impl CachedEmbedder {
@@ -73,6 +76,7 @@ impl CachedEmbedder {
                 previous: HashMap::new(),
             }),
             dirty: AtomicBool::new(false),
+            saving: Mutex::new(()),
         }
     }
 
@@ -80,15 +84,23 @@ impl CachedEmbedder {
     /// it: a crash leaves the old file or the new one) when one was added
     /// since the last save or load; returns whether it wrote.
     pub fn save(&self, path: &Path) -> Result<bool> {
+        // A save that panicked left nothing half done in memory.
+        let _saving = self
+            .saving
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if !self.dirty.swap(false, Ordering::SeqCst) {
             return Ok(false);
         }
         // Older generation first: loading inserts in file order, so the
-        // recent vectors end up in the current generation again.
+        // recent vectors end up in the current generation again. Only the
+        // documents' sentences are kept: they are what a restart would
+        // embed again; the askers' questions stay in memory.
         let entries: Vec<snapshot::Entry> = self.with_generations(|g| {
             g.previous
                 .iter()
                 .chain(g.current.iter())
+                .filter(|((kind, _), _)| *kind == Kind::Document)
                 .map(|((kind, text), vector)| snapshot::Entry {
                     kind: *kind,
                     text: text.clone(),
@@ -96,14 +108,19 @@ impl CachedEmbedder {
                 })
                 .collect()
         });
-        let bytes = snapshot::encode(self.model_id(), self.dimension(), &entries);
+        let bytes = snapshot::encode(
+            self.model_id(),
+            self.dimension(),
+            &entries,
+            self.capacity.saturating_mul(2),
+        );
         let written = path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .map_or(Ok(()), std::fs::create_dir_all)
             .map_err(|e| format!("cannot create its folder: {e}"))
             .and_then(|()| {
-                crate::durable::replace_file(path, &path.with_extension("bin.tmp"), &bytes)
+                crate::durable::replace_private_file(path, &path.with_extension("bin.tmp"), &bytes)
                     .map_err(|e| format!("cannot {} {}: {}", e.action, e.path.display(), e.source))
             });
         written.map(|()| true).map_err(|message| {
@@ -134,11 +151,22 @@ impl CachedEmbedder {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(fail(format!("cannot open it: {e}"))),
         };
+        let max_entries = self.capacity.saturating_mul(2);
+        let max_bytes = snapshot::max_file_bytes(max_entries, self.dimension());
+        let size = file
+            .metadata()
+            .map_err(|e| fail(format!("cannot read it: {e}")))?
+            .len();
+        if size > max_bytes {
+            return Err(fail(format!(
+                "it is {size} bytes, more than the {max_bytes} a cache of this size writes"
+            )));
+        }
         let entries = snapshot::decode(
-            std::io::BufReader::new(file),
+            std::io::Read::take(std::io::BufReader::new(file), max_bytes + 1),
             self.model_id(),
             self.dimension(),
-            self.capacity.saturating_mul(2),
+            max_entries,
         )
         .map_err(fail)?;
         let loaded = entries.len();
@@ -186,8 +214,12 @@ impl CachedEmbedder {
         if self.capacity == 0 {
             return;
         }
+        // Only documents' sentences are saved (see `save`).
+        let saved = key.0 == Kind::Document;
         self.with_generations(|g| insert(g, self.capacity, key, Arc::from(vector)));
-        self.dirty.store(true, Ordering::SeqCst);
+        if saved {
+            self.dirty.store(true, Ordering::SeqCst);
+        }
     }
 
     fn embed_kind(&self, kind: Kind, texts: &[String]) -> Result<Vec<Vec<f32>>> {
@@ -354,21 +386,33 @@ mod tests {
         assert!(first.save(&path).unwrap());
         assert!(!first.save(&path).unwrap(), "saved already");
 
+        // Only the file's owner reads it.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+
         let inner = Arc::new(Counting::default());
         let next = CachedEmbedder::new(inner.clone(), 100);
-        assert_eq!(next.load(&path).unwrap(), 3);
+        // The documents' sentences, not the askers' questions.
+        assert_eq!(next.load(&path).unwrap(), 2);
         assert_eq!(
             next.embed(&strings(&["bb", "a"])).unwrap(),
             vec![vec![2.0, 0.0], vec![1.0, 0.0]]
         );
-        assert_eq!(next.embed_query("q?").unwrap(), vec![2.0, 1.0]);
         assert_eq!(inner.texts.load(Ordering::SeqCst), 0);
-        assert_eq!(inner.queries.load(Ordering::SeqCst), 0);
-        assert!(!next.save(&path).unwrap(), "loading is not a change");
+        assert_eq!(next.embed_query("q?").unwrap(), vec![2.0, 1.0]);
+        assert_eq!(inner.queries.load(Ordering::SeqCst), 1);
+        assert!(
+            !next.save(&path).unwrap(),
+            "neither loading nor a question is a change to save"
+        );
     }
 
     #[test]
-    fn a_smaller_cache_loads_the_most_recent_vectors() {
+    fn a_file_bigger_than_the_cache_is_refused_and_one_that_fits_keeps_its_recent_vectors() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kb.bin");
         let big = CachedEmbedder::new(Arc::new(Counting::default()), 2);
@@ -395,6 +439,8 @@ mod tests {
             b"".to_vec(),
             b"GRACEVC1\xff\xff\xff\xff".to_vec(),
             vec![0xA5; 100_000],
+            // Bigger than a cache of 100 vectors ever writes.
+            vec![0; 1_000_000],
         ] {
             std::fs::write(&path, bytes).unwrap();
             let err = cache.load(&path).unwrap_err().to_string();

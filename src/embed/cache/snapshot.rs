@@ -32,6 +32,19 @@ const MAX_MODEL_ID_BYTES: usize = 1024;
 /// The longest vector read back: far above any sentence model's.
 const MAX_DIMENSION: usize = 8192;
 
+/// The text an entry may take on average: a file is at most this much text
+/// per vector the cache keeps (most sentences are a few hundred bytes), so
+/// that its size is bounded by the cache's, not by [`MAX_TEXT_BYTES`].
+const AVERAGE_TEXT_BYTES: usize = 2048;
+
+/// The largest file a cache of `max_entries` vectors of `dimension` writes
+/// or reads.
+pub(super) fn max_file_bytes(max_entries: usize, dimension: usize) -> u64 {
+    let header = MAGIC.len() + 4 + MAX_MODEL_ID_BYTES + 4 + 4 + 32;
+    let entry = 1 + 4 + AVERAGE_TEXT_BYTES + 4 * dimension;
+    (header as u64).saturating_add((max_entries as u64).saturating_mul(entry as u64))
+}
+
 /// One cached vector.
 pub(super) struct Entry {
     pub kind: Kind,
@@ -46,14 +59,29 @@ fn kind_byte(kind: Kind) -> u8 {
     }
 }
 
-/// The file's bytes for `entries` of a `dimension`-long model `model_id`,
-/// in their order; texts over [`MAX_TEXT_BYTES`] and vectors of another
-/// length are left out.
-pub(super) fn encode(model_id: &str, dimension: usize, entries: &[Entry]) -> Vec<u8> {
-    let kept: Vec<&Entry> = entries
+/// The file's bytes for `entries` (oldest first) of a `dimension`-long
+/// model `model_id`, in their order; texts over [`MAX_TEXT_BYTES`] and
+/// vectors of another length are left out, and the oldest entries too
+/// when the file would be over [`max_file_bytes`] for `max_entries`.
+pub(super) fn encode(
+    model_id: &str,
+    dimension: usize,
+    entries: &[Entry],
+    max_entries: usize,
+) -> Vec<u8> {
+    let budget = max_file_bytes(max_entries, dimension);
+    let mut size = (MAGIC.len() + 4 + model_id.len() + 4 + 4 + 32) as u64;
+    let mut kept: Vec<&Entry> = entries
         .iter()
+        .rev()
         .filter(|e| e.text.len() <= MAX_TEXT_BYTES && e.vector.len() == dimension)
+        .take(max_entries)
+        .take_while(|e| {
+            size += (1 + 4 + e.text.len() + 4 * dimension) as u64;
+            size <= budget
+        })
         .collect();
+    kept.reverse();
     let mut out = Vec::with_capacity(64 + kept.len() * (dimension * 4 + 64));
     out.extend_from_slice(MAGIC);
     put_bytes(&mut out, model_id.as_bytes());
@@ -108,7 +136,12 @@ pub(super) fn decode(
         ));
     }
     let dim = r.u32()?;
-    if dim != dimension || dim > MAX_DIMENSION {
+    if dim > MAX_DIMENSION {
+        return Err(format!(
+            "its vectors are {dim} long, over the {MAX_DIMENSION} allowed"
+        ));
+    }
+    if dim != dimension {
         return Err(format!(
             "it holds {dim}-long vectors, not {dimension}-long ones"
         ));
@@ -119,7 +152,8 @@ pub(super) fn decode(
             "it holds {count} vectors, more than the {max_entries} the cache keeps (twice embedding.cache_size)"
         ));
     }
-    let mut entries = Vec::with_capacity(count);
+    // Grown as entries are read, not sized by the file's word.
+    let mut entries = Vec::with_capacity(count.min(4096));
     let mut raw = vec![0u8; dimension * 4];
     for i in 0..count {
         let mut kind = [0u8; 1];
@@ -216,6 +250,7 @@ mod tests {
                 entry(Kind::Query, "a question?", &[1.0, 0.0]),
                 entry(Kind::Document, "日本語の文。", &[0.0, 1.0]),
             ],
+            10,
         )
     }
 
@@ -255,10 +290,28 @@ mod tests {
                 entry(Kind::Document, &long, &[1.0, 0.0]),
                 entry(Kind::Document, "kept", &[0.0, 1.0]),
             ],
+            10,
         );
         let entries = decode(bytes.as_slice(), "m", 2, 10).unwrap();
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].text, "kept");
+    }
+
+    #[test]
+    fn keeps_the_newest_entries_within_the_files_bound() {
+        let long = "x".repeat(AVERAGE_TEXT_BYTES * 3);
+        let entries: Vec<Entry> = (0..4)
+            .map(|i| entry(Kind::Document, &format!("{i}{long}"), &[1.0, 0.0]))
+            .collect();
+        // Room for two entries' vectors but not for four texts this long.
+        let bytes = encode("m", 2, &entries, 4);
+        assert!(bytes.len() as u64 <= max_file_bytes(4, 2));
+        let kept = decode(bytes.as_slice(), "m", 2, 4).unwrap();
+        assert!(!kept.is_empty() && kept.len() < 4);
+        assert!(
+            kept.last().unwrap().text.starts_with('3'),
+            "the newest is kept"
+        );
     }
 
     #[test]
