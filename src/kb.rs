@@ -245,10 +245,11 @@ impl KnowledgeBase {
     }
 
     /// Searches the collection; `limit` defaults to `qdrant.search_limit`.
-    /// When the reader is available it reads the best `search.rerank_depth`
-    /// fused passages (at least `limit`); with `search.rerank: reader` they
-    /// are reordered by its probability (pinned passages stay first) before
-    /// the best `limit` are kept. Each passage read has its `reader_score`.
+    /// With `search.rerank: reader` and the reader available, it reads the
+    /// best `search.rerank_depth` fused passages (at least `limit`) and
+    /// reorders them by its probability (pinned passages stay first) before
+    /// the best `limit` are kept; with `rerank: none` it reads only those
+    /// `limit`. Each passage read has its `reader_score`.
     pub fn search(
         &self,
         query: &str,

@@ -16,9 +16,9 @@
 //!   `mcp.timeout_seconds`.
 //!
 //! `mcp.tools` lists what is offered (a registry tool must also be in
-//! `tools.enabled`); by default `ask`, `rag_search` and `ingest`: the
-//! escalation tools take any reviewer's name, so they are only for a client
-//! trusted to act as every reviewer. Every result's structured content is
+//! `tools.enabled`); by default `ask`, `rag_search`, `ingest` and
+//! `feedback`: the escalation tools take any reviewer's name, so they are
+//! only for a client trusted to act as every reviewer. Every result's structured content is
 //! a JSON object `{success, data, error, suggestions}` (`isError` when
 //! `success` is false); its text content is the gist for a model to read
 //! (`brief`): `ask`'s answer, citations, confidence and decision, or

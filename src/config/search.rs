@@ -81,8 +81,11 @@ pub struct SearchConfig {
     /// reader's probability (when the reader is available), `none` keeps
     /// the fused order.
     pub rerank: Rerank,
-    /// Fused passages the reader reads per search; the best `limit` of them
-    /// are returned. Below the search limit, the limit is used.
+    /// With `search.rerank: reader` (and the reader available), the fused
+    /// passages the reader reads and reorders per search; the best `limit`
+    /// of them are returned. Below the search limit, the limit is used.
+    /// With `rerank: none` it has no effect: the reader, when on, reads
+    /// only the `limit` passages returned.
     pub rerank_depth: usize,
     /// The lexical ranking may lift a passage only with strong evidence
     /// the dense ranking's first passage lacks: an identifier of the
