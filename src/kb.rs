@@ -188,24 +188,36 @@ impl KnowledgeBase {
         }
         // The model itself, not the cache: a made-up text is not kept.
         let query = "warm-up";
-        let request = SearchRequest {
-            query,
-            limit: 1,
-            filter: None,
-            pin_identifiers: self.config.search.pin_identifiers,
-            gate: Gate::of(&self.config.search),
-        };
-        let passages = crate::search::search(
-            self.store.as_ref(),
-            self.embedder.as_ref(),
-            &self.lexical,
-            &self.config.qdrant,
-            &request,
-        )?;
+        let passages = self.fused(self.embedder.as_ref(), query, 1, None)?;
         let text = passages.first().map_or(query, |p| p.text.as_str());
         self.embedder.embed(&[text.to_string()])?;
         self.reader.probabilities(query, &[text])?;
         Ok(())
+    }
+
+    /// The fused search of `query` with `embedder`, as configured: the
+    /// `limit` best passages, before boosts and the reader.
+    fn fused(
+        &self,
+        embedder: &dyn Embedder,
+        query: &str,
+        limit: usize,
+        filter: Option<&PayloadFilter>,
+    ) -> Result<Vec<Passage>> {
+        let request = SearchRequest {
+            query,
+            limit,
+            filter,
+            pin_identifiers: self.config.search.pin_identifiers,
+            gate: Gate::of(&self.config.search),
+        };
+        Ok(crate::search::search(
+            self.store.as_ref(),
+            embedder,
+            &self.lexical,
+            &self.config.qdrant,
+            &request,
+        )?)
     }
 
     /// Saves the answering vector cache for the next start
@@ -263,20 +275,7 @@ impl KnowledgeBase {
         } else {
             limit
         };
-        let request = SearchRequest {
-            query,
-            limit: depth,
-            filter,
-            pin_identifiers: self.config.search.pin_identifiers,
-            gate: Gate::of(&self.config.search),
-        };
-        let mut passages = crate::search::search(
-            self.store.as_ref(),
-            self.answering.as_ref(),
-            &self.lexical,
-            &self.config.qdrant,
-            &request,
-        )?;
+        let mut passages = self.fused(self.answering.as_ref(), query, depth, filter)?;
         apply_document_boosts(&mut passages, &self.document_boosts());
         let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
         let reading = std::time::Instant::now();

@@ -18,6 +18,9 @@
 //!   `GRACE_<SECTION>__<KEY>` is a key of the configuration, any other is
 //!   read by the code, a script or a test.
 
+#[path = "support/repo_files.rs"]
+mod repo_files;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -609,16 +612,10 @@ fn grace_variables(text: &str) -> BTreeSet<String> {
 
 /// The text of every file under `dirs` (of the repository), for a search.
 fn code_text(dirs: &[&str]) -> String {
-    let mut out = String::new();
-    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| root().join(d)).collect();
-    while let Some(path) = stack.pop() {
-        if path.is_dir() {
-            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-        } else if let Ok(text) = std::fs::read_to_string(&path) {
-            out.push_str(&text);
-        }
-    }
-    out
+    repo_files::read_tree(&root(), dirs)
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect()
 }
 
 #[test]

@@ -14,6 +14,9 @@
 //! - `http-errors.md` is written by hand and checked: every error type the
 //!   server sends is in it, and every type in it is sent.
 
+#[path = "support/repo_files.rs"]
+mod repo_files;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -267,20 +270,12 @@ fn the_data_folder_page_lists_every_file_the_code_names() {
 // ---------------------------------------------------------------------------
 // Checked pages
 
-/// Every file's text under `dir` of the repository.
+/// Every Rust file's text under `dir` of the repository.
 fn texts(dir: &str) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root().join(dir)];
-    while let Some(path) = stack.pop() {
-        if path.is_dir() {
-            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-        } else if path.extension().is_some_and(|e| e == "rs")
-            && let Ok(text) = std::fs::read_to_string(&path)
-        {
-            out.push((path, text));
-        }
-    }
-    out
+    repo_files::read_tree(&root(), &[dir])
+        .into_iter()
+        .filter(|(path, _)| path.extension().is_some_and(|e| e == "rs"))
+        .collect()
 }
 
 /// The `"GRACE_…"` string literals of `text` that name a variable of their
