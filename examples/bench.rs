@@ -6,6 +6,10 @@
 //!                                again unchanged (timed)
 //! bench query DATA_DIR QUESTIONS retrieval only (hybrid search, top 5) per
 //!                                question, and the question's embedding alone
+//! bench ask DATA_DIR QUESTIONS   a whole `ask` per question (plan, search,
+//!                                the offline extractive answer, confidence;
+//!                                nothing queued), each question once, as a
+//!                                person at the CLI asks them one at a time
 //! bench scale FROM DATA_DIR N    N points into a fresh store in DATA_DIR from
 //!                                the store ingested in FROM (timed)
 //! bench store-write FROM DATA_DIR [N]
@@ -82,7 +86,7 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: bench raw CORPUS | ingest CORPUS DATA_DIR | query DATA_DIR QUESTIONS_JSONL | scale FROM_DATA_DIR DATA_DIR N \
+    let usage = "usage: bench raw CORPUS | ingest CORPUS DATA_DIR | query DATA_DIR QUESTIONS_JSONL | ask DATA_DIR QUESTIONS_JSONL | scale FROM_DATA_DIR DATA_DIR N \
                  | store-write FROM_DATA_DIR DATA_DIR [N] | store-query DATA_DIR QUESTIONS_JSONL [PASSES] [CLIENTS]";
     let config = Config::load(None)?;
     match args
@@ -94,6 +98,7 @@ fn main() -> Result<()> {
         ["raw", corpus] => raw(config, corpus.into()),
         ["ingest", corpus, data] => ingest(config, corpus.into(), data.into()),
         ["query", data, questions] => query(config, data.into(), questions.into()),
+        ["ask", data, questions] => ask(config, data.into(), questions.into()),
         ["scale", from, to, n] => scale(config, from.into(), to.into(), n.parse()?),
         ["access", from, to, n, groups, questions] => access(
             config,
@@ -147,7 +152,7 @@ fn chunk_texts(config: &Config, corpus: &PathBuf) -> Result<Vec<String>> {
 fn raw(config: Config, corpus: PathBuf) -> Result<()> {
     let texts = chunk_texts(&config, &corpus)?;
     let embedder = FastEmbedder::new(&config.embedding)?;
-    embedder.embed(&["warm-up".to_string()])?;
+    warm(&embedder)?;
     let started = Instant::now();
     embedder.embed(&texts)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -158,7 +163,7 @@ fn raw(config: Config, corpus: PathBuf) -> Result<()> {
 fn ingest(mut config: Config, corpus: PathBuf, data: PathBuf) -> Result<()> {
     config.storage.data_dir = data;
     let embedder = std::sync::Arc::new(FastEmbedder::new(&config.embedding)?);
-    embedder.embed(&["warm-up".to_string()])?;
+    warm(embedder.as_ref())?;
     let kb = KnowledgeBase::with_embedder(config, embedder, OpenMode::Create)?;
     let started = Instant::now();
     let report = kb.ingest(
@@ -181,6 +186,15 @@ fn ingest(mut config: Config, corpus: PathBuf, data: PathBuf) -> Result<()> {
             "reingest_chunks_written": again.chunks_written,
         })
     );
+    Ok(())
+}
+
+/// Loads every session of the model, as a long ingest has them (the
+/// peer's single session is loaded before its timing too): one text for
+/// the lone-text session, two for the batch sessions.
+fn warm(embedder: &dyn Embedder) -> Result<()> {
+    embedder.embed(&["warm-up".to_string()])?;
+    embedder.embed(&["warm-up".to_string(), "every session".to_string()])?;
     Ok(())
 }
 
@@ -254,6 +268,36 @@ fn query(mut config: Config, data: PathBuf, questions: PathBuf) -> Result<()> {
     Ok(())
 }
 
+fn ask(mut config: Config, data: PathBuf, questions: PathBuf) -> Result<()> {
+    config.storage.data_dir = data;
+    // The answer is the offline one whatever the machine's settings say.
+    config.llm.provider = grace::config::LlmProvider::Extractive;
+    let asked = read_questions(&questions)?;
+    let grace = grace::Grace::open(config)?;
+    let options = grace::service::AskOptions {
+        queue: false,
+        ..Default::default()
+    };
+    let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ask_one = |q: &str| grace.ask_blocking(q, &options, Arc::clone(&cancel), &mut |_| {});
+    // Loads the models and the reader, as the first question of a session
+    // does; its time is not counted.
+    ask_one("How do I warm up? (warm-up)")?;
+    let mut latencies = Vec::new();
+    let mut answered = 0;
+    for q in &asked {
+        let started = Instant::now();
+        let outcome = ask_one(q)?;
+        latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+        answered += usize::from(outcome.report.decision == grace::exec::Decision::Answer);
+    }
+    println!(
+        "{}",
+        json!({"questions": asked.len(), "ask_ms": latencies, "answered": answered})
+    );
+    Ok(())
+}
+
 fn scale(config: Config, from: PathBuf, to: PathBuf, target: usize) -> Result<()> {
     let originals = read_points(&config, from)?;
     let mut config = config;
@@ -262,7 +306,7 @@ fn scale(config: Config, from: PathBuf, to: PathBuf, target: usize) -> Result<()
     let batch = 32;
     // The model stays loaded, as it is while ingesting.
     let embedder = std::sync::Arc::new(FastEmbedder::new(&config.embedding)?);
-    embedder.embed(&["warm-up".to_string()])?;
+    warm(embedder.as_ref())?;
     let kb = KnowledgeBase::with_embedder(config, embedder, OpenMode::Create)?;
     let store = kb.store();
     let started = Instant::now();
@@ -313,7 +357,7 @@ fn access(
     let mut config = config;
     config.storage.data_dir = to;
     let model = Arc::new(FastEmbedder::new(&config.embedding)?);
-    model.embed(&["warm-up".to_string()])?;
+    warm(model.as_ref())?;
     let kb = KnowledgeBase::with_embedder(config, model.clone(), OpenMode::Create)?;
     let store = kb.store();
     let started = Instant::now();
@@ -646,7 +690,7 @@ fn store_query(
     let points = store.count(None)?;
     // Each question embedded once, by the bare model (not the knowledge
     // base's cache, so the last phase's searches embed their question).
-    model.embed(&["warm-up".to_string()])?;
+    warm(model.as_ref())?;
     let mut vectors = HashMap::new();
     let mut embed_ms = Vec::new();
     for q in &asked {

@@ -190,7 +190,10 @@ impl KnowledgeBase {
         let query = "warm-up";
         let passages = self.fused(self.embedder.as_ref(), query, 1, None)?;
         let text = passages.first().map_or(query, |p| p.text.as_str());
-        self.embedder.embed(&[text.to_string()])?;
+        // Two texts: the sessions that embed an answer's sentences (a
+        // batch) load now too, not on the first question.
+        self.embedder
+            .embed(&[text.to_string(), query.to_string()])?;
         self.reader.probabilities(query, &[text])?;
         Ok(())
     }

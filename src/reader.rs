@@ -170,8 +170,9 @@ impl Reader {
             dir: dir.clone(),
             message,
         };
-        // The embedder's runtime (a no-op when the embedder loaded it).
-        init_runtime(&self.runtime_path).map_err(|e| model_error(e.to_string()))?;
+        // The embedder's runtime and environment (loaded once a process).
+        let environment =
+            init_runtime(&self.runtime_path).map_err(|e| model_error(e.to_string()))?;
         let read = |path: &Path| {
             std::fs::read(path)
                 .map_err(|e| model_error(format!("cannot read {}: {e}", path.display())))
@@ -179,6 +180,7 @@ impl Reader {
         let files = tokenizer_files(dir, read)?;
         let model = UserDefinedRerankingModel::new(read(&dir.join(MODEL_FILE))?, files);
         let mut options = RerankInitOptionsUserDefined::new()
+            .with_environment(environment)
             .with_max_length(self.config.max_length)
             // As for the embedder: spinning threads fight for 2 cores.
             .with_session_config("session.intra_op.allow_spinning", "0");

@@ -37,17 +37,19 @@ fn resolve_home(vars: &[(String, String)], has_models: &dyn Fn(&Path) -> bool) -
     }
 }
 
+/// The value of the variable `name` in `vars` (the last one set wins).
+fn last<'a>(vars: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    vars.iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
 /// GRACE's per-user folder from the environment `vars`; `None` when neither
 /// `GRACE_HOME` nor a home directory is known. A relative value is taken as
 /// given (against the current directory), as the shell would.
 pub fn grace_home(vars: &[(String, String)]) -> Option<PathBuf> {
-    let var = |name: &str| {
-        vars.iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .filter(|v| !v.is_empty())
-    };
+    let var = |name: &str| last(vars, name).filter(|v| !v.is_empty());
     if let Some(home) = var(HOME_VAR) {
         return Some(PathBuf::from(home));
     }
@@ -59,6 +61,26 @@ pub fn grace_home(vars: &[(String, String)]) -> Option<PathBuf> {
         return Some(PathBuf::from(data).join("grace"));
     }
     var("HOME").map(|h| PathBuf::from(h).join(".local/share/grace"))
+}
+
+/// GRACE's per-user cache folder, for files it can make again (the
+/// embedding model prepared for fast loading): systemd's
+/// `$CACHE_DIRECTORY` (a unit's `CacheDirectory=`), else
+/// `$XDG_CACHE_HOME/grace`, else `~/.cache/grace` (on macOS
+/// `~/Library/Caches/grace`); `None` when none is known.
+pub fn cache_home(vars: &[(String, String)]) -> Option<PathBuf> {
+    let var = |name: &str| last(vars, name).filter(|v| v.starts_with('/'));
+    // systemd lists several folders with `:` when a unit names several.
+    if let Some(dir) = var("CACHE_DIRECTORY").and_then(|d| d.split(':').next()) {
+        return Some(PathBuf::from(dir));
+    }
+    if cfg!(target_os = "macos") {
+        return var("HOME").map(|h| PathBuf::from(h).join("Library/Caches/grace"));
+    }
+    if let Some(cache) = var("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(cache).join("grace"));
+    }
+    var("HOME").map(|h| PathBuf::from(h).join(".cache/grace"))
 }
 
 #[cfg(test)]
@@ -95,6 +117,29 @@ mod tests {
         assert_eq!(grace_home(&v), Some(PathBuf::from("/srv/データ/grâce")));
         let v = vars(&[("GRACE_HOME", "../g")]);
         assert_eq!(grace_home(&v), Some(PathBuf::from("../g")));
+    }
+
+    #[test]
+    fn the_cache_folder_is_systemds_then_xdgs_then_the_homes() {
+        if cfg!(target_os = "macos") {
+            return;
+        }
+        let all = vars(&[
+            ("HOME", "/home/ann"),
+            ("XDG_CACHE_HOME", "/c"),
+            ("CACHE_DIRECTORY", "/var/cache/grace:/var/cache/other"),
+        ]);
+        assert_eq!(cache_home(&all), Some(PathBuf::from("/var/cache/grace")));
+        let v = vars(&[("HOME", "/home/ann"), ("XDG_CACHE_HOME", "/c")]);
+        assert_eq!(cache_home(&v), Some(PathBuf::from("/c/grace")));
+        // Relative values are not folders to write in.
+        let v = vars(&[("HOME", "/home/ann"), ("XDG_CACHE_HOME", "c")]);
+        assert_eq!(
+            cache_home(&v),
+            Some(PathBuf::from("/home/ann/.cache/grace"))
+        );
+        assert_eq!(cache_home(&vars(&[("HOME", "rel")])), None);
+        assert_eq!(cache_home(&[]), None);
     }
 
     #[test]

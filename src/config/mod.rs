@@ -49,7 +49,7 @@ pub use self::error::{ConfigError, Result};
 pub use self::feedback::{
     FeedbackConfig, MAX_BOOST_HALF_LIFE_DAYS, MAX_DOCUMENT_BOOST, MAX_GAP_DAYS,
 };
-pub use self::home::{HOME_VAR, SYSTEM_HOME, grace_home, models_home};
+pub use self::home::{HOME_VAR, SYSTEM_HOME, cache_home, grace_home, models_home};
 pub use self::ingest::IngestConfig;
 pub use self::kbs::{
     KB_SECTIONS, KbConfig, MAX_KB_NAME_CHARS, MAX_KBS, Role, Roles, valid_kb_name,

@@ -18,8 +18,10 @@ pub struct EmbeddingConfig {
     pub max_length: usize,
     /// Texts embedded per call to the model.
     pub batch_size: usize,
-    /// 0: one single-threaded model session per core (at most 4), a call's
-    /// texts split between them; N: one session with N intra-op threads.
+    /// 0: a lone text (a question) on a session with a thread per core,
+    /// several texts split between single-threaded sessions, one per core
+    /// (at most 4), sharing one copy of the weights; N: one session with N
+    /// intra-op threads. A text's vector is the same bit for bit either way.
     pub threads: usize,
     /// Vectors of recently embedded questions and passage sentences kept
     /// for answering (one generation; at most twice this many are held,

@@ -1,113 +1,50 @@
-//! Local embeddings with fastembed over ONNX Runtime, loaded from files that
-//! `scripts/setup` installs (nothing is downloaded at run time).
+//! Local sentence embeddings over ONNX Runtime, from model files that
+//! `scripts/setup` installs (nothing is downloaded at run time). The model
+//! folder's layout is fastembed's, and so are the tokenizer and the
+//! pooling (`tokenizer.rs`, `session.rs`); the sessions are GRACE's own, so
+//! that they can share one copy of the weights.
 //!
 //! The ONNX Runtime library is loaded dynamically (`ort-load-dynamic`). `ort`
 //! panics when it has to find the library itself and cannot, so the library
 //! is checked and loaded explicitly (`ort::init_from`, which reports a
-//! missing file or a too-old version as an error) before fastembed touches
-//! `ort`. The model session is created on first use: commands that embed
-//! nothing (an unchanged re-ingest, `grace status`) never load it.
+//! missing file or a too-old version as an error) before anything touches
+//! `ort`. Sessions are created on first use: commands that embed nothing
+//! (an unchanged re-ingest, `grace status`) never load the model.
 //!
-//! With `embedding.threads: 0` (the default) there is one single-threaded
-//! session per core (at most [`MAX_SESSIONS`]), and a call with several
-//! texts splits them between the sessions, which run at once. Measured on
-//! 2 cores (822 sentences of debian-faq, MiniLM): 166-184 sentences/s,
-//! against 123-140 for one session using both cores; and a text's vector
-//! no longer depends on the machine's load (one thread per session does
-//! the same arithmetic every time). A single text (a question) uses one
-//! session; the others load only when a call first needs them.
+//! With `embedding.threads: 0` (the default) a call with one text (a
+//! question) runs on a session with an intra-op thread on every core when
+//! no other call is embedding (else on a one-thread session, so that
+//! concurrent requests keep the cores), and a call with several texts is
+//! shared between single-threaded sessions, one per core (at most
+//! [`MAX_SESSIONS`]), which run at once, each taking the next text as it
+//! finishes one. Measured on 2 cores: a question embeds in 2.2–2.5 ms on
+//! both cores against 3.9 ms on one, while a batch runs about 15% faster
+//! on one-thread sessions side by side than on one session using both
+//! cores (`docs/src/performance.md`). The vectors are the same bit for bit
+//! whichever session computes them (ONNX Runtime splits its work between
+//! threads without changing any sum's order; `tests/embedder.rs` checks
+//! it), so a text always gets the same vector. Every session is given the
+//! prepared model's weights, read once, and shares their packed copy
+//! (`prepared.rs`, `weights.rs`), so a session beyond the first costs
+//! tens of megabytes, not another copy of the model.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use fastembed::{
-    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
-};
+use ort::environment::Environment;
+use ort::session::builder::PrepackedWeights;
+use tokenizers::Tokenizer;
 
+use super::files::{MODEL_FILE, TOKENIZER_FILES, read, tokenizer_files};
+use super::model_card::ModelCard;
+use super::session::ModelSession;
+use super::weights::{Part, Shared};
 use super::{EmbedError, Embedder, Result, SimilarityScale};
 use crate::config::EmbeddingConfig;
 
-/// The ONNX file of a model folder (the embedder's and the reader's).
-pub(crate) const MODEL_FILE: &str = "model.onnx";
-/// The tokenizer files beside it, in [`TokenizerFiles`] field order.
-pub(crate) const TOKENIZER_FILES: [&str; 4] = [
-    "tokenizer.json",
-    "config.json",
-    "special_tokens_map.json",
-    "tokenizer_config.json",
-];
-
-/// The optional file of a model folder that says how to use the model
-/// (`scripts/e5_convert.py` writes one for multilingual-e5-small); without
-/// it, a folder is used as MiniLM is (mean pooling, no prefixes).
-pub const MODEL_CARD_FILE: &str = "grace-model.yml";
-
-/// The most sessions `embedding.threads: 0` opens (each holds the model:
-/// about 25 MB for MiniLM, 470 MB for multilingual-e5-small).
+/// The most single-threaded batch sessions `embedding.threads: 0` opens.
 pub const MAX_SESSIONS: usize = 4;
-
-/// The longest model card read.
-const MAX_MODEL_CARD_BYTES: u64 = 64 * 1024;
-
-/// How a model folder's model is used (`grace-model.yml`).
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-pub struct ModelCard {
-    /// The model's name (`multilingual-e5-small`).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// Put before a question (`"query: "`).
-    #[serde(default)]
-    pub query_prefix: String,
-    /// Put before a passage (`"passage: "`).
-    #[serde(default)]
-    pub passage_prefix: String,
-    /// The model's longest input in tokens (caps `embedding.max_length`).
-    #[serde(default)]
-    pub max_length: Option<usize>,
-    /// The languages it reads (`multilingual`, or a list in words).
-    #[serde(default)]
-    pub languages: Option<String>,
-    /// The pooling it was trained with; only `mean` is supported.
-    #[serde(default)]
-    pub pooling: Option<String>,
-    /// How its cosines map onto GRACE's similarity scale; absent: as they
-    /// are (MiniLM's).
-    #[serde(default)]
-    pub similarity: Option<SimilarityScale>,
-}
-
-impl ModelCard {
-    /// The card of the model folder `dir`, or the default (MiniLM's way)
-    /// when there is none.
-    pub fn of(dir: &Path) -> Result<Self> {
-        let path = dir.join(MODEL_CARD_FILE);
-        let Ok(meta) = std::fs::metadata(&path) else {
-            return Ok(Self::default());
-        };
-        let bad = |message: String| EmbedError::ModelFile {
-            path: path.clone(),
-            message,
-        };
-        if meta.len() > MAX_MODEL_CARD_BYTES {
-            return Err(bad(format!(
-                "{} bytes, more than the {MAX_MODEL_CARD_BYTES} a model card may have",
-                meta.len()
-            )));
-        }
-        let card: ModelCard = serde_yaml::from_slice(&read(&path)?)
-            .map_err(|e| bad(format!("not a model card: {e}")))?;
-        if let Some(p) = card.pooling.as_deref().filter(|p| *p != "mean") {
-            return Err(bad(format!("pooling `{p}` is not supported (only `mean`)")));
-        }
-        if card.query_prefix.chars().count() > 64 || card.passage_prefix.chars().count() > 64 {
-            return Err(bad("a prefix longer than 64 characters".into()));
-        }
-        if let Some(scale) = &card.similarity {
-            scale.check().map_err(bad)?;
-        }
-        Ok(card)
-    }
-}
 
 /// A sentence-embedding model (all-MiniLM-L6-v2 by default) run locally.
 pub struct FastEmbedder {
@@ -115,10 +52,56 @@ pub struct FastEmbedder {
     card: ModelCard,
     dimension: usize,
     model_id: String,
-    /// Loaded on first use, one per parallel part of a call.
-    sessions: Vec<Mutex<Option<TextEmbedding>>>,
-    /// Intra-op threads of each session.
-    session_threads: usize,
+    /// What every session is made from, on first use.
+    model: Mutex<Option<Arc<Model>>>,
+    /// The session of a call with one text.
+    single: Mutex<Option<ModelSession>>,
+    /// Its intra-op threads.
+    single_threads: usize,
+    /// The single-threaded sessions a call's texts are split between
+    /// (none with `embedding.threads` set: the one session does all).
+    batch: Vec<Mutex<Option<ModelSession>>>,
+    /// The cache folder the prepared model goes in (`None`: the model is
+    /// loaded as it is).
+    cache: Option<PathBuf>,
+    /// Calls embedding now.
+    in_flight: AtomicUsize,
+}
+
+/// Counts a call in [`FastEmbedder::in_flight`] while it lives.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What the sessions of one embedder share.
+struct Model {
+    environment: Environment,
+    tokenizer: Tokenizer,
+    /// The prepared model, or the model folder's own when it could not be
+    /// prepared.
+    file: PathBuf,
+    /// The prepared model's multiplied weights, read once, given to every
+    /// session (so that their packed copies are shared too).
+    shared: Shared,
+    /// Its other weights (the token embedding table), read when a second
+    /// session opens and given to the batch sessions: a session that maps
+    /// the table from the file reads most of it (50 MB of MiniLM's), and
+    /// each session's pages count again, so past one session one copy in
+    /// memory costs less. Empty without a prepared model.
+    rest: Mutex<Option<Shared>>,
+    /// The weights ONNX Runtime packed for the first session, used by all.
+    packed: PrepackedWeights,
 }
 
 impl std::fmt::Debug for FastEmbedder {
@@ -180,14 +163,10 @@ impl FastEmbedder {
         } else {
             format!(":{:?}/{:?}", card.query_prefix, card.passage_prefix)
         };
-        let (sessions, session_threads) = match config.threads {
-            0 => (
-                std::thread::available_parallelism()
-                    .map_or(1, |n| n.get())
-                    .min(MAX_SESSIONS),
-                1,
-            ),
-            n => (1, n),
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (single_threads, batch) = match config.threads {
+            0 => (cores, cores.min(MAX_SESSIONS)),
+            n => (n, 0),
         };
         Ok(Self {
             dimension,
@@ -197,86 +176,166 @@ impl FastEmbedder {
             ),
             config,
             card,
-            sessions: unloaded(sessions),
-            session_threads,
+            model: Mutex::new(None),
+            single: Mutex::new(None),
+            single_threads,
+            batch: unloaded(batch),
+            cache: crate::config::cache_home(&std::env::vars().collect::<Vec<_>>()),
+            in_flight: AtomicUsize::new(0),
         })
     }
 
+    /// The same embedder with its prepared model in `cache` (`None`: the
+    /// model loaded as it is); before the first call only (tests compare
+    /// the ways).
+    pub fn with_cache(mut self, cache: Option<PathBuf>) -> Self {
+        self.cache = cache;
+        self
+    }
+
     /// As [`FastEmbedder::new`], with `sessions` single-threaded sessions
-    /// whatever the cores (benchmarks and tests compare the ways).
+    /// for batches and a single-threaded one for a lone text, whatever the
+    /// cores (benchmarks and tests compare the ways).
     pub fn with_sessions(config: &EmbeddingConfig, sessions: usize) -> Result<Self> {
         let mut embedder = Self::new(config)?;
-        embedder.sessions = unloaded(sessions.clamp(1, MAX_SESSIONS));
-        embedder.session_threads = 1;
+        embedder.batch = unloaded(sessions.clamp(1, MAX_SESSIONS));
+        embedder.single_threads = 1;
         Ok(embedder)
     }
 
     /// Model sessions a call's texts are split between.
     pub fn sessions(&self) -> usize {
-        self.sessions.len()
+        self.batch.len().max(1)
     }
 
-    fn load(&self) -> Result<TextEmbedding> {
-        init_runtime(&self.config.runtime_path)?;
+    /// Intra-op threads of the session a lone text runs on.
+    pub fn single_text_threads(&self) -> usize {
+        self.single_threads
+    }
+
+    /// What the sessions share: made on the first call.
+    fn model(&self) -> Result<Arc<Model>> {
+        let mut slot = self
+            .model
+            .lock()
+            .map_err(|_| EmbedError::Model("a previous model load panicked".into()))?;
+        if let Some(model) = slot.as_ref() {
+            return Ok(Arc::clone(model));
+        }
+        let environment = init_runtime(&self.config.runtime_path)?;
         let dir = &self.config.model_dir;
         let files = tokenizer_files(dir, read)?;
-        let model = UserDefinedEmbeddingModel::new(read(&dir.join(MODEL_FILE))?, files)
-            // MiniLM and e5 are trained with mean pooling; fastembed's
-            // default (CLS) is wrong for them.
-            .with_pooling(Pooling::Mean);
-        let options = InitOptionsUserDefined::new()
-            .with_max_length(self.config.max_length)
-            // Spinning worker threads fight for the cores on a busy machine;
-            // measured about 1.5x faster on 2 cores with spinning off.
-            .with_session_config("session.intra_op.allow_spinning", "0")
-            .with_intra_threads(self.session_threads);
+        let tokenizer = super::tokenizer::load(&files, self.config.max_length).map_err(|e| {
+            EmbedError::ModelFile {
+                path: dir.clone(),
+                message: e,
+            }
+        })?;
+        let original = dir.join(MODEL_FILE);
+        let prepared = match &self.cache {
+            Some(cache) => {
+                super::prepared::prepared(&environment, &original, &self.config.runtime_path, cache)
+            }
+            None => Err("no cache folder (neither HOME nor XDG_CACHE_HOME is set)".into()),
+        }
+        .and_then(|graph| Ok((super::weights::shared(&graph, Part::Packed)?, graph)));
+        let (shared, file) = prepared.unwrap_or_else(|why| {
+            tracing::warn!(
+                model = %original.display(),
+                "the embedding model is loaded as it is, with more memory per session: {why}"
+            );
+            (Vec::new(), original)
+        });
+        let model = Arc::new(Model {
+            environment,
+            tokenizer,
+            file,
+            shared,
+            rest: Mutex::new(None),
+            packed: PrepackedWeights::new(),
+        });
+        *slot = Some(Arc::clone(&model));
+        Ok(model)
+    }
+
+    /// A new session of `slot`'s kind.
+    fn open(&self, slot: Slot, threads: usize) -> Result<ModelSession> {
+        let model = self.model()?;
         let started = std::time::Instant::now();
-        let embedding = TextEmbedding::try_new_from_user_defined(model, options)
-            .map_err(|e| EmbedError::Model(format!("cannot load {}: {e}", dir.display())))?;
-        tracing::debug!(model = %dir.display(), elapsed = ?started.elapsed(), "embedding model loaded");
-        Ok(embedding)
+        let mut shared = model.shared.clone();
+        if matches!(slot, Slot::Batch(_)) && !model.shared.is_empty() {
+            shared.extend(model.rest()?);
+        }
+        // The lone-text session's second thread waits spinning between the
+        // steps of a run rather than asleep: a question embedded in 2.2 ms
+        // instead of 2.8 (2 cores). Only there: with every session spinning
+        // (`embedding.threads: N` for a batch), spinning threads fought for
+        // the cores, about 1.5x slower.
+        let spin = slot == Slot::Single && self.config.threads == 0 && threads > 1;
+        let session = ModelSession::open(
+            &model.environment,
+            &model.file,
+            threads,
+            spin,
+            &shared,
+            &model.packed,
+        )?;
+        tracing::debug!(model = %model.file.display(), threads, elapsed = ?started.elapsed(), "embedding session loaded");
+        Ok(session)
+    }
+}
+
+impl Model {
+    /// The weights other than the multiplied ones, read on first use.
+    fn rest(&self) -> Result<Shared> {
+        let mut rest = self
+            .rest
+            .lock()
+            .map_err(|_| EmbedError::Model("a previous model load panicked".into()))?;
+        if rest.is_none() {
+            let read = super::weights::shared(&self.file, Part::Rest)
+                .map_err(|e| EmbedError::Model(format!("cannot read the prepared model: {e}")))?;
+            *rest = Some(read);
+        }
+        Ok(rest.clone().unwrap_or_default())
     }
 }
 
 /// `n` session slots, each loaded on first use.
-fn unloaded(n: usize) -> Vec<Mutex<Option<TextEmbedding>>> {
+fn unloaded(n: usize) -> Vec<Mutex<Option<ModelSession>>> {
     (0..n).map(|_| Mutex::new(None)).collect()
 }
 
 /// Loads and version-checks the ONNX Runtime library at `path` (once per
-/// process; later calls are no-ops). `ort` panics when it has to find the
-/// library itself, so every model loads it through here first. The
-/// environment builder `ort` returns is not needed (sessions use its
-/// default environment).
-pub(crate) fn init_runtime(path: &Path) -> Result<()> {
+/// process) and gives its environment, which every session (the
+/// embedder's and the reader's) must be made in: ONNX Runtime allows one
+/// per process. `ort` panics when it has to find the library itself, so
+/// every model loads it through here first.
+pub(crate) fn init_runtime(path: &Path) -> Result<Environment> {
+    static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
+    if let Some(environment) = ENVIRONMENT.get() {
+        return Ok(environment.clone());
+    }
+    static LOADING: Mutex<()> = Mutex::new(());
+    let _turn = LOADING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(environment) = ENVIRONMENT.get() {
+        return Ok(environment.clone());
+    }
     let runtime = std::fs::canonicalize(path).map_err(|_| EmbedError::RuntimeMissing {
         path: path.to_path_buf(),
     })?;
-    let _environment = ort::init_from(&runtime).map_err(|e| EmbedError::Runtime {
+    let failed = |message: String| EmbedError::Runtime {
         path: runtime.clone(),
-        message: e.to_string(),
-    })?;
-    Ok(())
-}
-
-/// Reads the tokenizer files of the model folder `dir` with `read`.
-pub(crate) fn tokenizer_files<E>(
-    dir: &Path,
-    read: impl Fn(&Path) -> std::result::Result<Vec<u8>, E>,
-) -> std::result::Result<TokenizerFiles, E> {
-    Ok(TokenizerFiles {
-        tokenizer_file: read(&dir.join(TOKENIZER_FILES[0]))?,
-        config_file: read(&dir.join(TOKENIZER_FILES[1]))?,
-        special_tokens_map_file: read(&dir.join(TOKENIZER_FILES[2]))?,
-        tokenizer_config_file: read(&dir.join(TOKENIZER_FILES[3]))?,
-    })
-}
-
-fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| EmbedError::ModelFile {
-        path: PathBuf::from(path),
-        message: e.to_string(),
-    })
+        message,
+    };
+    let environment = ort::init_from(&runtime)
+        .map_err(|e| failed(e.to_string()))?
+        .with_name("grace")
+        .build()
+        .map_err(|e| failed(e.to_string()))?;
+    Ok(ENVIRONMENT.get_or_init(|| environment).clone())
 }
 
 impl Embedder for FastEmbedder {
@@ -313,29 +372,71 @@ impl Embedder for FastEmbedder {
     fn similarity_scale(&self) -> SimilarityScale {
         self.card.similarity.unwrap_or(SimilarityScale::IDENTITY)
     }
+
+    fn query_threads(&self) -> usize {
+        self.single_threads
+    }
+}
+
+/// The vectors one session made for a call, each run's with the index of
+/// its first text.
+type Taken = Vec<(usize, Vec<Vec<f32>>)>;
+
+/// Which session a call runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The lone-text session (every core).
+    Single,
+    /// Batch session `i` (one thread).
+    Batch(usize),
 }
 
 impl FastEmbedder {
-    /// Embeds `texts` as given (prefixes already applied): split into one
-    /// part per session (at most one part per text), the parts at once.
+    /// Embeds `texts` as given (prefixes already applied): one text on the
+    /// lone-text session (or, while another call holds it, on a free batch
+    /// session); several split into one part per batch session (at most one
+    /// part per text), the parts at once.
     fn run(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let parts = self.sessions.len().min(texts.len());
-        if parts == 1 {
-            return self.run_on(self.free_session(), texts);
+        let _counted = InFlight::enter(&self.in_flight);
+        if texts.len() == 1 || self.batch.is_empty() {
+            return self.run_on(self.single_or_free(), texts);
         }
-        let size = texts.len().div_ceil(parts);
-        let mut chunks = texts.chunks(size).enumerate();
-        let Some((_, first)) = chunks.next() else {
-            return Ok(Vec::new());
+        let parts = self.batch.len().min(texts.len());
+        if parts == 1 {
+            return self.run_on(Slot::Batch(0), texts);
+        }
+        // Each session takes the next texts as it finishes the last, so the
+        // sessions finish together however the texts' lengths fall (split
+        // into fixed halves, one waited for the other: ingest ran at 0.92
+        // of the raw embedder's speed).
+        let step = self.config.batch_size.max(1);
+        let next = AtomicUsize::new(0);
+        let take = |i: usize| {
+            self.with_session(Slot::Batch(i), |session, tokenizer| {
+                let mut done = Vec::new();
+                loop {
+                    let start = next.fetch_add(step, Ordering::Relaxed);
+                    let Some(part) = texts.get(start..(start + step).min(texts.len())) else {
+                        return Ok(done);
+                    };
+                    if part.is_empty() {
+                        return Ok(done);
+                    }
+                    done.push((start, session.embed(tokenizer, part, step)?));
+                }
+            })
         };
-        let results: Vec<Result<Vec<Vec<f32>>>> = std::thread::scope(|scope| {
-            let others: Vec<_> = chunks
-                .map(|(i, part)| scope.spawn(move || self.run_on(i, part)))
+        let results: Vec<Result<Taken>> = std::thread::scope(|scope| {
+            let others: Vec<_> = (1..parts)
+                .map(|i| {
+                    let take = &take;
+                    scope.spawn(move || take(i))
+                })
                 .collect();
-            let mut results = vec![self.run_on(0, first)];
+            let mut results = vec![take(0)];
             for handle in others {
                 results.push(handle.join().unwrap_or_else(|_| {
                     Err(EmbedError::Model("an embedding thread panicked".into()))
@@ -343,41 +444,48 @@ impl FastEmbedder {
             }
             results
         });
-        // Each part was checked to have one vector per text.
-        let mut vectors = Vec::with_capacity(texts.len());
+        let mut placed: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         for part in results {
-            vectors.extend(part?);
+            for (start, vectors) in part? {
+                for (offset, vector) in vectors.into_iter().enumerate() {
+                    if let Some(slot) = placed.get_mut(start + offset) {
+                        *slot = Some(vector);
+                    }
+                }
+            }
         }
-        Ok(vectors)
+        placed
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| EmbedError::Model("a text was left without a vector".into()))
     }
 
-    /// The first session no other call is using (a question asked while
-    /// another is being answered need not wait), or the first one.
-    fn free_session(&self) -> usize {
-        self.sessions
-            .iter()
-            .position(|slot| !matches!(slot.try_lock(), Err(std::sync::TryLockError::WouldBlock)))
-            .unwrap_or(0)
-    }
-
-    /// Embeds `texts` on session `index`, loading it on first use.
-    fn run_on(&self, index: usize, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        let slot = self
-            .sessions
-            .get(index)
-            .ok_or_else(|| EmbedError::Model(format!("no embedding session {index}")))?;
-        let mut guard = slot
-            .lock()
-            .map_err(|_| EmbedError::Model("a previous embedding call panicked".into()))?;
-        if guard.is_none() {
-            *guard = Some(self.load()?);
-        }
-        let Some(session) = guard.as_mut() else {
-            return Err(EmbedError::Model("the model is not loaded".into()));
+    /// The lone-text session when no other call is embedding; else a
+    /// one-thread batch session, the first no other call is using (or the
+    /// first, waiting for it), as every text ran before.
+    fn single_or_free(&self) -> Slot {
+        let busy = |slot: &Mutex<Option<ModelSession>>| {
+            matches!(slot.try_lock(), Err(std::sync::TryLockError::WouldBlock))
         };
-        let vectors = session
-            .embed(texts, Some(self.config.batch_size))
-            .map_err(|e| EmbedError::Model(e.to_string()))?;
+        // While another call embeds, the cores are not free for the
+        // lone-text session's spinning threads: with 8 asks at once,
+        // letting lone texts take it whenever it was free answered 20%
+        // fewer a second (191 against 236, `scripts/load`); kept to calls
+        // alone, about as many as before (docs/src/performance.md). ONNX
+        // Runtime's `session.force_spinning_stop` would stop the spinning
+        // after each run, but made a whole ask's p50 10-12 ms instead of 8.
+        let alone = self.in_flight.load(Ordering::Relaxed) <= 1;
+        if alone && !busy(&self.single) || self.batch.is_empty() {
+            return Slot::Single;
+        }
+        Slot::Batch(self.batch.iter().position(|slot| !busy(slot)).unwrap_or(0))
+    }
+
+    /// Embeds `texts` on session `slot`, loading it on first use.
+    fn run_on(&self, slot: Slot, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let vectors = self.with_session(slot, |session, tokenizer| {
+            session.embed(tokenizer, texts, self.config.batch_size)
+        })?;
         if vectors.len() != texts.len() {
             return Err(EmbedError::Model(format!(
                 "{} vectors for {} texts",
@@ -387,81 +495,32 @@ impl FastEmbedder {
         }
         Ok(vectors)
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn card(text: &[u8]) -> Result<ModelCard> {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(MODEL_CARD_FILE), text).unwrap();
-        ModelCard::of(dir.path())
-    }
-
-    #[test]
-    fn a_model_card_is_read_and_a_bad_one_is_an_error_naming_the_file() {
-        let none = ModelCard::of(Path::new("/nonexistent")).unwrap();
-        assert!(none.query_prefix.is_empty() && none.name.is_none());
-        let ok = card(b"name: e5\nquery_prefix: \"query: \"\npassage_prefix: \"passage: \"\nmax_length: 512\nlanguages: multilingual\npooling: mean\nextra: ignored\n").unwrap();
-        assert_eq!(ok.query_prefix, "query: ");
-        assert_eq!(ok.max_length, Some(512));
-        assert_eq!(ok.similarity, None, "no map: cosines as they are");
-        let scaled = card(b"similarity:\n  query: {scale: 7.36, shift: -5.93}\n  passage: {scale: 5.79, shift: -4.61}\n").unwrap();
-        let map = scaled.similarity.expect("the map is read");
-        assert!((map.query.apply(0.9) - (7.36 * 0.9 - 5.93)).abs() < 1e-5);
-        assert!((map.passage.apply(0.9) - (5.79 * 0.9 - 4.61)).abs() < 1e-5);
-        for (bad, says) in [
-            (
-                b"similarity:\n  query: {scale: 0, shift: 0}\n  passage: {scale: 1, shift: 0}\n"
-                    .to_vec(),
-                "similarity.query.scale must be in (0, 100]",
+    /// Runs `work` on session `slot` (loaded on first use) while holding it.
+    fn with_session<T>(
+        &self,
+        slot: Slot,
+        work: impl FnOnce(&mut ModelSession, &Tokenizer) -> Result<T>,
+    ) -> Result<T> {
+        let (mutex, threads) = match slot {
+            Slot::Single => (&self.single, self.single_threads),
+            Slot::Batch(i) => (
+                self.batch
+                    .get(i)
+                    .ok_or_else(|| EmbedError::Model(format!("no embedding session {i}")))?,
+                1,
             ),
-            (
-                b"similarity:\n  query: {scale: 1, shift: 0}\n  passage: {scale: -2, shift: 0}\n"
-                    .to_vec(),
-                "similarity.passage.scale",
-            ),
-            (
-                b"similarity:\n  query: {scale: 1, shift: .nan}\n  passage: {scale: 1, shift: 0}\n"
-                    .to_vec(),
-                "similarity.query.shift must be in -100..=100",
-            ),
-            (
-                b"similarity:\n  query: {scale: 1, shift: 0}\n".to_vec(),
-                "not a model card",
-            ),
-            (
-                b"similarity:\n  query: {scale: 1, shift: 0, tilt: 2}\n  passage: {scale: 1, shift: 0}\n"
-                    .to_vec(),
-                "not a model card",
-            ),
-            // Numbers beyond f32 and nesting beyond the parser's depth.
-            (
-                b"similarity:\n  query: {scale: 1e300, shift: 0}\n  passage: {scale: 1, shift: 0}\n"
-                    .to_vec(),
-                "similarity.query.scale",
-            ),
-            (
-                b"similarity:\n  query: {scale: 1, shift: -1e40}\n  passage: {scale: 1, shift: 0}\n"
-                    .to_vec(),
-                "similarity.query.shift",
-            ),
-            (
-                [b"similarity: ".to_vec(), vec![b'['; 60_000]].concat(),
-                "not a model card",
-            ),
-            (b"pooling: cls\n".to_vec(), "pooling `cls`"),
-            (b"query_prefix: [1, 2\n".to_vec(), "not a model card"),
-            (
-                format!("query_prefix: \"{}\"\n", "x".repeat(65)).into_bytes(),
-                "longer than 64",
-            ),
-            (vec![b'#'; 70_000], "bytes, more than"),
-            (vec![0xff, 0xfe, 0x00], "not a model card"),
-        ] {
-            let e = card(&bad).unwrap_err().to_string();
-            assert!(e.contains(MODEL_CARD_FILE) && e.contains(says), "{e}");
+        };
+        let mut guard = mutex
+            .lock()
+            .map_err(|_| EmbedError::Model("a previous embedding call panicked".into()))?;
+        if guard.is_none() {
+            *guard = Some(self.open(slot, threads)?);
         }
+        let Some(session) = guard.as_mut() else {
+            return Err(EmbedError::Model("the model is not loaded".into()));
+        };
+        let model = self.model()?;
+        work(session, &model.tokenizer)
     }
 }

@@ -4,11 +4,19 @@
 
 mod cache;
 mod fastembed;
+mod files;
+mod model_card;
+mod prepared;
 mod quantised;
+mod session;
+mod tokenizer;
+mod weights;
 
 pub use self::cache::{CachedEmbedder, SAVE_EVERY};
-pub use self::fastembed::{FastEmbedder, MAX_SESSIONS, MODEL_CARD_FILE, ModelCard};
-pub(crate) use self::fastembed::{MODEL_FILE, TOKENIZER_FILES, init_runtime, tokenizer_files};
+pub(crate) use self::fastembed::init_runtime;
+pub use self::fastembed::{FastEmbedder, MAX_SESSIONS};
+pub(crate) use self::files::{MODEL_FILE, TOKENIZER_FILES, tokenizer_files};
+pub use self::model_card::{MODEL_CARD_FILE, ModelCard};
 pub use self::quantised::{dequantise, quantise};
 
 use std::path::PathBuf;
@@ -89,6 +97,12 @@ pub trait Embedder: Send + Sync {
     /// ([`SimilarityScale`]); the default (MiniLM's) leaves them as they are.
     fn similarity_scale(&self) -> SimilarityScale {
         SimilarityScale::IDENTITY
+    }
+    /// The cores a lone query's embedding keeps busy (1 unless the model
+    /// runs a lone text on several threads). A search runs its lexical
+    /// ranking beside the embedding only when this leaves a core free.
+    fn query_threads(&self) -> usize {
+        1
     }
 }
 

@@ -293,6 +293,10 @@ impl Embedder for CachedEmbedder {
     fn similarity_scale(&self) -> super::SimilarityScale {
         self.inner.similarity_scale()
     }
+
+    fn query_threads(&self) -> usize {
+        self.inner.query_threads()
+    }
 }
 
 #[cfg(test)]
