@@ -94,11 +94,11 @@ struct Model {
     /// The prepared model's multiplied weights, read once, given to every
     /// session (so that their packed copies are shared too).
     shared: Shared,
-    /// Its other weights (the token embedding table), read when a second
-    /// session opens and given to the batch sessions: a session that maps
-    /// the table from the file reads most of it (50 MB of MiniLM's), and
-    /// each session's pages count again, so past one session one copy in
-    /// memory costs less. Empty without a prepared model.
+    /// Its other weights (the token embedding table), read when the first
+    /// batch session opens and given to the batch sessions: a session that
+    /// maps the table from the file reads most of it (50 MB of MiniLM's),
+    /// and each session's pages count again, so past one session one copy
+    /// in memory costs less. Empty without a prepared model.
     rest: Mutex<Option<Shared>>,
     /// The weights ONNX Runtime packed for the first session, used by all.
     packed: PrepackedWeights,
@@ -165,7 +165,9 @@ impl FastEmbedder {
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (single_threads, batch) = match config.threads {
-            0 => (cores, cores.min(MAX_SESSIONS)),
+            // Measured on 2 cores; more spinning threads than sessions
+            // are not asked for until measured.
+            0 => (cores.min(MAX_SESSIONS), cores.min(MAX_SESSIONS)),
             n => (n, 0),
         };
         Ok(Self {
@@ -180,7 +182,7 @@ impl FastEmbedder {
             single: Mutex::new(None),
             single_threads,
             batch: unloaded(batch),
-            cache: crate::config::cache_home(&std::env::vars().collect::<Vec<_>>()),
+            cache: crate::config::cache_home(&text_vars()),
             in_flight: AtomicUsize::new(0),
         })
     }
@@ -299,6 +301,14 @@ impl Model {
         }
         Ok(rest.clone().unwrap_or_default())
     }
+}
+
+/// The process's environment variables whose names and values are text
+/// (`std::env::vars` panics on one that is not).
+fn text_vars() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
 }
 
 /// `n` session slots, each loaded on first use.

@@ -6,11 +6,11 @@
 //! weights (about 90 MB for MiniLM, 165 MB a session with everything it
 //! keeps, and a 260 MB peak while loading). Prepared once, with ONNX
 //! Runtime's basic graph optimisations (constant folding) saved, the model
-//! becomes a small graph and a file of float weights beside it: a session
-//! maps that file instead of holding a copy, and the sessions of one
-//! process share the packed weights ([`super::session`]). The vectors are
+//! becomes a small graph and a file of float weights beside it, which the
+//! embedder reads once and gives to all its sessions, so that they share
+//! one copy and its packed form (`weights.rs`, [`super::session`]). The vectors are
 //! bit for bit those of the original model (checked by
-//! `tests/embedding.rs`).
+//! `tests/embedder.rs`).
 //!
 //! The prepared model lives in GRACE's cache folder
 //! ([`crate::config::cache_home`]), under `models/<key>`, the key a digest
@@ -49,6 +49,14 @@ pub(super) fn prepared(
     runtime: &Path,
     cache: &Path,
 ) -> Result<PathBuf, String> {
+    // One at a time in a process: two embedders of one model (two
+    // knowledge bases, tests side by side) must not write, check or
+    // replace the same folder at once. Across processes, each writes its
+    // own temporary folder and the rename decides.
+    static PREPARING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = PREPARING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let folder = cache.join("models").join(key(model, runtime)?);
     let graph = folder.join(GRAPH_FILE);
     if folder.is_dir() {

@@ -151,14 +151,18 @@ impl ModelSession {
             .session
             .run(inputs)
             .map_err(|e| model(format!("run: {e}")))?;
-        let (out_shape, data) = outputs[self.output.as_str()]
+        let (out_shape, data) = outputs
+            .get(self.output.as_str())
+            .ok_or_else(|| model(format!("no output `{}`", self.output)))?
             .try_extract_tensor::<f32>()
             .map_err(|e| model(format!("output `{}`: {e}", self.output)))?;
         let dims: Vec<usize> = out_shape.iter().map(|&d| d.max(0) as usize).collect();
         let pooled = match dims.as_slice() {
             // Already one vector a text.
-            [r, dim] if *r == rows => data.chunks(*dim).map(<[f32]>::to_vec).collect(),
-            [r, t, dim] if *r == rows && *t == width => mean_pool(data, &mask, width, *dim),
+            [r, dim] if *r == rows && *dim > 0 => data.chunks(*dim).map(<[f32]>::to_vec).collect(),
+            [r, t, dim] if *r == rows && *t == width && *dim > 0 => {
+                mean_pool(data, &mask, width, *dim)
+            }
             _ => {
                 return Err(model(format!(
                     "output `{}` has shape {dims:?}, not [{rows}, ({width},) dim]",

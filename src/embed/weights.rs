@@ -81,6 +81,10 @@ fn floats(graph: &Path, part: Part) -> Result<Vec<(External, Vec<f32>)>, String>
     let externals = externals(&bytes).map_err(|e| format!("{}: {e}", graph.display()))?;
     let folder = graph.parent().unwrap_or(Path::new("."));
     let mut read = Vec::new();
+    // However the graph lists them, the weights read never add up to more
+    // than their file, and none is read twice.
+    let mut total = 0u64;
+    let mut names = std::collections::HashSet::new();
     let wanted = |w: &External| w.data_type == FLOAT && w.packed == (part == Part::Packed);
     for weight in externals.into_iter().filter(wanted) {
         // The prepared model keeps its weights in a file beside the graph;
@@ -115,6 +119,12 @@ fn floats(graph: &Path, part: Part) -> Result<Vec<(External, Vec<f32>)>, String>
             return Err(fail(format!(
                 "{} bytes at {} do not hold {count} floats in a file of {size} bytes",
                 weight.length, weight.offset
+            )));
+        }
+        total = total.saturating_add(weight.length);
+        if total > size || !names.insert(weight.name.clone()) {
+            return Err(fail(format!(
+                "the weights listed overlap or repeat ({total} bytes from a file of {size})"
             )));
         }
         file.seek(SeekFrom::Start(weight.offset))
@@ -195,7 +205,7 @@ fn external(tensor: &[u8]) -> Result<Option<External>, String> {
             (1, Value::Varint(d)) => w.dims.push(d as i64),
             (1, Value::Bytes(packed)) => {
                 let mut rest = packed;
-                while !rest.is_empty() {
+                while !rest.is_empty() && w.dims.len() <= MAX_DIMS {
                     let (d, next) = varint(rest)?;
                     w.dims.push(d as i64);
                     rest = next;
@@ -455,6 +465,13 @@ mod tests {
             floats(&graph, Part::Packed)
                 .unwrap_err()
                 .contains("do not hold 2 floats")
+        );
+        let twice = [tensor("model.data", "8"), tensor("model.data", "8")];
+        std::fs::write(&graph, model(&twice)).unwrap();
+        assert!(
+            floats(&graph, Part::Packed)
+                .unwrap_err()
+                .contains("overlap or repeat")
         );
         for outside in ["../etc/passwd", "/etc/passwd", ""] {
             std::fs::write(&graph, model(&[tensor(outside, "8")])).unwrap();
