@@ -192,8 +192,7 @@ pub fn search(
     // sum. When the embedding keeps every core busy (the default on 2
     // cores), a third thread only fights it: the ranking then runs after
     // it, which measured faster at 12k and 100k chunks (docs/src/performance.md).
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let beside = config.hybrid && embedder.query_threads() < cores.max(2);
+    let beside = config.hybrid && embedder.query_leaves_a_core_free();
     let mut embed_took = std::time::Duration::ZERO;
     let (q, lexical_hits) = std::thread::scope(|scope| {
         let span = tracing::Span::current();
@@ -495,11 +494,8 @@ mod tests {
         fn model_id(&self) -> &str {
             "waits-for-lexical"
         }
-        fn query_threads(&self) -> usize {
-            match self.every_core {
-                Some(_) => std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
-                None => 1,
-            }
+        fn query_leaves_a_core_free(&self) -> bool {
+            self.every_core.is_none()
         }
         fn embed(&self, _: &[String]) -> crate::embed::Result<Vec<Vec<f32>>> {
             let received = self

@@ -266,7 +266,7 @@ fn the_data_folder_page_lists_every_file_the_code_names() {
     }
     page.push_str(&format!(
         "\nOutside the data folder, in GRACE's cache folder (`$CACHE_DIRECTORY`, else `$XDG_CACHE_HOME/grace`, else `~/.cache/grace`; [Environment variables](environment.md)), `models/<key>/` holds the embedding model prepared on first use for fast, small sessions: `{}` (the graph), `{}` (its weights as floats: about 90 MB for MiniLM) and `{}` (what it was made from, the checksums checked before each use); the key changes with the model file and the runtime. Safe to delete while no GRACE process runs: it is made again.\n",
-        "model.onnx", "model.data", "MANIFEST"
+        grace::embed::PREPARED_FILES[0], grace::embed::PREPARED_FILES[1], grace::embed::PREPARED_FILES[2]
     ));
     check("files.md", &page);
 }

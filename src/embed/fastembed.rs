@@ -58,6 +58,9 @@ pub struct FastEmbedder {
     single: Mutex<Option<ModelSession>>,
     /// Its intra-op threads.
     single_threads: usize,
+    /// Whether they leave a core free (known once, not at each search; on
+    /// one core a second thread costs little, as with other embedders).
+    leaves_a_core_free: bool,
     /// The single-threaded sessions a call's texts are split between
     /// (none with `embedding.threads` set: the one session does all).
     batch: Vec<Mutex<Option<ModelSession>>>,
@@ -181,6 +184,7 @@ impl FastEmbedder {
             model: Mutex::new(None),
             single: Mutex::new(None),
             single_threads,
+            leaves_a_core_free: single_threads < cores.max(2),
             batch: unloaded(batch),
             cache: crate::config::cache_home(&text_vars()),
             in_flight: AtomicUsize::new(0),
@@ -202,6 +206,7 @@ impl FastEmbedder {
         let mut embedder = Self::new(config)?;
         embedder.batch = unloaded(sessions.clamp(1, MAX_SESSIONS));
         embedder.single_threads = 1;
+        embedder.leaves_a_core_free = true;
         Ok(embedder)
     }
 
@@ -383,8 +388,8 @@ impl Embedder for FastEmbedder {
         self.card.similarity.unwrap_or(SimilarityScale::IDENTITY)
     }
 
-    fn query_threads(&self) -> usize {
-        self.single_threads
+    fn query_leaves_a_core_free(&self) -> bool {
+        self.leaves_a_core_free
     }
 }
 

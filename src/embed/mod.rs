@@ -17,6 +17,7 @@ pub(crate) use self::fastembed::init_runtime;
 pub use self::fastembed::{FastEmbedder, MAX_SESSIONS};
 pub(crate) use self::files::{MODEL_FILE, TOKENIZER_FILES, tokenizer_files};
 pub use self::model_card::{MODEL_CARD_FILE, ModelCard};
+pub use self::prepared::PREPARED_FILES;
 pub use self::quantised::{dequantise, quantise};
 
 use std::path::PathBuf;
@@ -98,11 +99,11 @@ pub trait Embedder: Send + Sync {
     fn similarity_scale(&self) -> SimilarityScale {
         SimilarityScale::IDENTITY
     }
-    /// The cores a lone query's embedding keeps busy (1 unless the model
-    /// runs a lone text on several threads). A search runs its lexical
-    /// ranking beside the embedding only when this leaves a core free.
-    fn query_threads(&self) -> usize {
-        1
+    /// Whether a lone query's embedding leaves a core free (true unless
+    /// the model runs a lone text on every core). A search runs its lexical
+    /// ranking beside the embedding only then.
+    fn query_leaves_a_core_free(&self) -> bool {
+        true
     }
 }
 

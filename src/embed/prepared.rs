@@ -30,12 +30,16 @@ use ort::session::Session;
 use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use sha2::{Digest, Sha256};
 
-/// The file of the prepared graph (ONNX) in its folder.
-const GRAPH_FILE: &str = "model.onnx";
+use super::files::MODEL_FILE;
+
+/// The file of the prepared graph: a model folder's ONNX file.
+const GRAPH_FILE: &str = MODEL_FILE;
 /// The file of its weights beside it.
 const WEIGHTS_FILE: &str = "model.data";
 /// What the folder was made from, and its files' checksums.
 const MANIFEST_FILE: &str = "MANIFEST";
+/// The files of a prepared folder: the graph, its weights, the manifest.
+pub const PREPARED_FILES: [&str; 3] = [GRAPH_FILE, WEIGHTS_FILE, MANIFEST_FILE];
 /// Changes when the way of preparing changes, so that older folders are
 /// not used.
 const RECIPE: &str = "grace-prepared-1: basic optimisations, weights of 1 KiB or more outside";
@@ -78,27 +82,25 @@ pub(super) fn prepared(
         .unwrap_or_default();
     let tmp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    let made = write(environment, model, &tmp.join(GRAPH_FILE));
-    if let Err(e) = made {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    let written = manifest(&tmp, model, runtime).and_then(|text| {
-        std::fs::write(tmp.join(MANIFEST_FILE), text)
-            .map_err(|e| format!("cannot write in {}: {e}", tmp.display()))
-    });
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    if let Err(e) = std::fs::rename(&tmp, &folder) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        // Another process prepared it at the same time: use theirs.
-        if !graph.is_file() {
-            return Err(format!("cannot rename into {}: {e}", folder.display()));
-        }
-    }
+    let made = std::fs::create_dir(&tmp)
+        .map_err(|e| format!("cannot create {}: {e}", tmp.display()))
+        .and_then(|()| write(environment, model, &tmp.join(GRAPH_FILE)))
+        .and_then(|()| manifest(&tmp, model, runtime))
+        .and_then(|text| {
+            std::fs::write(tmp.join(MANIFEST_FILE), text)
+                .map_err(|e| format!("cannot write in {}: {e}", tmp.display()))
+        })
+        .and_then(|()| {
+            // Another process prepared it at the same time: use theirs.
+            std::fs::rename(&tmp, &folder).or_else(|e| match graph.is_file() {
+                true => Ok(()),
+                false => Err(format!("cannot rename into {}: {e}", folder.display())),
+            })
+        });
+    // Nothing temporary is left, whatever failed (after a rename, `tmp`
+    // no longer exists).
+    let _ = std::fs::remove_dir_all(&tmp);
+    made?;
     tracing::info!(model = %model.display(), prepared = %folder.display(), "embedding model prepared");
     Ok(graph)
 }

@@ -27,6 +27,9 @@ const MAX_WEIGHTS_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 /// The most dimensions a weight may have.
 const MAX_DIMS: usize = 8;
 
+/// Bytes read from the weights' file at a time.
+const BLOCK: usize = 64 * 1024;
+
 /// ONNX's `TensorProto.DataType.FLOAT`.
 const FLOAT: u64 = 1;
 
@@ -85,6 +88,10 @@ fn floats(graph: &Path, part: Part) -> Result<Vec<(External, Vec<f32>)>, String>
     // than their file, and none is read twice.
     let mut total = 0u64;
     let mut names = std::collections::HashSet::new();
+    // The weights' file, opened once (the prepared model has one), and
+    // one read buffer for all.
+    let mut open: Option<(String, std::fs::File, u64)> = None;
+    let mut block = vec![0u8; BLOCK];
     let wanted = |w: &External| w.data_type == FLOAT && w.packed == (part == Part::Packed);
     for weight in externals.into_iter().filter(wanted) {
         // The prepared model keeps its weights in a file beside the graph;
@@ -102,8 +109,18 @@ fn floats(graph: &Path, part: Part) -> Result<Vec<(External, Vec<f32>)>, String>
         }
         let path = folder.join(&weight.location);
         let fail = |e: String| format!("{}: weight {}: {e}", path.display(), weight.name);
-        let mut file = std::fs::File::open(&path).map_err(|e| fail(e.to_string()))?;
-        let size = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+        if open
+            .as_ref()
+            .is_none_or(|(at, _, _)| *at != weight.location)
+        {
+            let file = std::fs::File::open(&path).map_err(|e| fail(e.to_string()))?;
+            let size = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+            open = Some((weight.location.clone(), file, size));
+        }
+        let Some((_, file, size)) = open.as_mut() else {
+            continue;
+        };
+        let size = *size;
         let count = weight
             .dims
             .iter()
@@ -130,10 +147,9 @@ fn floats(graph: &Path, part: Part) -> Result<Vec<(External, Vec<f32>)>, String>
         file.seek(SeekFrom::Start(weight.offset))
             .map_err(|e| fail(e.to_string()))?;
         let mut values = Vec::with_capacity(count as usize);
-        let mut block = vec![0u8; 64 * 1024];
         let mut left = weight.length as usize;
         while left > 0 {
-            let part = &mut block[..left.min(64 * 1024)];
+            let part = &mut block[..left.min(BLOCK)];
             file.read_exact(part).map_err(|e| fail(e.to_string()))?;
             values.extend(
                 part.chunks_exact(4)

@@ -294,8 +294,8 @@ impl Embedder for CachedEmbedder {
         self.inner.similarity_scale()
     }
 
-    fn query_threads(&self) -> usize {
-        self.inner.query_threads()
+    fn query_leaves_a_core_free(&self) -> bool {
+        self.inner.query_leaves_a_core_free()
     }
 }
 
