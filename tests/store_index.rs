@@ -131,7 +131,8 @@ fn top5(store: &EdgeStore, vector: &[f32], exact: bool) -> Vec<u64> {
 /// The default quantised index (int8) returns exactly the top 5 an exact
 /// search (every point scored with the full vectors) returns; binary keeps
 /// the best passage first and at least 4 of the 5. Scores are exact
-/// cosines either way: candidates are scored again with the full vectors.
+/// cosines either way: the collection's best candidates are scored again
+/// with the full vectors (once for the collection, not per segment).
 #[test]
 fn quantised_search_returns_the_exact_top_five() {
     let dir = tempfile::tempdir().unwrap();

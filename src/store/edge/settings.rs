@@ -134,8 +134,12 @@ fn placement(on_disk: bool) -> Memory {
     }
 }
 
-/// The engine's quantisation for `storage.quantization`; the quantised
-/// vectors stay in memory, whatever the originals do.
+/// The engine's quantisation for `storage.quantization`. The quantised
+/// vectors are memory-mapped and read into the page cache when the store
+/// opens (`Cached`), not copied onto the heap: every search reads them, so
+/// they stay there, and under a memory limit the kernel can still take them
+/// back (1M points: 370 MB that would otherwise push writing a 1M store
+/// past 1 GiB).
 // `always_ram` is the deprecated spelling of `memory`; it has to be named.
 #[allow(deprecated)]
 fn quantization(q: Quantization) -> Option<QuantizationConfig> {
@@ -146,14 +150,14 @@ fn quantization(q: Quantization) -> Option<QuantizationConfig> {
                 r#type: ScalarType::Int8,
                 quantile: Some(0.99),
                 always_ram: None,
-                memory: Some(Memory::Pinned),
+                memory: Some(Memory::Cached),
             }
             .into(),
         ),
         Quantization::Binary => Some(
             BinaryQuantizationConfig {
                 always_ram: None,
-                memory: Some(Memory::Pinned),
+                memory: Some(Memory::Cached),
                 encoding: None,
                 // The question scored at 8 bits against the stored bits:
                 // asymmetric, far closer to the true order than bits
@@ -170,10 +174,12 @@ fn quantization(q: Quantization) -> Option<QuantizationConfig> {
 pub(super) fn search_params(settings: &StorageConfig) -> SearchParams {
     SearchParams {
         hnsw_ef: Some(settings.hnsw_ef),
+        // Candidates are scored again with the full vectors once for the
+        // whole collection, not segment by segment (`rescore.rs`).
         quantization: Some(QuantizationSearchParams {
             ignore: false,
-            rescore: Some(true),
-            oversampling: Some(settings.oversampling),
+            rescore: Some(false),
+            oversampling: None,
         }),
         ..SearchParams::default()
     }
@@ -252,10 +258,10 @@ mod tests {
         assert_eq!(read, IndexSettings::wanted(&settings, 2));
     }
 
-    /// Searches keep the configured beam and always score quantised
-    /// candidates again with the full vectors.
+    /// Searches keep the configured beam and leave scoring quantised
+    /// candidates again to the store, once for the collection.
     #[test]
-    fn searches_rescore_with_the_configured_beam() {
+    fn searches_keep_the_configured_beam_and_rescore_outside_the_engine() {
         let params = search_params(&StorageConfig {
             hnsw_ef: 200,
             oversampling: 3.0,
@@ -266,7 +272,7 @@ mod tests {
         let q = params.quantization.expect("quantisation parameters");
         assert_eq!(
             (q.rescore, q.oversampling, q.ignore),
-            (Some(true), Some(3.0), false)
+            (Some(false), None, false)
         );
     }
 }
