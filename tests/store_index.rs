@@ -138,9 +138,26 @@ fn quantised_search_returns_the_exact_top_five() {
     let dir = tempfile::tempdir().unwrap();
     let points = sample_and_filler(dir.path(), FILLER);
     let embedder = common::embedder();
-    for quantization in [Quantization::Int8, Quantization::Binary] {
-        let path = dir.path().join(format!("{quantization:?}"));
-        let store = EdgeStore::open_or_create(&path, 384, &settings(quantization)).unwrap();
+    // A store within a few segments' worth of points lets the engine
+    // score the candidates again per segment; past that they are scored
+    // again once for the collection.
+    let several_segments = points.len() / 4;
+    for (quantization, segment_points) in [
+        (Quantization::Int8, StorageConfig::default().segment_points),
+        (
+            Quantization::Binary,
+            StorageConfig::default().segment_points,
+        ),
+        (Quantization::Int8, several_segments),
+    ] {
+        let path = dir
+            .path()
+            .join(format!("{quantization:?}-{segment_points}"));
+        let settings = StorageConfig {
+            segment_points,
+            ..settings(quantization)
+        };
+        let store = EdgeStore::open_or_create(&path, 384, &settings).unwrap();
         for batch in points.chunks(500) {
             store.upsert(batch.to_vec()).unwrap();
         }
@@ -148,6 +165,9 @@ fn quantised_search_returns_the_exact_top_five() {
         store.optimize().unwrap();
         let info = store.info().unwrap();
         assert_eq!(info.points, points.len());
+        if segment_points < points.len() {
+            assert!(info.segments >= 2, "{} segments", info.segments);
+        }
         assert!(
             info.indexed_vectors >= FILLER,
             "{quantization:?}: only {} of {} vectors indexed: the quantised path was not taken",
@@ -161,7 +181,10 @@ fn quantised_search_returns_the_exact_top_five() {
             let served = top5(&store, &v, false);
             let exact = top5(&store, &v, true);
             if quantization == Quantization::Int8 {
-                assert_eq!(served, exact, "{quantization:?}: {q}");
+                assert_eq!(
+                    served, exact,
+                    "{quantization:?}, {segment_points}-point segments: {q}"
+                );
             } else {
                 // One bit a dimension orders near-ties coarsely even with
                 // the candidates scored again (the book: binary is for

@@ -174,12 +174,10 @@ fn quantization(q: Quantization) -> Option<QuantizationConfig> {
 pub(super) fn search_params(settings: &StorageConfig) -> SearchParams {
     SearchParams {
         hnsw_ef: Some(settings.hnsw_ef),
-        // Candidates are scored again with the full vectors once for the
-        // whole collection, not segment by segment (`rescore.rs`).
         quantization: Some(QuantizationSearchParams {
             ignore: false,
-            rescore: Some(false),
-            oversampling: None,
+            rescore: Some(true),
+            oversampling: Some(settings.oversampling),
         }),
         ..SearchParams::default()
     }
@@ -258,10 +256,10 @@ mod tests {
         assert_eq!(read, IndexSettings::wanted(&settings, 2));
     }
 
-    /// Searches keep the configured beam and leave scoring quantised
-    /// candidates again to the store, once for the collection.
+    /// Searches keep the configured beam and always score quantised
+    /// candidates again with the full vectors.
     #[test]
-    fn searches_keep_the_configured_beam_and_rescore_outside_the_engine() {
+    fn searches_rescore_with_the_configured_beam() {
         let params = search_params(&StorageConfig {
             hnsw_ef: 200,
             oversampling: 3.0,
@@ -272,7 +270,7 @@ mod tests {
         let q = params.quantization.expect("quantisation parameters");
         assert_eq!(
             (q.rescore, q.oversampling, q.ignore),
-            (Some(false), None, false)
+            (Some(true), Some(3.0), false)
         );
     }
 }
