@@ -831,7 +831,14 @@ fn store_query(
         found as f64 / exact.len().max(1) as f64
     };
     let (mut dense_recall, mut hybrid_recall, mut fetch_ms) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, q) in asked.iter().enumerate().filter(|_| measure_recall) {
+    for (i, q) in asked.iter().enumerate() {
+        // The fetch phase alone: the kept passages read back.
+        let t = Instant::now();
+        store.retrieve(&top5[i])?;
+        fetch_ms.push(ms_since(t));
+        if !measure_recall {
+            continue;
+        }
         let v = precomputed.vectors.get(q.trim()).ok_or("no vector")?;
         let truth = exact.search(&StoreQuery {
             exact: true,
@@ -850,10 +857,6 @@ fn store_query(
             Ok(passages.iter().map(|p| p.id).collect())
         };
         hybrid_recall.push(overlap(&top10(store)?, &top10(&exact)?));
-        // The fetch phase alone: the kept passages read back.
-        let t = Instant::now();
-        store.retrieve(&top5[i])?;
-        fetch_ms.push(ms_since(t));
     }
     println!(
         "{}",

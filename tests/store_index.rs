@@ -8,7 +8,7 @@ mod common;
 
 use grace::config::{Quantization, StorageConfig};
 use grace::store::edge::{EdgeStore, IndexSettings};
-use grace::store::{ChunkPayload, ChunkPoint, QueryVector, StoreQuery, VectorStore};
+use grace::store::{ChunkPayload, ChunkPoint, PayloadFilter, QueryVector, StoreQuery, VectorStore};
 use grace::{KnowledgeBase, OpenMode};
 
 /// Questions about the bundled sample (`examples/kb`).
@@ -184,6 +184,30 @@ fn quantised_search_returns_the_exact_top_five() {
                 assert_eq!(
                     served, exact,
                     "{quantization:?}, {segment_points}-point segments: {q}"
+                );
+                // A filter holds in both passes: without the exact best.
+                let filter = PayloadFilter {
+                    exclude_ids: vec![exact[0]],
+                    ..PayloadFilter::default()
+                };
+                let filtered = |exact: bool| -> Vec<u64> {
+                    store
+                        .search(&StoreQuery {
+                            filter: Some(&filter),
+                            exact,
+                            ..StoreQuery::ranking(QueryVector::Dense(&v), 5)
+                        })
+                        .unwrap()
+                        .iter()
+                        .map(|h| h.id)
+                        .collect()
+                };
+                let served = filtered(false);
+                assert!(!served.contains(&exact[0]), "{segment_points}: {q}");
+                assert_eq!(
+                    served,
+                    filtered(true),
+                    "{segment_points}-point segments, filtered: {q}"
                 );
             } else {
                 // One bit a dimension orders near-ties coarsely even with

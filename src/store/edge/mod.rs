@@ -18,10 +18,11 @@ use qdrant_edge::{
     EdgeSparseVectorParams, EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter,
     HasIdCondition, IdfCorpusParams, IdfParams, IsEmptyCondition, JsonPath,
     KeywordIndexParamsBuilder, Match, Memory, Modifier, NamedQuery, PayloadFieldSchema, PayloadOps,
-    PayloadSchemaParams, PointId, PointInsertOperations, PointOperations, PointStruct, QueryEnum,
-    QueryRequest, Record, RetrieveRequest, ScoredPoint, ScoringQuery, ScrollRequest, SearchParams,
-    SetPayloadOp, UpdateOperation, ValueVariants, VectorInternal, VectorRef, VectorStorageDatatype,
-    VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
+    PayloadSchemaParams, PointId, PointInsertOperations, PointOperations, PointStruct,
+    QuantizationConfig, QueryEnum, QueryRequest, Record, RetrieveRequest, ScoredPoint,
+    ScoringQuery, ScrollRequest, SearchParams, SetPayloadOp, UpdateOperation, ValueVariants,
+    VectorInternal, VectorRef, VectorStorageDatatype, VectorStructInternal, Vectors,
+    WithPayloadInterface, WithVector,
 };
 
 use super::{
@@ -37,7 +38,7 @@ mod settings;
 mod space;
 
 pub use self::settings::IndexSettings;
-use self::settings::{index_settings, pool_size, search_params, tuned};
+use self::settings::{index_settings, keep_quantised_placement, pool_size, search_params, tuned};
 
 /// Segments' worth of points (`storage.segment_points`) up to which the
 /// engine scores quantised candidates again per segment
@@ -54,8 +55,8 @@ pub struct EdgeStore {
     params: SearchParams,
     /// Whether a dense ranking scores its quantised candidates again once
     /// for the whole collection (`rescore.rs`) rather than in the engine,
-    /// segment by segment: set while the store quantises and holds more
-    /// than [`ENGINE_RESCORES_SEGMENTS`] segments' worth of points.
+    /// segment by segment: set while the store quantises to int8 and holds
+    /// more than [`ENGINE_RESCORES_SEGMENTS`] segments' worth of points.
     rescore_once: AtomicBool,
     /// `storage.segment_points`: the writes after which the store indexes
     /// what it was given.
@@ -79,9 +80,16 @@ impl EdgeStore {
         let (shard, before) = if has_shard(path) {
             let saved = stored_config(path)?;
             let shard = load(path, settings, Some(&saved))?;
-            // A collection written before readers existed gets their index
-            // (nothing is done when it has it).
-            keyword_index(&shard, path, READERS_FIELD)?;
+            // A collection written before readers existed gets their index;
+            // one that has it keeps it as it was made (an index asked for
+            // again with other parameters would be rebuilt).
+            let indexed = shard
+                .info()
+                .map_err(|e| engine_error(path, e))?
+                .payload_schema;
+            if !indexed.contains_key(&json_path(path, READERS_FIELD)?) {
+                keyword_index(&shard, path, READERS_FIELD)?;
+            }
             (shard, Some(saved))
         } else {
             (create(path, dimension, settings)?, None)
@@ -153,21 +161,36 @@ impl EdgeStore {
         Ok(store)
     }
 
-    /// Chooses where quantised candidates are scored again, from the
-    /// points the store holds now. Up to [`ENGINE_RESCORES_SEGMENTS`]
-    /// segments' worth the engine scores each segment's candidates (at
-    /// most 240 full vectors a search, of a store small enough that they
-    /// stay in the page cache), which saves a pass through the segments
-    /// (0.07 ms at 100k points); past it, once for the collection, as the
+    /// Chooses where int8 candidates are scored again, from the points the
+    /// store holds now. Up to [`ENGINE_RESCORES_SEGMENTS`] segments' worth
+    /// the engine scores each segment's candidates (with the defaults 80 a
+    /// segment, of a store small enough that its full vectors stay in the
+    /// page cache), which saves a pass through the segments (0.07 ms at
+    /// 100k points); past it, once for the collection, as the
     /// per-segment reads grow with the segments (1,680 at 1M) and go to
     /// the disk once the store outgrows the cache
     /// (docs/src/measurements.md, "A million chunks in 1 GiB").
     fn choose_rescoring(&self) -> Result<()> {
-        let quantised = self.shard.config().quantization_config.is_some();
+        // Binary scores are not cosines and do not compare across segments
+        // as int8's do: per segment, they are scored again among their own.
+        let int8 = matches!(
+            self.shard.config().quantization_config,
+            Some(QuantizationConfig::Scalar(_))
+        );
         let points = self.shard.info().map_err(|e| self.engine(e))?.points_count;
-        let once = quantised && points > ENGINE_RESCORES_SEGMENTS * self.segment_points;
+        let segment_points = self.index_settings().segment_points;
+        let once = int8 && points > ENGINE_RESCORES_SEGMENTS * segment_points;
         self.rescore_once.store(once, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// [`choose_rescoring`](Self::choose_rescoring) after a write that
+    /// succeeded: a failure to count keeps the choice made before rather
+    /// than report the write as failed.
+    fn choose_rescoring_after_write(&self) {
+        if let Err(e) = self.choose_rescoring() {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot count the store's points; rescoring as before");
+        }
     }
 
     /// Size of the dense vectors.
@@ -351,12 +374,15 @@ fn load(path: &Path, settings: &StorageConfig, saved: Option<&EdgeConfig>) -> Re
         None => EdgeConfig::builder()
             .max_search_threads(pool_size(settings.search_threads))
             .build(),
-        Some(saved) => tuned(
-            EdgeConfig::builder()
-                .vectors(saved.vectors.clone())
-                .sparse_vectors(saved.sparse_vectors.clone())
-                .build(),
-            settings,
+        Some(saved) => keep_quantised_placement(
+            tuned(
+                EdgeConfig::builder()
+                    .vectors(saved.vectors.clone())
+                    .sparse_vectors(saved.sparse_vectors.clone())
+                    .build(),
+                settings,
+            ),
+            saved,
         ),
     };
     EdgeShard::load(path, Some(overlay)).map_err(|e| engine_error(path, e))
@@ -587,7 +613,7 @@ impl VectorStore for EdgeStore {
             self.unindexed.store(0, Ordering::Relaxed);
             self.shard.flush().map_err(|e| self.engine(e))?;
             self.shard.optimize().map_err(|e| self.engine(e))?;
-            self.choose_rescoring()?;
+            self.choose_rescoring_after_write();
         }
         Ok(())
     }
@@ -708,7 +734,7 @@ impl VectorStore for EdgeStore {
         })?;
         self.unindexed.store(0, Ordering::Relaxed);
         let optimized = self.shard.optimize().map_err(|e| self.engine(e))?;
-        self.choose_rescoring()?;
+        self.choose_rescoring_after_write();
         Ok(optimized)
     }
 

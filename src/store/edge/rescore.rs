@@ -5,7 +5,8 @@
 //! the full vectors, segment by segment: `k` × oversampling full vectors
 //! read from disk per segment (1,680 for a top 40 at 1M points in 21
 //! segments), most of a search's cost once the store outgrows the page
-//! cache. Past a few segments' worth of points (`EdgeStore::choose_rescoring`)
+//! cache. Past `ENGINE_RESCORES_SEGMENTS` segments' worth of points of an
+//! int8 store (`EdgeStore::choose_rescoring`)
 //! the engine ranks by the quantised scores alone, and only the
 //! collection's best `k` × oversampling are read whole and scored exactly:
 //! a segment count's fewer reads (80 at 1M), the same recall measured
@@ -18,7 +19,7 @@ use qdrant_edge::{
     SearchParams, VectorInternal,
 };
 
-use super::EdgeStore;
+use super::{EdgeStore, to_filter};
 use crate::store::{DENSE_VECTOR, QueryVector, Result, StoreQuery, StoredHit};
 
 impl EdgeStore {
@@ -31,14 +32,20 @@ impl EdgeStore {
         query: &StoreQuery<'_>,
     ) -> Result<Vec<StoredHit>> {
         let wanted = query.limit;
+        if wanted == 0 {
+            return Ok(Vec::new());
+        }
+        // The first pass: the quantised scores alone.
         let mut quantised_only = self.params.clone();
-        let Some(quantisation) = quantised_only.quantization.as_mut() else {
-            return self.ranked(query);
+        let oversampling = match quantised_only.quantization.as_mut() {
+            Some(q) => {
+                q.rescore = Some(false);
+                q.oversampling.take().unwrap_or(1.0)
+            }
+            None => 1.0,
         };
         // `storage.oversampling` is validated to 1..=16 and the limit
         // bounded by the search's own limit, so this stays small.
-        let oversampling = quantisation.oversampling.take().unwrap_or(1.0);
-        quantisation.rescore = Some(false);
         let taken = ((wanted as f64) * oversampling).ceil() as usize;
         let candidates = self.ranked_with(
             &StoreQuery {
@@ -65,7 +72,22 @@ impl EdgeStore {
             query: VectorInternal::from(vector.to_vec()),
             using: Some(DENSE_VECTOR.to_string()),
         })));
-        request.filter = Some(Filter::new_must(Condition::HasId(ids)));
+        // The caller's filter again too: a point whose readers changed
+        // between the two passes is not returned to someone it no longer
+        // lets read.
+        let mut must = vec![Condition::HasId(ids)];
+        if let Some(filter) = query
+            .filter
+            .map(|f| to_filter(&self.path, f))
+            .transpose()?
+            .flatten()
+        {
+            must.push(Condition::Filter(filter));
+        }
+        request.filter = Some(Filter {
+            must: Some(must),
+            ..Filter::default()
+        });
         self.hits(request, query)
     }
 }

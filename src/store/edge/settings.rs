@@ -125,6 +125,21 @@ pub(super) fn tuned(mut config: EdgeConfig, settings: &StorageConfig) -> EdgeCon
     config
 }
 
+/// `config` with the quantised vectors where the saved store keeps them:
+/// a store written before they moved to the page cache keeps them on the
+/// heap rather than rebuild every segment at its next write (the engine
+/// rebuilds on any change of the quantisation's configuration).
+pub(super) fn keep_quantised_placement(mut config: EdgeConfig, saved: &EdgeConfig) -> EdgeConfig {
+    if let (Some(wanted), Some(had)) = (
+        config.quantization_config.as_mut(),
+        saved.quantization_config.as_ref(),
+    ) && std::mem::discriminant(wanted) == std::mem::discriminant(had)
+    {
+        *wanted = had.clone();
+    }
+    config
+}
+
 /// Where a component lives: read from disk when needed, or loaded.
 fn placement(on_disk: bool) -> Memory {
     if on_disk {
@@ -272,5 +287,37 @@ mod tests {
             (q.rescore, q.oversampling, q.ignore),
             (Some(true), Some(3.0), false)
         );
+    }
+
+    /// A store saved with its int8 vectors on the heap keeps them there
+    /// when opened to write (any change would rebuild every segment); a
+    /// changed quantisation is applied.
+    #[test]
+    // `always_ram` is the deprecated spelling of `memory`; it has to be named.
+    #[allow(deprecated)]
+    fn a_saved_quantised_placement_is_kept_unless_the_quantisation_changed() {
+        let int8 = |memory| -> QuantizationConfig {
+            ScalarQuantizationConfig {
+                r#type: ScalarType::Int8,
+                quantile: Some(0.99),
+                always_ram: None,
+                memory: Some(memory),
+            }
+            .into()
+        };
+        let config = |q: Option<QuantizationConfig>| {
+            let mut c = EdgeConfig::builder().build();
+            c.quantization_config = q;
+            c
+        };
+        let wanted = config(quantization(Quantization::Int8));
+        let kept = keep_quantised_placement(wanted.clone(), &config(Some(int8(Memory::Pinned))));
+        assert_eq!(kept.quantization_config, Some(int8(Memory::Pinned)));
+        let binary = config(quantization(Quantization::Binary));
+        let changed = keep_quantised_placement(binary.clone(), &config(Some(int8(Memory::Pinned))));
+        assert_eq!(changed.quantization_config, binary.quantization_config);
+        let none = keep_quantised_placement(config(None), &config(Some(int8(Memory::Pinned))));
+        assert_eq!(none.quantization_config, None);
+        assert_eq!(wanted.quantization_config, Some(int8(Memory::Cached)));
     }
 }
