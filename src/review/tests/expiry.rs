@@ -136,8 +136,14 @@ fn a_wall_clock_jump_moves_open_escalations_expiry_by_the_jump() {
     let after = f.queue.get(e.id, Viewer::Asker).unwrap();
     assert_eq!(after.status, Status::Claimed);
     let moved = (after.expires_at - before).num_milliseconds();
-    // By the jump, less the (small) time the boot clock moved meanwhile.
-    assert!((two_hours - 2_000..=two_hours).contains(&moved), "{moved}");
+    // By the jump, less the (small) time the boot clock moved meanwhile;
+    // the two clocks are read in whole milliseconds a moment apart, so
+    // their difference may round one over (7,200,001 once, on a loaded
+    // machine).
+    assert!(
+        (two_hours - 2_000..=two_hours + 1).contains(&moved),
+        "{moved}"
+    );
     // A second write sees no jump: nothing moves again.
     f.queue.release(e.id, "alice").unwrap();
     let again = f.queue.get(e.id, Viewer::Asker).unwrap().expires_at;
