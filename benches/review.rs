@@ -5,7 +5,9 @@
 //! write transactions, each committed to disk). `GRACE_BENCH_POSTGRES_URL` runs the same on
 //! a PostgreSQL database too, in a new schema `grace_bench_<pid>`.
 
-#[path = "../tests/common/mod.rs"]
+// The integration tests' helpers; this benchmark uses a few of them.
+#[allow(dead_code)]
+#[path = "../tests/support/common.rs"]
 mod common;
 
 use std::hint::black_box;

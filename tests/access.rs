@@ -5,7 +5,7 @@
 //! The canaries below sit only in restricted documents: no principal who
 //! may not read them ever sees one, in a passage, an answer or a source.
 
-mod common;
+use crate::support::common;
 
 use std::path::{Path, PathBuf};
 

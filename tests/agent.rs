@@ -11,10 +11,8 @@
 //! outcome: the last test checks that an answer citing nothing, or citing
 //! a passage that does not say it, is not answered confidently.
 
-mod common;
-mod support {
-    pub mod mock_llm;
-}
+use crate::support;
+use crate::support::common;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

@@ -7,7 +7,7 @@
 //! in-process mock: the extractive answerer, delayed for questions that
 //! contain "SLOWLY".
 
-mod common;
+use crate::support::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! answer is the worst outcome: questions the knowledge base does not
 //! answer must never come back as a plain answer.
 
-mod common;
+use crate::support::common;
 
 use std::sync::Arc;
 

@@ -36,11 +36,8 @@
 //! A confident wrong answer is the worst outcome: the page never shows an
 //! escalated run's draft as an answer, only a reviewer's.
 
-mod common;
-mod support {
-    pub mod browser;
-    pub mod mock_llm;
-}
+use crate::support;
+use crate::support::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

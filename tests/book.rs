@@ -2,7 +2,7 @@
 //!
 //! - The configuration chapter's tables are generated from the config's own
 //!   doc comments (`src/config/*.rs`) and `Config::default()`: the test
-//!   fails when they differ, and `GRACE_BLESS=1 cargo test --test book`
+//!   fails when they differ, and `GRACE_BLESS=1 cargo test --test it book::`
 //!   writes them again.
 //! - Every relative link and image in the book, README.md, README.ja.md,
 //!   ARCHITECTURE.md and SECURITY.md points at a file that exists, and every
@@ -18,8 +18,7 @@
 //!   `GRACE_<SECTION>__<KEY>` is a key of the configuration, any other is
 //!   read by the code, a script or a test.
 
-#[path = "support/repo_files.rs"]
-mod repo_files;
+use crate::support::repo_files;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -176,7 +175,7 @@ fn config_tables() -> String {
     let structs = config_structs();
     let defaults = serde_json::to_value(grace::Config::default()).unwrap();
     let mut out = vec![
-        "<!-- Generated from src/config/*.rs by tests/book.rs: edit the doc comments there, then run GRACE_BLESS=1 cargo test --test book. -->".to_string(),
+        "<!-- Generated from src/config/*.rs by tests/book.rs: edit the doc comments there, then run GRACE_BLESS=1 cargo test --test it book::. -->".to_string(),
     ];
     for section in &structs["Config"] {
         let (inner, shape) = nested(&section.ty, &structs).expect("a section is a struct");
@@ -216,7 +215,7 @@ fn the_configuration_chapter_is_the_configs_own_doc_comments() {
     assert!(
         text[start..end] == generated,
         "docs/src/configuration.md's tables differ from src/config/*.rs: run \
-         `GRACE_BLESS=1 cargo test --test book` and commit the result"
+         `GRACE_BLESS=1 cargo test --test it book::` and commit the result"
     );
     // Every key of the defaults has its row.
     for key in [

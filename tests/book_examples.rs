@@ -21,10 +21,8 @@
 //! book_examples` writes what `grace` prints into the blocks that differ
 //! (shorten them again by hand with `…`).
 
-mod common;
-mod support {
-    pub mod mock_llm;
-}
+use crate::support;
+use crate::support::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -426,7 +424,7 @@ fn every_example_output_is_what_grace_prints_on_the_sample() {
     }
     assert!(
         differences.is_empty(),
-        "examples differ from what grace prints (GRACE_BLESS=1 cargo test --test book_examples rewrites them):\n\n{}",
+        "examples differ from what grace prints (GRACE_BLESS=1 cargo test --test it book_examples:: rewrites them):\n\n{}",
         differences.join("\n\n")
     );
 }

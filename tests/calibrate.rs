@@ -5,7 +5,7 @@
 //! coverage/risk table and plot; and GRACE warns when the calibration is
 //! applied to another knowledge base.
 
-mod common;
+use crate::support::common;
 
 use common::{grace, grace_cmd, output_text};
 

@@ -1,6 +1,6 @@
 //! The `grace` command as a user runs it: exit codes, messages, `--json`.
 
-mod common;
+use crate::support::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

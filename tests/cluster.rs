@@ -12,13 +12,10 @@
 //! takes over and ingests what changed. A server configured with another
 //! embedding model for the same knowledge base refuses to start.
 
-mod common;
-#[path = "support/haproxy.rs"]
-mod haproxy;
-#[path = "support/postgres_server.rs"]
-mod postgres_server;
-#[path = "support/qdrant_server.rs"]
-mod qdrant_server;
+use crate::support::common;
+use crate::support::haproxy;
+use crate::support::postgres_server;
+use crate::support::qdrant_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -26,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use haproxy::{Haproxy, free_port};
+use crate::support::free_port;
+use haproxy::Haproxy;
 use postgres_server::PostgresServer;
 use qdrant_server::QdrantCluster;
 

@@ -3,7 +3,7 @@
 //! the HTTP session endpoints with `session_id` on `/v1/ask` (expiry
 //! included), and follow-ups read against the turns before them.
 
-mod common;
+use crate::support::common;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! run again, must leave exactly the chunks a clean ingest leaves — none
 //! lost, none twice — also when the re-run updates and prunes files.
 
-mod common;
+use crate::support::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! its page; a scan and hostile files are skipped with a reason that says
 //! what to do, and the files beside them are ingested.
 
-mod common;
+use crate::support::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

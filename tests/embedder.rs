@@ -5,7 +5,7 @@
 //! on the threads of the session a lone text runs on, nor on whether the
 //! model was prepared; and they are bit for bit what fastembed gave.
 
-mod common;
+use crate::support::common;
 
 use grace::embed::{Embedder, FastEmbedder};
 

@@ -10,7 +10,7 @@
 //! (`scripts/setup --faults`). The script drives `grace` and prints what it
 //! saw as JSON; the assertions are here.
 
-mod common;
+use crate::support::common;
 
 use std::path::Path;
 use std::process::Command;

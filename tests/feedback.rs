@@ -14,7 +14,7 @@
 //! rated down is the signal GRACE most needs, so a rating that cannot be
 //! stored must say why, never vanish.
 
-mod common;
+use crate::support::common;
 
 use grace::config::Config;
 use reqwest::StatusCode;

@@ -6,7 +6,7 @@
 //! and a citation of a source number that was never given was dropped
 //! silently instead of voiding the answer.
 
-mod common;
+use crate::support::common;
 
 use std::sync::{Arc, Mutex};
 

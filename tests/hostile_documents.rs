@@ -10,7 +10,7 @@
 //! document on a thread with the 2 MiB stack that tokio's blocking threads
 //! and Rust's spawned threads get.
 
-mod common;
+use crate::support::common;
 
 use grace::ingest::load::{Format, Limits, load};
 

@@ -12,7 +12,7 @@
 //! and `GET /v1/escalations/{id}` needs it (tests/api_http.rs and
 //! tests/review_http.rs check the route).
 
-mod common;
+use crate::support::common;
 
 use grace::Config;
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! (none configured: they may only upload), links that leave a root are
 //! passed over, and the CLI (the machine's own user) stays unrestricted.
 
-mod common;
+use crate::support::common;
 
 use std::path::Path;
 

@@ -8,7 +8,7 @@
 //! the uploads or reviewed folder, `server.display_root`), or its file
 //! name, over HTTP (JSON and event streams) and MCP alike.
 
-mod common;
+use crate::support::common;
 
 use grace::Config;
 use reqwest::StatusCode;

@@ -4,7 +4,7 @@
 //! that retry's search invalid (120 > 100), and a plan step's
 //! `"timeout": 1e20` panicked in `Duration::from_secs_f64`.
 
-mod common;
+use crate::support::common;
 
 use std::sync::Arc;
 

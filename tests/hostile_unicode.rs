@@ -11,7 +11,7 @@
 //! `GRACE_UNICODE_CASES=N` runs N cases per function (default 400; the
 //! fuzz campaigns are meant to run many more).
 
-mod common;
+use crate::support::common;
 
 use std::sync::Arc;
 

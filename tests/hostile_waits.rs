@@ -9,7 +9,7 @@
 //! take a permit; a timed-out request keeps its permit until its work has
 //! stopped, and an ingest stops at the next file.
 
-mod common;
+use crate::support::common;
 
 use std::time::{Duration, Instant};
 

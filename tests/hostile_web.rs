@@ -5,7 +5,7 @@
 //! `Host` names are served; a state-changing request with a foreign
 //! `Origin` is refused; and responses carry the browser security headers.
 
-mod common;
+use crate::support::common;
 
 use grace::Config;
 use reqwest::StatusCode;

@@ -5,7 +5,7 @@
 //! question about E0399 from E0392's page would be a confident wrong
 //! answer, the worst outcome GRACE can produce.
 
-mod common;
+use crate::support::common;
 
 use std::path::Path;
 use std::sync::Arc;

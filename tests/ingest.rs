@@ -1,6 +1,6 @@
 //! Ingest end to end on the real embedded store and the real local model.
 
-mod common;
+use crate::support::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

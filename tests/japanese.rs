@@ -5,7 +5,7 @@
 //! confident wrong answer is the worst outcome: a question the knowledge
 //! base does not answer is never answered silently, in either language.
 
-mod common;
+use crate::support::common;
 
 use common::{grace, output_text, repo};
 use serde_json::Value;

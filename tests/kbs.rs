@@ -5,7 +5,7 @@
 //! name. A knowledge base that does not exist and one the caller may not
 //! ask get the same 404, so existence does not leak.
 
-mod common;
+use crate::support::common;
 
 use std::path::Path;
 

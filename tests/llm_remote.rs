@@ -3,7 +3,7 @@
 //! malformed output, and the LLM planner end to end through `grace ask`.
 //! Nothing here touches the network.
 
-mod common;
+use crate::support::common;
 
 use std::process::Command;
 use std::sync::Arc;

@@ -6,9 +6,7 @@
 //! its one retry, `auto` mode's fall back to JSON, and a generator without
 //! tools refusing them. Nothing here touches the network.
 
-mod support {
-    pub mod mock_llm;
-}
+use crate::support;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! read (the gist as text, the whole run only with `detail: full`); and
 //! registry tools offered by their `callers`.
 
-mod common;
+use crate::support::common;
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};

@@ -5,11 +5,8 @@
 //! knowledge base, on stdio, whose passages an agent's answer cites as
 //! `mcp.kb_two:<remote source>` (two knowledge bases federated).
 
-mod common;
-mod support {
-    pub mod mcp_fixture;
-    pub mod mock_llm;
-}
+use crate::support;
+use crate::support::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! text-format parser: behind the API key, and its counters move as
 //! questions are asked, files ingested and store writes retried.
 
-mod common;
+use crate::support::common;
 
 use std::collections::HashMap;
 

@@ -6,7 +6,7 @@
 //! the folder's `grace-model.yml`; and a collection embedded with one model
 //! is never searched with another.
 
-mod common;
+use crate::support::common;
 
 use common::{grace_cmd, output_text, repo};
 use grace::embed::{Embedder, FastEmbedder, cosine};

@@ -22,10 +22,8 @@
 //! 7. with two nodes of three lost, a search is a clear error, not a
 //!    partial answer.
 
-mod common;
-mod support {
-    pub mod qdrant_server;
-}
+use crate::support;
+use crate::support::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,10 +4,8 @@
 //! same commands on the embedded store. Retrieval and confidence must be
 //! the same on both (recall, AUROC, and the decision of each question).
 
-mod common;
-mod support {
-    pub mod qdrant_server;
-}
+use crate::support;
+use crate::support::common;
 
 use serde_json::Value;
 use support::qdrant_server::QdrantCluster;

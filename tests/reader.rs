@@ -4,7 +4,7 @@
 //! fusion, and a missing or corrupt model is an error when it is required
 //! and a warning and reader-free scoring when it is `auto`.
 
-mod common;
+use crate::support::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! (0.547 vs 0.640), which is what the fusion by cosine plus a bounded
 //! lexical bonus fixed.
 
-mod common;
+use crate::support::common;
 
 use std::collections::HashSet;
 use std::path::Path;

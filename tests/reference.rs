@@ -1,6 +1,6 @@
 //! The manual's reference pages (`docs/src/reference/`) are made from the
 //! code, and this test fails when one differs (`GRACE_BLESS=1 cargo test
-//! --test reference` writes them again):
+//! --test it reference::` writes them again):
 //!
 //! - `cli.md`, `exit-codes.md`, `http.md`: what `grace reference TOPIC`
 //!   prints (clap's description of the command line, `grace::EXIT_CODES`,
@@ -14,8 +14,7 @@
 //! - `http-errors.md` is written by hand and checked: every error type the
 //!   server sends is in it, and every type in it is sent.
 
-#[path = "support/repo_files.rs"]
-mod repo_files;
+use crate::support::repo_files;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -42,7 +41,7 @@ fn check(page: &str, made: &str) {
     let written = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         written == made,
-        "{} differs from what the code makes: run GRACE_BLESS=1 cargo test --test reference",
+        "{} differs from what the code makes: run GRACE_BLESS=1 cargo test --test it reference::",
         path.display()
     );
 }

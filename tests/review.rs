@@ -2,7 +2,7 @@
 //! run them, a killed asker, replanning on feedback, and reviewed answers
 //! promoted to knowledge and retracted — all on the real store and model.
 
-mod common;
+use crate::support::common;
 
 use std::path::Path;
 use std::process::{Output, Stdio};

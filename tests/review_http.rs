@@ -2,7 +2,7 @@
 //! success and each error status, reviewer visibility, messages, context,
 //! and an asker waiting on `/v1/escalations/{id}?wait=`.
 
-mod common;
+use crate::support::common;
 
 use std::sync::Arc;
 

@@ -21,10 +21,8 @@
 //! neither scrolling sideways) under `$GRACE_SCREENSHOTS` (default: the
 //! build's temporary folder).
 
-mod common;
-mod support {
-    pub mod browser;
-}
+use crate::support;
+use crate::support::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -32,7 +30,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use common::{grace, grace_cmd, output_text as text};
-use support::browser::{Browser, Killed, free_port, wait_until_up};
+use support::browser::{Browser, Killed, wait_until_up};
+use support::free_port;
 
 /// WebDriver's Control, Enter and "release the modifiers" keys.
 const CONTROL: &str = "\u{E009}";

@@ -6,10 +6,8 @@
 //! the worst outcome: these questions are how GRACE learns, on the user's
 //! own documents, how often its confident answers are wrong.
 
-mod common;
-mod support {
-    pub mod mock_llm;
-}
+use crate::support;
+use crate::support::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

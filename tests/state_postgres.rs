@@ -3,9 +3,9 @@
 //! for each test, and two `ReviewQueue`s opened on it, each with its own
 //! pool and data folder, standing for two `grace serve`.
 
-mod common;
-#[path = "support/postgres_server.rs"]
-mod postgres_server;
+use crate::support::common;
+use crate::support::free_port;
+use crate::support::postgres_server;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -510,14 +510,6 @@ fn a_wrong_url_or_password_is_a_clear_error() {
         text.contains("storage.postgres.url") && text.contains("postgres://"),
         "{text}"
     );
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test(flavor = "multi_thread")]

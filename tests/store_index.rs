@@ -4,7 +4,7 @@
 //! quantised search returns, what a reopened store keeps, and that writing
 //! indexes as it goes.
 
-mod common;
+use crate::support::common;
 
 use grace::config::{Quantization, StorageConfig};
 use grace::store::edge::{EdgeStore, IndexSettings};

@@ -9,11 +9,8 @@
 //! callers; a knowledge base on each backend giving the same answers; and
 //! `grace migrate` to the server and back.
 
-mod common;
-mod support {
-    pub mod fake_version;
-    pub mod qdrant_server;
-}
+use crate::support;
+use crate::support::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The tool registry built from the configuration, and `rag_search` on the
 //! real store and model.
 
-mod common;
+use crate::support::common;
 
 use std::sync::Arc;
 

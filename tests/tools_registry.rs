@@ -4,7 +4,7 @@
 //! unreliable (the catalogue says so) and, when configured, disables it
 //! until `grace tools enable`. Shown through the library, the CLI and HTTP.
 
-mod common;
+use crate::support::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -5,7 +5,7 @@
 //! (CLI, HTTP with the admin key, MCP when allowed, the agent only when
 //! allowed).
 
-mod common;
+use crate::support::common;
 
 use std::sync::Arc;
 

@@ -3,10 +3,8 @@
 //! slowly, endlessly, with odd types and charsets, and with redirects to
 //! places the address policy must refuse.
 
-mod common;
-mod support {
-    pub mod mock_llm;
-}
+use crate::support;
+use crate::support::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

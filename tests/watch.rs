@@ -6,7 +6,7 @@
 //! exactly what a clean ingest of the folder gives — nothing lost, nothing
 //! twice.
 
-mod common;
+use crate::support::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,16 +3,14 @@
 //! both). Only the few commands the tests need: open a page, find, type,
 //! click, read text, run a script, resize the viewport, take a screenshot.
 
-#![allow(dead_code)] // Each test binary uses a different part of it.
-
+use super::free_port;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-#[path = "skip.rs"]
-mod skip;
+use super::skip;
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -42,14 +40,6 @@ pub fn available() -> bool {
             "run scripts/setup --browser (Debian's chromium and chromium-driver, axe-core from npm)",
             "GRACE_REQUIRE_BROWSER",
         )
-}
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A child process, and what it started, killed when the test ends, pass

@@ -5,8 +5,6 @@
 //! replaces the earlier gRPC harness over qdrant-edge: everything else
 //! runs against the real server now.)
 
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use qdrant_client::qdrant as pb;

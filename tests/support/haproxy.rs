@@ -7,6 +7,7 @@
 //! killed when the fixture is dropped, and dies with the test process
 //! (`setpriv --pdeathsig KILL`).
 
+use super::free_port;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -86,13 +87,4 @@ impl Drop for Haproxy {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A free loopback port.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }

@@ -31,8 +31,6 @@
 //! assert_eq!(model.offered_tools(0), ["rag_search"]);
 //! ```
 
-#![allow(dead_code)] // Each test binary uses a different part of it.
-
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -185,11 +183,6 @@ impl ScriptedModel {
     pub fn give_call_ids(self) -> Self {
         self.call_ids.store(true, Ordering::Relaxed);
         self
-    }
-
-    /// The provider this server speaks.
-    pub fn provider(&self) -> Provider {
-        self.provider
     }
 
     /// The server's base URL.

@@ -10,9 +10,7 @@
 //! PostgreSQL refuses to run as root: as root, the cluster belongs to the
 //! package's `postgres` user and its programs run as that user.
 
-#![allow(dead_code)]
-
-use std::net::TcpListener;
+use super::free_port;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -226,14 +224,6 @@ impl PostgresServer {
         }
     }
 
-    /// Kills the server at once (SIGKILL): a crash.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
     /// Stops the server (fast shutdown) and waits for it.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -259,11 +249,4 @@ impl Drop for PostgresServer {
         }
         self.stop();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }

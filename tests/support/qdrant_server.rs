@@ -13,8 +13,6 @@
 //! with its owner's pid), so a stray left by a test process that died
 //! anyway is found and stopped by the next start.
 
-#![allow(dead_code)]
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -24,8 +22,7 @@ use std::time::{Duration, Instant};
 /// How long a node may take to answer `/readyz`.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
-#[path = "skip.rs"]
-mod skip;
+use super::skip;
 
 /// The server binary: `GRACE_QDRANT_BIN`, else a `qdrant` on the PATH,
 /// else the one `scripts/setup --qdrant` installed; `None` when none is.

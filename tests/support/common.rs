@@ -1,6 +1,5 @@
 //! Shared helpers for the integration tests: a configuration that uses the
 //! real local model (installed by `scripts/setup`) and a temporary data dir.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
