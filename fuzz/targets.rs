@@ -216,7 +216,7 @@ fn http(data: &[u8]) {
             if let Ok(b) = serde_json::from_slice::<SearchBody>(body)
                 && let Some(limit) = b.limit
             {
-                let _ = (1..=grace::search::MAX_LIMIT).contains(&limit);
+                let _ = (1..=grace::config::MAX_SEARCH_LIMIT).contains(&limit);
             }
         }
         _ => {

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::QdrantConfig;
+use crate::config::{MAX_SEARCH_LIMIT, QdrantConfig};
 use crate::embed::{Embedder, cosine};
 use crate::lexical::{LexicalEncoder, distinct_identifiers, identifier_term, identifiers_found};
 use crate::store::fusion::{Evidence, Gate, fuse, fuse_gated, pin};
@@ -146,12 +146,6 @@ pub struct SearchRequest<'a> {
     pub gate: Gate,
 }
 
-/// The most passages one search returns. Each ranking is asked for at
-/// least this many candidates, and the store reserves room for them: a
-/// limit from outside (`-k`, an HTTP or MCP request) beyond it would make
-/// the process try to allocate without bound.
-pub const MAX_LIMIT: usize = 1000;
-
 /// Passages from the top of the lexical ranking checked for the query's
 /// identifiers. A passage that contains a rare identifier the query names
 /// is near the top there (identifier terms weigh double).
@@ -166,12 +160,12 @@ pub fn search(
     request: &SearchRequest<'_>,
 ) -> Result<Vec<Passage>> {
     let query = request.query.trim();
-    if query.is_empty() {
+    if crate::text::is_blank(query) {
         return Err(SearchError::InvalidInput("the query is empty".into()));
     }
-    if !(1..=MAX_LIMIT).contains(&request.limit) {
+    if !(1..=MAX_SEARCH_LIMIT).contains(&request.limit) {
         return Err(SearchError::InvalidInput(format!(
-            "the number of results must be in 1..={MAX_LIMIT}, got {}",
+            "the number of results must be in 1..={MAX_SEARCH_LIMIT}, got {}",
             request.limit
         )));
     }

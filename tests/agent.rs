@@ -447,13 +447,16 @@ fn http_needs_input_then_reply_then_answer_and_expiry() {
         );
         assert_eq!(first["clarification"]["options"][1], "ORB-2001");
         let run_id = first["run_id"].as_str().unwrap().to_string();
-        // Hostile replies: too long, wrong type, unknown field; and a bad id.
-        let (status, _) = post(
-            format!("/v1/runs/{run_id}/reply"),
-            json!({"reply": "x".repeat(5_000)}),
-        )
-        .await;
-        assert_eq!(status, 400);
+        // Hostile replies: too long (for JSON or a stream), wrong type,
+        // unknown field; and a bad id.
+        for stream in [false, true] {
+            let (status, _) = post(
+                format!("/v1/runs/{run_id}/reply"),
+                json!({"reply": "x".repeat(5_000), "stream": stream}),
+            )
+            .await;
+            assert_eq!(status, 400, "stream: {stream}");
+        }
         let (status, _) = post(format!("/v1/runs/{run_id}/reply"), json!({"reply": 7})).await;
         assert!(status.is_client_error());
         let (status, _) = post(

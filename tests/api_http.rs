@@ -261,12 +261,18 @@ async fn every_endpoint_answers_and_reports_errors_as_json() {
         (StatusCode::OK, Some("pending"))
     );
 
-    // 400s: empty question, malformed JSON, unknown field, wrong type
-    let (s, e) = api.post("/v1/ask", json!({"question": ""})).await;
-    assert_eq!(
-        (s, error_type(&e)),
-        (StatusCode::BAD_REQUEST, "invalid_request")
-    );
+    // 400s: empty question (asked for JSON or for a stream), malformed
+    // JSON, unknown field, wrong type
+    for stream in [false, true] {
+        let (s, e) = api
+            .post("/v1/ask", json!({"question": "", "stream": stream}))
+            .await;
+        assert_eq!(
+            (s, error_type(&e)),
+            (StatusCode::BAD_REQUEST, "invalid_request"),
+            "stream: {stream}"
+        );
+    }
     let r = api
         .http
         .post(api.url("/v1/ask"))

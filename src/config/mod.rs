@@ -59,7 +59,7 @@ pub use self::llm::{
 };
 pub use self::models::{EmbeddingConfig, ReaderConfig};
 pub use self::planner::{AgentConfig, PlannerConfig, Strategy};
-pub use self::search::{QdrantConfig, Rerank, SearchConfig};
+pub use self::search::{MAX_SEARCH_LIMIT, QdrantConfig, Rerank, SearchConfig};
 pub use self::serve::{
     AuditConfig, AuthConfig, JwtConfig, McpConfig, ReviewConfig, ServerConfig, SessionsConfig,
 };

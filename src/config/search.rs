@@ -3,6 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The most passages one search returns (`qdrant.search_limit`, `-k`, the
+/// `limit` of `POST /v1/search`). Each ranking is asked for at least this
+/// many candidates, and the store reserves room for them: a limit from
+/// outside beyond it would make the process try to allocate without bound.
+pub const MAX_SEARCH_LIMIT: usize = 1000;
+
 /// The collection, how it is searched, and the Qdrant server it lives on
 /// when `storage.backend` is `qdrant`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

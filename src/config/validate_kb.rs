@@ -3,7 +3,7 @@
 //! (`ingest`), and the collection and its server (`qdrant`).
 
 use super::Result;
-use super::check::invalid;
+use super::check::{in_range, invalid};
 
 /// The `storage` section; its index settings in [`validate_index`].
 pub(super) fn validate_storage(s: &super::StorageConfig) -> Result<()> {
@@ -325,12 +325,11 @@ pub(super) fn validate_qdrant(q: &super::QdrantConfig) -> Result<()> {
         ));
     }
     validate_qdrant_server(q)?;
-    if !(1..=1000).contains(&q.search_limit) {
-        return Err(invalid(
-            "qdrant.search_limit",
-            format!("{} is out of range 1..=1000", q.search_limit),
-        ));
-    }
+    in_range(
+        "qdrant.search_limit",
+        q.search_limit,
+        1..=super::MAX_SEARCH_LIMIT,
+    )?;
     if !(-1.0..=1.0).contains(&q.score_threshold) {
         return Err(invalid(
             "qdrant.score_threshold",

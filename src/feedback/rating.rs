@@ -93,7 +93,6 @@ pub struct Rating {
     pub reason: Option<Reason>,
     /// The asker's words, with the reason `other` (at most 500 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(max_length = 500)]
     pub text: Option<String>,
 }
 

@@ -18,6 +18,13 @@ use super::queue::ReviewQueue;
 use super::{Result, ReviewError, non_empty, plain_id};
 use crate::state::{Conn, params};
 
+/// The longest reviewer id, in characters.
+pub const MAX_REVIEWER_ID_CHARS: usize = 64;
+/// The longest reviewer display name, in characters.
+pub const MAX_REVIEWER_NAME_CHARS: usize = 200;
+/// The longest description of what a reviewer covers, in characters.
+pub const MAX_REVIEWER_DESCRIPTION_CHARS: usize = 2000;
+
 /// A registered human reviewer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Reviewer {
@@ -131,9 +138,13 @@ impl ReviewQueue {
             )));
         }
         for (field, value, max) in [
-            ("id", &reviewer.id, 64),
-            ("name", &reviewer.name, 200),
-            ("description", &reviewer.description, 2000),
+            ("id", &reviewer.id, MAX_REVIEWER_ID_CHARS),
+            ("name", &reviewer.name, MAX_REVIEWER_NAME_CHARS),
+            (
+                "description",
+                &reviewer.description,
+                MAX_REVIEWER_DESCRIPTION_CHARS,
+            ),
         ] {
             if value.chars().count() > max {
                 return Err(ReviewError::Invalid(format!(

@@ -34,7 +34,10 @@ mod verdict;
 pub mod withhold;
 
 pub use self::handle::ASKER_KEY_EXTENSION;
-pub use self::messages::{Access, ContextValue, Message, MessageStatus, Reviewer};
+pub use self::messages::{
+    Access, ContextValue, MAX_REVIEWER_DESCRIPTION_CHARS, MAX_REVIEWER_ID_CHARS,
+    MAX_REVIEWER_NAME_CHARS, Message, MessageStatus, Reviewer,
+};
 pub use self::queue::{
     AlsoAsked, AuditEntry, Escalation, EscalationHandle, ListFilter, NewEscalation, Outcome,
     Resolution, ReviewAnswer, ReviewQueue, Status, Viewer,

@@ -36,12 +36,11 @@ pub struct AskBody {
     /// least one character of a word (`text::WORD`).
     #[schema(
         min_length = 1,
-        max_length = 4000,
         pattern = r"[A-Za-z\u00C0-\u1FFF\u2C00-\u2DFF\u2E80-\u2FFF\u3040-\uD7FF\uF900-\uFDFF\uFE70-\uFEFF\uFF21-\uFF3A\uFF41-\uFF5A\uFF66-\uFFDC]"
     )]
     pub question: String,
     /// Passages retrieved (default `tools.rag_search.limit`).
-    #[schema(minimum = 1, maximum = 100)]
+    #[schema(minimum = 1)]
     #[serde(default, deserialize_with = "super::body::whole")]
     pub limit: Option<usize>,
     /// Queue an escalated question for reviewers (default true).
@@ -52,7 +51,7 @@ pub struct AskBody {
     pub reviewers: Vec<String>,
     /// Who asks, shown to reviewers (default `service`): 1 to
     /// `MAX_ASKER_CHARS` characters, not blank.
-    #[schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     pub asker: Option<String>,
     /// Answer with a `text/event-stream` of run events instead of JSON
     /// (the same as sending `Accept: text/event-stream`).
@@ -110,8 +109,6 @@ pub async fn ask(
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/event-stream"));
     let options = body.options(caller.scope());
-    // Before the stream starts: a bad ask is a 400 either way.
-    crate::service::check_ask(&body.question, &options)?;
     if !wants_stream {
         let grace = s.grace.clone();
         let question = body.question;
@@ -121,7 +118,8 @@ pub async fn ask(
         .await?;
         return Ok(Json(outcome).into_response());
     }
-    let run = s.grace.ask_stream(body.question, options);
+    // A bad ask is a 400 before the stream starts.
+    let run = s.grace.ask_stream(body.question, options)?;
     Ok(event_stream(&s, permit, run))
 }
 
@@ -175,7 +173,6 @@ pub struct ReplyBody {
     /// The asker's reply to the run's `clarification` (an option's text or
     /// free text); null or absent: no reply, and the agent proceeds on its
     /// best assumption, which its answer states.
-    #[schema(max_length = 4000)]
     pub reply: Option<String>,
     /// Answer with a `text/event-stream` of run events instead of JSON.
     #[serde(default)]
@@ -206,17 +203,6 @@ pub async fn reply(
 ) -> Result<Response, ApiError> {
     let JsonObject(body) = body;
     let scope = caller.scope();
-    if body
-        .reply
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > crate::service::MAX_REPLY_CHARS)
-    {
-        return Err(crate::error::Error::InvalidInput(format!(
-            "the reply is longer than {} characters",
-            crate::service::MAX_REPLY_CHARS
-        ))
-        .into());
-    }
     let wants_stream = body.stream
         || headers
             .get(header::ACCEPT)
@@ -233,7 +219,7 @@ pub async fn reply(
     Ok(event_stream(
         &s,
         permit,
-        s.grace.reply_stream(id, body.reply, scope),
+        s.grace.reply_stream(id, body.reply, scope)?,
     ))
 }
 
@@ -257,7 +243,7 @@ pub struct SearchBody {
     #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     pub query: String,
     /// Passages returned (default `qdrant.search_limit`).
-    #[schema(minimum = 1, maximum = 1000)]
+    #[schema(minimum = 1)]
     #[serde(default, deserialize_with = "super::body::whole")]
     pub limit: Option<usize>,
     /// Only passages of this source (its path as stored).
@@ -528,7 +514,6 @@ pub struct ExamplesResponse {
     /// Questions the knowledge base's own sections answer ("How do I
     /// rotate keys?"), for an asker facing an empty page; none when its
     /// headings make none.
-    #[schema(max_items = 5)]
     pub questions: Vec<String>,
 }
 

@@ -33,6 +33,7 @@ pub mod openapi;
 pub mod review_api;
 pub mod review_page;
 pub mod runtime_tools_api;
+mod schema_bounds;
 pub mod sessions_api;
 pub mod tools_api;
 

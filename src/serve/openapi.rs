@@ -7,6 +7,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::api;
 use super::error::{ErrorBody, ErrorDetail};
+use super::schema_bounds::SchemaBounds;
 
 /// The API description.
 #[derive(OpenApi)]
@@ -34,7 +35,7 @@ use super::error::{ErrorBody, ErrorDetail};
           super::runtime_tools_api::create, super::runtime_tools_api::list,
           super::runtime_tools_api::remove, super::runtime_tools_api::history, metrics),
     components(schemas(ErrorBody, ErrorDetail, crate::tools::runtime::ToolSpec, crate::tools::runtime::Example, crate::review::Status, crate::review::MessageStatus)),
-    modifiers(&BearerAuth, &GateResponses)
+    modifiers(&BearerAuth, &GateResponses, &SchemaBounds)
 )]
 pub struct ApiDoc;
 
@@ -173,48 +174,6 @@ mod tests {
             doc["components"]["securitySchemes"]["bearer"]["scheme"],
             "bearer"
         );
-    }
-
-    #[test]
-    fn the_gap_reports_bounds_are_the_ones_the_code_checks() {
-        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
-        let params = doc["paths"]["/v1/review/gaps"]["get"]["parameters"]
-            .as_array()
-            .unwrap();
-        let max = |name: &str| {
-            params.iter().find(|p| p["name"] == name).unwrap()["schema"]["maximum"]
-                .as_u64()
-                .unwrap()
-        };
-        assert_eq!(max("days"), u64::from(crate::config::MAX_GAP_DAYS));
-        assert_eq!(max("limit"), crate::gaps::MAX_GROUPS as u64);
-    }
-
-    #[test]
-    fn the_questions_bound_is_the_one_the_code_checks() {
-        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
-        let most =
-            doc["components"]["schemas"]["AskBody"]["properties"]["question"]["maxLength"].as_u64();
-        assert_eq!(most, Some(crate::service::MAX_QUESTION_CHARS as u64));
-    }
-
-    #[test]
-    fn the_askers_bound_is_the_one_the_code_checks() {
-        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
-        let asker = &doc["components"]["schemas"]["AskBody"]["properties"]["asker"];
-        assert_eq!(
-            asker["maxLength"].as_u64(),
-            Some(crate::feedback::MAX_ASKER_CHARS as u64)
-        );
-    }
-
-    #[test]
-    fn the_examples_bound_is_the_one_the_code_keeps() {
-        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
-        let most =
-            doc["components"]["schemas"]["ExamplesResponse"]["properties"]["questions"]["maxItems"]
-                .as_u64();
-        assert_eq!(most, Some(crate::selfcal::examples::MAX_EXAMPLES as u64));
     }
 
     #[test]

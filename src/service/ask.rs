@@ -156,12 +156,26 @@ impl RunStatus {
 /// Longest reply to a question the agent put to the asker (characters).
 pub const MAX_REPLY_CHARS: usize = 4_000;
 
+/// Checks a reply to the agent's question (at most [`MAX_REPLY_CHARS`]),
+/// before the run continues: by
+/// [`reply_blocking_as`](super::Grace::reply_blocking_as), and by
+/// [`reply_stream`](super::Grace::reply_stream) before its stream starts.
+pub fn check_reply(reply: Option<&str>) -> Result<()> {
+    match reply {
+        Some(r) if r.chars().count() > MAX_REPLY_CHARS => Err(Error::InvalidInput(format!(
+            "the reply is longer than {MAX_REPLY_CHARS} characters"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Checks an ask before it runs: the question ([`check_question`]), the
-/// asker's name (1 to 200 characters, not blank), a limit in range,
-/// reviewer ids without spaces or control characters (checked now,
-/// not only if the run escalates). The HTTP API calls it before it
-/// chooses between JSON and an event stream, so a bad ask is a 400 either
-/// way.
+/// asker's name (1 to [`MAX_ASKER_CHARS`](crate::feedback::MAX_ASKER_CHARS)
+/// characters, not blank), a limit in range, reviewer ids without spaces
+/// or control characters (checked now, not only if the run escalates). By
+/// [`ask_blocking`](super::Grace::ask_blocking), and by
+/// [`ask_stream`](super::Grace::ask_stream) before its stream starts: a
+/// bad ask is an error either way, never a stream that fails.
 pub fn check_ask(question: &str, options: &AskOptions) -> Result<()> {
     check_question(question)?;
     crate::feedback::Asker::named(&options.asker)?;
@@ -234,6 +248,17 @@ mod tests {
         match check_question(question) {
             Err(Error::InvalidInput(why)) => why,
             other => panic!("{question:?} was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_reply_is_at_most_its_bound() {
+        assert!(check_reply(None).is_ok());
+        assert!(check_reply(Some(&"é".repeat(MAX_REPLY_CHARS))).is_ok());
+        let long = "é".repeat(MAX_REPLY_CHARS + 1);
+        match check_reply(Some(&long)) {
+            Err(Error::InvalidInput(why)) => assert!(why.contains("longer than"), "{why}"),
+            other => panic!("a reply over the bound was not refused: {other:?}"),
         }
     }
 

@@ -37,7 +37,7 @@ mod run;
 
 pub use self::ask::{
     AskOptions, AskOutcome, MAX_POSSIBLY_RELEVANT, MAX_QUESTION_CHARS, MAX_REPLY_CHARS, RunStatus,
-    WhileWaiting, check_ask, check_ask_limit, check_question,
+    WhileWaiting, check_ask, check_ask_limit, check_question, check_reply,
 };
 pub use self::events::RunEvent;
 pub(crate) use self::nonblocking::CancelOnDrop;
@@ -63,7 +63,7 @@ use crate::store::PayloadFilter;
 use crate::tools::ToolRegistry;
 use crate::{
     config::Config,
-    error::{Error, Result},
+    error::Result,
     kb::{KnowledgeBase, OpenMode},
     search::Passage,
 };
@@ -312,12 +312,7 @@ impl Grace {
         filter: Option<&PayloadFilter>,
         scope: &ReadScope,
     ) -> Result<Vec<Passage>> {
-        if crate::text::is_blank(query) {
-            return Err(Error::InvalidInput("the query is empty".into()));
-        }
-        if limit == Some(0) {
-            return Err(Error::InvalidInput("the limit must be at least 1".into()));
-        }
+        // The query and the limit are checked by the search itself.
         let filter = PayloadFilter {
             readers: scope.tokens(),
             ..filter.cloned().unwrap_or_default()

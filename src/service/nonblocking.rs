@@ -118,10 +118,18 @@ impl Grace {
 
     /// Answers `question`, reporting each step as it goes; the stream ends
     /// with [`RunEvent::Done`] or [`RunEvent::Failed`]. Dropping the stream
-    /// cancels the run. Must be called within a tokio runtime.
-    pub fn ask_stream(&self, question: impl Into<String>, options: AskOptions) -> RunStream {
+    /// cancels the run. A bad ask ([`check_ask`](super::check_ask)) is an
+    /// error at once, before any stream. Must be called within a tokio
+    /// runtime.
+    pub fn ask_stream(
+        &self,
+        question: impl Into<String>,
+        options: AskOptions,
+    ) -> Result<RunStream> {
         let question = question.into();
-        self.stream(move |this, cancel, send| this.ask_blocking(&question, &options, cancel, send))
+        super::check_ask(&question, &options)?;
+        Ok(self
+            .stream(move |this, cancel, send| this.ask_blocking(&question, &options, cancel, send)))
     }
 
     /// [`reply_blocking`](Self::reply_blocking) on tokio's blocking pool;
@@ -142,17 +150,19 @@ impl Grace {
     }
 
     /// [`reply_blocking`](Self::reply_blocking) as a stream of run events
-    /// (see [`ask_stream`](Self::ask_stream)).
+    /// (see [`ask_stream`](Self::ask_stream)); a reply that is too long
+    /// ([`check_reply`](super::check_reply)) is an error at once.
     pub fn reply_stream(
         &self,
         run_id: impl Into<String>,
         reply: Option<String>,
         scope: crate::access::ReadScope,
-    ) -> RunStream {
+    ) -> Result<RunStream> {
+        super::check_reply(reply.as_deref())?;
         let run_id = run_id.into();
-        self.stream(move |this, cancel, send| {
+        Ok(self.stream(move |this, cancel, send| {
             this.reply_blocking_as(&run_id, reply.as_deref(), &scope, cancel, send)
-        })
+        }))
     }
 
     /// Runs `work` on the blocking pool, its events and outcome on a stream.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::Grace;
-use super::ask::{AskOptions, AskOutcome, MAX_REPLY_CHARS, RunStatus, WhileWaiting, check_ask};
+use super::ask::{AskOptions, AskOutcome, RunStatus, WhileWaiting, check_ask, check_reply};
 use super::events::RunEvent;
 use crate::error::{Error, Result};
 use crate::exec::{Decision, EarlierTurn, Executor, RunReport};
@@ -102,13 +102,7 @@ impl Grace {
         cancel: Arc<AtomicBool>,
         on_event: &mut dyn FnMut(RunEvent),
     ) -> Result<AskOutcome> {
-        if let Some(r) = reply
-            && r.chars().count() > MAX_REPLY_CHARS
-        {
-            return Err(Error::InvalidInput(format!(
-                "the reply is longer than {MAX_REPLY_CHARS} characters"
-            )));
-        }
+        check_reply(reply)?;
         // Only the run's asker continues it (the operator and a service
         // may continue any): another principal's is not found.
         let parked: ParkedRun = self.inner.sessions.take_run(run_id, |p: &ParkedRun| {

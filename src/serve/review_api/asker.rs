@@ -27,12 +27,16 @@ pub struct AskerView {
     pub resolution: Option<crate::review::Resolution>,
 }
 
+/// The longest an asker's view may wait for the escalation to be settled
+/// (`wait`, seconds).
+pub const MAX_WAIT_SECONDS: usize = 600;
+
 /// The asker's view's query.
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct WaitQuery {
     /// Seconds to wait for the escalation to be settled.
-    #[param(minimum = 0.0, maximum = 600.0)]
+    #[param(minimum = 0.0)]
     wait: Option<f64>,
     /// The asker's handle: `review_handle` in the ask's response (404
     /// without it).
@@ -53,10 +57,12 @@ pub(crate) async fn asker_view(
         .check_asker_handle(id, q.handle.as_deref().unwrap_or(""))?;
     let wait = match q.wait {
         None => None,
-        Some(w) if w.is_finite() && (0.0..=600.0).contains(&w) => Some(Duration::from_secs_f64(w)),
+        Some(w) if w.is_finite() && (0.0..=MAX_WAIT_SECONDS as f64).contains(&w) => {
+            Some(Duration::from_secs_f64(w))
+        }
         Some(w) => {
             return Err(ApiError::bad_request(format!(
-                "wait={w} must be 0 to 600 seconds"
+                "wait={w} must be 0 to {MAX_WAIT_SECONDS} seconds"
             )));
         }
     };

@@ -30,7 +30,7 @@ pub(crate) struct ListQuery {
     #[serde(default)]
     all: bool,
     /// At most this many (default 100).
-    #[param(minimum = 1, maximum = 500)]
+    #[param(minimum = 1)]
     limit: Option<usize>,
     /// Only ids below this one: the next page after a page that ended there.
     before: Option<i64>,

@@ -12,16 +12,16 @@ use crate::serve::AppState;
 const DEFAULT_GROUPS: usize = 20;
 
 /// `GET /v1/review/gaps`'s query. The bounds are
-/// [`crate::config::MAX_GAP_DAYS`] and [`crate::gaps::MAX_GROUPS`] (a test
-/// holds the document to them).
+/// [`crate::config::MAX_GAP_DAYS`] and [`crate::gaps::MAX_GROUPS`] (the
+/// document has them from `schema_bounds`).
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct GapsQuery {
     /// Days of questions to read (default `feedback.gap_days`).
-    #[param(minimum = 1, maximum = 3650)]
+    #[param(minimum = 1)]
     days: Option<u32>,
     /// Groups shown, most asked first (default 20).
-    #[param(minimum = 1, maximum = 1000)]
+    #[param(minimum = 1)]
     limit: Option<usize>,
 }
 

@@ -35,7 +35,7 @@ mod escalations;
 mod gaps;
 mod reviewers;
 
-pub use self::asker::AskerView;
+pub use self::asker::{AskerView, MAX_WAIT_SECONDS};
 pub use self::escalations::MAX_LIST_LIMIT;
 pub use self::reviewers::{IssuedToken, Me, MessageId, MessageState, Role};
 

@@ -76,18 +76,13 @@ pub(crate) async fn reviewers(State(s): State<AppState>) -> ApiResult<Vec<Review
 #[serde(deny_unknown_fields)]
 pub(crate) struct RegisterBody {
     /// Unique, without spaces.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = r"^[^\s\x00-\x1f\x7f-\x9f]+$"
-    )]
+    #[schema(min_length = 1, pattern = r"^[^\s\x00-\x1f\x7f-\x9f]+$")]
     id: String,
     /// Display name, not blank.
-    #[schema(min_length = 1, max_length = 200, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     name: String,
     /// What the reviewer covers.
     #[serde(default)]
-    #[schema(max_length = 2000)]
     description: String,
 }
 
