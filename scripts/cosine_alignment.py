@@ -1,6 +1,6 @@
 """Fits the map that puts a second embedding model's cosines on GRACE's
 similarity scale (MiniLM's), for its model card's `similarity:` (see
-`SimilarityScale` in src/embed/mod.rs).
+`SimilarityScale` in crates/grace-core/src/embed/mod.rs).
 
 GRACE's lexical weight, confidence weights, score threshold and the
 extractive answerer's minimum similarity are in MiniLM's cosine units. A

@@ -24,7 +24,7 @@ import re
 import shutil
 import sys
 
-# GRACE's defaults (src/config/mod.rs, IngestConfig): files over this are
+# GRACE's defaults (crates/grace-core/src/config/mod.rs, IngestConfig): files over this are
 # skipped by an ingest, so they are left out here (none are, today).
 MAX_FILE_BYTES = 10_000_000
 # GRACE chunks about 200 words with 30 repeated: words / 180 estimates chunks.
@@ -126,7 +126,7 @@ def packages():
 
 class Text(html.parser.HTMLParser):
     """Visible text of a page, as GRACE's HTML loader reads it
-    (src/ingest/load/html.rs): these elements' content is dropped, the
+    (crates/grace-core/src/ingest/load/html.rs): these elements' content is dropped, the
     <title> kept."""
 
     SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "iframe", "object",

@@ -33,7 +33,7 @@ import sys
 
 import numpy as np
 
-# Factor order and the feature transform of src/confidence/mod.rs.
+# Factor order and the feature transform of crates/grace-core/src/confidence/mod.rs.
 FITTED = ["max_score", "margin", "neighbour_score", "query_coverage", "abstained"]
 HELD = {"result_count": 0.5, "groundedness": 6.0, "mean_score": 0.0, "score_variance": 0.0, "min_score": 0.0, "citation_validity": 1.0,
         "self_assessment": 1.0, "identifier_coverage": 8.0, "follow_up_coverage": 10.0,

@@ -32,45 +32,45 @@
 
 #![warn(missing_docs)]
 
-pub mod access;
+pub use grace_core::access;
 pub mod agent;
-pub mod audit;
-pub mod auth;
-pub mod confidence;
-pub mod config;
-pub mod display;
+pub use grace_core::audit;
+pub use grace_core::auth;
+pub use grace_core::confidence;
+pub use grace_core::config;
+pub use grace_core::display;
 pub mod doctor;
-pub mod durable;
-pub mod embed;
+pub use grace_core::durable;
+pub use grace_core::embed;
 mod error;
 pub mod eval;
 pub mod exec;
 pub mod feedback;
-pub mod followup;
+pub use grace_core::followup;
 pub mod gaps;
-pub mod ingest;
+pub use grace_core::ingest;
 mod kb;
-pub mod lang;
+pub use grace_core::lang;
 pub mod learn;
-pub mod lexical;
-pub mod llm;
+pub use grace_core::lexical;
+pub use grace_core::llm;
 pub mod mcp;
 pub mod migrate;
-pub mod plan;
-pub mod reader;
+pub use grace_core::plan;
+pub use grace_core::reader;
 pub mod review;
-pub mod rng;
-pub mod search;
+pub use grace_core::rng;
+pub use grace_core::search;
 pub mod selfcal;
 pub mod serve;
 pub mod service;
 pub mod session;
-pub mod state;
-pub mod store;
-pub mod telemetry;
-pub mod text;
+pub use grace_core::state;
+pub use grace_core::store;
+pub use grace_core::telemetry;
+pub use grace_core::text;
 pub mod tools;
-pub mod watch;
+pub use grace_core::watch;
 
 pub use config::Config;
 pub use error::{

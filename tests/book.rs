@@ -1,7 +1,7 @@
 //! The book (`docs/`) cannot drift from the code or break its links.
 //!
 //! - The configuration chapter's tables are generated from the config's own
-//!   doc comments (`src/config/*.rs`) and `Config::default()`: the test
+//!   doc comments (`crates/grace-core/src/config/*.rs`) and `Config::default()`: the test
 //!   fails when they differ, and `GRACE_BLESS=1 cargo test --test it book::`
 //!   writes them again.
 //! - Every relative link and image in the book, README.md, README.ja.md,
@@ -37,10 +37,10 @@ struct Field {
     doc: String,
 }
 
-/// The structs with named fields in `src/config/*.rs`, by name.
+/// The structs with named fields in `crates/grace-core/src/config/*.rs`, by name.
 fn config_structs() -> BTreeMap<String, Vec<Field>> {
     let mut out = BTreeMap::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("src/config"))
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("crates/grace-core/src/config"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "rs"))
@@ -175,7 +175,7 @@ fn config_tables() -> String {
     let structs = config_structs();
     let defaults = serde_json::to_value(grace::Config::default()).unwrap();
     let mut out = vec![
-        "<!-- Generated from src/config/*.rs by tests/book.rs: edit the doc comments there, then run GRACE_BLESS=1 cargo test --test it book::. -->".to_string(),
+        "<!-- Generated from crates/grace-core/src/config/*.rs by tests/book.rs: edit the doc comments there, then run GRACE_BLESS=1 cargo test --test it book::. -->".to_string(),
     ];
     for section in &structs["Config"] {
         let (inner, shape) = nested(&section.ty, &structs).expect("a section is a struct");
@@ -214,7 +214,7 @@ fn the_configuration_chapter_is_the_configs_own_doc_comments() {
     }
     assert!(
         text[start..end] == generated,
-        "docs/src/configuration.md's tables differ from src/config/*.rs: run \
+        "docs/src/configuration.md's tables differ from crates/grace-core/src/config/*.rs: run \
          `GRACE_BLESS=1 cargo test --test it book::` and commit the result"
     );
     // Every key of the defaults has its row.
@@ -620,7 +620,9 @@ fn code_text(dirs: &[&str]) -> String {
 #[test]
 fn every_grace_variable_the_documents_name_is_read() {
     let config = serde_json::to_value(grace::Config::default()).unwrap();
-    let code = code_text(&["src", "scripts", "tests", "benches", "examples", ".ci"]);
+    let code = code_text(&[
+        "src", "crates", "scripts", "tests", "benches", "examples", ".ci",
+    ]);
     let mut named = BTreeSet::new();
     for file in documents()
         .iter()

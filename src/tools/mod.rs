@@ -302,3 +302,16 @@ pub struct StepRecord {
     /// The step's confidence and why.
     pub confidence: crate::confidence::Score,
 }
+
+#[cfg(test)]
+mod tests {
+    /// The configuration, a layer below, holds tool names as data; the
+    /// default enables every built-in tool.
+    #[test]
+    fn the_default_configuration_enables_every_built_in_tool() {
+        assert_eq!(
+            crate::config::Config::default().tools.enabled,
+            super::TOOL_NAMES.to_vec()
+        );
+    }
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The tools a run may use (see [`crate::tools`]). Only the tools named in
+/// The tools a run may use (see `grace::tools`). Only the tools named in
 /// `enabled` are constructed; a name GRACE does not know is an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -322,7 +322,7 @@ mod tests {
 
     fn fixture(name: &str) -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/jwt")
+            .join("../../tests/fixtures/jwt")
             .join(name)
     }
 

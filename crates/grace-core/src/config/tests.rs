@@ -2,8 +2,11 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
+/// A file of the repository (this crate is `crates/grace-core` in it).
 fn repo_file(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(name)
 }
 
 pub(super) fn write(dir: &Path, text: &str) -> PathBuf {

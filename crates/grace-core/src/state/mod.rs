@@ -34,7 +34,7 @@ pub use self::value::{FromValue, Row, ToValue, Value};
 use crate::config::{Config, StateBackend};
 pub use crate::state_params as params;
 pub use sqlite::{FileCheck, check_file as check_sqlite_file};
-pub(crate) use sqlite::{now_ms, to_time};
+pub use sqlite::{now_ms, to_time};
 
 /// What went wrong with a store's database.
 #[derive(Debug, thiserror::Error)]

@@ -291,7 +291,7 @@ pub fn score_with(factors: &Factors, config: &ConfidenceConfig) -> Score {
 /// (`config/hand-set-weights.yml`, compiled in): the evaluation's baseline
 /// column. `None` only if that file stopped parsing (a test checks it does).
 pub fn hand_set_weights() -> Option<Weights> {
-    const FILE: &str = include_str!("../../config/hand-set-weights.yml");
+    const FILE: &str = include_str!("../../../../config/hand-set-weights.yml");
     let tree: serde_yaml::Value = serde_yaml::from_str(FILE).ok()?;
     let weights = tree.get("confidence")?.get("weights")?.clone();
     serde_yaml::from_value(weights).ok()

@@ -29,7 +29,7 @@ use crate::store::{ChunkPoint, PayloadFilter, QueryVector, StoreQuery, StoredHit
 /// Result of a search.
 pub type Result<T> = std::result::Result<T, SearchError>;
 
-/// What went wrong searching (the library's [`crate::Error`] takes each
+/// What went wrong searching (the library's `grace::Error` takes each
 /// as its own kind: bad input, the embedder, the store).
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {

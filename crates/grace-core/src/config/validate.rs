@@ -297,11 +297,6 @@ mod tests {
             Config::load_with_env(Some(&p), &[]).unwrap().tools.enabled,
             vec!["ask_user"]
         );
-        assert_eq!(
-            Config::default().tools.enabled,
-            crate::tools::TOOL_NAMES.to_vec(),
-            "the default enables every tool GRACE has"
-        );
     }
 
     #[test]

@@ -16,12 +16,12 @@ use rusqlite::Connection;
 use super::Schema;
 
 /// Now, as the databases store time (Unix milliseconds).
-pub(crate) fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     Utc::now().timestamp_millis()
 }
 
 /// A stored timestamp as a date.
-pub(crate) fn to_time(ms: i64) -> DateTime<Utc> {
+pub fn to_time(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms)
         .single()
         .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-/// Human review of escalated questions (see [`crate::review`]).
+/// Human review of escalated questions (see `grace::review`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReviewConfig {
@@ -144,7 +144,7 @@ impl Default for SessionsConfig {
     }
 }
 
-/// `grace serve`: the HTTP API (see [`crate::serve`]).
+/// `grace serve`: the HTTP API (see `grace::serve`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
@@ -203,7 +203,7 @@ impl Default for ServerConfig {
     }
 }
 
-/// `grace mcp`: the MCP tool server (see [`crate::mcp`]).
+/// `grace mcp`: the MCP tool server (see `grace::mcp`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpConfig {
