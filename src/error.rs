@@ -34,9 +34,9 @@ pub enum Error {
     /// An evaluation set could not be read.
     #[error(transparent)]
     Eval(#[from] EvalError),
-    /// A plan was invalid, or the run was cancelled.
+    /// A run stopped: its plan was invalid, or it was cancelled.
     #[error(transparent)]
-    Plan(#[from] crate::plan::PlanError),
+    Exec(#[from] crate::exec::ExecError),
     /// A tool call failed.
     #[error(transparent)]
     Tool(#[from] crate::tools::ToolError),
@@ -226,8 +226,8 @@ impl Error {
             Error::Calibration(_) => EXIT_FAILURE,
             Error::Reader(crate::reader::ReaderError::ModelMissing { .. }) => EXIT_NOT_FOUND,
             Error::Reader(_) => EXIT_FAILURE,
-            Error::Plan(crate::plan::PlanError::Cancelled) => EXIT_FAILURE,
-            Error::Plan(_) => EXIT_BAD_INPUT,
+            Error::Exec(crate::exec::ExecError::Cancelled) => EXIT_FAILURE,
+            Error::Exec(_) => EXIT_BAD_INPUT,
             Error::Tool(e) => match e.kind {
                 crate::tools::ToolErrorKind::Unknown => EXIT_BAD_INPUT,
                 _ => EXIT_FAILURE,

@@ -8,10 +8,11 @@ use serde_json::json;
 use super::decision::decide;
 use super::report::{Decision, RunReport};
 use super::{Event, Executor};
+use super::{ExecError, Result};
 use crate::agent::{Agent, AgentEvent, AgentOutcome, AgentStop};
 use crate::confidence::{Factors, failed_score, level, score_with};
 use crate::config::AgentConfig;
-use crate::plan::{PlanError, PlanOrigin};
+use crate::plan::PlanOrigin;
 use crate::tools::{StepRecord, ToolOutput, ToolResult};
 
 impl Executor<'_> {
@@ -40,14 +41,14 @@ impl Executor<'_> {
         question: &str,
         outcome: AgentOutcome,
         on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunReport, PlanError> {
+    ) -> Result<RunReport> {
         let AgentOutcome {
             mut state,
             answer,
             trace,
         } = outcome;
         if trace.stop == AgentStop::Cancelled {
-            return Err(PlanError::Cancelled);
+            return Err(ExecError::Cancelled);
         }
         let mut steps = std::mem::take(&mut state.steps);
         let thresholds = &self.confidence.thresholds;

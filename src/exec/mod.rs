@@ -12,10 +12,12 @@
 
 mod agent_run;
 mod decision;
+mod error;
 mod report;
 mod steps;
 
 pub use self::decision::review_options;
+pub use self::error::{ExecError, Result};
 pub use self::report::{
     CONFIRM_OPTION_PREFIX, Decision, EarlierTurn, HumanReply, NOT_ANSWERED_OPTION, RunReport,
 };
@@ -31,7 +33,7 @@ use crate::agent::{AgentCall, AgentState, Clarifier};
 use crate::confidence::Level;
 use crate::config::{AgentConfig, ConfidenceConfig};
 use crate::followup::Rewrite;
-use crate::plan::{PlanError, PlanOrigin, Planner, Step, hint_plan};
+use crate::plan::{PlanOrigin, Planner, Step, hint_plan};
 use crate::tools::{ToolRegistry, UserRequest};
 
 /// One executed step (defined with the tools it records, which the agent
@@ -101,7 +103,7 @@ pub struct Executor<'a> {
     /// Makes each question's plan (the default plan without a language model).
     pub planner: Planner,
     /// Set from anywhere to stop the run: the step in progress is abandoned
-    /// within milliseconds and the run ends with [`PlanError::Cancelled`].
+    /// within milliseconds and the run ends with [`ExecError::Cancelled`].
     pub cancel: Arc<AtomicBool>,
     /// The agent loop's model and budgets, with `planner.strategy: agent`
     /// and a generator that calls tools; `None`: plans.
@@ -197,20 +199,16 @@ impl<'a> Executor<'a> {
         self
     }
 
-    fn cancelled(&self) -> std::result::Result<(), PlanError> {
+    fn cancelled(&self) -> Result<()> {
         match self.cancel.load(Ordering::Relaxed) {
-            true => Err(PlanError::Cancelled),
+            true => Err(ExecError::Cancelled),
             false => Ok(()),
         }
     }
 
     /// Answers `question` (non-interactively: an escalation is returned, not
     /// put to anyone).
-    pub fn ask(
-        &self,
-        question: &str,
-        on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunReport, PlanError> {
+    pub fn ask(&self, question: &str, on_event: &mut dyn FnMut(Event<'_>)) -> Result<RunReport> {
         self.ask_turn(question, None, &[], on_event)
     }
 
@@ -225,7 +223,7 @@ impl<'a> Executor<'a> {
         rewrite: Option<Rewrite>,
         history: &[(String, Option<String>)],
         on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunReport, PlanError> {
+    ) -> Result<RunReport> {
         let run_as = rewrite.as_ref().map_or(question, |r| r.question.as_str());
         let asked = rewrite.is_some().then_some(question);
         let mut report = if let Some((llm, budget)) = &self.agent {
@@ -266,9 +264,9 @@ impl<'a> Executor<'a> {
         state: AgentState,
         reply: Option<&str>,
         on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunReport, PlanError> {
+    ) -> Result<RunReport> {
         let Some((llm, budget)) = &self.agent else {
-            return Err(PlanError::NotAnAgent);
+            return Err(ExecError::NotAnAgent);
         };
         let question = state.question.clone();
         let outcome = self
@@ -285,7 +283,7 @@ impl<'a> Executor<'a> {
         question: &str,
         hint: &str,
         on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunReport, PlanError> {
+    ) -> Result<RunReport> {
         let plan = hint_plan(question, hint, self.limit);
         let origin = PlanOrigin::Hint {
             hint: hint.to_string(),

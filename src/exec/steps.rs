@@ -5,12 +5,13 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
+use super::Result;
 use super::decision::decide;
 use super::report::{Decision, RunReport};
 use super::{Attempt, Event, Executor};
 use crate::confidence::{Factors, Level, aggregate, failed_score, level, score_with};
 use crate::config::MAX_RAG_SEARCH_LIMIT;
-use crate::plan::{Plan, PlanError, PlanOrigin, default_plan, step_ref};
+use crate::plan::{Plan, PlanOrigin, default_plan, step_ref};
 use crate::tools::{StepRecord, ToolOutput};
 
 impl Executor<'_> {
@@ -23,7 +24,7 @@ impl Executor<'_> {
         origin: PlanOrigin,
         recovery: Recovery<'_>,
         on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<RunReport, PlanError> {
+    ) -> Result<RunReport> {
         // A plan may name what the planner and agent are offered.
         let offered: Vec<String> = self
             .registry

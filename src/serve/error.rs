@@ -9,9 +9,9 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::error::Error;
+use crate::exec::ExecError;
 use crate::feedback::FeedbackError;
 use crate::ingest::IngestError;
-use crate::plan::PlanError;
 use crate::review::ReviewError;
 use crate::session::SessionError;
 
@@ -111,11 +111,11 @@ impl From<Error> for ApiError {
             e if e.state().is_some_and(|s| s.is_unavailable()) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "busy")
             }
-            Error::Plan(PlanError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+            Error::Exec(ExecError::Cancelled) => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
             Error::Session(SessionError::NotFound { .. } | SessionError::RunNotFound { .. }) => {
                 (StatusCode::NOT_FOUND, "not_found")
             }
-            Error::Plan(PlanError::NotAnAgent) => (StatusCode::CONFLICT, "conflict"),
+            Error::Exec(ExecError::NotAnAgent) => (StatusCode::CONFLICT, "conflict"),
             Error::Feedback(f) => feedback_status(f),
             Error::Session(SessionError::TooMany { .. }) => {
                 (StatusCode::TOO_MANY_REQUESTS, "too_many_requests")

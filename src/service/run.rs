@@ -13,17 +13,13 @@ use super::Grace;
 use super::ask::{AskOptions, AskOutcome, RunStatus, WhileWaiting, check_ask, check_reply};
 use super::events::RunEvent;
 use crate::error::{Error, Result};
-use crate::exec::{Decision, EarlierTurn, Executor, RunReport};
+use crate::exec::{Decision, EarlierTurn, ExecError, Executor, RunReport};
 use crate::followup::Rewrite;
-use crate::plan::PlanError;
 use crate::review::NewEscalation;
 use crate::session::Turn;
 
 /// What [`Grace::run`] runs: the executor, and where its events go.
-type RunWith<'a> = dyn FnMut(
-        &Executor<'_>,
-        &mut dyn FnMut(crate::exec::Event<'_>),
-    ) -> std::result::Result<RunReport, PlanError>
+type RunWith<'a> = dyn FnMut(&Executor<'_>, &mut dyn FnMut(crate::exec::Event<'_>)) -> crate::exec::Result<RunReport>
     + 'a;
 
 /// A conversation's last turns: (question, answer).
@@ -40,7 +36,7 @@ struct ParkedRun {
 
 impl Grace {
     /// Answers `question`; an escalated run is queued for reviewers when
-    /// `options.queue` is set. Stops with [`PlanError::Cancelled`] when
+    /// `options.queue` is set. Stops with [`ExecError::Cancelled`] when
     /// `cancel` is set.
     pub fn ask_blocking(
         &self,
@@ -116,7 +112,7 @@ impl Grace {
         } = parked;
         let mut state = Some(state);
         self.run(&options, None, cancel, on_event, &mut |executor, on| {
-            let state = state.take().ok_or(PlanError::Cancelled)?;
+            let state = state.take().ok_or(ExecError::Cancelled)?;
             let mut report = executor.resume(state, reply, on)?;
             report.question = question.clone();
             report.rewrite = rewrite.clone();
@@ -152,9 +148,9 @@ impl Grace {
         };
         let mut report = match go(&executor, &mut forward) {
             Ok(report) => report,
-            Err(PlanError::Cancelled) => {
+            Err(ExecError::Cancelled) => {
                 runs.cancelled.fetch_add(1, Ordering::Relaxed);
-                return Err(PlanError::Cancelled.into());
+                return Err(ExecError::Cancelled.into());
             }
             Err(e) => return Err(e.into()),
         };

@@ -108,17 +108,6 @@ pub enum PlanError {
     /// The plan has more than [`MAX_STEPS`] steps; holds its length.
     #[error("the plan has {0} steps; at most {MAX_STEPS} are allowed")]
     TooLong(usize),
-    /// Not a fault of the plan: the run was stopped from outside (its
-    /// client went away, or the request ran out of time).
-    #[error("the run was cancelled")]
-    Cancelled,
-    /// A run that asked the asker a question was continued by an executor
-    /// that does not run the agent loop (`planner.strategy` is not `agent`,
-    /// or the generator calls no tools).
-    #[error(
-        "this run can only be continued by the agent loop (planner.strategy: agent with a language model that calls tools)"
-    )]
-    NotAnAgent,
 }
 
 /// Steps a plan may have at most.
