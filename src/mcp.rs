@@ -28,6 +28,7 @@
 //! (`invalid_params`), as is an unknown tool. Stdout carries the protocol
 //! only; logs go to stderr.
 
+use crate::tools::{AskUser, RagSearch, Reasoning};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,9 +62,9 @@ pub const KB_ARGUMENT: &str = "kb";
 /// Names `mcp.tools` may list.
 pub const MCP_TOOL_NAMES: &[&str] = &[
     "ask",
-    "rag_search",
-    "reasoning",
-    "ask_user",
+    RagSearch::NAME,
+    Reasoning::NAME,
+    AskUser::NAME,
     "ingest",
     "feedback",
     "list_escalations",
@@ -177,7 +178,7 @@ impl McpServer {
                 .into());
             }
             let tool = match name.as_str() {
-                "ask" if registry.get("reasoning").is_some() => tool(
+                "ask" if registry.get(Reasoning::NAME).is_some() => tool(
                     "ask",
                     "Answer a question from the knowledge base with citations and a confidence \
                      in [0,1] that decides: answer, answer with a caveat, escalate to a human \
@@ -431,7 +432,7 @@ fn registry_tool(t: &dyn crate::tools::Tool, description: String) -> Tool {
         t.name().to_string(),
         description,
         brief::with_detail(&t.input_schema()).0,
-        t.name() == "rag_search",
+        t.name() == RagSearch::NAME,
     )
 }
 

@@ -9,6 +9,7 @@ use crate::confidence::{Factor, Factors, Score, score_with};
 use crate::config::ConfidenceConfig;
 use crate::llm::{ToolCall, ToolSpec};
 use crate::text::ellipsized as bounded;
+use crate::tools::RagSearch;
 use crate::tools::{StepRecord, ToolOutput, ToolResult, Urgency, UserRequest};
 
 /// Characters of a passage the model reads in an observation.
@@ -35,7 +36,7 @@ impl Agent<'_> {
             return Acted::Observed(o, r);
         }
         let mut input = call.arguments.clone();
-        if call.name == "rag_search"
+        if call.name == RagSearch::NAME
             && let Value::Object(map) = &mut input
         {
             map.entry("limit").or_insert_with(|| json!(self.limit));

@@ -4,10 +4,11 @@
 use super::{Agent, NOT_FOUND_REPLY};
 use crate::llm::ToolSpec;
 use crate::text::ellipsized as bounded;
+use crate::tools::{AskUser, Reasoning};
 
 impl Agent<'_> {
     pub(super) fn instructions(&self) -> String {
-        let ask = if self.registry.get("ask_user").is_some() {
+        let ask = if self.registry.get(AskUser::NAME).is_some() {
             " If the question is ambiguous in a way the passages cannot settle (which \
              release, which environment), call ask_user with a short question, the reason \
              and options; use urgency \"blocking\" only when no sensible assumption exists, \
@@ -34,7 +35,7 @@ impl Agent<'_> {
         self.registry
             .catalogue(crate::config::Caller::Agent)
             .into_iter()
-            .filter(|t| t.name != "reasoning")
+            .filter(|t| t.name != Reasoning::NAME)
             .map(|t| ToolSpec {
                 name: t.name,
                 description: t.description,

@@ -13,6 +13,7 @@ use super::{
 use crate::confidence::{Factor, Factors, answer_factors, score_with};
 use crate::lexical::LexicalEncoder;
 use crate::llm::{AnswerDraft, SourceText, ToolCall};
+use crate::tools::RagSearch;
 use crate::tools::{Answer, Citation, StepRecord};
 
 impl Agent<'_> {
@@ -116,7 +117,7 @@ impl Agent<'_> {
     /// agent's search that found most of the cited passages.
     fn evidence_factors(&self, state: &mut AgentState, cited: &[usize]) -> Factors {
         if let Some(step) = self.cited_step(state, cited)
-            && step.action != "rag_search"
+            && step.action != RagSearch::NAME
         {
             return step.result.factors.clone();
         }
@@ -124,15 +125,15 @@ impl Agent<'_> {
         if let Some(focus) = &state.focus {
             input["focus"] = json!(focus);
         }
-        let check = self
-            .registry
-            .call_until("rag_search", &input, None, self.cancel, self.scope);
+        let check =
+            self.registry
+                .call_until(RagSearch::NAME, &input, None, self.cancel, self.scope);
         if check.success {
             let factors = check.factors.clone();
             let score = score_with(&factors, self.confidence);
             let call = ToolCall {
                 id: "evidence".into(),
-                name: "rag_search".into(),
+                name: RagSearch::NAME.into(),
                 arguments: input.clone(),
             };
             state
@@ -146,7 +147,7 @@ impl Agent<'_> {
                     .steps
                     .iter()
                     .rev()
-                    .find(|s| s.action == "rag_search" && s.result.success)
+                    .find(|s| s.action == RagSearch::NAME && s.result.success)
             })
             .map(|s| s.result.factors.clone())
             .unwrap_or_default()

@@ -20,6 +20,7 @@ use super::{EvalError, TempDir, read};
 use crate::embed::Embedder;
 use crate::exec::{Decision, RunReport};
 use crate::ingest::IngestOptions;
+use crate::tools::RagSearch;
 use crate::tools::ToolOutput;
 use crate::{
     config::Config,
@@ -290,7 +291,7 @@ fn summarise(
 
 /// Whether the run's first search found a gold source (by file name).
 fn gold_in_first_search(run: &RunReport, gold: &[String]) -> bool {
-    let search = run.steps.iter().find(|s| s.action == "rag_search");
+    let search = run.steps.iter().find(|s| s.action == RagSearch::NAME);
     let Some(ToolOutput::Passages(passages)) = search.map(|s| &s.result.output) else {
         return false;
     };

@@ -19,6 +19,7 @@ use crate::exec::{Decision, Executor, RunReport, StepRecord};
 use crate::ingest::IngestOptions;
 use crate::kb::{KnowledgeBase, OpenMode};
 use crate::search::Passage;
+use crate::tools::RagSearch;
 use crate::tools::{ToolOutput, ToolRegistry};
 
 /// One question's outcome: what the evaluation scores and calibration fits.
@@ -273,7 +274,7 @@ pub fn gold_cited(q: &Question, run: &RunReport) -> bool {
 
 /// The run's retrieval: its plan's first search (before any recovery).
 pub fn first_search(run: &RunReport) -> Option<&StepRecord> {
-    run.steps.iter().find(|s| s.action == "rag_search")
+    run.steps.iter().find(|s| s.action == RagSearch::NAME)
 }
 
 /// The first `k` passages of a search step (a recovery's wider search

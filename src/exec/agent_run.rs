@@ -13,6 +13,7 @@ use crate::agent::{Agent, AgentEvent, AgentOutcome, AgentStop};
 use crate::confidence::{Factors, failed_score, level, score_with};
 use crate::config::AgentConfig;
 use crate::plan::PlanOrigin;
+use crate::tools::RagSearch;
 use crate::tools::{StepRecord, ToolOutput, ToolResult};
 
 impl Executor<'_> {
@@ -72,10 +73,10 @@ impl Executor<'_> {
             conversation: Vec::new(),
             scope: self.scope.clone(),
         };
-        let searches = steps.iter().filter(|s| s.action == "rag_search").count();
+        let searches = steps.iter().filter(|s| s.action == RagSearch::NAME).count();
         let best = steps
             .iter()
-            .filter(|s| s.action == "rag_search" && s.result.success)
+            .filter(|s| s.action == RagSearch::NAME && s.result.success)
             .map(|s| s.confidence.score)
             .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
         let found = format!(

@@ -6,6 +6,7 @@ use serde_json::json;
 use super::report::{CONFIRM_OPTION_PREFIX, Decision, NOT_ANSWERED_OPTION, RunReport};
 use super::{Attempt, Executor};
 use crate::confidence::{Contribution, Level, explain, shortfall};
+use crate::tools::AskUser;
 use crate::tools::{Answer, ToolOutput, UserRequest};
 
 impl Executor<'_> {
@@ -43,7 +44,7 @@ impl Executor<'_> {
         reason: String,
         answer: Option<&Answer>,
     ) -> Option<UserRequest> {
-        self.registry.get("ask_user")?;
+        self.registry.get(AskUser::NAME)?;
         let options = review_options(answer);
         let input = json!({
             "question": question,
@@ -51,7 +52,11 @@ impl Executor<'_> {
             "options": options,
             "urgency": "blocking",
         });
-        match self.registry.call("ask_user", &input, &self.scope).output {
+        match self
+            .registry
+            .call(AskUser::NAME, &input, &self.scope)
+            .output
+        {
             ToolOutput::UserRequest(r) => Some(r),
             _ => None,
         }

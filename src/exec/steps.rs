@@ -12,6 +12,7 @@ use super::{Attempt, Event, Executor};
 use crate::confidence::{Factors, Level, aggregate, failed_score, level, score_with};
 use crate::config::MAX_RAG_SEARCH_LIMIT;
 use crate::plan::{Plan, PlanOrigin, default_plan, step_ref};
+use crate::tools::RagSearch;
 use crate::tools::{StepRecord, ToolOutput};
 
 impl Executor<'_> {
@@ -198,7 +199,11 @@ pub(super) enum Recovery<'a> {
 /// `plan` with `focus` (a follow-up as typed) on each of its searches, so
 /// that they report how much of the follow-up's own words they found.
 pub(super) fn with_focus(mut plan: Plan, focus: &str) -> Plan {
-    for step in plan.steps.iter_mut().filter(|s| s.action == "rag_search") {
+    for step in plan
+        .steps
+        .iter_mut()
+        .filter(|s| s.action == RagSearch::NAME)
+    {
         if let Value::Object(input) = &mut step.input {
             input.insert("focus".into(), json!(focus));
         }

@@ -40,6 +40,7 @@ use crate::exec::{Executor, RunReport};
 use crate::llm::LlmClient;
 use crate::rng::Rng;
 use crate::store::{QueryVector, StoreQuery};
+use crate::tools::Reasoning;
 use crate::tools::{RagSearch, ToolRegistry, Withheld};
 use crate::{config::Config, error::Result, kb::KnowledgeBase};
 
@@ -314,7 +315,7 @@ pub fn ask(
     config.confidence.calibration = None;
     config.confidence.fitted_weights = None;
     config.confidence.model = ConfidenceModel::Logistic;
-    let generator = if config.tools.enabled.iter().any(|n| n == "reasoning") {
+    let generator = if config.tools.enabled.iter().any(|n| n == Reasoning::NAME) {
         Some(crate::llm::from_config(&config.llm, kb.embedder_handle())?)
     } else {
         None
@@ -323,7 +324,7 @@ pub fn ask(
     let registry = ToolRegistry::builtins(&config, kb.clone(), generator)?;
     let withheld = Withheld::default();
     let limit = config.tools.rag_search.limit;
-    if config.tools.enabled.iter().any(|n| n == "rag_search") {
+    if config.tools.enabled.iter().any(|n| n == RagSearch::NAME) {
         registry.replace(
             Arc::new(RagSearch::withholding(kb.clone(), limit, withheld.clone())),
             config.tools.rag_search.policy(),

@@ -60,6 +60,7 @@ use crate::llm::LlmClient;
 use crate::review::{Escalation, EscalationHandle, ReviewQueue};
 use crate::session::{Session, SessionStore};
 use crate::store::PayloadFilter;
+use crate::tools::RagSearch;
 use crate::tools::ToolRegistry;
 use crate::{
     config::Config,
@@ -355,7 +356,7 @@ impl Grace {
     /// Records a registry tool's call in the audit log when it searched
     /// the knowledge base (`rag_search`, called over HTTP or MCP).
     pub fn audit_tool_call(&self, who: &str, tool: &str, result: &crate::tools::ToolResult) {
-        if tool == "rag_search" {
+        if tool == RagSearch::NAME {
             self.inner.audit.record(
                 &Record::new(who, self.config().kb_name(), Action::Search)
                     .documents(result.sources.iter().map(String::as_str)),

@@ -10,8 +10,6 @@ use serde_json::{Value, json};
 use super::{Tool, ToolError, ToolErrorKind, ToolOutput, ToolResult, required_str};
 use crate::confidence::Factors;
 
-const NAME: &str = "ask_user";
-
 /// Whether the run must wait for the answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -41,9 +39,14 @@ pub struct UserRequest {
 #[derive(Debug, Default)]
 pub struct AskUser;
 
+impl AskUser {
+    /// The tool's name, as plans, the agent and callers name it.
+    pub const NAME: &'static str = crate::config::ASK_USER;
+}
+
 impl Tool for AskUser {
     fn name(&self) -> &str {
-        NAME
+        AskUser::NAME
     }
 
     fn description(&self) -> &str {
@@ -65,10 +68,10 @@ impl Tool for AskUser {
     }
 
     fn execute(&self, input: &Value, _scope: &ReadScope) -> Result<ToolResult, ToolError> {
-        let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
-        let question = required_str(NAME, input, "question")?.to_string();
-        let reason = required_str(NAME, input, "reason")?.to_string();
-        let urgency = match required_str(NAME, input, "urgency")? {
+        let invalid = |m: String| ToolError::new(AskUser::NAME, ToolErrorKind::InvalidInput, m);
+        let question = required_str(AskUser::NAME, input, "question")?.to_string();
+        let reason = required_str(AskUser::NAME, input, "reason")?.to_string();
+        let urgency = match required_str(AskUser::NAME, input, "urgency")? {
             "blocking" => Urgency::Blocking,
             "optional" => Urgency::Optional,
             other => {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::Reasoning;
 use super::ToolRegistry;
 use super::stats::ToolStats;
 use crate::config::Config;
@@ -19,7 +20,7 @@ impl ToolRegistry {
     /// not set up (Gemini without `GEMINI_API_KEY`) fails here, before any
     /// question is asked.
     pub fn from_config(config: &Config, kb: Arc<KnowledgeBase>) -> crate::error::Result<Self> {
-        let generator = if config.tools.enabled.iter().any(|n| n == "reasoning") {
+        let generator = if config.tools.enabled.iter().any(|n| n == Reasoning::NAME) {
             Some(llm::from_config(&config.llm, kb.embedder_handle())?)
         } else {
             None

@@ -39,7 +39,7 @@ use crate::confidence::Factors;
 use crate::search::Passage;
 
 /// Names of the built-in tools; `tools.enabled` may list these only.
-pub const TOOL_NAMES: &[&str] = &["rag_search", "reasoning", "ask_user"];
+pub const TOOL_NAMES: &[&str] = &[RagSearch::NAME, Reasoning::NAME, AskUser::NAME];
 
 /// A capability a plan step can call.
 pub trait Tool: Send + Sync {

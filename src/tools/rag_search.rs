@@ -15,7 +15,6 @@ use crate::config::MAX_RAG_SEARCH_LIMIT;
 use crate::store::PayloadFilter;
 use crate::{error::Error, kb::KnowledgeBase};
 
-const NAME: &str = "rag_search";
 /// Longest `focus` (characters).
 const MAX_FOCUS_CHARS: usize = 4_000;
 
@@ -24,6 +23,11 @@ pub struct RagSearch {
     kb: Arc<KnowledgeBase>,
     default_limit: usize,
     withheld: Withheld,
+}
+
+impl RagSearch {
+    /// The tool's name, as plans, the agent and callers name it.
+    pub const NAME: &'static str = crate::config::RAG_SEARCH;
 }
 
 /// Points a [`RagSearch`] leaves out of every result and every neighbour
@@ -64,7 +68,7 @@ impl RagSearch {
 
 impl Tool for RagSearch {
     fn name(&self) -> &str {
-        NAME
+        RagSearch::NAME
     }
 
     fn description(&self) -> &str {
@@ -91,8 +95,8 @@ impl Tool for RagSearch {
     }
 
     fn execute(&self, input: &Value, scope: &ReadScope) -> Result<ToolResult, ToolError> {
-        let invalid = |m: String| ToolError::new(NAME, ToolErrorKind::InvalidInput, m);
-        let query = required_str(NAME, input, "query")?;
+        let invalid = |m: String| ToolError::new(RagSearch::NAME, ToolErrorKind::InvalidInput, m);
+        let query = required_str(RagSearch::NAME, input, "query")?;
         let limit = match input.get("limit") {
             None | Some(Value::Null) => self.default_limit,
             Some(v) => v
@@ -140,9 +144,9 @@ impl Tool for RagSearch {
             .map_err(|e| match &e {
                 Error::InvalidInput(m) => invalid(m.clone()),
                 Error::Store(s) if s.is_transient() => {
-                    ToolError::new(NAME, ToolErrorKind::Transient, e.to_string())
+                    ToolError::new(RagSearch::NAME, ToolErrorKind::Transient, e.to_string())
                 }
-                _ => ToolError::new(NAME, ToolErrorKind::Failed, e.to_string()),
+                _ => ToolError::new(RagSearch::NAME, ToolErrorKind::Failed, e.to_string()),
             })?;
         let focus = match input.get("focus") {
             None | Some(Value::Null) => None,

@@ -216,15 +216,15 @@ impl ToolRegistry {
         let mut tools = Vec::new();
         for name in &tc.enabled {
             let entry = match name.as_str() {
-                "rag_search" => Entry {
+                RagSearch::NAME => Entry {
                     tool: Arc::new(RagSearch::new(kb.clone(), tc.rag_search.limit)),
                     policy: tc.rag_search.policy(),
                     callers: tc.rag_search.callers,
                 },
-                "reasoning" => {
+                Reasoning::NAME => {
                     let generator = generator.clone().ok_or_else(|| {
                         ToolError::new(
-                            "reasoning",
+                            Reasoning::NAME,
                             ToolErrorKind::Failed,
                             "enabled without a generator",
                         )
@@ -235,7 +235,7 @@ impl ToolRegistry {
                         callers: tc.reasoning.callers,
                     }
                 }
-                "ask_user" => Entry {
+                AskUser::NAME => Entry {
                     tool: Arc::new(AskUser),
                     policy: tc.ask_user.policy(),
                     callers: tc.ask_user.callers,
@@ -254,7 +254,8 @@ impl ToolRegistry {
             tools.push(entry);
         }
         // Kept only when `reasoning` uses it (the planner asks the same model).
-        let generator = generator.filter(|_| tools.iter().any(|e| e.tool.name() == "reasoning"));
+        let generator =
+            generator.filter(|_| tools.iter().any(|e| e.tool.name() == Reasoning::NAME));
         Ok(Self {
             tools: Arc::new(RwLock::new(tools)),
             generator,
@@ -375,7 +376,7 @@ impl ToolRegistry {
     pub fn plannable(&self) -> Vec<crate::plan::ToolSpec> {
         self.catalogue(Caller::Agent)
             .into_iter()
-            .filter(|t| t.name != "ask_user")
+            .filter(|t| t.name != AskUser::NAME)
             .map(|t| crate::plan::ToolSpec {
                 name: t.name,
                 description: t.description,

@@ -227,7 +227,7 @@ impl Default for McpConfig {
             // Not `list_escalations` nor `answer_escalation`: they take any
             // reviewer's name, so an MCP client that has them can act as any
             // reviewer. Offer them only to a client trusted with that.
-            tools: ["ask", "rag_search", "ingest", "feedback"]
+            tools: ["ask", super::RAG_SEARCH, "ingest", "feedback"]
                 .map(String::from)
                 .to_vec(),
             timeout_seconds: 120.0,

@@ -31,10 +31,17 @@ pub struct ToolsConfig {
     pub reflection: ReflectionConfig,
 }
 
+/// The built-in search tool's name (`grace::tools::RagSearch::NAME`).
+pub const RAG_SEARCH: &str = "rag_search";
+/// The built-in answering tool's name (`grace::tools::Reasoning::NAME`).
+pub const REASONING: &str = "reasoning";
+/// The built-in tool that asks a person (`grace::tools::AskUser::NAME`).
+pub const ASK_USER: &str = "ask_user";
+
 impl Default for ToolsConfig {
     fn default() -> Self {
         Self {
-            enabled: ["rag_search", "reasoning", "ask_user"]
+            enabled: [RAG_SEARCH, REASONING, ASK_USER]
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),

@@ -18,9 +18,9 @@ pub(super) fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
         }
     }
     let mut policies = vec![
-        ("rag_search".to_string(), t.rag_search.policy()),
-        ("reasoning".to_string(), t.reasoning.policy()),
-        ("ask_user".to_string(), t.ask_user.policy()),
+        (super::RAG_SEARCH.to_string(), t.rag_search.policy()),
+        (super::REASONING.to_string(), t.reasoning.policy()),
+        (super::ASK_USER.to_string(), t.ask_user.policy()),
         ("web.fetch".to_string(), t.web.fetch.policy()),
         ("web.search".to_string(), t.web.search.policy()),
         ("runtime".to_string(), t.runtime.policy()),

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 pub use self::planner::{Planner, plan_schema};
 pub use self::validate::{collect_refs, step_ref};
+use crate::config::{RAG_SEARCH, REASONING};
 use crate::llm::Usage;
 
 /// One step of a plan.
@@ -119,7 +120,7 @@ pub fn default_plan(question: &str, limit: usize) -> Plan {
         steps: vec![
             Step {
                 id: "search".into(),
-                action: "rag_search".into(),
+                action: RAG_SEARCH.into(),
                 input: json!({"query": question, "limit": limit}),
                 depends_on: Vec::new(),
                 fallback: None,
@@ -127,7 +128,7 @@ pub fn default_plan(question: &str, limit: usize) -> Plan {
             },
             Step {
                 id: "answer".into(),
-                action: "reasoning".into(),
+                action: REASONING.into(),
                 input: json!({"query": question, "sources": {"$from": "search"}}),
                 depends_on: vec!["search".into()],
                 fallback: None,
@@ -145,7 +146,7 @@ pub fn hint_plan(question: &str, hint: &str, limit: usize) -> Plan {
         1,
         Step {
             id: "hint".into(),
-            action: "rag_search".into(),
+            action: RAG_SEARCH.into(),
             input: json!({"query": hint, "limit": limit}),
             depends_on: Vec::new(),
             fallback: None,

@@ -125,7 +125,11 @@ fn llm_plan(
         .map_err(|e| format!("the plan is not valid JSON in the plan shape ({e})"))?;
     plan.validate(&actions).map_err(|e| e.to_string())?;
     // The answer is to the question as asked, whatever the searches look for.
-    for step in plan.steps.iter_mut().filter(|s| s.action == "reasoning") {
+    for step in plan
+        .steps
+        .iter_mut()
+        .filter(|s| s.action == crate::config::REASONING)
+    {
         if let Value::Object(input) = &mut step.input {
             input.insert("query".into(), Value::String(question.to_string()));
         }

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::{MAX_STEPS, Plan, PlanError, Step};
+use crate::config::{ASK_USER, REASONING};
 
 impl Plan {
     /// Checks actions against the enabled tools, ids, dependencies (earlier
@@ -55,7 +56,7 @@ impl Plan {
                     });
                 }
             }
-            if step.action == "reasoning" {
+            if step.action == REASONING {
                 self.check_grounded(step)?;
             }
             seen.push(&step.id);
@@ -64,10 +65,10 @@ impl Plan {
             .steps
             .iter()
             .rev()
-            .find(|s| s.action != "ask_user")
+            .find(|s| s.action != ASK_USER)
             .map(|s| s.action.as_str())
-            .unwrap_or("ask_user");
-        if last_answer != "reasoning" {
+            .unwrap_or(ASK_USER);
+        if last_answer != REASONING {
             return Err(PlanError::NoAnswerStep(last_answer.to_string()));
         }
         Ok(())
@@ -91,7 +92,7 @@ impl Plan {
             step_ref(v).is_some_and(|id| {
                 self.steps
                     .iter()
-                    .any(|s| s.id == id && s.action != "reasoning" && s.action != "ask_user")
+                    .any(|s| s.id == id && s.action != REASONING && s.action != ASK_USER)
             })
         };
         let ungrounded = |field| PlanError::UngroundedEvidence {
