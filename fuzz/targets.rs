@@ -9,8 +9,8 @@ use std::sync::{Arc, OnceLock};
 use grace::ingest::chunk::{ChunkParams, chunk_sections, chunk_text, sentences};
 use grace::ingest::load::{Format, Limits, load};
 use grace::lexical::{LexicalEncoder, distinct_identifiers, identifiers, identifiers_found};
-use grace::llm::{GenerateRequest, Generation, LlmClient, StopReason};
-use grace::plan::{Planner, ToolSpec};
+use grace::llm::{GenerateRequest, Generation, LlmClient, StopReason, ToolSpec};
+use grace::plan::Planner;
 use grace::serve::api::{AskBody, IngestBody, SearchBody};
 use grace::tools::{Reasoning, Tool};
 use serde_json::json;
@@ -173,7 +173,7 @@ fn plan(data: &[u8]) {
         .map(|n| ToolSpec {
             name: (*n).to_string(),
             description: String::new(),
-            input_schema: json!({"type": "object"}),
+            parameters: json!({"type": "object"}),
         })
         .collect();
     let llm = Arc::new(Replies(String::from_utf8_lossy(data).into_owned()));

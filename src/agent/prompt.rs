@@ -36,11 +36,6 @@ impl Agent<'_> {
             .catalogue(crate::config::Caller::Agent)
             .into_iter()
             .filter(|t| t.name != Reasoning::NAME)
-            .map(|t| ToolSpec {
-                name: t.name,
-                description: t.description,
-                parameters: t.input_schema,
-            })
             .collect()
     }
 }

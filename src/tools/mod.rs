@@ -31,9 +31,7 @@ pub use self::arguments::check_arguments;
 pub use self::ask_user::{AskUser, Urgency, UserRequest};
 pub use self::rag_search::{RagSearch, Withheld};
 pub use self::reasoning::{Answer, Citation, Reasoning, SYSTEM_INSTRUCTION, answer_language};
-pub use self::registry::{
-    CatalogueEntry, Registrar, TOOL_NAME_PATTERN, ToolInfo, ToolRegistry, valid_tool_name,
-};
+pub use self::registry::{Registrar, TOOL_NAME_PATTERN, ToolInfo, ToolRegistry, valid_tool_name};
 
 use crate::confidence::Factors;
 use crate::search::Passage;

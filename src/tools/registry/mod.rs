@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::stats::{Health, ToolStats, ToolUsage};
 use super::{AskUser, Origin, RagSearch, Reasoning, Tool, ToolError, ToolErrorKind};
 use crate::config::{Caller, Callers, Config, ToolPolicy};
+use crate::llm::ToolSpec;
 use crate::{kb::KnowledgeBase, llm};
 
 /// What a tool name looks like, for published schemas (a superset of
@@ -47,17 +48,6 @@ struct Entry {
     tool: Arc<dyn Tool>,
     policy: ToolPolicy,
     callers: Callers,
-}
-
-/// A tool as a caller's catalogue shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CatalogueEntry {
-    /// The tool's name.
-    pub name: String,
-    /// What it does; an unreliable tool's says so first.
-    pub description: String,
-    /// JSON schema of its input.
-    pub input_schema: Value,
 }
 
 /// Everything about a registered tool (`grace tools list`, `GET /v1/tools`).
@@ -349,7 +339,7 @@ impl ToolRegistry {
 
     /// What `caller` is offered: the tools its policy lets it see, not
     /// disabled; an unreliable tool's description starts with the mark.
-    pub fn catalogue(&self, caller: Caller) -> Vec<CatalogueEntry> {
+    pub fn catalogue(&self, caller: Caller) -> Vec<ToolSpec> {
         self.read()
             .iter()
             .filter(|e| e.callers.allows(caller))
@@ -362,10 +352,10 @@ impl ToolRegistry {
                     }
                     Health::Disabled(_) => return None,
                 };
-                Some(CatalogueEntry {
+                Some(ToolSpec {
                     name,
                     description,
-                    input_schema: e.tool.input_schema(),
+                    parameters: e.tool.input_schema(),
                 })
             })
             .collect()
@@ -373,15 +363,10 @@ impl ToolRegistry {
 
     /// What a planner may use: the agent's catalogue but `ask_user`
     /// (whether to ask a human is the executor's decision, not the plan's).
-    pub fn plannable(&self) -> Vec<crate::plan::ToolSpec> {
+    pub fn plannable(&self) -> Vec<ToolSpec> {
         self.catalogue(Caller::Agent)
             .into_iter()
             .filter(|t| t.name != AskUser::NAME)
-            .map(|t| crate::plan::ToolSpec {
-                name: t.name,
-                description: t.description,
-                input_schema: t.input_schema,
-            })
             .collect()
     }
 

@@ -163,17 +163,6 @@ pub fn hint_plan(question: &str, hint: &str, limit: usize) -> Plan {
     plan
 }
 
-/// A tool as the planner describes it to a language model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    /// The tool's name, as a step's `action`.
-    pub name: String,
-    /// What the tool does, for the language model.
-    pub description: String,
-    /// JSON schema of the tool's input.
-    pub input_schema: Value,
-}
-
 /// How a run's plan was made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "by", rename_all = "snake_case")]

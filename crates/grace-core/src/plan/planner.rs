@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{MAX_STEPS, Plan, PlanOrigin, Planned, ToolSpec, default_plan};
+use super::{MAX_STEPS, Plan, PlanOrigin, Planned, default_plan};
+use crate::llm::ToolSpec;
 use crate::llm::{GenerateRequest, LlmClient, Message, Usage};
 
 const PLANNER_INSTRUCTION: &str = "You plan how to answer a question from a knowledge base. \
 You do not answer it. Reply with a JSON object {\"steps\": [...]}; each step has an `id`, an \
-`action` (one of the tools listed), an `input` following that tool's input schema, and \
+`action` (one of the tools listed), an `input` following that tool's `parameters` schema, and \
 `depends_on` (ids of earlier steps whose output it uses). To pass an earlier step's output, \
 write {\"$from\": \"<step id>\"} as the value; a list of such references is concatenated. \
 The last step must be `reasoning` with the question exactly as asked as its `query` and the \

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::llm::{GenerateRequest, LlmClient};
+use crate::llm::{GenerateRequest, LlmClient, ToolSpec};
 
 const ENABLED: &[&str] = &["rag_search", "reasoning", "ask_user"];
 
@@ -39,7 +39,7 @@ fn specs() -> Vec<ToolSpec> {
         .map(|n| ToolSpec {
             name: n.into(),
             description: String::new(),
-            input_schema: json!({"type": "object"}),
+            parameters: json!({"type": "object"}),
         })
         .collect()
 }
