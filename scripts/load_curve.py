@@ -580,7 +580,7 @@ def main():
         limit = system.servers * MAX_CONCURRENCY
         if a.warmup:
             # The first seconds fill each server's sentence-vector cache
-            # (crates/grace-core/src/embed/cache.rs): not measured.
+            # (crates/grace-core/src/embed/cache/mod.rs): not measured.
             warm = min(8 * system.servers, MAX_CONCURRENCY * system.servers)
             say(f"warm-up: {int(a.warmup)} s at {warm} connections (not measured)")
             run_wrk(work, system.url, warm, int(a.warmup), "warm")

@@ -272,6 +272,8 @@ impl KnowledgeBase {
         filter: Option<&PayloadFilter>,
     ) -> Result<Vec<Passage>> {
         let limit = limit.unwrap_or(self.config.qdrant.search_limit);
+        // Before the depth to rerank replaces it: 0 would pass as the depth.
+        crate::search::check_limit(limit)?;
         let rerank = self.config.search.rerank == Rerank::Reader && self.reader.enabled();
         let depth = if rerank {
             limit.max(self.config.search.rerank_depth)

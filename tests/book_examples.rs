@@ -18,7 +18,7 @@
 //! key (`gk_…`), a duration
 //! (`0.8 s`, `12 ms`) and a time stamp. A line `…` in the book stands for
 //! any lines the book leaves out. `GRACE_BLESS=1 cargo test --test
-//! book_examples` writes what `grace` prints into the blocks that differ
+//! it book_examples::` writes what `grace` prints into the blocks that differ
 //! (shorten them again by hand with `…`).
 
 use crate::support;

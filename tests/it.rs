@@ -1,7 +1,9 @@
 //! GRACE's integration tests, one binary: each module below was a test
 //! binary of its own, and each linked the whole crate and the store (56
 //! links, and 56 binaries run one after another). Run one module with a
-//! filter: `cargo test --test it crash::`.
+//! filter: `cargo test --test it crash::`. `tests/metrics.rs` alone is a
+//! binary of its own: it counts what the process's one metrics recorder
+//! sees, which the other modules' questions would move too.
 //!
 //! The tests run on the real embedded store and the real local model
 //! (`scripts/setup`). Their helpers are in `support`: `common` (a
@@ -48,7 +50,6 @@ mod llm_remote;
 mod llm_tools;
 mod mcp;
 mod mcp_client;
-mod metrics;
 mod multilingual_model;
 mod qdrant_cluster;
 mod qdrant_end_to_end;

@@ -1,6 +1,7 @@
 //! Layers point one way.
 //!
-//! - No module of the library (`src/`) or of the `grace` binary
+//! - No module of the library (`src/` and `crates/grace-core/src/`, read
+//!   as one tree) or of the `grace` binary
 //!   (`src/bin/grace/`) reaches itself through what it uses. A module is a
 //!   file (a folder's `mod.rs`); its dependencies are the `crate::…` and
 //!   `super::…` paths its code names (tests and comments aside), each

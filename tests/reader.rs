@@ -292,3 +292,24 @@ fn the_readers_default_follows_the_measured_rule() {
         assert_eq!(default.search.rerank, Rerank::None);
     }
 }
+
+/// The number of passages asked for is checked before the depth to rerank
+/// replaces it: 0 (which the depth would hide) and one past the most are
+/// refused, reranked or not.
+#[test]
+fn a_search_for_no_passages_or_too_many_is_refused_reranked_or_not() {
+    for rerank in [Rerank::None, Rerank::Reader] {
+        let dir = tempfile::tempdir().unwrap();
+        let kb = fixture_kb(dir.path(), rerank);
+        for limit in [0, grace::config::MAX_SEARCH_LIMIT + 1] {
+            let err = kb
+                .search("How long are backups kept?", Some(limit), None)
+                .unwrap_err();
+            assert!(
+                matches!(err, grace::Error::InvalidInput(_)),
+                "{rerank:?}, {limit}: {err}"
+            );
+            assert!(err.to_string().contains("1..=1000"), "{err}");
+        }
+    }
+}

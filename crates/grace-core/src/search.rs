@@ -151,6 +151,20 @@ pub struct SearchRequest<'a> {
 /// is near the top there (identifier terms weigh double).
 const PIN_POOL: usize = 10;
 
+/// Checks the number of passages a search is asked for: 1 to
+/// [`MAX_SEARCH_LIMIT`]. [`search`] checks its own; a caller that turns the
+/// asked number into another (a deeper search to rerank) checks the asked
+/// one first.
+pub fn check_limit(limit: usize) -> Result<()> {
+    if (1..=MAX_SEARCH_LIMIT).contains(&limit) {
+        Ok(())
+    } else {
+        Err(SearchError::InvalidInput(format!(
+            "the number of results must be in 1..={MAX_SEARCH_LIMIT}, got {limit}"
+        )))
+    }
+}
+
 /// Runs a search.
 pub fn search(
     store: &dyn VectorStore,
@@ -163,12 +177,7 @@ pub fn search(
     if crate::text::is_blank(query) {
         return Err(SearchError::InvalidInput("the query is empty".into()));
     }
-    if !(1..=MAX_SEARCH_LIMIT).contains(&request.limit) {
-        return Err(SearchError::InvalidInput(format!(
-            "the number of results must be in 1..={MAX_SEARCH_LIMIT}, got {}",
-            request.limit
-        )));
-    }
+    check_limit(request.limit)?;
     let started = std::time::Instant::now();
     let candidates = config.candidates.max(request.limit);
     // Both rankings carry ids and scores only; the payload and vector of
