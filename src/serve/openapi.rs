@@ -293,16 +293,9 @@ mod tests {
             schemas["AskBody"]["properties"]["reviewers"]["items"]["pattern"],
             crate::text::PLAIN_ID
         );
-        // A run-time tool's published limits are the check's.
+        // A run-time tool's published name is the check's (its lengths:
+        // `schema_bounds`).
         let spec = &schemas["ToolSpec"]["properties"];
-        assert_eq!(
-            spec["code"]["maxLength"],
-            crate::tools::runtime::check::MAX_CODE_CHARS
-        );
-        assert_eq!(
-            spec["description"]["maxLength"],
-            crate::tools::runtime::check::MAX_DESCRIPTION_CHARS
-        );
         assert_eq!(spec["name"]["pattern"], crate::tools::runtime::NAME_PATTERN);
         // A rating's published fields and text limit are the check's.
         let variants = schemas["FeedbackBody"]["oneOf"].as_array().unwrap();

@@ -28,7 +28,7 @@ enum Place {
 }
 
 /// Every bound the schema states and the code checks, with its constant.
-const BOUNDS: [(Place, Bound); 14] = [
+const BOUNDS: [(Place, Bound); 16] = [
     (
         Place::Field("AskBody", "question"),
         Bound::MaxLength(crate::service::MAX_QUESTION_CHARS),
@@ -68,6 +68,14 @@ const BOUNDS: [(Place, Bound); 14] = [
     (
         Place::Field("RegisterBody", "description"),
         Bound::MaxLength(crate::review::MAX_REVIEWER_DESCRIPTION_CHARS),
+    ),
+    (
+        Place::Field("ToolSpec", "description"),
+        Bound::MaxLength(crate::tools::runtime::check::MAX_DESCRIPTION_CHARS),
+    ),
+    (
+        Place::Field("ToolSpec", "code"),
+        Bound::MaxLength(crate::tools::runtime::check::MAX_CODE_CHARS),
     ),
     (
         Place::Param("/v1/review/escalations", "limit"),

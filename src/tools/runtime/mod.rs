@@ -49,25 +49,18 @@ pub struct ToolSpec {
     #[schema(pattern = r"^(rt\.)?[a-z][a-z0-9_]{0,47}$")]
     pub name: String,
     /// What it does, for the callers that choose it.
-    #[schema(
-        min_length = 1,
-        max_length = 1000,
-        pattern = r"[^\s\x00-\x1f\x7f-\x9f]"
-    )]
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     pub description: String,
     /// JSON schema of its input (an object schema: `"type": "object"`).
     #[serde(default = "any_object")]
     #[schema(schema_with = object_schema_schema)]
     pub input_schema: Value,
     /// JavaScript defining `function run(input)` (may be `async`) that
-    /// returns a JSON-serialisable value: at most 16,384 characters and
+    /// returns a JSON-serialisable value: at most 16,384 characters
+    /// ([`check::MAX_CODE_CHARS`]) and
     /// `tools.runtime.max_code_bytes` bytes (65,536 by default, which any
     /// 16,384 characters fit in).
-    #[schema(
-        min_length = 1,
-        max_length = 16384,
-        pattern = r"[^\s\x00-\x1f\x7f-\x9f]"
-    )]
+    #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     pub code: String,
     /// Inputs with the output each must give: the verification run.
     #[schema(min_items = 1, max_items = 10)]
