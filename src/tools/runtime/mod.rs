@@ -56,8 +56,7 @@ pub struct ToolSpec {
     #[schema(schema_with = object_schema_schema)]
     pub input_schema: Value,
     /// JavaScript defining `function run(input)` (may be `async`) that
-    /// returns a JSON-serialisable value: at most 16,384 characters
-    /// ([`check::MAX_CODE_CHARS`]) and
+    /// returns a JSON-serialisable value: at most 16,384 characters and
     /// `tools.runtime.max_code_bytes` bytes (65,536 by default, which any
     /// 16,384 characters fit in).
     #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]

@@ -38,7 +38,9 @@ mod settings;
 mod space;
 
 pub use self::settings::IndexSettings;
-use self::settings::{index_settings, keep_quantised_placement, pool_size, search_params, tuned};
+use self::settings::{
+    index_settings, keep_quantised_placement, pool_size, quantised_only, search_params, tuned,
+};
 
 /// Segments' worth of points (`storage.segment_points`) up to which the
 /// engine scores quantised candidates again per segment
@@ -53,6 +55,10 @@ pub struct EdgeStore {
     dimension: usize,
     /// The search-time settings (`storage.hnsw_ef`, `storage.oversampling`).
     params: SearchParams,
+    /// `params` ranking by the quantised scores alone, and the
+    /// oversampling of that first pass (`rescore.rs`): made once, not at
+    /// every search.
+    first_pass: (SearchParams, f64),
     /// Whether a dense ranking scores its quantised candidates again once
     /// for the whole collection (`rescore.rs`) rather than in the engine,
     /// segment by segment: set while the store quantises to int8 and holds
@@ -146,11 +152,13 @@ impl EdgeStore {
                     "the collection has no `{DENSE_VECTOR}` vector; it was not written by grace"
                 ),
             })?;
+        let params = search_params(settings);
         let store = Self {
             shard,
             path: path.to_path_buf(),
             dimension,
-            params: search_params(settings),
+            first_pass: quantised_only(&params),
+            params,
             rescore_once: AtomicBool::new(false),
             segment_points: settings.segment_points,
             unindexed: AtomicUsize::new(0),

@@ -36,14 +36,7 @@ impl EdgeStore {
             return Ok(Vec::new());
         }
         // The first pass: the quantised scores alone.
-        let mut quantised_only = self.params.clone();
-        let oversampling = match quantised_only.quantization.as_mut() {
-            Some(q) => {
-                q.rescore = Some(false);
-                q.oversampling.take().unwrap_or(1.0)
-            }
-            None => 1.0,
-        };
+        let (quantised_only, oversampling) = &self.first_pass;
         // `storage.oversampling` is validated to 1..=16 and the limit
         // bounded by the search's own limit, so this stays small.
         let taken = ((wanted as f64) * oversampling).ceil() as usize;
@@ -55,7 +48,7 @@ impl EdgeStore {
                 with_dense: false,
                 ..query.clone()
             },
-            &quantised_only,
+            quantised_only,
         )?;
         if candidates.is_empty() {
             return Ok(candidates);

@@ -198,6 +198,20 @@ pub(super) fn search_params(settings: &StorageConfig) -> SearchParams {
     }
 }
 
+/// `params` for a first pass that ranks by the quantised scores alone, and
+/// the oversampling its candidates are taken with (`rescore.rs`).
+pub(super) fn quantised_only(params: &SearchParams) -> (SearchParams, f64) {
+    let mut first = params.clone();
+    let oversampling = match first.quantization.as_mut() {
+        Some(q) => {
+            q.rescore = Some(false);
+            q.oversampling.take().unwrap_or(1.0)
+        }
+        None => 1.0,
+    };
+    (first, oversampling)
+}
+
 /// `storage.search_threads`, 0 resolved to the number of CPUs (given
 /// explicitly: the engine would otherwise keep the count stored at creation).
 pub(super) fn pool_size(search_threads: usize) -> usize {
