@@ -37,7 +37,7 @@ import numpy as np
 FITTED = ["max_score", "margin", "neighbour_score", "query_coverage", "abstained"]
 HELD = {"result_count": 0.5, "groundedness": 6.0, "mean_score": 0.0, "score_variance": 0.0, "min_score": 0.0, "citation_validity": 1.0,
         "self_assessment": 1.0, "identifier_coverage": 8.0, "follow_up_coverage": 10.0,
-        # Only people's ratings make it (src/learn/mod.rs fits it).
+        # Only people's ratings make it (crates/grace/src/learn/mod.rs fits it).
         "document_history": 0.0}
 READER = ["reader", "reader_margin"]
 L2_GRID = [0.01, 0.1, 1.0, 10.0]

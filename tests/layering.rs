@@ -269,7 +269,7 @@ fn library() -> &'static Tree {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     LIBRARY.get_or_init(|| {
         Tree::new(&[
-            (repo.join("src"), "bin"),
+            (repo.join("crates/grace/src"), ""),
             (repo.join("crates/grace-core/src"), ""),
         ])
     })
@@ -543,7 +543,7 @@ fn the_checks_find_what_they_look_for() {
         use_tree("{config::Config, kb::{KnowledgeBase, OpenMode as O}, x::*};"),
         ["config::Config", "kb::KnowledgeBase", "kb::OpenMode", "x"]
     );
-    let review = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/review/mod.rs");
+    let review = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/grace/src/review/mod.rs");
     assert!(
         code(&review).contains("pub use"),
         "a `mod tests;` near the top hides nothing after it"

@@ -226,11 +226,11 @@ fn path_names_in_code() -> BTreeSet<String> {
         }
     }
     for file in [
-        "src/session/mod.rs",
-        "src/feedback/mod.rs",
+        "crates/grace/src/session/mod.rs",
+        "crates/grace/src/feedback/mod.rs",
         "crates/grace-core/src/auth/mod.rs",
         "crates/grace-core/src/audit.rs",
-        "src/review/handle.rs",
+        "crates/grace/src/review/handle.rs",
     ] {
         let text = std::fs::read_to_string(root().join(file)).unwrap();
         for line in text.lines() {
@@ -337,7 +337,7 @@ fn kind_at(s: &str) -> Option<String> {
 /// (`JwtError::code`).
 fn error_types_sent() -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for (path, text) in texts("src/serve")
+    for (path, text) in texts("crates/grace/src/serve")
         .into_iter()
         .chain(texts("crates/grace-core/src/auth"))
     {
@@ -389,7 +389,7 @@ fn the_http_errors_page_has_every_error_type_the_server_sends() {
     ] {
         assert!(
             sent.contains(expected),
-            "{expected} not found in src/serve: {sent:?}"
+            "{expected} not found in crates/grace/src/serve: {sent:?}"
         );
     }
     let missing: Vec<&String> = sent
@@ -401,7 +401,7 @@ fn the_http_errors_page_has_every_error_type_the_server_sends() {
         "error types the server sends that docs/src/reference/http-errors.md does not list: {missing:?}"
     );
     // And every type the page lists is sent somewhere.
-    let code: String = texts("src/serve")
+    let code: String = texts("crates/grace/src/serve")
         .into_iter()
         .chain(texts("crates/grace-core/src/auth"))
         .map(|(_, t)| t)

@@ -10,6 +10,7 @@
 
 pub mod edge;
 pub mod fusion;
+#[cfg(feature = "qdrant-server")]
 pub mod qdrant;
 pub mod retry;
 
@@ -116,15 +117,16 @@ pub enum StoreError {
     },
     /// The Qdrant server's version is not one GRACE supports.
     #[error(
-        "the Qdrant server at {url} reports version {server:?}; grace works with Qdrant {}: \
-         upgrade the server, or use a grace release made for it",
-        qdrant::supported()
+        "the Qdrant server at {url} reports version {server:?}; grace works with Qdrant {supported}: \
+         upgrade the server, or use a grace release made for it"
     )]
     Incompatible {
         /// The server's gRPC URL (`qdrant.url`).
         url: String,
         /// The version the server reports.
         server: String,
+        /// The versions this build works with (`qdrant::supported`).
+        supported: String,
     },
     /// A collection exists with parameters other than GRACE needs or the
     /// configuration asks for.

@@ -59,6 +59,7 @@ pub fn check_version(url: &str, server: &str) -> Result<bool> {
     let incompatible = || StoreError::Incompatible {
         url: url.to_string(),
         server: server.to_string(),
+        supported: supported(),
     };
     let Some(version) = parse_version(server) else {
         return Err(incompatible());

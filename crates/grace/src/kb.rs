@@ -20,7 +20,6 @@ use crate::reader::{self, Reader};
 use crate::search::{Passage, SearchRequest, apply_document_boosts};
 use crate::store::edge::{EdgeStore, IndexSettings};
 use crate::store::fusion::Gate;
-use crate::store::qdrant::QdrantStore;
 use crate::store::{PayloadFilter, QueryVector, StoreInfo, StoreQuery, VectorStore};
 
 /// An opened knowledge base.
@@ -422,13 +421,51 @@ pub(crate) fn open_store(
             dimension,
             &config.storage,
         )?),
-        (Backend::Qdrant, OpenMode::Existing) => {
-            Box::new(QdrantStore::open_existing(&config.qdrant)?)
-        }
-        (Backend::Qdrant, OpenMode::Create) => {
-            Box::new(QdrantStore::open_or_create(&config.qdrant, dimension)?)
-        }
+        (Backend::Qdrant, mode) => server_store(&config.qdrant, mode, dimension)?,
     })
+}
+
+/// The collection on a Qdrant server (`storage.backend: qdrant`).
+#[cfg(feature = "qdrant-server")]
+fn server_store(
+    qdrant: &crate::config::QdrantConfig,
+    mode: OpenMode,
+    dimension: usize,
+) -> Result<Box<dyn VectorStore>> {
+    use crate::store::qdrant::QdrantStore;
+    Ok(match mode {
+        OpenMode::Existing => Box::new(QdrantStore::open_existing(qdrant)?),
+        OpenMode::Create => Box::new(QdrantStore::open_or_create(qdrant, dimension)?),
+    })
+}
+
+#[cfg(not(feature = "qdrant-server"))]
+fn server_store(
+    _: &crate::config::QdrantConfig,
+    _: OpenMode,
+    _: usize,
+) -> Result<Box<dyn VectorStore>> {
+    Err(qdrant_server_off())
+}
+
+/// Deletes collection `qdrant.collection` on the Qdrant server; whether it
+/// existed.
+pub(crate) fn drop_server_collection(qdrant: &crate::config::QdrantConfig) -> Result<bool> {
+    #[cfg(feature = "qdrant-server")]
+    return Ok(crate::store::qdrant::QdrantStore::drop_collection(qdrant)?);
+    #[cfg(not(feature = "qdrant-server"))]
+    {
+        let _ = qdrant;
+        Err(qdrant_server_off())
+    }
+}
+
+#[cfg(not(feature = "qdrant-server"))]
+fn qdrant_server_off() -> crate::error::Error {
+    crate::error::Error::FeatureOff {
+        key: "storage.backend: qdrant",
+        feature: "qdrant-server",
+    }
 }
 
 /// Counts an ingest run's files and chunks (see [`crate::telemetry`]).
@@ -693,5 +730,36 @@ impl Status {
                 Some("the embedding model cannot be loaded (see the server's log)".into());
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// In a build without the Qdrant client (the `qdrant-server` feature
+    /// off), `storage.backend: qdrant` is refused naming both, before any
+    /// connection is tried. (With the feature, the server backend's own
+    /// tests run against a real Qdrant: tests/store_suite.rs.)
+    #[cfg(not(feature = "qdrant-server"))]
+    #[test]
+    fn a_qdrant_backend_the_build_lacks_is_refused_naming_the_key_and_the_feature() {
+        let mut config = crate::Config::default();
+        config.storage.backend = crate::config::Backend::Qdrant;
+        let Err(e) = super::open_store(&config, super::OpenMode::Create, 384) else {
+            panic!("a store opened without the Qdrant client");
+        };
+        assert!(
+            matches!(
+                e,
+                crate::error::Error::FeatureOff {
+                    key: "storage.backend: qdrant",
+                    feature: "qdrant-server"
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("features = [\"qdrant-server\"]"),
+            "{e}"
+        );
     }
 }

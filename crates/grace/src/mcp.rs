@@ -236,6 +236,7 @@ impl McpServer {
             })
             .collect();
         // Run-time tools' admin tools (seed 002), only when allowed.
+        #[cfg(feature = "js-tools")]
         if crate::tools::runtime::mcp::offered(config) {
             for (name, description, schema, read_only) in crate::tools::runtime::mcp::tools() {
                 tools.push(tool(name, description, schema, read_only));

@@ -18,7 +18,6 @@ use crate::ingest::manifest::{Manifest, ManifestStore};
 use crate::kb::{OpenMode, open_store};
 use crate::store::StoreError;
 use crate::store::edge::EdgeStore;
-use crate::store::qdrant::QdrantStore;
 use crate::store::retry::{RetryPolicy, with_retries};
 
 /// How to copy.
@@ -190,7 +189,7 @@ pub fn migrate(
 /// Deletes the target collection (and its manifest); whether it existed.
 fn drop_collection(config: &Config) -> Result<bool> {
     let existed = match config.storage.backend {
-        Backend::Qdrant => QdrantStore::drop_collection(&config.qdrant)?,
+        Backend::Qdrant => crate::kb::drop_server_collection(&config.qdrant)?,
         Backend::Edge => {
             let dir = config.collection_dir();
             if !dir.exists() {

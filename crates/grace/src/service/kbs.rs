@@ -224,7 +224,7 @@ pub fn drop_kb(config: &Config) -> Result<()> {
         )));
     }
     if config.storage.backend == crate::config::Backend::Qdrant {
-        crate::store::qdrant::QdrantStore::drop_collection(&config.qdrant)?;
+        crate::kb::drop_server_collection(&config.qdrant)?;
     }
     crate::state::drop_postgres_schema(config)?;
     match std::fs::remove_dir_all(&dir) {

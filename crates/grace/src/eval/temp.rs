@@ -33,7 +33,7 @@ impl TempCollection {
 
 impl Drop for TempCollection {
     fn drop(&mut self) {
-        if let Err(e) = crate::store::qdrant::QdrantStore::drop_collection(&self.0) {
+        if let Err(e) = crate::kb::drop_server_collection(&self.0) {
             tracing::warn!(collection = %self.0.collection, error = %e, "could not delete the evaluation's collection");
         }
     }

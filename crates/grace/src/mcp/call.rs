@@ -143,6 +143,7 @@ impl McpServer {
                 Ok(serde_json::to_value(resolution).unwrap_or(Value::Null))
             }
             // Run-time tools' admin tools (offered only when allowed).
+            #[cfg(feature = "js-tools")]
             "create_tool" | "list_dynamic_tools" | "run_dynamic_tool" | "delete_dynamic_tool" => {
                 let name = name.to_string();
                 let scope = self.scope.clone();

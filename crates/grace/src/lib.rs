@@ -54,6 +54,7 @@ pub use grace_core::lang;
 pub mod learn;
 pub use grace_core::lexical;
 pub use grace_core::llm;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod migrate;
 pub use grace_core::plan;
@@ -62,6 +63,7 @@ pub mod review;
 pub use grace_core::rng;
 pub use grace_core::search;
 pub mod selfcal;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod service;
 pub mod session;

@@ -46,7 +46,7 @@ use crate::{config::Config, error::Result, kb::KnowledgeBase};
 
 /// GRACE's general questions, one per line (`#` comments): the
 /// out-of-domain negatives.
-const OUT_OF_DOMAIN: &str = include_str!("../../config/self-calibration/out-of-domain.txt");
+const OUT_OF_DOMAIN: &str = include_str!("../../../../config/self-calibration/out-of-domain.txt");
 
 /// Cross-validation folds, as `grace calibrate`.
 pub const FOLDS: usize = 5;

@@ -21,6 +21,7 @@ pub mod feedback_factors;
 pub mod feedback_sim;
 pub mod one_session;
 mod outcomes;
+#[cfg(feature = "plots")]
 pub mod plot;
 mod report;
 mod sample;

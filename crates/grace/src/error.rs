@@ -102,6 +102,18 @@ pub enum Error {
     /// caller may ask: the same error, so existence does not leak).
     #[error("no knowledge base `{0}` you may ask (`grace kb list` names them)")]
     UnknownKb(String),
+    /// A setting needs a part of GRACE this build was compiled without
+    /// (the crate's features: `Cargo.toml`, "What a library user chooses").
+    #[error(
+        "{key} needs GRACE's `{feature}` feature, which this build was compiled without: \
+         depend on grace with features = [\"{feature}\"] (the `grace` command has them all), or change {key}"
+    )]
+    FeatureOff {
+        /// The setting, as the configuration file names it.
+        key: &'static str,
+        /// The crate feature it needs.
+        feature: &'static str,
+    },
 }
 
 impl From<crate::search::SearchError> for Error {
@@ -199,7 +211,8 @@ impl Error {
             Error::Config(_)
             | Error::InvalidInput(_)
             | Error::ModelMismatch { .. }
-            | Error::DataDirReadOnly { .. } => EXIT_BAD_INPUT,
+            | Error::DataDirReadOnly { .. }
+            | Error::FeatureOff { .. } => EXIT_BAD_INPUT,
             Error::Embed(e) => embed_code(e),
             Error::Store(e) => store_code(e),
             Error::Ingest(e) => match e {

@@ -12,13 +12,16 @@
 mod arguments;
 mod ask_user;
 mod assemble;
+#[cfg(feature = "mcp-client")]
 pub mod mcp_client;
 pub mod outside;
 mod rag_search;
 mod reasoning;
 mod registry;
+#[cfg(feature = "js-tools")]
 pub mod runtime;
 pub mod stats;
+#[cfg(feature = "web-tools")]
 pub mod web;
 
 pub use crate::access::ReadScope;
@@ -214,6 +217,7 @@ impl ToolError {
 
 /// How deep a JSON value nests (a scalar: 1), counted without recursion,
 /// so that a hostile document cannot exhaust the stack.
+#[cfg(any(feature = "js-tools", feature = "mcp-client"))]
 pub(crate) fn json_depth(value: &Value) -> usize {
     let mut deepest = 0;
     let mut stack = vec![(value, 1usize)];
