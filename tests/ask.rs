@@ -16,7 +16,7 @@ fn ask(
     q: &str,
 ) -> (RunReport, Vec<String>) {
     let registry = ToolRegistry::from_config(config, kb.clone()).unwrap();
-    let executor = Executor::new(&registry, config, 5);
+    let executor = Executor::new(&registry, config, kb.scorer(), 5);
     let mut events = Vec::new();
     let report = executor
         .ask(q, &mut |e| {
@@ -300,7 +300,7 @@ fn a_plan_needing_a_disabled_tool_is_refused() {
     let mut config = kb.config().clone();
     config.tools.enabled = vec!["rag_search".into()];
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
-    let executor = Executor::new(&registry, &config, 5);
+    let executor = Executor::new(&registry, &config, kb.scorer(), 5);
     let err = executor.ask("q?", &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("reasoning"), "{err}");
 }
@@ -367,6 +367,7 @@ fn a_step_times_out_on_its_own_timeout_and_its_fallback_runs() {
     let executor = Executor {
         registry: &registry,
         confidence: &confidence,
+        scorer: kb.scorer(),
         limit: 5,
         planner: grace::plan::Planner::new(Some(Arc::new(common::FixedPlanner(plan.to_string())))),
         cancel: Default::default(),
@@ -443,6 +444,7 @@ fn a_failed_generator_escalates_with_the_reason_instead_of_declining() {
     let executor = Executor {
         registry: &registry,
         confidence: &kb.config().confidence,
+        scorer: kb.scorer(),
         limit: 5,
         planner: grace::plan::Planner::default(),
         cancel: Default::default(),
@@ -529,7 +531,7 @@ fn the_documents_history_scores_an_answer_and_never_an_abstention() {
     let kb = common::open_sample(data.path());
     let registry = ToolRegistry::from_config(kb.config(), kb.clone()).unwrap();
     let ask = |history: &std::collections::HashMap<String, f32>, question: &str| {
-        Executor::new(&registry, kb.config(), 5)
+        Executor::new(&registry, kb.config(), kb.scorer(), 5)
             .with_document_history(Arc::new(history.clone()))
             .ask(question, &mut |_| {})
             .unwrap()

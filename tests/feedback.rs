@@ -1002,10 +1002,8 @@ async fn a_self_calibration_while_serving_leaves_the_fit_on_feedback_in_use() {
         serde_json::to_vec(&fit).unwrap(),
     )
     .unwrap();
-    let mut expected = config.clone();
-    expected.confidence.fitted_weights =
-        Some(serde_json::from_value(fit["weights"].clone()).unwrap());
-    let expected = grace::feedback::weights_version(&expected);
+    let fitted = serde_json::from_value(fit["weights"].clone()).unwrap();
+    let expected = grace::confidence::Scorer::new(&config.confidence, Some(fitted)).version();
     // The ingest of the sample self-calibrates on a thread of its own.
     let grace = common::sample_service(config.clone()).await;
     written(&config.self_calibration_path()).await;

@@ -177,6 +177,7 @@ fn a_plan_cannot_hand_the_answerer_evidence_of_its_own_making() {
     let executor = Executor {
         registry: &registry,
         confidence: &config.confidence,
+        scorer: kb.scorer(),
         limit: 5,
         planner: grace::plan::Planner::new(Some(Arc::new(common::FixedPlanner(plan.to_string())))),
         cancel: Default::default(),

@@ -118,7 +118,7 @@ fn the_wider_retry_of_an_ask_for_60_or_100_passages_stays_a_valid_search() {
     let config: Config = kb.config().clone();
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
     for limit in [60, MAX_RAG_SEARCH_LIMIT] {
-        let executor = Executor::new(&registry, &config, limit);
+        let executor = Executor::new(&registry, &config, kb.scorer(), limit);
         // Nothing in the sample answers this: the wider retry runs.
         let (recovering, failures) = ask_and_collect_failures(
             &executor,
@@ -145,6 +145,7 @@ fn a_plan_timeout_of_1e20_seconds_is_clamped_to_the_tools_own_not_a_panic() {
         let executor = Executor {
             registry: &registry,
             confidence: &config.confidence,
+            scorer: kb.scorer(),
             limit: 5,
             planner: grace::plan::Planner::new(Some(Arc::new(common::FixedPlanner(
                 plan.to_string(),

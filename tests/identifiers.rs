@@ -38,7 +38,7 @@ fn file_name(source: &str) -> String {
 
 fn ask(kb: &Arc<KnowledgeBase>, config: &Config, q: &str) -> RunReport {
     let registry = ToolRegistry::from_config(config, kb.clone()).unwrap();
-    Executor::new(&registry, config, 5)
+    Executor::new(&registry, config, kb.scorer(), 5)
         .ask(q, &mut |_| {})
         .unwrap()
 }

@@ -98,7 +98,7 @@ fn a_corrupt_model_is_an_error_when_on_and_reader_free_scoring_when_auto() {
     .unwrap();
     let kb = Arc::new(kb);
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
-    let report = Executor::new(&registry, &config, 5)
+    let report = Executor::new(&registry, &config, kb.scorer(), 5)
         .ask("How do I rotate an API key?", &mut |_| {})
         .unwrap();
     assert!(

@@ -415,7 +415,7 @@ fn a_promoted_answer_is_cited_next_time_and_retracting_removes_it() {
     let kb = common::open_sample(data.path());
     let config = kb.config().clone();
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
-    let executor = Executor::new(&registry, &config, 5);
+    let executor = Executor::new(&registry, &config, kb.scorer(), 5);
     let queue = ReviewQueue::open(&config).unwrap();
     queue
         .register_reviewer(&Reviewer {
@@ -622,7 +622,7 @@ fn redo_feedback_over_http_searches_again() {
     let kb = common::open_sample(data.path());
     let config = kb.config().clone();
     let registry = ToolRegistry::from_config(&config, kb.clone()).unwrap();
-    let run = Executor::new(&registry, &config, 5)
+    let run = Executor::new(&registry, &config, kb.scorer(), 5)
         .ask(UNANSWERED, &mut |_| {})
         .unwrap();
     let queue = std::sync::Arc::new(ReviewQueue::open(&config).unwrap());

@@ -8,6 +8,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Serialize;
 
+use crate::confidence::Scorer;
 use crate::confidence::calibration::Calibration;
 use crate::config::Rerank;
 use crate::config::{Backend, Config};
@@ -34,9 +35,12 @@ pub struct KnowledgeBase {
     lexical: LexicalEncoder,
     /// The answerability reader (loaded on the first question).
     reader: Reader,
-    /// The confidence calibration `confidence.calibration` names, whose
-    /// weights the configuration now carries.
+    /// The confidence calibration that applies (`confidence.calibration`,
+    /// a fit on feedback, or a self-calibration), if any.
     calibration: Option<Calibration>,
+    /// Scores steps: `confidence.model` with the calibration's weights,
+    /// else `confidence.weights`.
+    scorer: Scorer,
     /// Documents' boosts from their ratings (`feedback.document_boost`),
     /// set by whoever reads the ratings; empty: none.
     document_boosts: RwLock<Arc<HashMap<String, f32>>>,
@@ -60,12 +64,13 @@ impl KnowledgeBase {
 
     /// Opens the configured collection with a given embedder.
     pub fn with_embedder(
-        mut config: Config,
+        config: Config,
         embedder: Arc<dyn Embedder>,
         mode: OpenMode,
     ) -> Result<Self> {
         check_writable(&config.storage.data_dir)?;
-        let calibration = crate::confidence::calibration::apply(&mut config)?;
+        let calibration = crate::confidence::calibration::load(&config)?;
+        let scorer = Scorer::new(&config.confidence, calibration.as_ref().map(|c| c.weights));
         // A shared collection is checked whatever the mode: a server
         // configured with another model would re-embed it under the others.
         if mode == OpenMode::Existing || crate::state::shares_collection(&config) {
@@ -89,6 +94,7 @@ impl KnowledgeBase {
             lexical: LexicalEncoder::new()?,
             reader,
             calibration,
+            scorer,
             document_boosts: RwLock::new(Arc::new(HashMap::new())),
         };
         if let Some(why) = kb.calibration_mismatch() {
@@ -155,6 +161,13 @@ impl KnowledgeBase {
     /// The configuration it was opened with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// What its answers are scored with: the calibration's weights when one
+    /// applies, else the configured ones (hand them to
+    /// [`Executor::new`](crate::exec::Executor::new)).
+    pub fn scorer(&self) -> &Scorer {
+        &self.scorer
     }
 
     /// The vector store.

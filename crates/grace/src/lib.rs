@@ -18,7 +18,7 @@
 //!
 //! let kb = std::sync::Arc::new(kb);
 //! let registry = grace::tools::ToolRegistry::from_config(kb.config(), kb.clone())?;
-//! let executor = grace::exec::Executor::new(&registry, kb.config(), 5);
+//! let executor = grace::exec::Executor::new(&registry, kb.config(), kb.scorer(), 5);
 //! let report = executor.ask("How do I rotate the keys?", &mut |_event| {})?;
 //! println!("{:?} at {:.2}: {:?}", report.decision, report.confidence, report.answer);
 //! # Ok(())

@@ -30,7 +30,7 @@ pub fn run(cli: &Cli, config: Config, args: &AskArgs) -> grace::Result<u8> {
         && !cli.json
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
-    let mut executor = grace::exec::Executor::new(&registry, kb.config(), limit)
+    let mut executor = grace::exec::Executor::new(&registry, kb.config(), kb.scorer(), limit)
         .with_scope(scope)
         .with_document_history(std::sync::Arc::new(document_history(kb.config())));
     if interactive {
@@ -141,6 +141,7 @@ fn record(
         store.record_run(
             report,
             config,
+            kb.scorer(),
             &Asker::named(asker)?,
             review_id,
             kb.embedder(),

@@ -147,7 +147,7 @@ pub fn calibrate_from_feedback(cli: &Cli, config: Config, out: &Path) -> grace::
             feedback.place()
         )));
     }
-    let learned = grace::learn::fit(&labels, config.confidence.effective_weights());
+    let learned = grace::learn::fit(&labels, kb.scorer().weights());
     let calibration = grace::learn::calibration(
         &learned,
         config,

@@ -16,10 +16,10 @@ use super::fit::Fare;
 use crate::config::{Config, ConfigError, FeedbackCalibrationMode, SelfCalibrationMode, Weights};
 use crate::state::{Document, DocumentError, Documents, Scope};
 
-/// Reads the calibration that applies to the configured collection and
-/// puts its weights in `config` (`confidence.fitted_weights`), so that
-/// steps are scored with them; returns it. Configuration stays data: the
-/// layers that score (the knowledge base, the CLI at start) call this.
+/// Reads the calibration that applies to the configured collection, whose
+/// weights steps are scored with ([`super::Scorer::new`]). The
+/// configuration is only read: the knowledge base holds the scorer made
+/// from it.
 ///
 /// The file `confidence.calibration` names wins; a missing or broken one
 /// is an error naming the key. Else, with `confidence.feedback_calibration:
@@ -27,8 +27,7 @@ use crate::state::{Document, DocumentError, Documents, Scope};
 /// warning and is passed over). Else, with `confidence.self_calibration.mode:
 /// auto`, the collection's self-calibration if it has one; a broken one
 /// logs a warning and the configured weights stay. Else none.
-pub fn apply(config: &mut Config) -> Result<Option<Calibration>, ConfigError> {
-    config.confidence.fitted_weights = None;
+pub fn load(config: &Config) -> Result<Option<Calibration>, ConfigError> {
     let calibration = match configured(config) {
         Ok(c) => c,
         Err(Configured::Labelled(e)) => {
@@ -44,11 +43,10 @@ pub fn apply(config: &mut Config) -> Result<Option<Calibration>, ConfigError> {
             None
         }
     };
-    config.confidence.fitted_weights = calibration.as_ref().map(|(_, c)| c.weights);
     Ok(calibration.map(|(_, c)| c))
 }
 
-/// Which calibration scores runs (see [`apply`]).
+/// Which calibration scores runs (see [`load`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// The file `confidence.calibration` names.
@@ -111,7 +109,7 @@ pub enum Configured {
 }
 
 /// The calibration that applies to the configured collection (see
-/// [`apply`]) and where it comes from, without changing the configuration.
+/// [`load`]) and where it comes from.
 pub fn configured(config: &Config) -> Result<Option<(Source, Calibration)>, Configured> {
     if let Some(path) = &config.confidence.calibration {
         return Calibration::load(path)

@@ -69,6 +69,13 @@ impl Model {
         theta
     }
 
+    /// From the bias, then the weights.
+    fn from_parameters(theta: [f64; PARAMETERS]) -> Self {
+        let mut w = [0.0; FEATURES];
+        w.copy_from_slice(&theta[1..]);
+        Self { bias: theta[0], w }
+    }
+
     /// As `confidence.weights`.
     pub fn weights(&self) -> Weights {
         let mut weights = Weights {
@@ -97,6 +104,48 @@ impl Model {
 /// Fits the model to `samples` with L2 strength `l2` (Newton's method with
 /// step halving; converges in a handful of iterations at these sizes).
 pub fn fit(samples: &[Sample], l2: f64) -> Model {
+    fit_holding(samples, l2, &Held::none())
+}
+
+/// Parameters kept at given values while the others are fitted: their
+/// features then add a fixed offset to each sample's logit. How GRACE's
+/// default weights are fitted where its training questions cannot speak
+/// for a factor (`examples/fit_weights.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    /// The held values (the others are ignored).
+    pub values: Model,
+    /// Whether the bias is held.
+    pub bias: bool,
+    /// Whether each weight, in [`Factor::ALL`] order, is held.
+    pub weights: [bool; FEATURES],
+}
+
+impl Held {
+    /// Nothing held: every parameter is fitted.
+    pub fn none() -> Self {
+        Self {
+            values: Model {
+                bias: 0.0,
+                w: [0.0; FEATURES],
+            },
+            bias: false,
+            weights: [false; FEATURES],
+        }
+    }
+
+    /// Whether parameter `j` (the bias first) is held.
+    fn holds(&self, j: usize) -> bool {
+        if j == 0 {
+            self.bias
+        } else {
+            self.weights[j - 1]
+        }
+    }
+}
+
+/// [`fit`] with the parameters `held` names kept at its values.
+pub fn fit_holding(samples: &[Sample], l2: f64, held: &Held) -> Model {
     // Start the bias at the base rate: fewer iterations, same optimum.
     let positives = samples.iter().filter(|s| s.y).count() as f64;
     let n = samples.len() as f64;
@@ -108,10 +157,20 @@ pub fn fit(samples: &[Sample], l2: f64) -> Model {
         let rate = ((positives + 0.5) / (n + 1.0)).clamp(1e-3, 1.0 - 1e-3);
         start.bias = (rate / (1.0 - rate)).ln();
     }
+    let values = held.values.parameters();
+    let mut theta = start.parameters();
+    let mut free = [true; PARAMETERS];
+    for j in 0..PARAMETERS {
+        if held.holds(j) {
+            theta[j] = values[j];
+            free[j] = false;
+        }
+    }
+    let start = Model::from_parameters(theta);
     // The weights toward 0, the bias free.
     let mut strength = [l2; PARAMETERS];
     strength[0] = 0.0;
-    newton(samples, None, [0.0; PARAMETERS], strength, start)
+    newton(samples, None, [0.0; PARAMETERS], strength, start, free)
 }
 
 /// Parameters of a model: the bias first, then one weight per feature.
@@ -134,17 +193,20 @@ pub fn fit_toward(
         prior.parameters(),
         *l2,
         prior.clone(),
+        [true; PARAMETERS],
     )
 }
 
 /// Newton's method with step halving on the weighted log loss plus the
-/// penalty `Σ strengthⱼ/2·(θⱼ − centerⱼ)²`, from `start`.
+/// penalty `Σ strengthⱼ/2·(θⱼ − centerⱼ)²`, from `start`; a parameter not
+/// `free` stays at its start.
 fn newton(
     samples: &[Sample],
     sample_weights: Option<&[f64]>,
     center: [f64; PARAMETERS],
     strength: [f64; PARAMETERS],
     start: Model,
+    free: [bool; PARAMETERS],
 ) -> Model {
     const P: usize = PARAMETERS;
     let weight = |i: usize| {
@@ -195,6 +257,15 @@ fn newton(
             hessian[i][i] += strength[i];
         }
         hessian[0][0] += 1e-9;
+        // A held parameter: no step (its row and column out of the system).
+        for i in (0..P).filter(|&i| !free[i]) {
+            gradient[i] = 0.0;
+            hessian[i] = [0.0; P];
+            for row in hessian.iter_mut() {
+                row[i] = 0.0;
+            }
+            hessian[i][i] = 1.0;
+        }
         let Some(step) = solve(hessian, gradient) else {
             break;
         };
@@ -219,9 +290,7 @@ fn newton(
             break;
         }
     }
-    let mut w = [0.0; FEATURES];
-    w.copy_from_slice(&theta[1..]);
-    Model { bias: theta[0], w }
+    Model::from_parameters(theta)
 }
 
 /// Recalibrates `base` to `samples` (Platt scaling): `σ(a·z + b)` with `z`
@@ -367,6 +436,17 @@ pub struct CrossValidation {
 
 /// Out-of-fold predictions of a model fitted with `l2` on the other folds.
 pub fn out_of_fold(samples: &[Sample], fold: &[usize], k: usize, l2: f64) -> Vec<f64> {
+    out_of_fold_holding(samples, fold, k, l2, &Held::none())
+}
+
+/// [`out_of_fold`] with the parameters `held` names kept at its values.
+pub fn out_of_fold_holding(
+    samples: &[Sample],
+    fold: &[usize],
+    k: usize,
+    l2: f64,
+    held: &Held,
+) -> Vec<f64> {
     let mut predictions = vec![0.5; samples.len()];
     for f in 0..k {
         let train: Vec<Sample> = samples
@@ -375,7 +455,7 @@ pub fn out_of_fold(samples: &[Sample], fold: &[usize], k: usize, l2: f64) -> Vec
             .filter(|(_, g)| **g != f)
             .map(|(s, _)| s.clone())
             .collect();
-        let model = fit(&train, l2);
+        let model = fit_holding(&train, l2, held);
         for (i, s) in samples.iter().enumerate() {
             if fold[i] == f {
                 predictions[i] = model.predict(&s.x);
@@ -388,11 +468,16 @@ pub fn out_of_fold(samples: &[Sample], fold: &[usize], k: usize, l2: f64) -> Vec
 /// Chooses the L2 strength by `k`-fold cross-validation and reports the
 /// held-out figures of each fold.
 pub fn cross_validate(samples: &[Sample], k: usize) -> CrossValidation {
+    cross_validate_holding(samples, k, &Held::none())
+}
+
+/// [`cross_validate`] with the parameters `held` names kept at its values.
+pub fn cross_validate_holding(samples: &[Sample], k: usize, held: &Held) -> CrossValidation {
     let k = k.clamp(2, samples.len().max(2));
     let fold = folds(samples, k);
     let mut best: Option<(f64, f64, Vec<f64>)> = None;
     for l2 in L2_GRID {
-        let predictions = out_of_fold(samples, &fold, k, l2);
+        let predictions = out_of_fold_holding(samples, &fold, k, l2, held);
         let pairs: Vec<(f64, bool)> = predictions
             .iter()
             .zip(samples)
@@ -455,6 +540,41 @@ mod tests {
             model.w.iter().enumerate().all(|(i, w)| i == 1 || *w == 0.0),
             "features that never vary stay at 0: {model:?}"
         );
+    }
+
+    /// A held weight stays exactly where it was put and the rest fit
+    /// around it: holding the true slope recovers the true bias; holding a
+    /// wrong one moves the bias to make up for it; holding the bias too
+    /// leaves only the free weights to fit.
+    #[test]
+    fn held_parameters_stay_and_the_free_ones_fit_around_them() {
+        let samples = from_known_model(4000);
+        let mut held = Held::none();
+        held.weights[1] = true;
+        held.values.w[1] = 8.0;
+        let model = fit_holding(&samples, 0.01, &held);
+        assert_eq!(model.w[1], 8.0);
+        assert!((model.bias + 4.0).abs() < 0.3, "{model:?}");
+        held.values.w[1] = 4.0;
+        let wrong = fit_holding(&samples, 0.01, &held);
+        assert_eq!(wrong.w[1], 4.0);
+        assert!(
+            wrong.bias > model.bias + 1.0,
+            "the bias makes up for a smaller slope: {wrong:?}"
+        );
+        let mut both = Held::none();
+        both.bias = true;
+        both.values.bias = -4.0;
+        let slope = fit_holding(&samples, 0.01, &both);
+        assert_eq!(slope.bias, -4.0);
+        assert!((slope.w[1] - 8.0).abs() < 1.0, "{slope:?}");
+        // Nothing held is the plain fit, to the bit.
+        assert_eq!(
+            fit_holding(&samples, 0.1, &Held::none()),
+            fit(&samples, 0.1)
+        );
+        let cv = cross_validate_holding(&samples, 5, &held);
+        assert_eq!(cv.out_of_fold.len(), samples.len());
     }
 
     #[test]

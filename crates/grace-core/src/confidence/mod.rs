@@ -19,6 +19,7 @@ pub mod fit;
 mod history;
 pub mod metrics;
 mod retrieval;
+mod scorer;
 pub mod v1;
 
 pub use self::answer::{
@@ -28,6 +29,7 @@ pub use self::answer::{
 pub use self::explain::{Explanation, explain, shortfall};
 pub use self::history::document_history_factor;
 pub use self::retrieval::{query_coverage, retrieval_factors};
+pub use self::scorer::Scorer;
 pub use crate::lexical::term_coverage;
 
 use std::collections::BTreeMap;
@@ -278,15 +280,6 @@ pub fn score(factors: &Factors, weights: &Weights) -> Score {
     }
 }
 
-/// Scores factors as configured: `confidence.model`, with the calibration's
-/// weights when one is loaded.
-pub fn score_with(factors: &Factors, config: &ConfidenceConfig) -> Score {
-    match config.model {
-        ConfidenceModel::Logistic => score(factors, config.effective_weights()),
-        ConfidenceModel::GraceV1 => v1::score(factors, &config.grace_v1),
-    }
-}
-
 /// The weights GRACE first shipped, set by hand
 /// (`config/hand-set-weights.yml`, compiled in): the evaluation's baseline
 /// column. `None` only if that file stopped parsing (a test checks it does).
@@ -361,9 +354,13 @@ pub fn aggregate(scores: &[f64], how: Aggregation) -> f64 {
     }
 }
 
-/// Scores every step and the run with the configuration.
-pub fn assess(steps: &[Factors], config: &ConfidenceConfig) -> (Vec<Score>, f64, Level) {
-    let scores: Vec<Score> = steps.iter().map(|f| score_with(f, config)).collect();
+/// Scores every step with `scorer` and the run as `config` aggregates it.
+pub fn assess(
+    steps: &[Factors],
+    scorer: &Scorer,
+    config: &ConfidenceConfig,
+) -> (Vec<Score>, f64, Level) {
+    let scores: Vec<Score> = steps.iter().map(|f| scorer.score(f)).collect();
     let values: Vec<f64> = scores.iter().map(|s| s.score).collect();
     let overall = aggregate(&values, config.aggregation);
     (scores, overall, level(overall, &config.thresholds))

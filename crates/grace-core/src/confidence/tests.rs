@@ -126,11 +126,44 @@ fn assess_scores_steps_and_the_run() {
         factors(&[(Factor::MaxScore, 0.0)]),
         factors(&[(Factor::MaxScore, 10.0)]),
     ];
-    let (scores, overall, lvl) = assess(&steps, &config);
+    let (scores, overall, lvl) = assess(&steps, &Scorer::configured(&config), &config);
     assert_eq!(scores[0].score, 0.5);
     let expected = (0.5 + 2.0 * sigmoid(10.0)) / 3.0;
     assert!((overall - expected).abs() < 1e-12);
     assert_eq!(lvl, level(expected, &config.thresholds));
+}
+
+/// A fit replaces the configured weights in the scorer only: the
+/// configuration still says what was set, and the original formula
+/// (`confidence.model: grace_v1`) has no logistic weights to replace.
+#[test]
+fn a_scorer_scores_with_the_fitted_weights_and_leaves_the_configuration_as_set() {
+    let config = ConfidenceConfig {
+        weights: Weights {
+            bias: 0.0,
+            ..zero_weights()
+        },
+        ..Default::default()
+    };
+    let fitted = Weights {
+        bias: 2.0,
+        ..zero_weights()
+    };
+    let step = factors(&[(Factor::MaxScore, 0.5)]);
+    assert_eq!(Scorer::configured(&config).score(&step).score, 0.5);
+    let scorer = Scorer::new(&config, Some(fitted));
+    assert_eq!(scorer.weights(), &fitted);
+    assert_eq!(scorer.score(&step).score, sigmoid(2.0));
+    assert_eq!(Scorer::configured(&config).with_weights(fitted), scorer);
+    assert_eq!(config.weights.bias, 0.0, "the configuration is untouched");
+    let v1 = ConfidenceConfig {
+        model: ConfidenceModel::GraceV1,
+        ..config.clone()
+    };
+    assert_eq!(
+        Scorer::new(&v1, Some(fitted)).score(&step),
+        Scorer::configured(&v1).score(&step)
+    );
 }
 
 /// A confident wrong answer is the worst outcome GRACE can produce. With the
@@ -199,4 +232,19 @@ fn the_hand_set_weights_parse_and_differ_from_the_defaults() {
     let hand = hand_set_weights().expect("config/hand-set-weights.yml parses");
     assert_eq!(hand.max_score, 12.0);
     assert_ne!(hand, Weights::default());
+}
+
+#[test]
+fn the_scorers_version_changes_with_the_weights_and_only_with_them() {
+    let config = ConfidenceConfig::default();
+    let same = Scorer::configured(&config).version();
+    assert_eq!(
+        Scorer::configured(&ConfidenceConfig::default()).version(),
+        same
+    );
+    assert!(same.starts_with("logistic:"), "{same}");
+    assert_eq!(same.len(), "logistic:".len() + 16);
+    let mut weights = config.weights;
+    weights.bias += 0.5;
+    assert_ne!(Scorer::new(&config, Some(weights)).version(), same);
 }

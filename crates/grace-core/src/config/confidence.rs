@@ -37,10 +37,6 @@ pub struct ConfidenceConfig {
     pub thresholds: Thresholds,
     /// How a run's step scores combine into its score.
     pub aggregation: Aggregation,
-    /// The weights of the calibration file named by `calibration`, once it
-    /// has been read (`confidence::calibration::apply`; not a config key).
-    #[serde(skip)]
-    pub fitted_weights: Option<Weights>,
 }
 
 impl Default for ConfidenceConfig {
@@ -56,7 +52,6 @@ impl Default for ConfidenceConfig {
             grace_v1: V1Weights::default(),
             thresholds: Thresholds::default(),
             aggregation: Aggregation::default(),
-            fitted_weights: None,
         }
     }
 }
@@ -72,14 +67,6 @@ pub enum FeedbackCalibrationMode {
     Auto,
     /// Never.
     Off,
-}
-
-impl ConfidenceConfig {
-    /// The weights steps are scored with: the calibration's when one is
-    /// loaded, else the hand-set `weights`.
-    pub fn effective_weights(&self) -> &Weights {
-        self.fitted_weights.as_ref().unwrap_or(&self.weights)
-    }
 }
 
 /// Whether the reader is used (`confidence.reader`). Off by default: the

@@ -5,8 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Agent, AgentCall, AgentState, SeenPassage};
-use crate::confidence::{Factor, Factors, Score, score_with};
-use crate::config::ConfidenceConfig;
+use crate::confidence::{Factor, Factors, Score, Scorer};
 use crate::llm::{ToolCall, ToolSpec};
 use crate::text::ellipsized as bounded;
 use crate::tools::RagSearch;
@@ -60,9 +59,7 @@ impl Agent<'_> {
             .registry
             .call_until(&call.name, &input, None, self.cancel, self.scope);
         let id = format!("agent-{}", state.steps.len() + 1);
-        let confidence = result
-            .success
-            .then(|| score_with(&result.factors, self.confidence));
+        let confidence = result.success.then(|| self.scorer.score(&result.factors));
         // (observation, summary, for a search the confidence an answer
         // from it could reach)
         let observed: (Value, String, Option<f64>) = match (&result.output, result.success) {
@@ -98,7 +95,7 @@ impl Agent<'_> {
                         "text": text,
                     }));
                 }
-                let score = reachable(&result.factors, self.confidence);
+                let score = reachable(&result.factors, self.scorer);
                 let observation = json!({
                     "passages": listed,
                     "confidence": round3(score),
@@ -204,12 +201,12 @@ pub(super) fn record(
 /// cites them validly. A search's own score has no answer to go on, so it
 /// would call every search weak; this tells the model which evidence is
 /// worth answering from.
-fn reachable(search: &Factors, confidence: &ConfidenceConfig) -> f64 {
+fn reachable(search: &Factors, scorer: &Scorer) -> f64 {
     let mut factors = search.clone();
     factors.set(Factor::Groundedness, 1.0);
     factors.set(Factor::CitationValidity, 1.0);
     factors.set(Factor::Abstained, 0.0);
-    round3(score_with(&factors, confidence).score)
+    round3(scorer.score(&factors).score)
 }
 
 pub(super) fn refused(call: &ToolCall, why: String) -> (Value, AgentCall) {

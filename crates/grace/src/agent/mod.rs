@@ -243,8 +243,10 @@ pub struct Agent<'a> {
     pub llm: Arc<dyn LlmClient>,
     /// The budgets.
     pub budget: &'a AgentConfig,
-    /// How steps and the answer are scored.
+    /// Thresholds of the scores (`confidence`).
     pub confidence: &'a ConfidenceConfig,
+    /// What scores steps and the answer.
+    pub scorer: &'a crate::confidence::Scorer,
     /// Passages per search when the model gives no limit.
     pub limit: usize,
     /// Set to stop the run.

@@ -10,7 +10,7 @@ use super::act::record;
 use super::{
     Agent, AgentOutcome, AgentState, AgentStop, AgentTrace, NOT_FOUND_REPLY, ScoredAnswer,
 };
-use crate::confidence::{Factor, Factors, answer_factors, score_with};
+use crate::confidence::{Factor, Factors, answer_factors};
 use crate::lexical::LexicalEncoder;
 use crate::llm::{AnswerDraft, SourceText, ToolCall};
 use crate::tools::RagSearch;
@@ -78,7 +78,7 @@ impl Agent<'_> {
             // An answer that cites nothing rests on nothing.
             factors.set(Factor::Groundedness, 0.0);
         }
-        let score = score_with(&factors, self.confidence);
+        let score = self.scorer.score(&factors);
         let mut citations: Vec<Citation> = Vec::new();
         for n in cited {
             if citations.iter().any(|c| c.number == n) {
@@ -130,7 +130,7 @@ impl Agent<'_> {
                 .call_until(RagSearch::NAME, &input, None, self.cancel, self.scope);
         if check.success {
             let factors = check.factors.clone();
-            let score = score_with(&factors, self.confidence);
+            let score = self.scorer.score(&factors);
             let call = ToolCall {
                 id: "evidence".into(),
                 name: RagSearch::NAME.into(),

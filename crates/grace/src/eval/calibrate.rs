@@ -29,7 +29,6 @@ pub fn calibrate(
     let mut config = config.clone();
     // The runs use the hand-set logistic weights, whatever is configured.
     config.confidence.calibration = None;
-    config.confidence.fitted_weights = None;
     config.confidence.model = ConfidenceModel::Logistic;
     let collected = collect(&config, embedder, dir, k)?;
     Ok(fit_collected(&config, &collected, folds))

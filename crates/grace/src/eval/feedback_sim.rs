@@ -26,7 +26,7 @@ use super::sample::{Sample, document_ratings, sample, simulated_asker};
 use crate::confidence::fit::{FEATURES, Fare, Model, features};
 use crate::confidence::metrics::{self, EceFloor};
 use crate::confidence::{Factor, document_history_factor};
-use crate::config::{Config, FeedbackConfig};
+use crate::config::{Config, FeedbackConfig, Weights};
 use crate::feedback::document_history;
 use crate::learn::{self, Label};
 use crate::rng::Rng;
@@ -95,11 +95,12 @@ pub struct CurvePoint {
 
 /// Simulates `sim.ratings` ratings of the collected outcomes (seeded by
 /// `sim.seed`, a share `sim.noise` flipped, a flood of `sim.flood`) and
-/// returns the learning curve, with the feedback-only factors measured
+/// returns the learning curve of refits from `prior`, with the feedback-only factors measured
 /// on [`FACTOR_DRAWS`] draws (a rated question counts as near at cosine
 /// `near`); `None` when the set has too few questions to hold any out.
 pub fn simulate(
     config: &Config,
+    prior: &Weights,
     collected: &Collected,
     sim: &FeedbackSim,
     near: f32,
@@ -111,7 +112,7 @@ pub fn simulate(
         ..
     } = *sim;
     let first = Draw::new(collected, sim, seed)?;
-    let prior = *config.confidence.effective_weights();
+    let prior = *prior;
     let mut points: Vec<usize> = CURVE_LABELS.into_iter().filter(|&n| n <= ratings).collect();
     if !points.contains(&ratings) {
         points.push(ratings);

@@ -116,7 +116,7 @@ pub fn run_with(
         }
     }
     let mut config = config.clone();
-    let calibration = crate::confidence::calibration::apply(&mut config)?;
+    let calibration = crate::confidence::calibration::load(&config)?;
     let same_set = calibration
         .as_ref()
         .zip(questions_digest(&dir.join("questions.jsonl")).ok())
@@ -124,7 +124,6 @@ pub fn run_with(
     if same_set {
         // Scored out of fold in the report; the runs use the hand-set weights.
         config.confidence.calibration = None;
-        config.confidence.fitted_weights = None;
     }
     // A rated question is near at NEAR on GRACE's scale: this model's cosine.
     let near = embedder
@@ -134,7 +133,13 @@ pub fn run_with(
     let collected = collect_with(&config, embedder, dir, k, self_calibrate, feedback.as_ref())?;
     let mut report = report(&config, &collected, calibration.as_ref(), same_set, k);
     if let Some(f) = feedback {
-        report.feedback = feedback_sim::simulate(&config, &collected, &f, near);
+        // The refits start from the weights in use: the calibration's,
+        // unless it was fitted on this set.
+        let prior = match (&calibration, same_set) {
+            (Some(c), false) => c.weights,
+            _ => config.confidence.weights,
+        };
+        report.feedback = feedback_sim::simulate(&config, &prior, &collected, &f, near);
     }
     Ok(report)
 }

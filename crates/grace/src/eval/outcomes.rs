@@ -149,12 +149,12 @@ pub fn collect_with(
     let sources = kb.source_hashes()?;
 
     let kb = std::sync::Arc::new(kb);
-    let mut run_config = kb.config().clone();
+    let mut scorer = kb.scorer().clone();
     let mut self_fit = None;
     if self_calibrate {
         match crate::selfcal::self_calibrate(&kb, &mut |_| {})? {
             crate::selfcal::Outcome::Fitted { calibration, .. } => {
-                run_config.confidence.fitted_weights = Some(calibration.weights);
+                scorer = scorer.with_weights(calibration.weights);
                 self_fit = Some(*calibration);
             }
             crate::selfcal::Outcome::TooSmall { usable, min } => tracing::warn!(
@@ -163,7 +163,7 @@ pub fn collect_with(
         }
     }
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
-    let executor = Executor::new(&registry, &run_config, k);
+    let executor = Executor::new(&registry, kb.config(), &scorer, k);
     let mut outcomes = Vec::with_capacity(questions.len());
     // The documents each answer cites, for the document boost's probe.
     let mut cited = Vec::with_capacity(questions.len());

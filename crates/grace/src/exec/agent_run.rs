@@ -10,7 +10,7 @@ use super::report::{Decision, RunReport};
 use super::{Event, Executor};
 use super::{ExecError, Result};
 use crate::agent::{Agent, AgentEvent, AgentOutcome, AgentStop};
-use crate::confidence::{Factors, failed_score, level, score_with};
+use crate::confidence::{Factors, failed_score, level};
 use crate::config::AgentConfig;
 use crate::plan::PlanOrigin;
 use crate::tools::RagSearch;
@@ -27,6 +27,7 @@ impl Executor<'_> {
             llm: llm.clone(),
             budget,
             confidence: self.confidence,
+            scorer: self.scorer,
             limit: self.limit,
             cancel: &self.cancel,
             scope: &self.scope,
@@ -106,7 +107,7 @@ impl Executor<'_> {
                             .filter_map(|c| c.source.clone())
                             .collect();
                         self.with_history(&mut scored.factors, &cited);
-                        scored.score = score_with(&scored.factors, self.confidence);
+                        scored.score = self.scorer.score(&scored.factors);
                     }
                     report.confidence = scored.score.score;
                     report.level = level(scored.score.score, thresholds);

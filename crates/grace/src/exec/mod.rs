@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use self::agent_run::forward;
 use self::steps::{Recovery, with_focus};
 use crate::agent::{AgentCall, AgentState, Clarifier};
-use crate::confidence::Level;
+use crate::confidence::{Level, Scorer};
 use crate::config::{AgentConfig, ConfidenceConfig};
 use crate::followup::Rewrite;
 use crate::plan::{PlanOrigin, Planner, Step, hint_plan};
@@ -95,9 +95,11 @@ pub enum Event<'a> {
 pub struct Executor<'a> {
     /// The tools the steps run through.
     pub registry: &'a ToolRegistry,
-    /// Weights, thresholds and aggregation that score the steps
-    /// (`confidence`).
+    /// Thresholds and aggregation of the steps' scores (`confidence`).
     pub confidence: &'a ConfidenceConfig,
+    /// What scores each step (the knowledge base's, or a service's with a
+    /// fit made while serving).
+    pub scorer: &'a Scorer,
     /// Passages retrieved per question.
     pub limit: usize,
     /// Makes each question's plan (the default plan without a language model).
@@ -126,12 +128,14 @@ struct Attempt {
 }
 
 impl<'a> Executor<'a> {
-    /// An executor for `config`: its confidence settings, and a planner
-    /// that asks the generator for plans when `planner.strategy` is `plan`
-    /// and the generator is a language model.
+    /// An executor for `config`: its confidence settings, steps scored by
+    /// `scorer` (usually [`KnowledgeBase::scorer`](crate::KnowledgeBase::scorer)),
+    /// and a planner that asks the generator for plans when
+    /// `planner.strategy` is `plan` and the generator is a language model.
     pub fn new(
         registry: &'a ToolRegistry,
         config: &'a crate::config::Config,
+        scorer: &'a Scorer,
         limit: usize,
     ) -> Self {
         let llm = (config.planner.strategy == crate::config::Strategy::Plan)
@@ -154,6 +158,7 @@ impl<'a> Executor<'a> {
         Self {
             registry,
             confidence: &config.confidence,
+            scorer,
             limit,
             planner: Planner::new(llm),
             cancel: Arc::new(AtomicBool::new(false)),

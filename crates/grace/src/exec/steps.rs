@@ -9,7 +9,7 @@ use super::Result;
 use super::decision::decide;
 use super::report::{Decision, RunReport};
 use super::{Attempt, Event, Executor};
-use crate::confidence::{Factors, Level, aggregate, failed_score, level, score_with};
+use crate::confidence::{Factors, Level, aggregate, failed_score, level};
 use crate::config::MAX_RAG_SEARCH_LIMIT;
 use crate::plan::{Plan, PlanOrigin, default_plan, step_ref};
 use crate::tools::RagSearch;
@@ -143,7 +143,7 @@ impl Executor<'_> {
                 self.with_history(&mut factors, &result.sources);
             }
             let confidence = if result.success {
-                score_with(&factors, self.confidence)
+                self.scorer.score(&factors)
             } else {
                 failed_score()
             };

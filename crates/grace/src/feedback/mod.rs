@@ -32,7 +32,7 @@ mod recorded;
 
 pub use self::boost::{DocumentRating, MAX_BOOST_RATINGS, document_boosts, document_history};
 pub use self::rating::{Asker, MAX_ASKER_CHARS, MAX_RATING_TEXT_CHARS, Rating, Reason, Vote};
-pub use self::recorded::{RecordedRun, weights_version};
+pub use self::recorded::RecordedRun;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -253,7 +253,8 @@ impl FeedbackStore {
         self.record_asked(run, asker, review_id, None)
     }
 
-    /// Records the finished run `report` scored with `config`, asked by
+    /// Records the finished run `report` of `config`'s knowledge base,
+    /// scored by `scorer`, asked by
     /// `asker`, with its question's embedding for the gap report (the
     /// question as run, embedded by `embedder`: its search embedded it
     /// already, so the embedder's cache answers; when that fails the run
@@ -263,6 +264,7 @@ impl FeedbackStore {
         &self,
         report: &crate::exec::RunReport,
         config: &crate::config::Config,
+        scorer: &crate::confidence::Scorer,
         asker: &Asker,
         review_id: Option<i64>,
         embedder: &dyn crate::embed::Embedder,
@@ -275,7 +277,7 @@ impl FeedbackStore {
             .map_err(|e| tracing::warn!(error = %e, "the question's embedding is not kept for the gap report"))
             .ok();
         self.record_asked(
-            &RecordedRun::of(report, config),
+            &RecordedRun::of(report, config, scorer),
             asker,
             review_id,
             vector.as_deref(),

@@ -10,7 +10,7 @@
 //!   stay.
 //! - A kept fit is written as a calibration file
 //!   (`Config::feedback_calibration_path`), which
-//!   [`crate::confidence::calibration::apply`] reads like any other; every
+//!   [`crate::confidence::calibration::load`] reads like any other; every
 //!   fit, kept or not, is appended to the history
 //!   (`Config::feedback_fits_path`, the last [`MAX_HISTORY`]), which
 //!   `grace status` and `GET /v1/review/calibration` show.
@@ -22,7 +22,7 @@ use super::{LearnedFit, fit, labels};
 use crate::confidence::calibration::Calibration;
 use crate::confidence::fit::Fare;
 use crate::confidence::metrics::ReliabilityBin;
-use crate::config::{Config, FeedbackCalibrationMode};
+use crate::config::{Config, FeedbackCalibrationMode, Weights};
 use crate::error::Result;
 use crate::feedback::{FeedbackError, FeedbackStore};
 use crate::review::ReviewQueue;
@@ -191,12 +191,13 @@ pub fn enabled(config: &Config) -> bool {
 }
 
 /// Fits the weights on the labels in `feedback` and `queue` starting from
-/// `config`'s weights in use, keeps the fit when it is better (see the
+/// `prior`, the weights in use, keeps the fit when it is better (see the
 /// module), and records it in the history; the record, and the kept
 /// calibration when it was kept. `embedding_model` names the model the
 /// labels' runs were scored with.
 pub fn refit(
     config: &Config,
+    prior: &Weights,
     feedback: &FeedbackStore,
     queue: &ReviewQueue,
     embedding_model: &str,
@@ -204,7 +205,7 @@ pub fn refit(
     let mut history = FitHistory::load(config)?;
     let count = feedback.label_count()?;
     let labels = labels(feedback, queue)?;
-    let learned = fit(&labels, config.confidence.effective_weights());
+    let learned = fit(&labels, prior);
     let right = labels.iter().filter(|l| l.y).count();
     let (kept, why) = verdict(&learned, right, labels.len() - right);
     let kept_calibration = if kept {
@@ -360,7 +361,8 @@ mod tests {
             rated(&store, k, if high { 0.9 } else { 0.1 }, high);
         }
         assert!(due(&config, &store, &history).unwrap());
-        let (record, kept) = refit(&config, &store, &queue, "model").unwrap();
+        let (record, kept) =
+            refit(&config, &config.confidence.weights, &store, &queue, "model").unwrap();
         assert_eq!(record.labels, 80);
         assert!(record.kept, "{}", record.why);
         assert!(record.fitted.log_loss.unwrap() < record.before.log_loss.unwrap());
@@ -370,19 +372,19 @@ mod tests {
         assert_eq!(history.fits.len(), 1);
         assert_eq!(history.labels_at_last_fit, 80);
         assert!(!due(&config, &store, &history).unwrap());
-        let mut scoring = config.clone();
-        crate::confidence::calibration::apply(&mut scoring).unwrap();
-        assert_eq!(scoring.confidence.fitted_weights, Some(kept.weights));
+        let weights = |config: &Config| {
+            crate::confidence::calibration::load(config)
+                .unwrap()
+                .map(|c| c.weights)
+        };
+        assert_eq!(weights(&config), Some(kept.weights));
         // Off: neither due nor read.
         let mut off = config.clone();
         off.confidence.feedback_calibration = FeedbackCalibrationMode::Off;
-        crate::confidence::calibration::apply(&mut off).unwrap();
-        assert_eq!(off.confidence.fitted_weights, None);
+        assert_eq!(weights(&off), None);
         // A corrupt fit file: the defaults, with a warning (never an error).
         std::fs::write(config.feedback_calibration_path(), b"garbage").unwrap();
-        let mut broken = config.clone();
-        crate::confidence::calibration::apply(&mut broken).unwrap();
-        assert_eq!(broken.confidence.fitted_weights, None);
+        assert_eq!(weights(&config), None);
         let summary = FeedbackCalibration::of(&config, &store, &queue).unwrap();
         assert_eq!((summary.labels, summary.next_refit_at), (80, 120));
         assert!(summary.current.is_some());

@@ -56,13 +56,14 @@ pub fn redraft(
     open_for(queue, id, reviewer)?;
     let kb = Arc::new(KnowledgeBase::open(config.clone(), OpenMode::Existing)?);
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
-    redraft_with(&registry, config, queue, id, reviewer, hint)
+    redraft_with(&registry, config, kb.scorer(), queue, id, reviewer, hint)
 }
 
 /// [`redraft`] with tools already open (a server holding the knowledge base).
 pub fn redraft_with(
     registry: &ToolRegistry,
     config: &Config,
+    scorer: &crate::confidence::Scorer,
     queue: &ReviewQueue,
     id: i64,
     reviewer: &str,
@@ -70,7 +71,7 @@ pub fn redraft_with(
 ) -> crate::error::Result<Escalation> {
     let e = open_for(queue, id, reviewer)?;
     // The asker's scope: a redraft finds no more than they may read.
-    let executor = Executor::new(registry, config, config.tools.rag_search.limit)
+    let executor = Executor::new(registry, config, scorer, config.tools.rag_search.limit)
         .with_scope(e.run.scope.clone());
     let run = executor.ask_with_hint(&e.question, hint, &mut |_| {})?;
     Ok(queue.redraft(id, reviewer, &run, hint)?)

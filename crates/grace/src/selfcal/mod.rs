@@ -12,7 +12,7 @@
 //! [`fit::recalibrate`]) with the cross-validation of `grace calibrate`;
 //! the result, in the same weights, is written to the
 //! data folder ([`Config::self_calibration_path`]) and used for that
-//! collection from then on ([`crate::confidence::calibration::apply`]).
+//! collection from then on ([`crate::confidence::calibration::load`]).
 //!
 //! It never reads an evaluation set: questions come from the store's own
 //! chunks and from the list compiled into the binary.
@@ -313,8 +313,8 @@ pub fn ask(
 ) -> Result<Vec<Asked>> {
     let mut config: Config = kb.config().clone();
     config.confidence.calibration = None;
-    config.confidence.fitted_weights = None;
     config.confidence.model = ConfidenceModel::Logistic;
+    let scorer = crate::confidence::Scorer::configured(&config.confidence);
     let generator = if config.tools.enabled.iter().any(|n| n == Reasoning::NAME) {
         Some(crate::llm::from_config(&config.llm, kb.embedder_handle())?)
     } else {
@@ -331,7 +331,7 @@ pub fn ask(
             config.tools.rag_search.callers,
         )?;
     }
-    let executor = Executor::new(&registry, &config, limit);
+    let executor = Executor::new(&registry, &config, &scorer, limit);
     let total = plan.items.len();
     let mut out: Vec<Option<Asked>> = vec![None; total];
     for (done, index) in asking_order(plan).into_iter().enumerate() {

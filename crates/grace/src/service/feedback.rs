@@ -159,6 +159,7 @@ impl Grace {
         &self,
         report: &RunReport,
         config: &Config,
+        scorer: &crate::confidence::Scorer,
         options: &AskOptions,
         review_id: Option<i64>,
     ) -> Option<String> {
@@ -166,6 +167,7 @@ impl Grace {
             self.inner.feedback.record_run(
                 report,
                 config,
+                scorer,
                 &asker,
                 review_id,
                 self.inner.kb.embedder(),

@@ -11,13 +11,14 @@ use crate::embed::{Embedder, FastEmbedder};
 use crate::error::{Error, Result};
 
 /// The complete configuration of knowledge base `name` (its sections
-/// merged over the top level's, its calibration read), or
-/// [`Error::UnknownKb`].
+/// merged over the top level's), or [`Error::UnknownKb`]. Its calibration
+/// is read, so that a missing or broken file is a configuration error now,
+/// whatever is done next; the knowledge base scores with it when it opens.
 pub fn kb_config(base: &Config, name: &str) -> Result<Config> {
-    let mut config = base
+    let config = base
         .for_kb(name)?
         .ok_or_else(|| Error::UnknownKb(name.to_string()))?;
-    crate::confidence::calibration::apply(&mut config)?;
+    crate::confidence::calibration::load(&config)?;
     Ok(config)
 }
 

@@ -35,9 +35,9 @@ impl Grace {
         }
         self.in_background(|g| &g.inner.learning, "feedback-refit", |this| {
             // The weights in use when it starts are the fit's prior.
-            let scoring = this.scoring_config().into_owned();
+            let prior = *this.scorer().weights();
             let model = this.inner.kb.embedder().model_id().to_string();
-            match refit(&scoring, &this.inner.feedback, &this.inner.queue, &model) {
+            match refit(this.config(), &prior, &this.inner.feedback, &this.inner.queue, &model) {
                 Ok((record, Some(calibration))) => {
                     tracing::info!(labels = record.labels, why = %record.why, "refitted on feedback; scoring with the new fit");
                     *this

@@ -424,6 +424,7 @@ impl Grace {
         crate::review::replan::redraft_with(
             &self.inner.registry,
             self.config(),
+            self.inner.kb.scorer(),
             &self.inner.queue,
             id,
             reviewer,

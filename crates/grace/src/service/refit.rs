@@ -4,12 +4,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Grace;
-use crate::config::Config;
+use crate::confidence::Scorer;
 
 impl Grace {
-    /// The configuration runs are scored with: the knowledge base's, with
-    /// the weights of a self-calibration fitted since it was opened.
-    pub(super) fn scoring_config(&self) -> std::borrow::Cow<'_, Config> {
+    /// What runs are scored with: the knowledge base's scorer, with the
+    /// weights of a fit made since it was opened.
+    pub(super) fn scorer(&self) -> Scorer {
         self.read_shared_fits();
         let read = |slot: &std::sync::RwLock<Option<crate::config::Weights>>| {
             *slot
@@ -18,13 +18,10 @@ impl Grace {
         };
         // A fit on feedback kept while serving, else a self-calibration
         // made while serving, else the weights the configuration loaded.
+        let opened = self.inner.kb.scorer();
         match read(&self.inner.learned).or_else(|| read(&self.inner.refit)) {
-            Some(weights) => {
-                let mut config = self.config().clone();
-                config.confidence.fitted_weights = Some(weights);
-                std::borrow::Cow::Owned(config)
-            }
-            None => std::borrow::Cow::Borrowed(self.config()),
+            Some(weights) => opened.with_weights(weights),
+            None => opened.clone(),
         }
     }
 

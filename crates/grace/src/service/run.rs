@@ -135,9 +135,10 @@ impl Grace {
         let runs = &self.inner.runs;
         runs.in_flight.fetch_add(1, Ordering::Relaxed);
         let _in_flight = Decrement(&runs.in_flight);
-        let config = self.scoring_config();
+        let config = self.config();
+        let scorer = self.scorer();
         let limit = options.limit.unwrap_or(config.tools.rag_search.limit);
-        let executor = Executor::new(&self.inner.registry, &config, limit)
+        let executor = Executor::new(&self.inner.registry, config, &scorer, limit)
             .with_cancel(cancel)
             .with_scope(options.scope.clone())
             .with_document_history(self.document_history());
@@ -179,7 +180,7 @@ impl Grace {
                 .documents(report.cited_sources().iter().map(String::as_str)),
         );
         let review_id = if report.decision == Decision::Escalate && options.queue {
-            Some(self.queue_escalation(&report, options, &config)?)
+            Some(self.queue_escalation(&report, options, config)?)
         } else {
             None
         };
@@ -202,7 +203,7 @@ impl Grace {
                 .append(id, &Turn::from_report(&report))?;
         }
         let answer_id = match (&run_id, recheck) {
-            (None, None) => self.record(&report, &config, options, review_id),
+            (None, None) => self.record(&report, config, &scorer, options, review_id),
             _ => None,
         };
         runs.finished.fetch_add(1, Ordering::Relaxed);
