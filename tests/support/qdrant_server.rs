@@ -1,26 +1,22 @@
-//! Real Qdrant servers for tests: the first of `GRACE_QDRANT_BIN`, a
-//! `qdrant` on the PATH and the server `scripts/setup --qdrant` put in
-//! `~/.cache/grace/qdrant/` (see that script), started on
-//! free loopback ports with its data in a temporary folder: one node, or a
-//! cluster of N (Raft, peer-to-peer port) whose nodes can be killed with
-//! SIGKILL and restarted on the same ports and data.
+//! Real Qdrant servers for tests, started, killed, restarted and stopped
+//! by `scripts/qdrant` (one node, or a cluster of N: Raft, peer-to-peer
+//! port) on free loopback ports with their data in a temporary folder: the
+//! script's registry of running nodes is the only one, for people and
+//! tests alike. The server is the first of `GRACE_QDRANT_BIN`, a `qdrant`
+//! on the PATH and the one `scripts/setup --qdrant` put in
+//! `~/.cache/grace/qdrant/` (the script looks in the same order; the path
+//! found here is handed to it).
 //!
 //! Every node is stopped when the fixture is dropped, also when a test
-//! fails (its log's tail is printed then, and its folder kept). A node is
-//! started under `setpriv --pdeathsig KILL`, so it dies with the test
-//! process even when that is killed; and every node is written to the
-//! registry `scripts/qdrant` shares (`$TMPDIR/grace-qdrant/instances/<pid>.env`,
-//! with its owner's pid), so a stray left by a test process that died
-//! anyway is found and stopped by the next start.
+//! fails (its log's tail is printed then, and its folder kept). The nodes
+//! belong to the test process (`--owner`): a node left by a test process
+//! that was killed is a stray, which the next start stops.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// How long a node may take to answer `/readyz`.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 use super::skip;
 
@@ -59,20 +55,21 @@ pub fn binary() -> PathBuf {
     )
 }
 
-/// One node of a [`QdrantCluster`].
+/// One node of a [`QdrantCluster`], as `scripts/qdrant start --json` gives it.
+#[derive(serde::Deserialize)]
 struct Node {
     http: u16,
     grpc: u16,
-    /// 0 for a single node (no cluster mode).
-    p2p: u16,
-    dir: PathBuf,
-    child: Option<Child>,
+    log: PathBuf,
+    /// Killed by the test and not restarted.
+    #[serde(skip)]
+    down: bool,
 }
 
-impl Node {
-    fn log(&self) -> PathBuf {
-        self.dir.join("qdrant.log")
-    }
+/// What `scripts/qdrant start --json` prints.
+#[derive(serde::Deserialize)]
+struct Started {
+    nodes: Vec<Node>,
 }
 
 /// How to start a [`QdrantCluster`].
@@ -91,54 +88,62 @@ pub struct QdrantCluster {
     options: Options,
 }
 
+/// Runs `scripts/qdrant ARGS` for the nodes in `dir`; its standard output.
+/// A failure panics with what the script said (the logs' tails included).
+fn script(args: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(super::common::repo().join("scripts/qdrant"))
+        .args(args)
+        .env("GRACE_QDRANT_BIN", binary())
+        .output()
+        .expect("run scripts/qdrant");
+    assert!(
+        out.status.success(),
+        "scripts/qdrant {} failed ({}):\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 impl QdrantCluster {
     /// One node.
     pub fn single() -> Self {
         Self::start(Options::default())
     }
 
-    /// Starts the nodes and waits until each answers `/readyz` (and, for
-    /// a cluster, until node 0 sees every peer and a Raft leader).
+    /// Starts the nodes and waits until each answers `/readyz` and listens
+    /// on its gRPC port (and, for a cluster, until node 0 sees every peer
+    /// and a Raft leader): `scripts/qdrant start`.
     pub fn start(options: Options) -> Self {
-        reap_strays();
         let dir = tempfile::Builder::new()
             .prefix("grace-qdrant-")
             .tempdir()
             .expect("temporary folder");
-        let count = options.nodes.max(1);
-        let clustered = options.nodes > 1;
-        let mut cluster = Self {
-            nodes: Vec::new(),
+        let folder = dir.path().to_string_lossy().into_owned();
+        let nodes = options.nodes.max(1).to_string();
+        let owner = std::process::id().to_string();
+        let mut args = vec![
+            "start", "--json", "--dir", &folder, "--nodes", &nodes, "--owner", &owner,
+        ];
+        if let Some(key) = &options.api_key {
+            args.extend(["--api-key", key]);
+        }
+        let started: Started =
+            serde_json::from_str(&script(&args)).expect("scripts/qdrant start --json");
+        Self {
+            dir: Some(dir),
+            nodes: started.nodes,
             options,
-            dir: None,
-        };
-        for i in 0..count {
-            let node_dir = dir.path().join(format!("node{i}"));
-            std::fs::create_dir_all(&node_dir).expect("node folder");
-            let [http, grpc, p2p] = free_ports();
-            cluster.nodes.push(Node {
-                http,
-                grpc,
-                p2p: if clustered { p2p } else { 0 },
-                dir: node_dir,
-                child: None,
-            });
         }
-        cluster.dir = Some(dir);
-        for i in 0..count {
-            cluster.spawn(i);
-            // The first peer must be up before the others bootstrap from it.
-            if i == 0 {
-                cluster.wait_ready(0);
-            }
-        }
-        for i in 1..count {
-            cluster.wait_ready(i);
-        }
-        if clustered {
-            cluster.wait_for_peers(count);
-        }
-        cluster
+    }
+
+    fn folder(&self) -> String {
+        self.dir
+            .as_ref()
+            .map(|d| d.path().to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// The gRPC URL of node 0 (what `qdrant.url` wants).
@@ -163,11 +168,9 @@ impl QdrantCluster {
 
     /// Kills node `i` with SIGKILL (no shutdown of any kind).
     pub fn kill(&mut self, i: usize) {
-        if let Some(mut child) = self.nodes[i].child.take() {
-            let pid = child.id();
-            let _ = child.kill();
-            let _ = child.wait();
-            let _ = std::fs::remove_file(registry_file(pid));
+        if !self.nodes[i].down {
+            script(&["kill", "--dir", &self.folder(), "--node", &i.to_string()]);
+            self.nodes[i].down = true;
         }
     }
 
@@ -175,8 +178,8 @@ impl QdrantCluster {
     /// ready (it rejoins the cluster from its stored state).
     pub fn restart(&mut self, i: usize) {
         self.kill(i);
-        self.spawn(i);
-        self.wait_ready(i);
+        script(&["restart", "--dir", &self.folder(), "--node", &i.to_string()]);
+        self.nodes[i].down = false;
     }
 
     /// Sends a REST request to node `i`; `(status, body as JSON)`.
@@ -207,7 +210,7 @@ impl QdrantCluster {
         loop {
             let mut states = Vec::new();
             for i in 0..self.nodes.len() {
-                if self.nodes[i].child.is_none() {
+                if self.nodes[i].down {
                     continue;
                 }
                 let (status, info) = self.rest(
@@ -238,130 +241,35 @@ impl QdrantCluster {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-
-    fn spawn(&mut self, i: usize) {
-        let bin = binary();
-        let clustered = self.nodes[i].p2p != 0;
-        let first_p2p = self.nodes[0].p2p;
-        let node = &mut self.nodes[i];
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(node.log())
-            .expect("log file");
-        let mut cmd = if Path::new("/usr/bin/setpriv").is_file() {
-            let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--pdeathsig", "KILL", "--"]).arg(&bin);
-            c
-        } else {
-            Command::new(&bin)
-        };
-        cmd.current_dir(&node.dir)
-            .env("QDRANT__SERVICE__HOST", "127.0.0.1")
-            .env("QDRANT__SERVICE__HTTP_PORT", node.http.to_string())
-            .env("QDRANT__SERVICE__GRPC_PORT", node.grpc.to_string())
-            .env("QDRANT__STORAGE__STORAGE_PATH", node.dir.join("storage"))
-            .env(
-                "QDRANT__STORAGE__SNAPSHOTS_PATH",
-                node.dir.join("snapshots"),
-            )
-            .env("QDRANT__TELEMETRY_DISABLED", "true")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log);
-        if let Some(key) = &self.options.api_key {
-            cmd.env("QDRANT__SERVICE__API_KEY", key);
-        }
-        if clustered {
-            cmd.env("QDRANT__CLUSTER__ENABLED", "true")
-                .env("QDRANT__CLUSTER__P2P__PORT", node.p2p.to_string());
-            if i == 0 {
-                cmd.args(["--uri", &format!("http://127.0.0.1:{}", node.p2p)]);
-            } else {
-                cmd.args(["--bootstrap", &format!("http://127.0.0.1:{first_p2p}")]);
-            }
-        }
-        let child = cmd.spawn().expect("start the Qdrant server");
-        register(&child, node);
-        node.child = Some(child);
-    }
-
-    fn wait_ready(&mut self, i: usize) {
-        let started = Instant::now();
-        loop {
-            if let Some(child) = self.nodes[i].child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                panic!(
-                    "Qdrant node {i} exited ({status}) before it was ready:\n{}",
-                    tail(&self.nodes[i].log(), 40)
-                );
-            }
-            // REST answers first; the gRPC port opens a moment later.
-            if matches!(
-                http(self.nodes[i].http, "GET", "/readyz", None, None),
-                Ok((200, _))
-            ) && TcpStream::connect(("127.0.0.1", self.nodes[i].grpc)).is_ok()
-            {
-                return;
-            }
-            assert!(
-                started.elapsed() < READY_TIMEOUT,
-                "Qdrant node {i} not ready after {READY_TIMEOUT:?}:\n{}",
-                tail(&self.nodes[i].log(), 40)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for_peers(&self, count: usize) {
-        let started = Instant::now();
-        loop {
-            let (_, c) = self.rest(0, "GET", "/cluster", None);
-            let peers = c["result"]["peers"].as_object().map_or(0, |p| p.len());
-            let leader = c["result"]["raft_info"]["leader"].as_u64().unwrap_or(0);
-            if peers == count && leader != 0 {
-                return;
-            }
-            assert!(
-                started.elapsed() < READY_TIMEOUT,
-                "the cluster did not form: {c}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
 }
 
 impl Drop for QdrantCluster {
     fn drop(&mut self) {
         let failed = std::thread::panicking();
-        for i in 0..self.nodes.len() {
-            self.kill(i);
-            if failed {
+        let stopped = Command::new("bash")
+            .arg(super::common::repo().join("scripts/qdrant"))
+            .args(["stop", "--dir", &self.folder()])
+            .env("GRACE_QDRANT_BIN", binary())
+            .status();
+        if !stopped.as_ref().is_ok_and(|s| s.success()) {
+            eprintln!(
+                "scripts/qdrant stop --dir {} failed: {stopped:?}",
+                self.folder()
+            );
+        }
+        if failed {
+            for (i, node) in self.nodes.iter().enumerate() {
                 eprintln!(
                     "--- Qdrant node {i} log ({}), last lines:\n{}",
-                    self.nodes[i].log().display(),
-                    tail(&self.nodes[i].log(), 30)
+                    node.log.display(),
+                    tail(&node.log, 30)
                 );
             }
-        }
-        if failed && let Some(dir) = self.dir.take() {
-            eprintln!("--- Qdrant data and logs kept in {}", dir.keep().display());
+            if let Some(dir) = self.dir.take() {
+                eprintln!("--- Qdrant data and logs kept in {}", dir.keep().display());
+            }
         }
     }
-}
-
-/// Three free loopback ports (held together while chosen, so they differ).
-fn free_ports() -> [u16; 3] {
-    let listeners: Vec<TcpListener> = (0..3)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    let port = |l: &TcpListener| l.local_addr().expect("local address").port();
-    [
-        port(&listeners[0]),
-        port(&listeners[1]),
-        port(&listeners[2]),
-    ]
 }
 
 /// A minimal HTTP/1.1 request (`Connection: close`); `(status, body)`.
@@ -421,80 +329,4 @@ fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-// ------------------------------------------------------------ the registry
-
-fn registry_dir() -> PathBuf {
-    std::env::temp_dir().join("grace-qdrant").join("instances")
-}
-
-fn registry_file(pid: u32) -> PathBuf {
-    registry_dir().join(format!("{pid}.env"))
-}
-
-/// Writes the node to the registry `scripts/qdrant` reads too.
-fn register(child: &Child, node: &Node) {
-    let dir = registry_dir();
-    let _ = std::fs::create_dir_all(&dir);
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let text = format!(
-        "pid={}\nowner={}\nhttp={}\ngrpc={}\np2p={}\ndir={}\nlog={}\nstarted={started}\n",
-        child.id(),
-        std::process::id(),
-        node.http,
-        node.grpc,
-        node.p2p,
-        node.dir.display(),
-        node.log().display()
-    );
-    let _ = std::fs::write(registry_file(child.id()), text);
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie has exited: it holds no port and no file.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
-}
-
-/// Stops registered nodes whose owner process is gone (left by a test
-/// process that was killed), and forgets nodes that are gone.
-fn reap_strays() {
-    let Ok(entries) = std::fs::read_dir(registry_dir()) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        let field = |key: &str| -> u32 {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{key}=")))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0)
-        };
-        let (pid, owner) = (field("pid"), field("owner"));
-        if pid == 0 || !alive(pid) {
-            let _ = std::fs::remove_file(&path);
-            continue;
-        }
-        let is_qdrant = std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("qdrant"));
-        if owner != 0 && !alive(owner) && is_qdrant {
-            eprintln!(
-                "stopping a stray Qdrant (pid {pid}) left by process {owner}, which is gone ({})",
-                path.display()
-            );
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            let _ = std::fs::remove_file(&path);
-        }
-    }
 }
