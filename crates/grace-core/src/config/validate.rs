@@ -2,7 +2,7 @@
 //! The sections are checked in a fixed order, and the first failing check
 //! is the error.
 
-use super::check::invalid;
+use super::check::{in_range, invalid};
 use super::validate_answer::{validate_confidence, validate_llm, validate_reader};
 use super::validate_kb::{validate_embedding, validate_ingest, validate_qdrant, validate_storage};
 use super::validate_serve::{
@@ -42,12 +42,7 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_tools(&c.tools)?;
     validate_llm(&c.llm)?;
     let q = &c.qdrant;
-    if !(1..=10_000).contains(&q.candidates) {
-        return Err(invalid(
-            "qdrant.candidates",
-            format!("{} is out of range 1..=10000", q.candidates),
-        ));
-    }
+    in_range("qdrant.candidates", q.candidates, 1..=10000, "")?;
     Ok(())
 }
 
@@ -259,6 +254,16 @@ mod tests {
             (
                 "confidence:\n  weights:\n    bias: .inf\n",
                 "confidence.weights.bias",
+                3,
+            ),
+            (
+                "confidence:\n  weights:\n    reader_margin: .nan\n",
+                "confidence.weights.reader_margin",
+                3,
+            ),
+            (
+                "confidence:\n  weights:\n    document_history: 1e9\n",
+                "confidence.weights.document_history",
                 3,
             ),
             (

@@ -3,7 +3,7 @@
 //! lexical gate of the search, `search.rare_term_share`, `rare_terms`), the
 //! confidence formula (`confidence`) and the generator (`llm`).
 
-use super::check::invalid;
+use super::check::{in_range, invalid};
 use super::{Config, LlmProvider, Result};
 
 /// The `reader` section, with `search.rerank_depth`: the passages it reads.
@@ -12,43 +12,27 @@ pub(super) fn validate_reader(c: &Config) -> Result<()> {
     if r.model_dir.as_os_str().is_empty() {
         return Err(invalid("reader.model_dir", "must not be empty"));
     }
-    if !(16..=512).contains(&r.max_length) {
-        return Err(invalid(
-            "reader.max_length",
-            format!(
-                "{} is out of range 16..=512 (the model's position limit)",
-                r.max_length
-            ),
-        ));
-    }
-    if r.threads > 1024 {
-        return Err(invalid(
-            "reader.threads",
-            format!("{} is out of range 0..=1024 (0 = all cores)", r.threads),
-        ));
-    }
-    if !(1..=100).contains(&c.search.rerank_depth) {
-        return Err(invalid(
-            "search.rerank_depth",
-            format!("{} is out of range 1..=100", c.search.rerank_depth),
-        ));
-    }
+    in_range(
+        "reader.max_length",
+        r.max_length,
+        16..=512,
+        " (the model's position limit)",
+    )?;
+    in_range("reader.threads", r.threads, 0..=1024, " (0 = all cores)")?;
+    in_range("search.rerank_depth", c.search.rerank_depth, 1..=100, "")?;
     let share = c.search.rare_term_share;
-    if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
-        return Err(invalid(
-            "search.rare_term_share",
-            format!("{share} is out of range 0.0..=1.0 (a share of the candidate passages)"),
-        ));
-    }
-    if c.search.rare_terms > MAX_RARE_TERMS {
-        return Err(invalid(
-            "search.rare_terms",
-            format!(
-                "{} is out of range 0..={MAX_RARE_TERMS}",
-                c.search.rare_terms
-            ),
-        ));
-    }
+    in_range(
+        "search.rare_term_share",
+        share,
+        0.0..=1.0,
+        " (a share of the candidate passages)",
+    )?;
+    in_range(
+        "search.rare_terms",
+        c.search.rare_terms,
+        0..=MAX_RARE_TERMS,
+        "",
+    )?;
     Ok(())
 }
 
@@ -57,26 +41,20 @@ const MAX_RARE_TERMS: usize = 16;
 
 /// The `confidence` section (model-written questions need `llm.provider`).
 pub(super) fn validate_confidence(c: &Config) -> Result<()> {
-    let w = &c.confidence.weights;
-    for (key, v) in [
-        ("confidence.weights.bias", w.bias),
-        ("confidence.weights.result_count", w.result_count),
-        ("confidence.weights.max_score", w.max_score),
-        ("confidence.weights.mean_score", w.mean_score),
-        ("confidence.weights.score_variance", w.score_variance),
-        ("confidence.weights.min_score", w.min_score),
-        ("confidence.weights.margin", w.margin),
-        ("confidence.weights.query_coverage", w.query_coverage),
-        ("confidence.weights.groundedness", w.groundedness),
-        ("confidence.weights.citation_validity", w.citation_validity),
-        ("confidence.weights.self_assessment", w.self_assessment),
-        ("confidence.weights.abstained", w.abstained),
-    ] {
-        if !(v.is_finite() && v.abs() <= 1000.0) {
-            return Err(invalid(
-                key,
-                format!("{v} must be a finite number within ±1000"),
-            ));
+    // Every weight by the name the file gives it, so that none is left
+    // out (six were: neighbour_score, the reader's, identifier and
+    // follow-up coverage, document_history).
+    if let Ok(serde_yaml::Value::Mapping(weights)) = serde_yaml::to_value(c.confidence.weights) {
+        for (name, v) in &weights {
+            let (Some(name), Some(v)) = (name.as_str(), v.as_f64()) else {
+                continue;
+            };
+            in_range(
+                &format!("confidence.weights.{name}"),
+                v,
+                -1000.0..=1000.0,
+                "",
+            )?;
         }
     }
     let v1 = &c.confidence.grace_v1;
@@ -88,9 +66,7 @@ pub(super) fn validate_confidence(c: &Config) -> Result<()> {
             v1.citation_validity,
         ),
     ] {
-        if !(v.is_finite() && (0.0..=1000.0).contains(&v)) {
-            return Err(invalid(key, format!("{v} is out of range 0.0..=1000.0")));
-        }
+        in_range(key, v, 0.0..=1000.0, "")?;
     }
     if v1.search_quality + v1.self_assessment + v1.citation_validity <= 0.0 {
         return Err(invalid(
@@ -109,12 +85,12 @@ pub(super) fn validate_confidence(c: &Config) -> Result<()> {
         ));
     }
     let sc = &c.confidence.self_calibration;
-    if !(1..=10_000).contains(&sc.questions) {
-        return Err(invalid(
-            "confidence.self_calibration.questions",
-            format!("{} is out of range 1..=10000", sc.questions),
-        ));
-    }
+    in_range(
+        "confidence.self_calibration.questions",
+        sc.questions,
+        1..=10000,
+        "",
+    )?;
     for (key, v, range) in [
         (
             "confidence.self_calibration.answerable_share",
@@ -139,39 +115,31 @@ pub(super) fn validate_confidence(c: &Config) -> Result<()> {
             ));
         }
     }
-    if !(10..=100_000).contains(&sc.min_sections) {
-        return Err(invalid(
-            "confidence.self_calibration.min_sections",
-            format!(
-                "{} is out of range 10..=100000 (fewer sections cannot fit 17 weights)",
-                sc.min_sections
-            ),
-        ));
-    }
+    in_range(
+        "confidence.self_calibration.min_sections",
+        sc.min_sections,
+        10..=100000,
+        " (fewer sections cannot fit 17 weights)",
+    )?;
     if sc.model_questions && c.llm.provider == LlmProvider::Extractive {
         return Err(invalid(
             "confidence.self_calibration.model_questions",
             "needs a language model to write the questions: set llm.provider to gemini or ollama, or model_questions to false",
         ));
     }
-    if !(1..=100_000).contains(&c.confidence.feedback_refit_every) {
-        return Err(invalid(
-            "confidence.feedback_refit_every",
-            format!(
-                "{} is out of range 1..=100000 (new labels between two refits)",
-                c.confidence.feedback_refit_every
-            ),
-        ));
-    }
+    in_range(
+        "confidence.feedback_refit_every",
+        c.confidence.feedback_refit_every,
+        1..=100000,
+        " (new labels between two refits)",
+    )?;
     let t = &c.confidence.thresholds;
     for (key, v) in [
         ("confidence.thresholds.silent", t.silent),
         ("confidence.thresholds.notify", t.notify),
         ("confidence.thresholds.confirm", t.confirm),
     ] {
-        if !(0.0..=1.0).contains(&v) {
-            return Err(invalid(key, format!("{v} is out of range 0.0..=1.0")));
-        }
+        in_range(key, v, 0.0..=1.0, "")?;
     }
     if !(t.confirm <= t.notify && t.notify <= t.silent) {
         return Err(invalid(
@@ -188,21 +156,13 @@ pub(super) fn validate_confidence(c: &Config) -> Result<()> {
 /// The `llm` section.
 pub(super) fn validate_llm(llm: &super::LlmConfig) -> Result<()> {
     let x = &llm.extractive;
-    if !(1..=20).contains(&x.max_sentences) {
-        return Err(invalid(
-            "llm.extractive.max_sentences",
-            format!("{} is out of range 1..=20", x.max_sentences),
-        ));
-    }
-    if !(-1.0..=1.0).contains(&x.min_similarity) {
-        return Err(invalid(
-            "llm.extractive.min_similarity",
-            format!(
-                "{} is out of range -1.0..=1.0 (a cosine similarity)",
-                x.min_similarity
-            ),
-        ));
-    }
+    in_range("llm.extractive.max_sentences", x.max_sentences, 1..=20, "")?;
+    in_range(
+        "llm.extractive.min_similarity",
+        x.min_similarity,
+        -1.0..=1.0,
+        " (a cosine similarity)",
+    )?;
     for (key, r) in [("llm.gemini", &llm.gemini), ("llm.ollama", &llm.ollama)] {
         if r.model.trim().is_empty() {
             return Err(invalid(&format!("{key}.model"), "must name a model"));

@@ -10,15 +10,12 @@ pub(super) fn validate_storage(s: &super::StorageConfig) -> Result<()> {
     if s.data_dir.as_os_str().is_empty() {
         return Err(invalid("storage.data_dir", "must not be empty"));
     }
-    if s.search_threads > 1024 {
-        return Err(invalid(
-            "storage.search_threads",
-            format!(
-                "{} is out of range 0..=1024 (0: one per CPU)",
-                s.search_threads
-            ),
-        ));
-    }
+    in_range(
+        "storage.search_threads",
+        s.search_threads,
+        0..=1024,
+        " (0: one per CPU)",
+    )?;
     validate_index(s)?;
     validate_postgres(s)?;
     Ok(())
@@ -31,12 +28,7 @@ const MAX_POSTGRES_URL_BYTES: usize = 2048;
 /// `storage.state` is `postgres`; the schema a plain PostgreSQL name.
 fn validate_postgres(s: &super::StorageConfig) -> Result<()> {
     let p = &s.postgres;
-    if !(1..=64).contains(&p.pool_size) {
-        return Err(invalid(
-            "storage.postgres.pool_size",
-            format!("{} is out of range 1..=64", p.pool_size),
-        ));
-    }
+    in_range("storage.postgres.pool_size", p.pool_size, 1..=64, "")?;
     if !(p.connect_timeout_seconds.is_finite() && (1.0..=60.0).contains(&p.connect_timeout_seconds))
     {
         return Err(invalid(
@@ -175,30 +167,15 @@ pub(super) fn validate_embedding(e: &super::EmbeddingConfig) -> Result<()> {
     if e.runtime_path.as_os_str().is_empty() {
         return Err(invalid("embedding.runtime_path", "must not be empty"));
     }
-    if !(16..=8192).contains(&e.max_length) {
-        return Err(invalid(
-            "embedding.max_length",
-            format!("{} is out of range 16..=8192", e.max_length),
-        ));
-    }
-    if !(1..=4096).contains(&e.batch_size) {
-        return Err(invalid(
-            "embedding.batch_size",
-            format!("{} is out of range 1..=4096", e.batch_size),
-        ));
-    }
-    if e.threads > 1024 {
-        return Err(invalid(
-            "embedding.threads",
-            format!("{} is out of range 0..=1024 (0 = all cores)", e.threads),
-        ));
-    }
-    if e.cache_size > 1_000_000 {
-        return Err(invalid(
-            "embedding.cache_size",
-            format!("{} is out of range 0..=1000000 (0 = off)", e.cache_size),
-        ));
-    }
+    in_range("embedding.max_length", e.max_length, 16..=8192, "")?;
+    in_range("embedding.batch_size", e.batch_size, 1..=4096, "")?;
+    in_range("embedding.threads", e.threads, 0..=1024, " (0 = all cores)")?;
+    in_range(
+        "embedding.cache_size",
+        e.cache_size,
+        0..=1000000,
+        " (0 = off)",
+    )?;
     Ok(())
 }
 
@@ -233,24 +210,14 @@ pub(super) fn validate_ingest(i: &super::IngestConfig) -> Result<()> {
                 .map_err(|e| invalid(key, format!("`{p}` is not a valid glob: {e}")))?;
         }
     }
-    if i.store_retries > 20 {
-        return Err(invalid(
-            "ingest.store_retries",
-            format!("{} is out of range 0..=20", i.store_retries),
-        ));
-    }
+    in_range("ingest.store_retries", i.store_retries, 0..=20, "")?;
     if !(i.store_retry_seconds.is_finite() && (0.0..=60.0).contains(&i.store_retry_seconds)) {
         return Err(invalid(
             "ingest.store_retry_seconds",
             format!("{} is out of range [0, 60]", i.store_retry_seconds),
         ));
     }
-    if !(1..=100_000).contains(&i.commit_chunks) {
-        return Err(invalid(
-            "ingest.commit_chunks",
-            format!("{} is out of range 1..=100000", i.commit_chunks),
-        ));
-    }
+    in_range("ingest.commit_chunks", i.commit_chunks, 1..=100000, "")?;
     if i.max_file_bytes == 0 {
         return Err(invalid("ingest.max_file_bytes", "must be greater than 0"));
     }
@@ -283,12 +250,7 @@ pub(super) fn validate_ingest(i: &super::IngestConfig) -> Result<()> {
             "must differ from ingest.qa_question_column",
         ));
     }
-    if !(1..=10_000_000).contains(&i.max_files) {
-        return Err(invalid(
-            "ingest.max_files",
-            format!("{} is out of range 1..=10000000", i.max_files),
-        ));
-    }
+    in_range("ingest.max_files", i.max_files, 1..=10000000, "")?;
     if !(i.watch_debounce_seconds.is_finite() && (0.05..=60.0).contains(&i.watch_debounce_seconds))
     {
         return Err(invalid(
@@ -329,26 +291,19 @@ pub(super) fn validate_qdrant(q: &super::QdrantConfig) -> Result<()> {
         "qdrant.search_limit",
         q.search_limit,
         1..=super::MAX_SEARCH_LIMIT,
+        "",
     )?;
-    if !(-1.0..=1.0).contains(&q.score_threshold) {
-        return Err(invalid(
-            "qdrant.score_threshold",
-            format!(
-                "{} is out of range -1.0..=1.0 (a cosine similarity)",
-                q.score_threshold
-            ),
-        ));
-    }
+    in_range(
+        "qdrant.score_threshold",
+        q.score_threshold,
+        -1.0..=1.0,
+        " (a cosine similarity)",
+    )?;
     for (key, w) in [
         ("qdrant.lexical_weight", q.lexical_weight),
         ("qdrant.identifier_weight", q.identifier_weight),
     ] {
-        if !(w.is_finite() && (0.0..=2.0).contains(&w)) {
-            return Err(invalid(
-                key,
-                format!("{w} is out of range 0.0..=2.0 (a bonus in cosine units)"),
-            ));
-        }
+        in_range(key, w, 0.0..=2.0, " (a bonus in cosine units)")?;
     }
     Ok(())
 }
@@ -396,12 +351,7 @@ fn validate_qdrant_server(q: &super::QdrantConfig) -> Result<()> {
             q.write_consistency_factor,
         ),
     ] {
-        if value > 1000 {
-            return Err(invalid(
-                key,
-                format!("{value} is out of range 0..=1000 (0: the server's default)"),
-            ));
-        }
+        in_range(key, value, 0..=1000, " (0: the server's default)")?;
     }
     if q.write_consistency_factor > q.replication_factor.max(1) {
         return Err(invalid(

@@ -2,7 +2,7 @@
 //! `sessions`, `server` and `mcp`.
 
 use super::Result;
-use super::check::invalid;
+use super::check::{in_range, invalid};
 use super::{MAX_BOOST_HALF_LIFE_DAYS, MAX_DOCUMENT_BOOST, MAX_GAP_DAYS};
 
 pub(super) fn validate_review(r: &super::ReviewConfig) -> Result<()> {
@@ -43,18 +43,8 @@ pub(super) fn validate_review(r: &super::ReviewConfig) -> Result<()> {
 }
 
 pub(super) fn validate_agent(a: &super::AgentConfig) -> Result<()> {
-    if !(1..=64).contains(&a.max_steps) {
-        return Err(invalid(
-            "agent.max_steps",
-            format!("{} is out of range 1..=64", a.max_steps),
-        ));
-    }
-    if !(1..=10_000_000).contains(&a.max_tokens) {
-        return Err(invalid(
-            "agent.max_tokens",
-            format!("{} is out of range 1..=10000000", a.max_tokens),
-        ));
-    }
+    in_range("agent.max_steps", a.max_steps, 1..=64, "")?;
+    in_range("agent.max_tokens", a.max_tokens, 1..=10000000, "")?;
     for (key, value, max) in [
         ("agent.max_seconds", a.max_seconds, 3_600.0),
         (
@@ -191,12 +181,7 @@ pub(super) fn validate_server(s: &super::ServerConfig) -> Result<()> {
             format!("{} must be a number of seconds above 0", s.request_timeout),
         ));
     }
-    if !(1..=1024).contains(&s.max_concurrency) {
-        return Err(invalid(
-            "server.max_concurrency",
-            format!("{} is out of range 1..=1024", s.max_concurrency),
-        ));
-    }
+    in_range("server.max_concurrency", s.max_concurrency, 1..=1024, "")?;
     if s.watch.len() > MAX_WATCHED {
         return Err(invalid(
             "server.watch",
@@ -231,15 +216,12 @@ const MAX_AUDIT_FILES: usize = 100;
 const MAX_LEEWAY_SECONDS: u64 = 300;
 
 pub(super) fn validate_jwt(j: &super::JwtConfig) -> Result<()> {
-    if j.leeway_seconds > MAX_LEEWAY_SECONDS {
-        return Err(invalid(
-            "auth.jwt.leeway_seconds",
-            format!(
-                "{} is out of range 0..={MAX_LEEWAY_SECONDS}",
-                j.leeway_seconds
-            ),
-        ));
-    }
+    in_range(
+        "auth.jwt.leeway_seconds",
+        j.leeway_seconds,
+        0..=MAX_LEEWAY_SECONDS,
+        "",
+    )?;
     if j.issuer.is_empty() {
         return Ok(());
     }
@@ -292,12 +274,7 @@ pub(super) fn validate_audit(a: &super::AuditConfig) -> Result<()> {
             ),
         ));
     }
-    if a.keep_files > MAX_AUDIT_FILES {
-        return Err(invalid(
-            "audit.keep_files",
-            format!("{} is out of range 0..={MAX_AUDIT_FILES}", a.keep_files),
-        ));
-    }
+    in_range("audit.keep_files", a.keep_files, 0..=MAX_AUDIT_FILES, "")?;
     Ok(())
 }
 

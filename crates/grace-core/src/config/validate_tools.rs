@@ -132,6 +132,7 @@ fn validate_mcp_server(
         &key("max_result_bytes"),
         s.max_result_bytes,
         1_024..=16 << 20,
+        "",
     )?;
     for (k, patterns) in [("include", &s.include), ("exclude", &s.exclude)] {
         for p in patterns {
@@ -148,9 +149,14 @@ fn validate_mcp_server(
 
 fn validate_web(w: &super::WebConfig) -> Result<()> {
     let f = &w.fetch;
-    in_range("tools.web.fetch.max_bytes", f.max_bytes, 1_024..=64 << 20)?;
-    in_range("tools.web.fetch.max_redirects", f.max_redirects, 0..=20)?;
-    in_range("tools.web.fetch.passages", f.passages, 1..=50)?;
+    in_range(
+        "tools.web.fetch.max_bytes",
+        f.max_bytes,
+        1_024..=64 << 20,
+        "",
+    )?;
+    in_range("tools.web.fetch.max_redirects", f.max_redirects, 0..=20, "")?;
+    in_range("tools.web.fetch.passages", f.passages, 1..=50, "")?;
     if f.content_types.is_empty() {
         return Err(invalid(
             "tools.web.fetch.content_types",
@@ -180,7 +186,7 @@ fn validate_web(w: &super::WebConfig) -> Result<()> {
             format!("`{}` is not a known shape (known: searxng)", s.shape),
         ));
     }
-    in_range("tools.web.search.max_results", s.max_results, 1..=50)?;
+    in_range("tools.web.search.max_results", s.max_results, 1..=50, "")?;
     for h in &w.allow_hosts {
         if h.trim().is_empty() || h.contains('/') {
             return Err(invalid(
@@ -197,33 +203,32 @@ fn validate_runtime(r: &super::RuntimeToolsConfig) -> Result<()> {
         "tools.runtime.max_code_bytes",
         r.max_code_bytes,
         64..=1 << 20,
+        "",
     )?;
     in_range(
         "tools.runtime.memory_bytes",
         r.memory_bytes,
         1 << 20..=1 << 30,
+        "",
     )?;
     in_range(
         "tools.runtime.stack_bytes",
         r.stack_bytes,
         64 << 10..=8 << 20,
+        "",
     )?;
     in_range(
         "tools.runtime.max_output_bytes",
         r.max_output_bytes,
         64..=16 << 20,
+        "",
     )?;
-    in_range("tools.runtime.max_tools", r.max_tools, 1..=10_000)?;
+    in_range("tools.runtime.max_tools", r.max_tools, 1..=10_000, "")?;
     Ok(())
 }
 
 fn validate_reflection(r: &super::ReflectionConfig) -> Result<()> {
-    if !(1..=1_000).contains(&r.failures) {
-        return Err(invalid(
-            "tools.reflection.failures",
-            format!("{} is out of range 1..=1000", r.failures),
-        ));
-    }
+    in_range("tools.reflection.failures", r.failures, 1..=1000, "")?;
     if r.disable_after != 0 && r.disable_after < r.failures {
         return Err(invalid(
             "tools.reflection.disable_after",
@@ -239,6 +244,6 @@ fn validate_reflection(r: &super::ReflectionConfig) -> Result<()> {
             format!("{} must be a positive number", r.slow_seconds),
         ));
     }
-    in_range("tools.reflection.history", r.history, 10..=100_000)?;
+    in_range("tools.reflection.history", r.history, 10..=100_000, "")?;
     Ok(())
 }
