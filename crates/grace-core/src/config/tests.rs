@@ -176,7 +176,7 @@ fn an_out_of_range_override_names_its_variable_not_the_file() {
     assert!(
         err.starts_with(
             "environment variable GRACE_STORAGE__OVERSAMPLING: invalid value for `storage.oversampling`"
-        ) && err.contains("1..=16"),
+        ) && err.contains("1.0..=16.0"),
         "{err}"
     );
     assert!(!err.contains("c.yml"), "{err}");

@@ -3,7 +3,7 @@
 //! lexical gate of the search, `search.rare_term_share`, `rare_terms`), the
 //! confidence formula (`confidence`) and the generator (`llm`).
 
-use super::check::{in_range, invalid};
+use super::check::{above_zero, in_range, invalid};
 use super::{Config, LlmProvider, Result};
 
 /// The `reader` section, with `search.rerank_depth`: the passages it reads.
@@ -108,12 +108,7 @@ pub(super) fn validate_confidence(c: &Config) -> Result<()> {
             0.5..=1.0,
         ),
     ] {
-        if !range.contains(&v) {
-            return Err(invalid(
-                key,
-                format!("{v} is out of range {}..={}", range.start(), range.end()),
-            ));
-        }
+        in_range(key, v, range, "")?;
     }
     in_range(
         "confidence.self_calibration.min_sections",
@@ -174,24 +169,19 @@ pub(super) fn validate_llm(llm: &super::LlmConfig) -> Result<()> {
                 format!("`{}` is not an http(s) URL", r.base_url),
             ));
         }
-        if !(r.timeout_seconds > 0.0 && r.timeout_seconds <= 3600.0) {
-            return Err(invalid(
-                &format!("{key}.timeout_seconds"),
-                format!("{} is out of range (0, 3600]", r.timeout_seconds),
-            ));
-        }
-        if !(0.0..=2.0).contains(&r.temperature) {
-            return Err(invalid(
-                &format!("{key}.temperature"),
-                format!("{} is out of range 0.0..=2.0", r.temperature),
-            ));
-        }
-        if !(16..=65_536).contains(&r.max_output_tokens) {
-            return Err(invalid(
-                &format!("{key}.max_output_tokens"),
-                format!("{} is out of range 16..=65536", r.max_output_tokens),
-            ));
-        }
+        in_range(
+            &format!("{key}.timeout_seconds"),
+            r.timeout_seconds,
+            above_zero(3600.0),
+            " seconds",
+        )?;
+        in_range(&format!("{key}.temperature"), r.temperature, 0.0..=2.0, "")?;
+        in_range(
+            &format!("{key}.max_output_tokens"),
+            r.max_output_tokens,
+            16..=65_536,
+            "",
+        )?;
     }
     Ok(())
 }

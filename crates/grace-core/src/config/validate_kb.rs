@@ -3,7 +3,7 @@
 //! (`ingest`), and the collection and its server (`qdrant`).
 
 use super::Result;
-use super::check::{in_range, invalid};
+use super::check::{above_zero, in_range, invalid};
 
 /// The `storage` section; its index settings in [`validate_index`].
 pub(super) fn validate_storage(s: &super::StorageConfig) -> Result<()> {
@@ -29,13 +29,12 @@ const MAX_POSTGRES_URL_BYTES: usize = 2048;
 fn validate_postgres(s: &super::StorageConfig) -> Result<()> {
     let p = &s.postgres;
     in_range("storage.postgres.pool_size", p.pool_size, 1..=64, "")?;
-    if !(p.connect_timeout_seconds.is_finite() && (1.0..=60.0).contains(&p.connect_timeout_seconds))
-    {
-        return Err(invalid(
-            "storage.postgres.connect_timeout_seconds",
-            format!("{} is out of range 1..=60", p.connect_timeout_seconds),
-        ));
-    }
+    in_range(
+        "storage.postgres.connect_timeout_seconds",
+        p.connect_timeout_seconds,
+        1.0..=60.0,
+        "",
+    )?;
     if !p.password_env.is_empty()
         && (p.password_env.starts_with(|c: char| c.is_ascii_digit())
             || !p
@@ -122,12 +121,7 @@ fn validate_postgres(s: &super::StorageConfig) -> Result<()> {
 
 /// The embedded store's index settings (`storage.*`).
 fn validate_index(s: &super::StorageConfig) -> Result<()> {
-    if !(s.oversampling.is_finite() && (1.0..=16.0).contains(&s.oversampling)) {
-        return Err(invalid(
-            "storage.oversampling",
-            format!("{} is out of range 1..=16", s.oversampling),
-        ));
-    }
+    in_range("storage.oversampling", s.oversampling, 1.0..=16.0, "")?;
     let ranges: [(&str, usize, std::ops::RangeInclusive<usize>, &str); 4] = [
         ("storage.hnsw_m", s.hnsw_m, 4..=128, ""),
         (
@@ -145,16 +139,7 @@ fn validate_index(s: &super::StorageConfig) -> Result<()> {
         ),
     ];
     for (key, value, range, why) in ranges {
-        if !range.contains(&value) {
-            return Err(invalid(
-                key,
-                format!(
-                    "{value} is out of range {}..={}{why}",
-                    range.start(),
-                    range.end()
-                ),
-            ));
-        }
+        in_range(key, value, range, why)?;
     }
     Ok(())
 }
@@ -181,12 +166,7 @@ pub(super) fn validate_embedding(e: &super::EmbeddingConfig) -> Result<()> {
 
 /// The `ingest` section.
 pub(super) fn validate_ingest(i: &super::IngestConfig) -> Result<()> {
-    if !(20..=4000).contains(&i.chunk_size) {
-        return Err(invalid(
-            "ingest.chunk_size",
-            format!("{} words is out of range 20..=4000", i.chunk_size),
-        ));
-    }
+    in_range("ingest.chunk_size", i.chunk_size, 20..=4000, " words")?;
     if i.chunk_overlap * 2 > i.chunk_size {
         return Err(invalid(
             "ingest.chunk_overlap",
@@ -211,12 +191,12 @@ pub(super) fn validate_ingest(i: &super::IngestConfig) -> Result<()> {
         }
     }
     in_range("ingest.store_retries", i.store_retries, 0..=20, "")?;
-    if !(i.store_retry_seconds.is_finite() && (0.0..=60.0).contains(&i.store_retry_seconds)) {
-        return Err(invalid(
-            "ingest.store_retry_seconds",
-            format!("{} is out of range [0, 60]", i.store_retry_seconds),
-        ));
-    }
+    in_range(
+        "ingest.store_retry_seconds",
+        i.store_retry_seconds,
+        0.0..=60.0,
+        " seconds",
+    )?;
     in_range("ingest.commit_chunks", i.commit_chunks, 1..=100000, "")?;
     if i.max_file_bytes == 0 {
         return Err(invalid("ingest.max_file_bytes", "must be greater than 0"));
@@ -251,13 +231,12 @@ pub(super) fn validate_ingest(i: &super::IngestConfig) -> Result<()> {
         ));
     }
     in_range("ingest.max_files", i.max_files, 1..=10000000, "")?;
-    if !(i.watch_debounce_seconds.is_finite() && (0.05..=60.0).contains(&i.watch_debounce_seconds))
-    {
-        return Err(invalid(
-            "ingest.watch_debounce_seconds",
-            format!("{} is out of range [0.05, 60]", i.watch_debounce_seconds),
-        ));
-    }
+    in_range(
+        "ingest.watch_debounce_seconds",
+        i.watch_debounce_seconds,
+        0.05..=60.0,
+        " seconds",
+    )?;
     for (n, root) in i.allowed_roots.iter().enumerate() {
         if !root.is_dir() {
             return Err(invalid(
@@ -337,12 +316,12 @@ fn validate_qdrant_server(q: &super::QdrantConfig) -> Result<()> {
             "must not contain spaces or control characters".to_string(),
         ));
     }
-    if !(q.timeout_seconds.is_finite() && q.timeout_seconds > 0.0 && q.timeout_seconds <= 3600.0) {
-        return Err(invalid(
-            "qdrant.timeout_seconds",
-            format!("{} is out of range (0, 3600]", q.timeout_seconds),
-        ));
-    }
+    in_range(
+        "qdrant.timeout_seconds",
+        q.timeout_seconds,
+        above_zero(3600.0),
+        " seconds",
+    )?;
     for (key, value) in [
         ("qdrant.shard_number", q.shard_number),
         ("qdrant.replication_factor", q.replication_factor),

@@ -2,7 +2,7 @@
 //! `sessions`, `server` and `mcp`.
 
 use super::Result;
-use super::check::{in_range, invalid};
+use super::check::{ABOVE_ZERO, above_zero, in_range, invalid};
 use super::{MAX_BOOST_HALF_LIFE_DAYS, MAX_DOCUMENT_BOOST, MAX_GAP_DAYS};
 
 pub(super) fn validate_review(r: &super::ReviewConfig) -> Result<()> {
@@ -10,25 +10,20 @@ pub(super) fn validate_review(r: &super::ReviewConfig) -> Result<()> {
         ("review.escalation_ttl_seconds", r.escalation_ttl_seconds),
         ("review.asker_wait_seconds", r.asker_wait_seconds),
     ] {
-        if !(value.is_finite() && value > 0.0 && value <= 31_536_000.0) {
-            return Err(invalid(
-                key,
-                format!("{value} must be a number of seconds above 0 and at most a year"),
-            ));
-        }
+        in_range(key, value, above_zero(31_536_000.0), " seconds (a year)")?;
     }
-    if !(0.0..=1.0).contains(&r.reviewer_confidence) {
-        return Err(invalid(
-            "review.reviewer_confidence",
-            format!("{} is out of range 0..=1", r.reviewer_confidence),
-        ));
-    }
-    if !(r.group_similarity > 0.0 && r.group_similarity <= 1.0) {
-        return Err(invalid(
-            "review.group_similarity",
-            format!("{} must be above 0 and at most 1", r.group_similarity),
-        ));
-    }
+    in_range(
+        "review.reviewer_confidence",
+        r.reviewer_confidence,
+        0.0..=1.0,
+        "",
+    )?;
+    in_range(
+        "review.group_similarity",
+        r.group_similarity,
+        above_zero(1.0),
+        " (a cosine)",
+    )?;
     if let Some(w) = r
         .replan_words
         .iter()
@@ -53,31 +48,24 @@ pub(super) fn validate_agent(a: &super::AgentConfig) -> Result<()> {
             604_800.0,
         ),
     ] {
-        if !(value.is_finite() && value > 0.0 && value <= max) {
-            return Err(invalid(
-                key,
-                format!("{value} must be a number of seconds above 0 and at most {max}"),
-            ));
-        }
+        in_range(key, value, above_zero(max), " seconds")?;
     }
     Ok(())
 }
 
 pub(super) fn validate_sessions(s: &super::SessionsConfig) -> Result<()> {
-    if !(s.ttl_seconds.is_finite() && s.ttl_seconds > 0.0) {
-        return Err(invalid(
-            "sessions.ttl_seconds",
-            format!("{} must be a number of seconds above 0", s.ttl_seconds),
-        ));
-    }
+    in_range(
+        "sessions.ttl_seconds",
+        s.ttl_seconds,
+        ABOVE_ZERO,
+        " seconds",
+    )?;
     for (key, value, max) in [
         ("sessions.max_turns", s.max_turns, 10_000),
         ("sessions.max_bytes", s.max_bytes, 64 << 20),
         ("sessions.max_sessions", s.max_sessions, 10_000_000),
     ] {
-        if !(1..=max).contains(&value) {
-            return Err(invalid(key, format!("{value} is out of range 1..={max}")));
-        }
+        in_range(key, value, 1..=max, "")?;
     }
     Ok(())
 }
@@ -101,28 +89,21 @@ pub(super) fn validate_feedback(f: &super::FeedbackConfig) -> Result<()> {
             MAX_BOOST_HALF_LIFE_DAYS as usize,
         ),
     ] {
-        if !(1..=max).contains(&value) {
-            return Err(invalid(key, format!("{value} is out of range 1..={max}")));
-        }
+        in_range(key, value, 1..=max, "")?;
     }
-    if !(f.gap_similarity > 0.0 && f.gap_similarity < 1.0) {
-        return Err(invalid(
-            "feedback.gap_similarity",
-            format!(
-                "{} is not a cosine between 0 and 1 (exclusive)",
-                f.gap_similarity
-            ),
-        ));
-    }
-    if !(0.0..=MAX_DOCUMENT_BOOST).contains(&f.document_boost) {
-        return Err(invalid(
-            "feedback.document_boost",
-            format!(
-                "{} is out of range 0..={MAX_DOCUMENT_BOOST} (0 switches it off)",
-                f.document_boost
-            ),
-        ));
-    }
+    use std::ops::Bound::Excluded;
+    in_range(
+        "feedback.gap_similarity",
+        f.gap_similarity,
+        (Excluded(0.0), Excluded(1.0)),
+        " (a cosine)",
+    )?;
+    in_range(
+        "feedback.document_boost",
+        f.document_boost,
+        0.0..=MAX_DOCUMENT_BOOST,
+        " (0 switches it off)",
+    )?;
     Ok(())
 }
 
@@ -159,28 +140,24 @@ pub(super) fn validate_server(s: &super::ServerConfig) -> Result<()> {
             "equals server.api_key: every service client would be the administrator; give it its own value".to_string(),
         ));
     }
-    if s.max_body_bytes < 1024 {
-        return Err(invalid(
-            "server.max_body_bytes",
-            format!("{} is below the least useful size, 1024", s.max_body_bytes),
-        ));
-    }
-    if !(s.shutdown_grace_seconds.is_finite() && (0.0..=3600.0).contains(&s.shutdown_grace_seconds))
-    {
-        return Err(invalid(
-            "server.shutdown_grace_seconds",
-            format!(
-                "{} must be a number of seconds from 0 to 3600",
-                s.shutdown_grace_seconds
-            ),
-        ));
-    }
-    if !(s.request_timeout.is_finite() && s.request_timeout > 0.0) {
-        return Err(invalid(
-            "server.request_timeout",
-            format!("{} must be a number of seconds above 0", s.request_timeout),
-        ));
-    }
+    in_range(
+        "server.max_body_bytes",
+        s.max_body_bytes,
+        1024..,
+        " (the least useful size is 1024)",
+    )?;
+    in_range(
+        "server.shutdown_grace_seconds",
+        s.shutdown_grace_seconds,
+        0.0..=3600.0,
+        " seconds",
+    )?;
+    in_range(
+        "server.request_timeout",
+        s.request_timeout,
+        ABOVE_ZERO,
+        " seconds",
+    )?;
     in_range("server.max_concurrency", s.max_concurrency, 1..=1024, "")?;
     if s.watch.len() > MAX_WATCHED {
         return Err(invalid(
@@ -263,28 +240,18 @@ pub(super) fn validate_jwt(j: &super::JwtConfig) -> Result<()> {
 }
 
 pub(super) fn validate_audit(a: &super::AuditConfig) -> Result<()> {
-    if !AUDIT_BYTES.contains(&a.max_bytes) {
-        return Err(invalid(
-            "audit.max_bytes",
-            format!(
-                "{} is out of range {}..={}",
-                a.max_bytes,
-                AUDIT_BYTES.start(),
-                AUDIT_BYTES.end()
-            ),
-        ));
-    }
+    in_range("audit.max_bytes", a.max_bytes, AUDIT_BYTES, "")?;
     in_range("audit.keep_files", a.keep_files, 0..=MAX_AUDIT_FILES, "")?;
     Ok(())
 }
 
 pub(super) fn validate_mcp(m: &super::McpConfig) -> Result<()> {
-    if !(m.timeout_seconds.is_finite() && m.timeout_seconds > 0.0) {
-        return Err(invalid(
-            "mcp.timeout_seconds",
-            format!("{} must be a number of seconds above 0", m.timeout_seconds),
-        ));
-    }
+    in_range(
+        "mcp.timeout_seconds",
+        m.timeout_seconds,
+        ABOVE_ZERO,
+        " seconds",
+    )?;
     if !m.principal.is_empty() && !super::access::valid_name(&m.principal) {
         return Err(invalid(
             "mcp.principal",

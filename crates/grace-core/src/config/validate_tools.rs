@@ -3,7 +3,7 @@
 //! reflection thresholds.
 
 use super::Result;
-use super::check::{in_range, invalid};
+use super::check::{above_zero, in_range, invalid};
 
 /// The names in `tools.enabled` are checked by whoever builds the registry
 /// (`ToolRegistry::from_config`) against the tools it has: config is data
@@ -41,38 +41,31 @@ pub(super) fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
     validate_runtime(&t.runtime)?;
     validate_reflection(&t.reflection)?;
     for (tool, p) in policies {
-        if !(p.timeout_seconds.is_finite()
-            && p.timeout_seconds > 0.0
-            && p.timeout_seconds <= 86_400.0)
-        {
-            return Err(invalid(
-                &format!("tools.{tool}.timeout_seconds"),
-                format!("{} must be in (0, 86400]", p.timeout_seconds),
-            ));
-        }
-        if p.retry_count > 10 {
-            return Err(invalid(
-                &format!("tools.{tool}.retry_count"),
-                format!("{} is out of range 0..=10", p.retry_count),
-            ));
-        }
-        if !(p.retry_delay_seconds.is_finite() && (0.0..=600.0).contains(&p.retry_delay_seconds)) {
-            return Err(invalid(
-                &format!("tools.{tool}.retry_delay_seconds"),
-                format!("{} is out of range 0..=600", p.retry_delay_seconds),
-            ));
-        }
+        in_range(
+            &format!("tools.{tool}.timeout_seconds"),
+            p.timeout_seconds,
+            above_zero(86_400.0),
+            " seconds",
+        )?;
+        in_range(
+            &format!("tools.{tool}.retry_count"),
+            p.retry_count,
+            0..=10,
+            "",
+        )?;
+        in_range(
+            &format!("tools.{tool}.retry_delay_seconds"),
+            p.retry_delay_seconds,
+            0.0..=600.0,
+            "",
+        )?;
     }
-    if !(1..=super::MAX_RAG_SEARCH_LIMIT).contains(&t.rag_search.limit) {
-        return Err(invalid(
-            "tools.rag_search.limit",
-            format!(
-                "{} is out of range 1..={}",
-                t.rag_search.limit,
-                super::MAX_RAG_SEARCH_LIMIT
-            ),
-        ));
-    }
+    in_range(
+        "tools.rag_search.limit",
+        t.rag_search.limit,
+        1..=super::MAX_RAG_SEARCH_LIMIT,
+        "",
+    )?;
     Ok(())
 }
 
@@ -124,9 +117,7 @@ fn validate_mcp_server(
         ("connect_timeout_seconds", s.connect_timeout_seconds),
         ("reconnect_max_seconds", s.reconnect_max_seconds),
     ] {
-        if !(v.is_finite() && v > 0.0 && v <= 3_600.0) {
-            return Err(invalid(&key(k), format!("{v} must be in (0, 3600]")));
-        }
+        in_range(&key(k), v, above_zero(3_600.0), " seconds")?;
     }
     in_range(
         &key("max_result_bytes"),
@@ -238,12 +229,12 @@ fn validate_reflection(r: &super::ReflectionConfig) -> Result<()> {
             ),
         ));
     }
-    if !(r.slow_seconds.is_finite() && r.slow_seconds > 0.0) {
-        return Err(invalid(
-            "tools.reflection.slow_seconds",
-            format!("{} must be a positive number", r.slow_seconds),
-        ));
-    }
+    in_range(
+        "tools.reflection.slow_seconds",
+        r.slow_seconds,
+        super::check::ABOVE_ZERO,
+        " seconds",
+    )?;
     in_range("tools.reflection.history", r.history, 10..=100_000, "")?;
     Ok(())
 }
