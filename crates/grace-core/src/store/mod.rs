@@ -3,8 +3,9 @@
 //! A point is one chunk: a dense vector (`dense`, cosine), a sparse lexical
 //! vector (`lexical`, with the IDF modifier) and a [`ChunkPayload`]. The
 //! embedded implementation is [`edge::EdgeStore`] (qdrant-edge, on disk, in
-//! process); [`qdrant::QdrantStore`] keeps the same collection in a Qdrant
-//! server over gRPC. Ranking fusion is not a store concern: the store answers one
+//! process); `qdrant::QdrantStore` (the `qdrant-server` feature) keeps the
+//! same collection in a Qdrant server over gRPC. Ranking fusion is not a
+//! store concern: the store answers one
 //! ranking per query and [`fusion`] combines them, so every backend fuses
 //! the same way.
 

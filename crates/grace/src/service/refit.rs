@@ -1,5 +1,5 @@
 //! Self-calibration while serving: a refit after an ingest, and the
-//! configuration runs are scored with once it is written.
+//! scorer runs are scored with once it is written.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -65,22 +65,30 @@ fn extend(
 }
 
 /// Refuses a setting whose tools this build was compiled without (the
-/// crate's features), naming the key and the feature. `tools.runtime`,
-/// on by default, asks for `js-tools` only when there may be stored tools
-/// to offer (their SQLite file exists, or the state is in PostgreSQL): a
-/// library build without JavaScript opens the default configuration.
+/// crate's features), naming the key and the feature. `tools.runtime`, on
+/// by default, asks for `js-tools` only where it asks for more than the
+/// default: the agent or MCP clients creating tools. Tools already stored
+/// (the `grace` command keeps a store in every knowledge base it asks) are
+/// not offered by such a build, and it says so once at start.
 fn check_features(config: &Config) -> crate::error::Result<()> {
     let web = &config.tools.web;
-    let runtime_tools = config.tools.runtime.enabled
-        && (config.storage.state == crate::config::StateBackend::Postgres
-            || config.runtime_tools_path().exists());
+    let runtime = &config.tools.runtime;
     let wanted = [
         (
             web.fetch.enabled || web.search.enabled,
             "tools.web",
             "web-tools",
         ),
-        (runtime_tools, "tools.runtime.enabled", "js-tools"),
+        (
+            runtime.enabled && runtime.allow_agent_create,
+            "tools.runtime.allow_agent_create",
+            "js-tools",
+        ),
+        (
+            runtime.enabled && runtime.allow_mcp_create,
+            "tools.runtime.allow_mcp_create",
+            "js-tools",
+        ),
         (
             config.tools.mcp_servers.iter().any(|s| s.enabled),
             "tools.mcp_servers",
@@ -90,16 +98,27 @@ fn check_features(config: &Config) -> crate::error::Result<()> {
     let built = [
         cfg!(feature = "web-tools"),
         cfg!(feature = "js-tools"),
+        cfg!(feature = "js-tools"),
         cfg!(feature = "mcp-client"),
     ];
-    match wanted
+    if let Some(((_, key, feature), _)) = wanted
         .iter()
         .zip(built)
         .find(|((on, ..), built)| *on && !built)
     {
-        Some(((_, key, feature), _)) => Err(crate::error::Error::FeatureOff { key, feature }),
-        None => Ok(()),
+        return Err(crate::error::Error::FeatureOff { key, feature });
     }
+    #[cfg(not(feature = "js-tools"))]
+    if runtime.enabled
+        && (config.storage.state == crate::config::StateBackend::Postgres
+            || config.runtime_tools_path().exists())
+    {
+        tracing::warn!(
+            "tools.runtime.enabled: run-time tools this knowledge base may keep are not offered: \
+             this build of GRACE has no `js-tools` feature"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -136,30 +155,41 @@ mod tests {
         }
     }
 
-    /// Run-time tools are on by default; a build without JavaScript opens
-    /// a knowledge base with none stored, and refuses one that has some
-    /// rather than dropping them unseen.
+    /// Run-time tools are on by default: a build without JavaScript opens
+    /// a knowledge base whether or not tools are stored there (it does not
+    /// offer them), and refuses only a setting that asks for more: the
+    /// agent or MCP clients creating tools.
     #[test]
-    fn stored_run_time_tools_the_build_cannot_run_are_refused_and_none_stored_is_fine() {
+    fn run_time_tools_asked_of_a_build_without_them_are_refused_only_when_asked_for() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::default();
         config.storage.data_dir = dir.path().to_path_buf();
         assert!(config.tools.runtime.enabled, "on by default");
-        assert!(check_features(&config).is_ok());
         std::fs::write(config.runtime_tools_path(), b"").unwrap();
-        let result = check_features(&config);
-        if cfg!(feature = "js-tools") {
-            assert!(result.is_ok(), "{result:?}");
-        } else {
-            assert!(matches!(
-                result,
-                Err(crate::error::Error::FeatureOff {
-                    key: "tools.runtime.enabled",
-                    feature: "js-tools"
-                })
-            ));
+        assert!(
+            check_features(&config).is_ok(),
+            "a store alone asks for nothing"
+        );
+        for (key, set) in [
+            ("tools.runtime.allow_agent_create", (true, false)),
+            ("tools.runtime.allow_mcp_create", (false, true)),
+        ] {
+            let mut asking = config.clone();
+            (
+                asking.tools.runtime.allow_agent_create,
+                asking.tools.runtime.allow_mcp_create,
+            ) = set;
+            let result = check_features(&asking);
+            if cfg!(feature = "js-tools") {
+                assert!(result.is_ok(), "{result:?}");
+            } else {
+                assert!(
+                    matches!(result, Err(crate::error::Error::FeatureOff { key: k, feature: "js-tools" }) if k == key),
+                    "{key}"
+                );
+            }
+            asking.tools.runtime.enabled = false;
+            assert!(check_features(&asking).is_ok(), "off, nothing is asked");
         }
-        config.tools.runtime.enabled = false;
-        assert!(check_features(&config).is_ok());
     }
 }
