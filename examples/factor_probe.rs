@@ -2,6 +2,7 @@
 //! asks it, with what the confidence model saw. One JSON line per question
 //! on stdout: id, kind, answerable, whether the answer was right (a gold
 //! source cited), the run's confidence and decision, the answer's factors,
+//! the factors as features (as the model sees them: `Factor::feature`),
 //! the answer text, and the first search's passages (id, corpus file,
 //! cosine, ranks, reader probability). `scripts/factor_study.py` reads it,
 //! beside `ranking_probe`'s output for the same set.
@@ -41,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     kb.ingest(&[set.join("corpus")], &Default::default(), &mut |_| {})?;
     let kb = Arc::new(kb);
     let registry = ToolRegistry::from_config(kb.config(), kb.clone())?;
-    let executor = Executor::new(&registry, kb.config(), 5);
+    let executor = Executor::new(&registry, kb.config(), kb.scorer(), 5);
     for q in load_questions(&set.join("questions.jsonl"))? {
         let run = executor.ask(&q.question, &mut |_| {})?;
         let passages = eval::search_passages(eval::first_search(&run), usize::MAX);
@@ -56,6 +57,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "answered": matches!(run.decision, Decision::Answer | Decision::Caveat),
             "recovered": run.recovered,
             "factors": run.answer_factors().cloned().unwrap_or_default(),
+            // The same as the confidence model sees them (Factor::feature).
+            "features": run.answer_factors().map(|f| f.0.iter()
+                .map(|(factor, v)| (json!(factor).as_str().unwrap_or("?").to_string(), json!(factor.feature(*v))))
+                .collect::<serde_json::Map<_, _>>()).unwrap_or_default(),
             "answer": run.answer.as_ref().map(|a| a.text.clone()),
             "passages": passages.iter().map(|p| json!({
                 "id": p.id.to_string(),

@@ -10,6 +10,10 @@ unanswerable, all and in-domain), then the out-of-fold AUROC of "right"
 (answered from a gold source) of a logistic model on GRACE's factors with
 and without each candidate (5 folds within each set, as `grace calibrate`
 fits), and the same model fitted on the train set and scored on the others.
+
+The factors are read as the confidence model sees them, from the probe's
+"features" (GRACE's own transform, Factor::feature): probe output written
+before the probe wrote them (2026-11-30) must be made again.
 """
 
 import argparse
@@ -21,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fit_weights import feature  # noqa: E402  (Factor::feature)
 from fusion_study import load  # noqa: E402
 
 # GRACE's factors as its confidence model sees them (Factor::feature).
@@ -126,7 +129,8 @@ def main():
         rows = []
         for line in open(factors_path):
             r = json.loads(line)
-            x = {k: feature(k, v) for k, v in r["factors"].items()}
+            # GRACE's own transform (Factor::feature), as the probe wrote it.
+            x = dict(r["features"])
             for k in BASE:
                 x.setdefault(k, 0.0 if k != "identifier_coverage" else 0.0)
             x.update(candidates(r, probe, tables))
