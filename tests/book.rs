@@ -37,12 +37,20 @@ struct Field {
     doc: String,
 }
 
-/// The structs with named fields in `crates/grace-core/src/config/*.rs`, by name.
+/// The structs with named fields in `crates/grace-core/src/config/*.rs`
+/// (and its section folders, `config/tools/*.rs`), by name.
 fn config_structs() -> BTreeMap<String, Vec<Field>> {
     let mut out = BTreeMap::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("crates/grace-core/src/config"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    let config = root().join("crates/grace-core/src/config");
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    };
+    let mut files: Vec<PathBuf> = entries(&config)
+        .into_iter()
+        .flat_map(|p| if p.is_dir() { entries(&p) } else { vec![p] })
         .filter(|p| p.extension().is_some_and(|e| e == "rs"))
         .collect();
     files.sort();

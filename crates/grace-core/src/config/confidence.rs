@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use super::check::{in_range, invalid};
+use super::{Config, LlmProvider, Result};
 use serde::{Deserialize, Serialize};
 
 /// How confidence is computed from the factors steps report (see
@@ -313,4 +315,113 @@ pub enum Aggregation {
     Min,
     /// All steps alike.
     Mean,
+}
+
+/// The `confidence` section (model-written questions need `llm.provider`).
+pub(super) fn validate_confidence(c: &Config) -> Result<()> {
+    // Every weight by the name the file gives it, so that none is left
+    // out (six were: neighbour_score, the reader's, identifier and
+    // follow-up coverage, document_history).
+    if let Ok(serde_yaml::Value::Mapping(weights)) = serde_yaml::to_value(c.confidence.weights) {
+        for (name, v) in &weights {
+            let (Some(name), Some(v)) = (name.as_str(), v.as_f64()) else {
+                continue;
+            };
+            in_range(
+                &format!("confidence.weights.{name}"),
+                v,
+                -1000.0..=1000.0,
+                "",
+            )?;
+        }
+    }
+    let v1 = &c.confidence.grace_v1;
+    for (key, v) in [
+        ("confidence.grace_v1.search_quality", v1.search_quality),
+        ("confidence.grace_v1.self_assessment", v1.self_assessment),
+        (
+            "confidence.grace_v1.citation_validity",
+            v1.citation_validity,
+        ),
+    ] {
+        in_range(key, v, 0.0..=1000.0, "")?;
+    }
+    if v1.search_quality + v1.self_assessment + v1.citation_validity <= 0.0 {
+        return Err(invalid(
+            "confidence.grace_v1",
+            "at least one weight must be above 0",
+        ));
+    }
+    if c.confidence
+        .calibration
+        .as_ref()
+        .is_some_and(|p| p.as_os_str().is_empty())
+    {
+        return Err(invalid(
+            "confidence.calibration",
+            "must be a file path, or null for none",
+        ));
+    }
+    let sc = &c.confidence.self_calibration;
+    in_range(
+        "confidence.self_calibration.questions",
+        sc.questions,
+        1..=10000,
+        "",
+    )?;
+    for (key, v, range) in [
+        (
+            "confidence.self_calibration.answerable_share",
+            sc.answerable_share,
+            0.1..=0.9,
+        ),
+        (
+            "confidence.self_calibration.refit_share",
+            sc.refit_share,
+            0.0..=1.0,
+        ),
+        (
+            "confidence.self_calibration.near_duplicate",
+            sc.near_duplicate,
+            0.5..=1.0,
+        ),
+    ] {
+        in_range(key, v, range, "")?;
+    }
+    in_range(
+        "confidence.self_calibration.min_sections",
+        sc.min_sections,
+        10..=100000,
+        " (fewer sections cannot fit 17 weights)",
+    )?;
+    if sc.model_questions && c.llm.provider == LlmProvider::Extractive {
+        return Err(invalid(
+            "confidence.self_calibration.model_questions",
+            "needs a language model to write the questions: set llm.provider to gemini or ollama, or model_questions to false",
+        ));
+    }
+    in_range(
+        "confidence.feedback_refit_every",
+        c.confidence.feedback_refit_every,
+        1..=100000,
+        " (new labels between two refits)",
+    )?;
+    let t = &c.confidence.thresholds;
+    for (key, v) in [
+        ("confidence.thresholds.silent", t.silent),
+        ("confidence.thresholds.notify", t.notify),
+        ("confidence.thresholds.confirm", t.confirm),
+    ] {
+        in_range(key, v, 0.0..=1.0, "")?;
+    }
+    if !(t.confirm <= t.notify && t.notify <= t.silent) {
+        return Err(invalid(
+            "confidence.thresholds",
+            format!(
+                "must satisfy confirm ({}) <= notify ({}) <= silent ({})",
+                t.confirm, t.notify, t.silent
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -1,6 +1,8 @@
 //! The `feedback` section: what GRACE keeps so that askers can rate its
 //! answers.
 
+use super::Result;
+use super::check::in_range;
 use serde::{Deserialize, Serialize};
 
 /// Most days of questions a gap report may read (`feedback.gap_days`, and
@@ -51,4 +53,41 @@ impl Default for FeedbackConfig {
             document_boost_half_life_days: 30,
         }
     }
+}
+
+pub(super) fn validate_feedback(f: &super::FeedbackConfig) -> Result<()> {
+    for (key, value, max) in [
+        (
+            "feedback.max_ratings_per_hour",
+            f.max_ratings_per_hour,
+            1_000_000,
+        ),
+        ("feedback.max_runs", f.max_runs, 100_000_000),
+        (
+            "feedback.gap_days",
+            f.gap_days as usize,
+            MAX_GAP_DAYS as usize,
+        ),
+        (
+            "feedback.document_boost_half_life_days",
+            f.document_boost_half_life_days as usize,
+            MAX_BOOST_HALF_LIFE_DAYS as usize,
+        ),
+    ] {
+        in_range(key, value, 1..=max, "")?;
+    }
+    use std::ops::Bound::Excluded;
+    in_range(
+        "feedback.gap_similarity",
+        f.gap_similarity,
+        (Excluded(0.0), Excluded(1.0)),
+        " (a cosine)",
+    )?;
+    in_range(
+        "feedback.document_boost",
+        f.document_boost,
+        0.0..=MAX_DOCUMENT_BOOST,
+        " (0 switches it off)",
+    )?;
+    Ok(())
 }

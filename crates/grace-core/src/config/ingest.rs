@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use super::Result;
+use super::check::{in_range, invalid};
 use serde::{Deserialize, Serialize};
 
 /// How documents are found, split and chunked.
@@ -103,4 +105,88 @@ impl Default for IngestConfig {
             default_access: vec![super::access::PUBLIC.to_string()],
         }
     }
+}
+
+/// The `ingest` section.
+pub(super) fn validate_ingest(i: &super::IngestConfig) -> Result<()> {
+    in_range("ingest.chunk_size", i.chunk_size, 20..=4000, " words")?;
+    if i.chunk_overlap * 2 > i.chunk_size {
+        return Err(invalid(
+            "ingest.chunk_overlap",
+            format!(
+                "{} must be at most half of ingest.chunk_size ({})",
+                i.chunk_overlap, i.chunk_size
+            ),
+        ));
+    }
+    super::access::check_readers(&i.default_access)
+        .map_err(|m| invalid("ingest.default_access", m))?;
+    if i.include.is_empty() {
+        return Err(invalid("ingest.include", "needs at least one glob pattern"));
+    }
+    for (key, patterns) in [
+        ("ingest.include", &i.include),
+        ("ingest.exclude", &i.exclude),
+    ] {
+        for p in patterns {
+            globset::Glob::new(p)
+                .map_err(|e| invalid(key, format!("`{p}` is not a valid glob: {e}")))?;
+        }
+    }
+    in_range("ingest.store_retries", i.store_retries, 0..=20, "")?;
+    in_range(
+        "ingest.store_retry_seconds",
+        i.store_retry_seconds,
+        0.0..=60.0,
+        " seconds",
+    )?;
+    in_range("ingest.commit_chunks", i.commit_chunks, 1..=100000, "")?;
+    if i.max_file_bytes == 0 {
+        return Err(invalid("ingest.max_file_bytes", "must be greater than 0"));
+    }
+    for (key, value) in [
+        (
+            "ingest.max_compression_ratio",
+            i.max_compression_ratio as usize,
+        ),
+        ("ingest.max_archive_entries", i.max_archive_entries),
+        ("ingest.max_pages", i.max_pages),
+    ] {
+        if value == 0 {
+            return Err(invalid(key, "must be greater than 0"));
+        }
+    }
+    for (key, value) in [
+        ("ingest.qa_question_column", &i.qa_question_column),
+        ("ingest.qa_answer_column", &i.qa_answer_column),
+    ] {
+        if value.trim().is_empty() {
+            return Err(invalid(key, "must name a column"));
+        }
+    }
+    if i.qa_question_column
+        .trim()
+        .eq_ignore_ascii_case(i.qa_answer_column.trim())
+    {
+        return Err(invalid(
+            "ingest.qa_answer_column",
+            "must differ from ingest.qa_question_column",
+        ));
+    }
+    in_range("ingest.max_files", i.max_files, 1..=10000000, "")?;
+    in_range(
+        "ingest.watch_debounce_seconds",
+        i.watch_debounce_seconds,
+        0.05..=60.0,
+        " seconds",
+    )?;
+    for (n, root) in i.allowed_roots.iter().enumerate() {
+        if !root.is_dir() {
+            return Err(invalid(
+                &format!("ingest.allowed_roots[{n}]"),
+                format!("{} is not an existing folder", root.display()),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -2,6 +2,8 @@
 //! language model is reached and offered tools; and the `answer` section:
 //! how an answer is shown.
 
+use super::Result;
+use super::check::{above_zero, in_range, invalid};
 use serde::{Deserialize, Serialize};
 
 /// The generator that writes answers (see [`crate::llm`]).
@@ -149,4 +151,42 @@ pub enum AnswerFormat {
     Markdown,
     /// Plain text: Markdown's marks removed.
     Text,
+}
+
+/// The `llm` section.
+pub(super) fn validate_llm(llm: &super::LlmConfig) -> Result<()> {
+    let x = &llm.extractive;
+    in_range("llm.extractive.max_sentences", x.max_sentences, 1..=20, "")?;
+    in_range(
+        "llm.extractive.min_similarity",
+        x.min_similarity,
+        -1.0..=1.0,
+        " (a cosine similarity)",
+    )?;
+    for (key, r) in [("llm.gemini", &llm.gemini), ("llm.ollama", &llm.ollama)] {
+        if r.model.trim().is_empty() {
+            return Err(invalid(&format!("{key}.model"), "must name a model"));
+        }
+        let is_url = |u: &str| u.starts_with("http://") || u.starts_with("https://");
+        if !(r.base_url.is_empty() || is_url(&r.base_url)) {
+            return Err(invalid(
+                &format!("{key}.base_url"),
+                format!("`{}` is not an http(s) URL", r.base_url),
+            ));
+        }
+        in_range(
+            &format!("{key}.timeout_seconds"),
+            r.timeout_seconds,
+            above_zero(3600.0),
+            " seconds",
+        )?;
+        in_range(&format!("{key}.temperature"), r.temperature, 0.0..=2.0, "")?;
+        in_range(
+            &format!("{key}.max_output_tokens"),
+            r.max_output_tokens,
+            16..=65_536,
+            "",
+        )?;
+    }
+    Ok(())
 }

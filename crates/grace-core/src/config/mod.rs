@@ -31,10 +31,6 @@ mod serve;
 mod storage;
 mod tools;
 mod validate;
-mod validate_answer;
-mod validate_kb;
-mod validate_serve;
-mod validate_tools;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

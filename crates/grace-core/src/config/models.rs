@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use super::check::{in_range, invalid};
+use super::{Config, Result};
 use serde::{Deserialize, Serialize};
 
 /// The local sentence-embedding model (installed by `scripts/setup`).
@@ -70,4 +72,57 @@ impl Default for ReaderConfig {
             threads: 0,
         }
     }
+}
+
+/// The `reader` section, with `search.rerank_depth`: the passages it reads.
+pub(super) fn validate_reader(c: &Config) -> Result<()> {
+    let r = &c.reader;
+    if r.model_dir.as_os_str().is_empty() {
+        return Err(invalid("reader.model_dir", "must not be empty"));
+    }
+    in_range(
+        "reader.max_length",
+        r.max_length,
+        16..=512,
+        " (the model's position limit)",
+    )?;
+    in_range("reader.threads", r.threads, 0..=1024, " (0 = all cores)")?;
+    in_range("search.rerank_depth", c.search.rerank_depth, 1..=100, "")?;
+    let share = c.search.rare_term_share;
+    in_range(
+        "search.rare_term_share",
+        share,
+        0.0..=1.0,
+        " (a share of the candidate passages)",
+    )?;
+    in_range(
+        "search.rare_terms",
+        c.search.rare_terms,
+        0..=MAX_RARE_TERMS,
+        "",
+    )?;
+    Ok(())
+}
+
+/// Most strong terms `search.rare_terms` may ask of a passage.
+const MAX_RARE_TERMS: usize = 16;
+
+/// The `embedding` section.
+pub(super) fn validate_embedding(e: &super::EmbeddingConfig) -> Result<()> {
+    if e.model_dir.as_os_str().is_empty() {
+        return Err(invalid("embedding.model_dir", "must not be empty"));
+    }
+    if e.runtime_path.as_os_str().is_empty() {
+        return Err(invalid("embedding.runtime_path", "must not be empty"));
+    }
+    in_range("embedding.max_length", e.max_length, 16..=8192, "")?;
+    in_range("embedding.batch_size", e.batch_size, 1..=4096, "")?;
+    in_range("embedding.threads", e.threads, 0..=1024, " (0 = all cores)")?;
+    in_range(
+        "embedding.cache_size",
+        e.cache_size,
+        0..=1000000,
+        " (0 = off)",
+    )?;
+    Ok(())
 }

@@ -1,6 +1,8 @@
 //! The `planner` and `agent` sections: how a question is worked through,
 //! and the agent loop's budgets.
 
+use super::Result;
+use super::check::{above_zero, in_range};
 use serde::{Deserialize, Serialize};
 
 /// How a question is worked through (`planner`).
@@ -52,4 +54,20 @@ impl Default for AgentConfig {
             reply_timeout_seconds: 300.0,
         }
     }
+}
+
+pub(super) fn validate_agent(a: &super::AgentConfig) -> Result<()> {
+    in_range("agent.max_steps", a.max_steps, 1..=64, "")?;
+    in_range("agent.max_tokens", a.max_tokens, 1..=10000000, "")?;
+    for (key, value, max) in [
+        ("agent.max_seconds", a.max_seconds, 3_600.0),
+        (
+            "agent.reply_timeout_seconds",
+            a.reply_timeout_seconds,
+            604_800.0,
+        ),
+    ] {
+        in_range(key, value, above_zero(max), " seconds")?;
+    }
+    Ok(())
 }

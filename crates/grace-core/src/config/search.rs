@@ -1,6 +1,8 @@
 //! The `qdrant` and `search` sections: the collection, how it is searched
 //! and fused, and what happens to the fused ranking.
 
+use super::Result;
+use super::check::{above_zero, in_range, invalid};
 use serde::{Deserialize, Serialize};
 
 /// The most passages one search returns (`qdrant.search_limit`, `-k`, the
@@ -126,4 +128,102 @@ pub enum Rerank {
     Reader,
     /// Keep the fused (and pinned) order.
     None,
+}
+
+/// The `qdrant` section but `qdrant.candidates` (checked last, in
+/// [`super::validate::validate`]).
+pub(super) fn validate_qdrant(q: &super::QdrantConfig) -> Result<()> {
+    in_range("qdrant.candidates", q.candidates, 1..=10000, "")?;
+    let name_ok = !q.collection.is_empty()
+        && q.collection.len() <= 64
+        && q.collection
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+    if !name_ok {
+        return Err(invalid(
+            "qdrant.collection",
+            format!(
+                "`{}` must be 1 to 64 characters of letters, digits, `_` or `-`",
+                q.collection
+            ),
+        ));
+    }
+    validate_qdrant_server(q)?;
+    in_range(
+        "qdrant.search_limit",
+        q.search_limit,
+        1..=super::MAX_SEARCH_LIMIT,
+        "",
+    )?;
+    in_range(
+        "qdrant.score_threshold",
+        q.score_threshold,
+        -1.0..=1.0,
+        " (a cosine similarity)",
+    )?;
+    for (key, w) in [
+        ("qdrant.lexical_weight", q.lexical_weight),
+        ("qdrant.identifier_weight", q.identifier_weight),
+    ] {
+        in_range(key, w, 0.0..=2.0, " (a bonus in cosine units)")?;
+    }
+    Ok(())
+}
+
+/// The Qdrant server keys: checked whatever the backend, so a mistake shows
+/// before the day the backend is switched.
+fn validate_qdrant_server(q: &super::QdrantConfig) -> Result<()> {
+    let rest = q
+        .url
+        .strip_prefix("http://")
+        .or_else(|| q.url.strip_prefix("https://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    match host {
+        Some(h) if !h.is_empty() && !h.starts_with(':') && !h.contains(char::is_whitespace) => {}
+        _ => {
+            return Err(invalid(
+                "qdrant.url",
+                format!(
+                    "{:?} is not an http(s) URL with a host, such as http://localhost:6334 (the gRPC port)",
+                    q.url
+                ),
+            ));
+        }
+    }
+    if q.api_key
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(invalid(
+            "qdrant.api_key",
+            "must not contain spaces or control characters".to_string(),
+        ));
+    }
+    in_range(
+        "qdrant.timeout_seconds",
+        q.timeout_seconds,
+        above_zero(3600.0),
+        " seconds",
+    )?;
+    for (key, value) in [
+        ("qdrant.shard_number", q.shard_number),
+        ("qdrant.replication_factor", q.replication_factor),
+        (
+            "qdrant.write_consistency_factor",
+            q.write_consistency_factor,
+        ),
+    ] {
+        in_range(key, value, 0..=1000, " (0: the server's default)")?;
+    }
+    if q.write_consistency_factor > q.replication_factor.max(1) {
+        return Err(invalid(
+            "qdrant.write_consistency_factor",
+            format!(
+                "{} is more than the replicas there are (qdrant.replication_factor {}): no write could ever be confirmed",
+                q.write_consistency_factor,
+                q.replication_factor.max(1)
+            ),
+        ));
+    }
+    Ok(())
 }

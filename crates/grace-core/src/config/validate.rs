@@ -1,15 +1,22 @@
-//! Range and consistency checks run after loading. Each error names the key.
-//! The sections are checked in a fixed order, and the first failing check
-//! is the error.
+//! The checks run after loading: each section's own sit beside its struct
+//! (`storage.rs`, `serve.rs`, `tools/validate.rs`, ...), every range
+//! through `check::in_range`; this runs them in a fixed order, with the
+//! few that span sections, and the first failing check is the error. Each
+//! error names the key.
 
-use super::check::{in_range, invalid};
-use super::validate_answer::{validate_confidence, validate_llm, validate_reader};
-use super::validate_kb::{validate_embedding, validate_ingest, validate_qdrant, validate_storage};
-use super::validate_serve::{
-    validate_agent, validate_audit, validate_feedback, validate_jwt, validate_mcp, validate_review,
-    validate_server, validate_sessions,
+use super::check::invalid;
+use super::confidence::validate_confidence;
+use super::feedback::validate_feedback;
+use super::ingest::validate_ingest;
+use super::llm::validate_llm;
+use super::models::{validate_embedding, validate_reader};
+use super::planner::validate_agent;
+use super::search::validate_qdrant;
+use super::serve::{
+    validate_audit, validate_jwt, validate_mcp, validate_review, validate_server, validate_sessions,
 };
-use super::validate_tools::validate_tools;
+use super::storage::validate_storage;
+use super::tools::validate_tools;
 use super::{Config, Result};
 
 /// Checks every value that the types alone do not constrain.
@@ -41,8 +48,6 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_confidence(c)?;
     validate_tools(&c.tools)?;
     validate_llm(&c.llm)?;
-    let q = &c.qdrant;
-    in_range("qdrant.candidates", q.candidates, 1..=10000, "")?;
     Ok(())
 }
 

@@ -3,6 +3,9 @@
 //! three come from (other MCP servers, the web, scripts created at run
 //! time), with the reflection thresholds that mark a tool unreliable.
 
+mod validate;
+pub(super) use self::validate::validate_tools;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

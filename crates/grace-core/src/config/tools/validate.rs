@@ -2,13 +2,13 @@
 //! and retries, other MCP servers, the web tools, runtime tools and the
 //! reflection thresholds.
 
-use super::Result;
-use super::check::{above_zero, in_range, invalid};
+use crate::config::Result;
+use crate::config::check::{above_zero, in_range, invalid};
 
 /// The names in `tools.enabled` are checked by whoever builds the registry
 /// (`ToolRegistry::from_config`) against the tools it has: config is data
 /// and knows no layer above it.
-pub(super) fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
+pub(crate) fn validate_tools(t: &crate::config::ToolsConfig) -> Result<()> {
     for (i, name) in t.enabled.iter().enumerate() {
         if t.enabled[..i].contains(name) {
             return Err(invalid(
@@ -18,9 +18,9 @@ pub(super) fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
         }
     }
     let mut policies = vec![
-        (super::RAG_SEARCH.to_string(), t.rag_search.policy()),
-        (super::REASONING.to_string(), t.reasoning.policy()),
-        (super::ASK_USER.to_string(), t.ask_user.policy()),
+        (crate::config::RAG_SEARCH.to_string(), t.rag_search.policy()),
+        (crate::config::REASONING.to_string(), t.reasoning.policy()),
+        (crate::config::ASK_USER.to_string(), t.ask_user.policy()),
         ("web.fetch".to_string(), t.web.fetch.policy()),
         ("web.search".to_string(), t.web.search.policy()),
         ("runtime".to_string(), t.runtime.policy()),
@@ -29,7 +29,7 @@ pub(super) fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
         validate_mcp_server(i, s, &t.mcp_servers[..i])?;
         policies.push((format!("mcp_servers[{i}]"), s.policy()));
         for (name, o) in &s.tools {
-            let p = super::ToolPolicy {
+            let p = crate::config::ToolPolicy {
                 timeout_seconds: o.timeout_seconds.unwrap_or(s.timeout_seconds),
                 retry_count: o.retry_count.unwrap_or(s.retry_count),
                 retry_delay_seconds: o.retry_delay_seconds.unwrap_or(s.retry_delay_seconds),
@@ -63,7 +63,7 @@ pub(super) fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
     in_range(
         "tools.rag_search.limit",
         t.rag_search.limit,
-        1..=super::MAX_RAG_SEARCH_LIMIT,
+        1..=crate::config::MAX_RAG_SEARCH_LIMIT,
         "",
     )?;
     Ok(())
@@ -71,8 +71,8 @@ pub(super) fn validate_tools(t: &super::ToolsConfig) -> Result<()> {
 
 fn validate_mcp_server(
     i: usize,
-    s: &super::McpServerConfig,
-    before: &[super::McpServerConfig],
+    s: &crate::config::McpServerConfig,
+    before: &[crate::config::McpServerConfig],
 ) -> Result<()> {
     let key = |k: &str| format!("tools.mcp_servers[{i}].{k}");
     let name_ok = !s.name.is_empty()
@@ -138,7 +138,7 @@ fn validate_mcp_server(
     Ok(())
 }
 
-fn validate_web(w: &super::WebConfig) -> Result<()> {
+fn validate_web(w: &crate::config::WebConfig) -> Result<()> {
     let f = &w.fetch;
     in_range(
         "tools.web.fetch.max_bytes",
@@ -189,7 +189,7 @@ fn validate_web(w: &super::WebConfig) -> Result<()> {
     Ok(())
 }
 
-fn validate_runtime(r: &super::RuntimeToolsConfig) -> Result<()> {
+fn validate_runtime(r: &crate::config::RuntimeToolsConfig) -> Result<()> {
     in_range(
         "tools.runtime.max_code_bytes",
         r.max_code_bytes,
@@ -218,7 +218,7 @@ fn validate_runtime(r: &super::RuntimeToolsConfig) -> Result<()> {
     Ok(())
 }
 
-fn validate_reflection(r: &super::ReflectionConfig) -> Result<()> {
+fn validate_reflection(r: &crate::config::ReflectionConfig) -> Result<()> {
     in_range("tools.reflection.failures", r.failures, 1..=1000, "")?;
     if r.disable_after != 0 && r.disable_after < r.failures {
         return Err(invalid(
@@ -232,7 +232,7 @@ fn validate_reflection(r: &super::ReflectionConfig) -> Result<()> {
     in_range(
         "tools.reflection.slow_seconds",
         r.slow_seconds,
-        super::check::ABOVE_ZERO,
+        crate::config::check::ABOVE_ZERO,
         " seconds",
     )?;
     in_range("tools.reflection.history", r.history, 10..=100_000, "")?;
