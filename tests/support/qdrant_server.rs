@@ -88,15 +88,20 @@ pub struct QdrantCluster {
     options: Options,
 }
 
+/// `scripts/qdrant ARGS`, with the server [`binary`] this fixture found.
+fn script_command(args: &[&str]) -> Command {
+    let mut command = Command::new("bash");
+    command
+        .arg(super::common::repo().join("scripts/qdrant"))
+        .args(args)
+        .env("GRACE_QDRANT_BIN", binary());
+    command
+}
+
 /// Runs `scripts/qdrant ARGS` for the nodes in `dir`; its standard output.
 /// A failure panics with what the script said (the logs' tails included).
 fn script(args: &[&str]) -> String {
-    let out = Command::new("bash")
-        .arg(super::common::repo().join("scripts/qdrant"))
-        .args(args)
-        .env("GRACE_QDRANT_BIN", binary())
-        .output()
-        .expect("run scripts/qdrant");
+    let out = script_command(args).output().expect("run scripts/qdrant");
     assert!(
         out.status.success(),
         "scripts/qdrant {} failed ({}):\n{}",
@@ -246,11 +251,7 @@ impl QdrantCluster {
 impl Drop for QdrantCluster {
     fn drop(&mut self) {
         let failed = std::thread::panicking();
-        let stopped = Command::new("bash")
-            .arg(super::common::repo().join("scripts/qdrant"))
-            .args(["stop", "--dir", &self.folder()])
-            .env("GRACE_QDRANT_BIN", binary())
-            .status();
+        let stopped = script_command(&["stop", "--dir", &self.folder()]).status();
         if !stopped.as_ref().is_ok_and(|s| s.success()) {
             eprintln!(
                 "scripts/qdrant stop --dir {} failed: {stopped:?}",

@@ -73,38 +73,36 @@ fn extend(
 fn check_features(config: &Config) -> crate::error::Result<()> {
     let web = &config.tools.web;
     let runtime = &config.tools.runtime;
-    let wanted = [
+    // What the configuration asks for, and whether this build has it.
+    let features = [
         (
             web.fetch.enabled || web.search.enabled,
             "tools.web",
             "web-tools",
+            cfg!(feature = "web-tools"),
         ),
         (
             runtime.enabled && runtime.allow_agent_create,
             "tools.runtime.allow_agent_create",
             "js-tools",
+            cfg!(feature = "js-tools"),
         ),
         (
             runtime.enabled && runtime.allow_mcp_create,
             "tools.runtime.allow_mcp_create",
             "js-tools",
+            cfg!(feature = "js-tools"),
         ),
         (
             config.tools.mcp_servers.iter().any(|s| s.enabled),
             "tools.mcp_servers",
             "mcp-client",
+            cfg!(feature = "mcp-client"),
         ),
     ];
-    let built = [
-        cfg!(feature = "web-tools"),
-        cfg!(feature = "js-tools"),
-        cfg!(feature = "js-tools"),
-        cfg!(feature = "mcp-client"),
-    ];
-    if let Some(((_, key, feature), _)) = wanted
-        .iter()
-        .zip(built)
-        .find(|((on, ..), built)| *on && !built)
+    if let Some((_, key, feature, _)) = features
+        .into_iter()
+        .find(|(asked, .., built)| *asked && !built)
     {
         return Err(crate::error::Error::FeatureOff { key, feature });
     }
