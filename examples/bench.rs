@@ -16,7 +16,7 @@
 //!                                FROM's points (and jittered copies up to N)
 //!                                into a fresh store of the configured backend
 //!                                (`storage.backend`: the embedded store in
-//!                                DATA_DIR, or `qdrant.collection` on the
+//!                                DATA_DIR, or `collection.name` on the
 //!                                server at `qdrant.url`, dropped first), in
 //!                                batches of 256 (timed per batch)
 //! bench store-query DATA_DIR QUESTIONS [PASSES] [CLIENTS]
@@ -390,7 +390,7 @@ fn access(
         vectors,
         dimension: model.dimension(),
     };
-    let qdrant = &kb.config().qdrant;
+    let tuning = &kb.config().search;
     let search = |q: &str, filter: Option<&grace::store::PayloadFilter>| -> Result<Vec<u64>> {
         let request = SearchRequest {
             query: q,
@@ -399,7 +399,7 @@ fn access(
             pin_identifiers: kb.config().search.pin_identifiers,
             gate: Gate::of(&kb.config().search),
         };
-        let passages = grace::search::search(store, &precomputed, kb.lexical(), qdrant, &request)?;
+        let passages = grace::search::search(store, &precomputed, kb.lexical(), tuning, &request)?;
         Ok(passages.iter().map(|p| p.id).collect())
     };
     let dense =
@@ -535,7 +535,7 @@ fn store_write(config: Config, from: PathBuf, to: PathBuf, grow_to: usize) -> Re
     if config.storage.backend == Backend::Qdrant {
         // A fresh collection on every run (and every backend's settings
         // as the configuration gives them now).
-        QdrantStore::drop_collection(&config.qdrant)
+        QdrantStore::drop_collection(&config.qdrant, &config.collection)
             .map_err(|e| format!("cannot drop the old collection: {e}"))?;
     }
     // The model is not loaded (FastEmbedder loads it on the first
@@ -606,7 +606,7 @@ fn server_layout(config: &Config) -> Result<serde_json::Value> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let name = config.qdrant.collection.clone();
+    let name = config.collection.name.clone();
     let deadline = Instant::now() + Duration::from_secs(600);
     let info = loop {
         let info = runtime
@@ -710,8 +710,8 @@ fn store_query(
         vectors,
         dimension: model.dimension(),
     };
-    let qdrant = &kb.config().qdrant;
-    let candidates = qdrant.candidates;
+    let tuning = &kb.config().search;
+    let candidates = tuning.candidates;
     let pin_identifiers = kb.config().search.pin_identifiers;
     let ids = |hits: Vec<grace::store::StoredHit>| hits.iter().map(|h| h.id).collect::<Vec<u64>>();
     // A call that fails in a way GRACE counts as transient (a server busy,
@@ -740,7 +740,7 @@ fn store_query(
             gate: Gate::of(&kb.config().search),
         };
         let passages = retried.call(
-            || grace::search::search(store, &precomputed, kb.lexical(), qdrant, &request),
+            || grace::search::search(store, &precomputed, kb.lexical(), tuning, &request),
             search_transient,
         )?;
         Ok(passages.iter().map(|p| p.id).collect())
@@ -853,7 +853,7 @@ fn store_query(
             gate: Gate::of(&kb.config().search),
         };
         let top10 = |s: &dyn grace::store::VectorStore| -> Result<Vec<u64>> {
-            let passages = grace::search::search(s, &precomputed, kb.lexical(), qdrant, &request)?;
+            let passages = grace::search::search(s, &precomputed, kb.lexical(), tuning, &request)?;
             Ok(passages.iter().map(|p| p.id).collect())
         };
         hybrid_recall.push(overlap(&top10(store)?, &top10(&exact)?));

@@ -1,6 +1,6 @@
 //! Research tool: chooses the lexical gate of GRACE's fusion
 //! (`search.rare_term_share`, `search.rare_terms`, with
-//! `qdrant.lexical_weight` and `qdrant.identifier_weight`) by
+//! `search.lexical_weight` and `search.identifier_weight`) by
 //! cross-validation across corpora, holding out one corpus at a time, on
 //! the rankings `ranking_probe` wrote. Each ordering is GRACE's own
 //! ([`grace::store::fusion::fuse_gated`] and [`grace::store::fusion::pin`],
@@ -28,7 +28,7 @@ use serde_json::Value;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-/// Candidates each ranking gives a search (`qdrant.candidates`).
+/// Candidates each ranking gives a search (`search.candidates`).
 const DEPTH: usize = 40;
 /// Passages from the top of the lexical ranking checked for identifiers.
 const PIN_POOL: usize = 10;

@@ -181,28 +181,24 @@ fn missing_path_exits_3_and_names_it() {
 #[test]
 fn bad_config_exits_2_naming_key_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("grace_config.yml"),
-        "qdrant:\n  search_limit: 0\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("grace_config.yml"), "search:\n  limit: 0\n").unwrap();
     let out = grace(dir.path(), &["status"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("grace_config.yml:2:") && err.contains("qdrant.search_limit"),
+        err.contains("grace_config.yml:2:") && err.contains("search.limit"),
         "{err}"
     );
 
     let out = Command::new(env!("CARGO_BIN_EXE_grace"))
         .args(["config"])
         .current_dir(tempfile::tempdir().unwrap().path())
-        .env("GRACE_QDRANT__HYBRID", "sometimes")
+        .env("GRACE_SEARCH__HYBRID", "sometimes")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("GRACE_QDRANT__HYBRID"),
+        stderr(&out).contains("GRACE_SEARCH__HYBRID"),
         "{}",
         stderr(&out)
     );

@@ -255,7 +255,7 @@ fn score_threshold_drops_passages_below_it_and_keeps_the_fused_order() {
     assert!(want.len() < all.len(), "{scores:?}");
 
     let mut config = common::config(data.path());
-    config.qdrant.score_threshold = threshold;
+    config.search.score_threshold = threshold;
     let kb = KnowledgeBase::open(config, OpenMode::Existing).unwrap();
     let got = kb.search(question, Some(50), None).unwrap();
     assert_eq!(got.iter().map(|p| p.id).collect::<Vec<_>>(), want);

@@ -51,10 +51,10 @@ fn grace_on(collection: &str, data: &Path, url: &str, args: &[&str]) -> std::pro
     let out = common::grace_cmd(data.parent().unwrap(), &all)
         .env("GRACE_STORAGE__BACKEND", "qdrant")
         .env("GRACE_QDRANT__URL", url)
-        .env("GRACE_QDRANT__COLLECTION", collection)
-        .env("GRACE_QDRANT__SHARD_NUMBER", "3")
-        .env("GRACE_QDRANT__REPLICATION_FACTOR", "2")
-        .env("GRACE_QDRANT__WRITE_CONSISTENCY_FACTOR", "1")
+        .env("GRACE_COLLECTION__NAME", collection)
+        .env("GRACE_COLLECTION__SHARD_NUMBER", "3")
+        .env("GRACE_COLLECTION__REPLICATION_FACTOR", "2")
+        .env("GRACE_COLLECTION__WRITE_CONSISTENCY_FACTOR", "1")
         .output()
         .unwrap();
     eprintln!(
@@ -168,7 +168,7 @@ fn manifest_ids(data: &Path, url: &str) -> Vec<u64> {
     let mut config = common::config(data);
     config.storage.backend = grace::config::Backend::Qdrant;
     config.qdrant.url = url.to_string();
-    config.qdrant.collection = COLLECTION.to_string();
+    config.collection.name = COLLECTION.to_string();
     common::manifest_ids(&config)
 }
 

@@ -63,7 +63,7 @@ fn debian_faq_recall_at_5_in_headings_and_in_users_words() {
         assert!(questions.len() >= 50);
         let mut results = Vec::new();
         for hybrid in [false, true] {
-            let mut qcfg = kb.config().qdrant.clone();
+            let mut qcfg = kb.config().search.clone();
             qcfg.hybrid = hybrid;
             let (mut at1, mut at5) = (0usize, 0usize);
             for q in &questions {
@@ -97,7 +97,7 @@ fn debian_faq_recall_at_5_in_headings_and_in_users_words() {
         }
         let (dense_r1, dense_r5) = results[0];
         let (hybrid_r1, hybrid_r5) = results[1];
-        let default_r5 = if kb.config().qdrant.hybrid {
+        let default_r5 = if kb.config().search.hybrid {
             hybrid_r5
         } else {
             dense_r5

@@ -98,7 +98,7 @@ fn the_commands_page_has_every_command_and_its_defaults() {
 fn files() -> Vec<(String, String, &'static str)> {
     let mut c = Config::default();
     c.storage.data_dir = PathBuf::from("DATA");
-    c.qdrant.collection = "COLLECTION".into();
+    c.collection.name = "COLLECTION".into();
     let show = |p: PathBuf| {
         format!(
             "`{}`",
@@ -261,7 +261,7 @@ fn the_data_folder_page_lists_every_file_the_code_names() {
         "paths the code names and tests/reference.rs does not list: {missing:?}"
     );
     let mut page = String::from(
-        "# The data folder\n\n<!-- Made by tests/reference.rs from the paths the code opens (GRACE_BLESS=1 writes it again). -->\n\nWhat GRACE keeps in `storage.data_dir` (`.grace` by default; `--data-dir`, `GRACE_STORAGE__DATA_DIR`), for the default knowledge base `default` and the collection `qdrant.collection`. With `storage.state: postgres` the SQLite files' contents are in PostgreSQL instead ([Running several servers](../several-servers.md)). Back it up whole, with the server stopped, or see [Back up and restore](../howto/backup-restore.md).\n\n| path | what it holds |\n| --- | --- |\n",
+        "# The data folder\n\n<!-- Made by tests/reference.rs from the paths the code opens (GRACE_BLESS=1 writes it again). -->\n\nWhat GRACE keeps in `storage.data_dir` (`.grace` by default; `--data-dir`, `GRACE_STORAGE__DATA_DIR`), for the default knowledge base `default` and the collection `collection.name`. With `storage.state: postgres` the SQLite files' contents are in PostgreSQL instead ([Running several servers](../several-servers.md)). Back it up whole, with the server stopped, or see [Back up and restore](../howto/backup-restore.md).\n\n| path | what it holds |\n| --- | --- |\n",
     );
     for (_, path, what) in &files {
         page.push_str(&format!("| {path} | {what} |\n"));

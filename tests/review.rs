@@ -430,7 +430,7 @@ fn a_promoted_answer_is_cited_next_time_and_retracting_removes_it() {
     let e = queue
         .escalate(NewEscalation {
             report: &first,
-            collection: &config.qdrant.collection,
+            collection: &config.collection.name,
             asker: "user",
             allowed: None,
             timeout: None,

@@ -15,7 +15,7 @@ use crate::support::common;
 use std::path::Path;
 use std::sync::Arc;
 
-use grace::config::{Backend, QdrantConfig};
+use grace::config::{Backend, CollectionConfig, QdrantConfig};
 use grace::ingest::IngestEvent;
 use grace::lexical::LexicalEncoder;
 use grace::store::edge::EdgeStore;
@@ -112,13 +112,14 @@ impl Server {
         }
     }
 
-    fn config(&self, collection: &str) -> QdrantConfig {
-        QdrantConfig {
-            url: self.url.clone(),
-            api_key: self.api_key.clone(),
-            collection: format!("{}{collection}", self.prefix),
-            timeout_seconds: 10.0,
-            ..QdrantConfig::default()
+    fn config(&self, collection: &str) -> Target {
+        Target {
+            server: QdrantConfig {
+                url: self.url.clone(),
+                api_key: self.api_key.clone(),
+                timeout_seconds: 10.0,
+            },
+            collection: named(&format!("{}{collection}", self.prefix)),
         }
     }
 }
@@ -127,33 +128,55 @@ impl Drop for Server {
     fn drop(&mut self) {
         if self.node.is_none() {
             for name in self.created.lock().unwrap().drain(..) {
-                let _ = QdrantStore::drop_collection(&self.config(&name));
+                let _ = self.config(&name).drop_collection();
             }
         }
     }
 }
 
-fn server_config(url: &str, collection: &str) -> QdrantConfig {
-    QdrantConfig {
-        url: url.to_string(),
-        collection: collection.to_string(),
-        timeout_seconds: 10.0,
-        ..QdrantConfig::default()
+/// A server's connection and a collection on it.
+struct Target {
+    server: QdrantConfig,
+    collection: CollectionConfig,
+}
+
+impl Target {
+    fn open_or_create(&self, dimension: usize) -> StoreResult<QdrantStore> {
+        QdrantStore::open_or_create(&self.server, &self.collection, dimension)
+    }
+    fn open_existing(&self) -> StoreResult<QdrantStore> {
+        QdrantStore::open_existing(&self.server, &self.collection)
+    }
+    fn drop_collection(&self) -> StoreResult<bool> {
+        QdrantStore::drop_collection(&self.server, &self.collection)
+    }
+}
+
+fn named(collection: &str) -> CollectionConfig {
+    CollectionConfig {
+        name: collection.to_string(),
+        ..CollectionConfig::default()
+    }
+}
+
+fn server_config(url: &str, collection: &str) -> Target {
+    Target {
+        server: QdrantConfig {
+            url: url.to_string(),
+            timeout_seconds: 10.0,
+            ..QdrantConfig::default()
+        },
+        collection: named(collection),
     }
 }
 
 impl Fixture for Server {
     fn create(&self, collection: &str, dimension: usize) -> StoreResult<Box<dyn VectorStore>> {
         self.created.lock().unwrap().push(collection.to_string());
-        Ok(Box::new(QdrantStore::open_or_create(
-            &self.config(collection),
-            dimension,
-        )?))
+        Ok(Box::new(self.config(collection).open_or_create(dimension)?))
     }
     fn existing(&self, collection: &str) -> StoreResult<Box<dyn VectorStore>> {
-        Ok(Box::new(QdrantStore::open_existing(
-            &self.config(collection),
-        )?))
+        Ok(Box::new(self.config(collection).open_existing()?))
     }
     fn is_not_found(&self, e: &StoreError) -> bool {
         matches!(e, StoreError::CollectionNotFound { .. })
@@ -798,7 +821,9 @@ fn qdrant_reports_its_version_and_indexes_source_for_filters() {
         return;
     }
     let server = QdrantCluster::single();
-    let store = QdrantStore::open_or_create(&server_config(&server.url(), "health"), DIM).unwrap();
+    let store = server_config(&server.url(), "health")
+        .open_or_create(DIM)
+        .unwrap();
     // The server's own version: a tested one says so; another one GRACE
     // accepts (a release a user supplies) is only untested.
     let reported = std::process::Command::new(support::qdrant_server::binary())
@@ -841,7 +866,9 @@ fn qdrant_reports_its_version_and_indexes_source_for_filters() {
     assert_eq!(store.count(None).unwrap(), 3);
     // Opening it again creates nothing and checks it.
     drop(store);
-    let again = QdrantStore::open_or_create(&server_config(&server.url(), "health"), DIM).unwrap();
+    let again = server_config(&server.url(), "health")
+        .open_or_create(DIM)
+        .unwrap();
     assert_eq!(again.count(None).unwrap(), 3);
 }
 
@@ -855,7 +882,7 @@ fn qdrant_points_without_term_ids_get_them_at_open() {
     }
     let server = QdrantCluster::single();
     let config = server_config(&server.url(), "terms");
-    let store = QdrantStore::open_or_create(&config, DIM).unwrap();
+    let store = config.open_or_create(DIM).unwrap();
     store.upsert(points()).unwrap();
     let (status, body) = server.rest(
         0,
@@ -869,7 +896,7 @@ fn qdrant_points_without_term_ids_get_them_at_open() {
     let (_, counted) = server.rest(0, "POST", "/collections/terms/points/count", Some(&missing));
     assert_eq!(counted["result"]["count"], 5, "{counted}");
     drop(store);
-    let store = QdrantStore::open_or_create(&config, DIM).unwrap();
+    let store = config.open_or_create(DIM).unwrap();
     let (_, counted) = server.rest(0, "POST", "/collections/terms/points/count", Some(&missing));
     assert_eq!(counted["result"]["count"], 0, "{counted}");
     let (_, info) = server.rest(0, "GET", "/collections/terms", None);
@@ -901,8 +928,8 @@ fn qdrant_collection_with_other_parameters_is_a_clear_error() {
     );
     assert_eq!(status, 200, "{body}");
     for open in [
-        QdrantStore::open_or_create(&server_config(&server.url(), "foreign"), DIM),
-        QdrantStore::open_existing(&server_config(&server.url(), "foreign")),
+        server_config(&server.url(), "foreign").open_or_create(DIM),
+        server_config(&server.url(), "foreign").open_existing(),
     ] {
         match open {
             Err(e @ StoreError::ParametersDiffer { .. }) => {
@@ -917,25 +944,25 @@ fn qdrant_collection_with_other_parameters_is_a_clear_error() {
     }
     // GRACE's own collection, opened with another layout than it has.
     let mut config = server_config(&server.url(), "layout");
-    config.shard_number = 2;
-    config.replication_factor = 1;
-    drop(QdrantStore::open_or_create(&config, DIM).unwrap());
+    config.collection.shard_number = 2;
+    config.collection.replication_factor = 1;
+    drop(config.open_or_create(DIM).unwrap());
     let (_, info) = server.rest(0, "GET", "/collections/layout", None);
     assert_eq!(info["result"]["config"]["params"]["shard_number"], 2);
-    config.shard_number = 3;
-    match QdrantStore::open_or_create(&config, DIM) {
+    config.collection.shard_number = 3;
+    match config.open_or_create(DIM) {
         Err(e @ StoreError::ParametersDiffer { .. }) => {
             let m = e.to_string();
             assert!(
-                m.contains("qdrant.shard_number is 3 but the collection has 2"),
+                m.contains("collection.shard_number is 3 but the collection has 2"),
                 "{m}"
             );
         }
         other => panic!("{other:?}"),
     }
     // 0 accepts what the collection has.
-    config.shard_number = 0;
-    assert!(QdrantStore::open_or_create(&config, DIM).is_ok());
+    config.collection.shard_number = 0;
+    assert!(config.open_or_create(DIM).is_ok());
 }
 
 #[test]
@@ -946,7 +973,9 @@ fn qdrant_lexical_ranking_equals_the_embedded_store_within_ties() {
     // The IDF modifier is computed by the server over the collection: the
     // same points must rank the same, with the same BM25 scores.
     let server = QdrantCluster::single();
-    let remote = QdrantStore::open_or_create(&server_config(&server.url(), "idf"), DIM).unwrap();
+    let remote = server_config(&server.url(), "idf")
+        .open_or_create(DIM)
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let local = EdgeStore::open_or_create(
         &dir.path().join("idf"),
@@ -1039,7 +1068,7 @@ fn qdrant_incompatible_server_version_is_refused_and_untested_is_accepted() {
         ("1.21.1", true),
     ] {
         let fake = FakeVersion::start(version);
-        let opened = QdrantStore::open_or_create(&server_config(fake.url(), "v"), DIM);
+        let opened = server_config(fake.url(), "v").open_or_create(DIM);
         match (opened, accepted) {
             (Err(e @ StoreError::Incompatible { .. }), false) => {
                 let m = e.to_string();
@@ -1081,8 +1110,8 @@ fn qdrant_api_key_is_sent_and_a_wrong_one_is_reported() {
     });
     let mut config = server_config(&server.url(), "secured");
     for key in ["", "wrong-key"] {
-        config.api_key = key.into();
-        match QdrantStore::open_or_create(&config, DIM) {
+        config.server.api_key = key.into();
+        match config.open_or_create(DIM) {
             Err(e @ StoreError::Unauthorized { .. }) => {
                 let m = e.to_string();
                 assert!(
@@ -1093,8 +1122,8 @@ fn qdrant_api_key_is_sent_and_a_wrong_one_is_reported() {
             other => panic!("{key:?}: {other:?}"),
         }
     }
-    config.api_key = "right-key-0123456789".into();
-    let store = QdrantStore::open_or_create(&config, DIM).unwrap();
+    config.server.api_key = "right-key-0123456789".into();
+    let store = config.open_or_create(DIM).unwrap();
     store.upsert(points()).unwrap();
     assert_eq!(store.count(None).unwrap(), 5);
 }
@@ -1108,14 +1137,16 @@ fn qdrant_tls_and_port_mistakes_are_clear_errors() {
     let grpc = server.url();
     // TLS asked of a server that speaks plain gRPC.
     let tls = grpc.replace("http://", "https://");
-    let m = QdrantStore::open_or_create(&server_config(&tls, "c"), DIM)
+    let m = server_config(&tls, "c")
+        .open_or_create(DIM)
         .unwrap_err()
         .to_string();
     assert!(m.contains(&tls), "{m}");
     assert!(m.contains("TLS") || m.contains("tls"), "{m}");
     // The REST port instead of the gRPC one.
     let rest = format!("http://127.0.0.1:{}", server.http_port(0));
-    let m = QdrantStore::open_or_create(&server_config(&rest, "c"), DIM)
+    let m = server_config(&rest, "c")
+        .open_or_create(DIM)
         .unwrap_err()
         .to_string();
     assert!(m.contains(&rest), "{m}");
@@ -1177,17 +1208,20 @@ fn qdrant_unreachable_server_names_the_url() {
         .local_addr()
         .unwrap()
         .port();
-    let config = QdrantConfig {
-        url: format!("http://127.0.0.1:{port}"),
-        timeout_seconds: 2.0,
-        ..QdrantConfig::default()
+    let config = Target {
+        server: QdrantConfig {
+            url: format!("http://127.0.0.1:{port}"),
+            timeout_seconds: 2.0,
+            ..QdrantConfig::default()
+        },
+        collection: CollectionConfig::default(),
     };
     let started = std::time::Instant::now();
-    match QdrantStore::open_existing(&config) {
+    match config.open_existing() {
         Err(e @ StoreError::Unavailable { .. }) => {
             assert!(e.is_transient());
             let m = e.to_string();
-            assert!(m.contains(&config.url) && m.contains("6334"), "{m}");
+            assert!(m.contains(&config.server.url) && m.contains("6334"), "{m}");
         }
         other => panic!("{other:?}"),
     }
@@ -1202,7 +1236,7 @@ async fn qdrant_store_serves_spawn_blocking_and_plain_threads() {
     let server = QdrantCluster::single();
     let config = server_config(&server.url(), "threads");
     let store: Arc<dyn VectorStore> = Arc::new(
-        tokio::task::spawn_blocking(move || QdrantStore::open_or_create(&config, DIM))
+        tokio::task::spawn_blocking(move || config.open_or_create(DIM))
             .await
             .unwrap()
             .unwrap(),
@@ -1237,7 +1271,9 @@ async fn qdrant_store_called_inside_a_current_thread_runtime_does_not_panic() {
     // A synchronous call on an async thread blocks it (callers should use
     // spawn_blocking), but it must not try to start a runtime inside one.
     let server = QdrantCluster::single();
-    let store = QdrantStore::open_or_create(&server_config(&server.url(), "inside"), DIM).unwrap();
+    let store = server_config(&server.url(), "inside")
+        .open_or_create(DIM)
+        .unwrap();
     store.upsert(points()).unwrap();
     assert_eq!(store.count(None).unwrap(), 5);
     drop(store);
@@ -1337,7 +1373,7 @@ fn qdrant_server_lost_mid_ingest_then_back_loses_and_duplicates_nothing() {
     // ingest rides through, says so, and loses nothing.
     let data = tempfile::tempdir().unwrap();
     let mut config = qdrant_kb_config(data.path(), &server.url());
-    config.qdrant.collection = "ride_through".into();
+    config.collection.name = "ride_through".into();
     config.ingest.commit_chunks = 16;
     config.ingest.store_retries = 5;
     config.ingest.store_retry_seconds = 0.5;
@@ -1446,7 +1482,7 @@ fn knowledge_base_on_qdrant_answers_like_the_embedded_one() {
 
     // A search-only open needs the collection to exist.
     let mut missing = qdrant_kb_config(data.path(), &server.url());
-    missing.qdrant.collection = "absent".into();
+    missing.collection.name = "absent".into();
     let err = KnowledgeBase::with_embedder(missing, common::embedder(), OpenMode::Existing)
         .err()
         .expect("opened a missing collection");
@@ -1642,11 +1678,15 @@ fn config_output_masks_the_qdrant_api_key() {
 fn cluster_settings_are_validated_by_key() {
     let work = tempfile::tempdir().unwrap();
     for (var, value, key) in [
-        ("GRACE_QDRANT__SHARD_NUMBER", "5000", "qdrant.shard_number"),
         (
-            "GRACE_QDRANT__WRITE_CONSISTENCY_FACTOR",
+            "GRACE_COLLECTION__SHARD_NUMBER",
+            "5000",
+            "collection.shard_number",
+        ),
+        (
+            "GRACE_COLLECTION__WRITE_CONSISTENCY_FACTOR",
             "3",
-            "qdrant.write_consistency_factor",
+            "collection.write_consistency_factor",
         ),
         ("GRACE_INGEST__STORE_RETRIES", "99", "ingest.store_retries"),
     ] {
@@ -1659,8 +1699,8 @@ fn cluster_settings_are_validated_by_key() {
         assert!(text.contains(key), "{var}: {text}");
     }
     let out = common::grace_cmd(work.path(), &["config"])
-        .env("GRACE_QDRANT__REPLICATION_FACTOR", "2")
-        .env("GRACE_QDRANT__WRITE_CONSISTENCY_FACTOR", "2")
+        .env("GRACE_COLLECTION__REPLICATION_FACTOR", "2")
+        .env("GRACE_COLLECTION__WRITE_CONSISTENCY_FACTOR", "2")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", common::output_text(&out));

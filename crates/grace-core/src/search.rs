@@ -1,5 +1,5 @@
 //! Search: a question → ranked passages. The dense ranking (cosine of
-//! MiniLM vectors) and, when `qdrant.hybrid` is on, the lexical ranking
+//! MiniLM vectors) and, when `search.hybrid` is on, the lexical ranking
 //! (BM25 + exact identifiers) are fused by cosine plus a bounded lexical
 //! bonus, which only passages with strong lexical evidence take (the gate,
 //! [`crate::store::fusion`]: every candidate's lexical terms are read once,
@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{MAX_SEARCH_LIMIT, QdrantConfig};
+use crate::config::{MAX_SEARCH_LIMIT, SearchConfig};
 use crate::embed::{Embedder, cosine};
 use crate::lexical::{LexicalEncoder, distinct_identifiers, identifier_term, identifiers_found};
 use crate::store::fusion::{Evidence, Gate, fuse, fuse_gated, pin};
@@ -165,12 +165,14 @@ pub fn check_limit(limit: usize) -> Result<()> {
     }
 }
 
-/// Runs a search.
+/// Runs a search: the rankings, their fusion and the threshold as
+/// `config` says (`candidates`, `hybrid`, the weights, `score_threshold`);
+/// the limit, the filter, the pinning and the gate as `request` says.
 pub fn search(
     store: &dyn VectorStore,
     embedder: &dyn Embedder,
     lexical: &LexicalEncoder,
-    config: &QdrantConfig,
+    config: &SearchConfig,
     request: &SearchRequest<'_>,
 ) -> Result<Vec<Passage>> {
     let query = request.query.trim();
@@ -559,10 +561,10 @@ mod tests {
         };
         let embedder = make(rx);
         let lexical = LexicalEncoder::new().expect("the English encoder builds");
-        let config = QdrantConfig {
+        let config = SearchConfig {
             hybrid: true,
             score_threshold: 0.0,
-            ..QdrantConfig::default()
+            ..SearchConfig::default()
         };
         let request = SearchRequest {
             query: "how do I roll back",
@@ -632,7 +634,7 @@ mod tests {
         );
         // The fusion adds the lexical bonus to the mapped cosine: 0.8 plus
         // the full bonus for the lexical ranking's first.
-        let bonus = QdrantConfig::default().lexical_weight;
+        let bonus = SearchConfig::default().lexical_weight;
         assert!((passages[0].fused_score - (0.8 + bonus)).abs() < 1e-6);
     }
 

@@ -73,7 +73,7 @@ pub enum Error {
     /// The collection's vectors come from another embedding model.
     #[error(
         "collection `{collection}` was embedded with {stored}, but embedding.model_dir gives {configured}: \
-         set embedding.model_dir back, or ingest into a new collection (qdrant.collection) with this model"
+         set embedding.model_dir back, or ingest into a new collection (collection.name) with this model"
     )]
     ModelMismatch {
         /// The collection.

@@ -151,7 +151,7 @@ impl KnowledgeBase {
             }
         };
         calibration.mismatch(
-            &self.config.qdrant.collection,
+            &self.config.collection.name,
             self.embedder.model_id(),
             self.config.llm.provider.as_str(),
             &sources,
@@ -230,7 +230,7 @@ impl KnowledgeBase {
             self.store.as_ref(),
             embedder,
             &self.lexical,
-            &self.config.qdrant,
+            &self.config.search,
             &request,
         )?)
     }
@@ -271,7 +271,7 @@ impl KnowledgeBase {
         Ok(report)
     }
 
-    /// Searches the collection; `limit` defaults to `qdrant.search_limit`.
+    /// Searches the collection; `limit` defaults to `search.limit`.
     /// With `search.rerank: reader` and the reader available, it reads the
     /// best `search.rerank_depth` fused passages (at least `limit`) and
     /// reorders them by its probability (pinned passages stay first) before
@@ -283,7 +283,7 @@ impl KnowledgeBase {
         limit: Option<usize>,
         filter: Option<&PayloadFilter>,
     ) -> Result<Vec<Passage>> {
-        let limit = limit.unwrap_or(self.config.qdrant.search_limit);
+        let limit = limit.unwrap_or(self.config.search.limit);
         // Before the depth to rerank replaces it: 0 would pass as the depth.
         crate::search::check_limit(limit)?;
         let rerank = self.config.search.rerank == Rerank::Reader && self.reader.enabled();
@@ -434,41 +434,37 @@ pub(crate) fn open_store(
             dimension,
             &config.storage,
         )?),
-        (Backend::Qdrant, mode) => server_store(&config.qdrant, mode, dimension)?,
+        (Backend::Qdrant, mode) => server_store(config, mode, dimension)?,
     })
 }
 
 /// The collection on a Qdrant server (`storage.backend: qdrant`).
 #[cfg(feature = "qdrant-server")]
-fn server_store(
-    qdrant: &crate::config::QdrantConfig,
-    mode: OpenMode,
-    dimension: usize,
-) -> Result<Box<dyn VectorStore>> {
+fn server_store(config: &Config, mode: OpenMode, dimension: usize) -> Result<Box<dyn VectorStore>> {
     use crate::store::qdrant::QdrantStore;
+    let (server, collection) = (&config.qdrant, &config.collection);
     Ok(match mode {
-        OpenMode::Existing => Box::new(QdrantStore::open_existing(qdrant)?),
-        OpenMode::Create => Box::new(QdrantStore::open_or_create(qdrant, dimension)?),
+        OpenMode::Existing => Box::new(QdrantStore::open_existing(server, collection)?),
+        OpenMode::Create => Box::new(QdrantStore::open_or_create(server, collection, dimension)?),
     })
 }
 
 #[cfg(not(feature = "qdrant-server"))]
-fn server_store(
-    _: &crate::config::QdrantConfig,
-    _: OpenMode,
-    _: usize,
-) -> Result<Box<dyn VectorStore>> {
+fn server_store(_: &Config, _: OpenMode, _: usize) -> Result<Box<dyn VectorStore>> {
     Err(qdrant_server_off())
 }
 
-/// Deletes collection `qdrant.collection` on the Qdrant server; whether it
+/// Deletes collection `collection.name` on the Qdrant server; whether it
 /// existed.
-pub(crate) fn drop_server_collection(qdrant: &crate::config::QdrantConfig) -> Result<bool> {
+pub(crate) fn drop_server_collection(config: &Config) -> Result<bool> {
     #[cfg(feature = "qdrant-server")]
-    return Ok(crate::store::qdrant::QdrantStore::drop_collection(qdrant)?);
+    return Ok(crate::store::qdrant::QdrantStore::drop_collection(
+        &config.qdrant,
+        &config.collection,
+    )?);
     #[cfg(not(feature = "qdrant-server"))]
     {
-        let _ = qdrant;
+        let _ = config;
         Err(qdrant_server_off())
     }
 }
@@ -520,7 +516,7 @@ fn check_model(config: &Config, model_id: &str) -> Result<()> {
         return Ok(());
     }
     Err(crate::error::Error::ModelMismatch {
-        collection: config.qdrant.collection.clone(),
+        collection: config.collection.name.clone(),
         stored: stored.to_string(),
         configured: model_id.to_string(),
     })
@@ -559,7 +555,7 @@ fn collect_status(
         built,
     });
     Ok(Status {
-        collection: config.qdrant.collection.clone(),
+        collection: config.collection.name.clone(),
         backend: config.storage.backend.as_str().to_string(),
         path: config.collection_location(),
         store: store_info,
@@ -571,7 +567,7 @@ fn collect_status(
         model_error,
         model_languages,
         model_dir: config.embedding.model_dir.clone(),
-        hybrid: config.qdrant.hybrid,
+        hybrid: config.search.hybrid,
         confidence,
     })
 }
@@ -672,7 +668,7 @@ pub struct FitStatus {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[schema(as = KnowledgeBaseStatus)]
 pub struct Status {
-    /// The collection's name (`qdrant.collection`).
+    /// The collection's name (`collection.name`).
     pub collection: String,
     /// The storage backend (`edge` or `qdrant`).
     pub backend: String,
@@ -706,7 +702,7 @@ pub struct Status {
     #[schema(value_type = String)]
     pub model_dir: PathBuf,
     /// Whether searches fuse a lexical ranking with the dense one
-    /// (`qdrant.hybrid`).
+    /// (`search.hybrid`).
     pub hybrid: bool,
     /// Which confidence weights score answers, and their fit.
     pub confidence: ConfidenceStatus,

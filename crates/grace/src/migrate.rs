@@ -85,7 +85,7 @@ pub struct MigrateReport {
     pub seconds: f64,
 }
 
-/// Copies collection `config.qdrant.collection` from the other backend to
+/// Copies collection `config.collection.name` from the other backend to
 /// `to` (`Backend::Qdrant`: from `config.storage.data_dir` to the server at
 /// `config.qdrant.url`; `Backend::Edge`: back), whatever
 /// `config.storage.backend` says.
@@ -121,7 +121,7 @@ pub fn migrate(
     if already > 0 {
         return Err(Error::InvalidInput(format!(
             "the collection {target_location} already holds {already} points; \
-             pass --replace to delete it and copy again, or choose another qdrant.collection",
+             pass --replace to delete it and copy again, or choose another collection.name",
         )));
     }
 
@@ -169,13 +169,13 @@ pub fn migrate(
         }
         None => (0, None),
     };
-    tracing::info!(points = total, from = from.as_str(), to = to.as_str(), collection = %config.qdrant.collection, "migrated");
+    tracing::info!(points = total, from = from.as_str(), to = to.as_str(), collection = %config.collection.name, "migrated");
     Ok(MigrateReport {
         from_backend: from.as_str(),
         from: source_config.collection_location().display().to_string(),
         to_backend: to.as_str(),
         to: target_location,
-        collection: config.qdrant.collection.clone(),
+        collection: config.collection.name.clone(),
         points: total,
         dimension,
         sources,
@@ -189,7 +189,7 @@ pub fn migrate(
 /// Deletes the target collection (and its manifest); whether it existed.
 fn drop_collection(config: &Config) -> Result<bool> {
     let existed = match config.storage.backend {
-        Backend::Qdrant => crate::kb::drop_server_collection(&config.qdrant)?,
+        Backend::Qdrant => crate::kb::drop_server_collection(config)?,
         Backend::Edge => {
             let dir = config.collection_dir();
             if !dir.exists() {

@@ -64,7 +64,7 @@ pub enum Command {
     Search {
         /// What to look for
         query: String,
-        /// Number of passages [default: qdrant.search_limit]
+        /// Number of passages [default: search.limit]
         #[arg(short = 'k', long = "limit", value_name = "N")]
         limit: Option<usize>,
         /// Only passages of this source file

@@ -93,7 +93,7 @@ fn ingest(
     if cli.json && lines {
         output::print_json_line(&report);
     } else if !cli.quiet || cli.json {
-        output::ingest_report(&report, &kb.config().qdrant.collection, cli.json);
+        output::ingest_report(&report, &kb.config().collection.name, cli.json);
     }
     warn_of_unknown_groups(cli, kb)?;
     // With `confidence.self_calibration.mode: auto`, a knowledge

@@ -351,7 +351,7 @@ pub fn enqueue(
     let queue = ReviewQueue::open(config)?;
     let e = queue.escalate(NewEscalation {
         report,
-        collection: &config.qdrant.collection,
+        collection: &config.collection.name,
         asker,
         allowed: (!reviewers.is_empty()).then(|| reviewers.to_vec()),
         timeout: None,

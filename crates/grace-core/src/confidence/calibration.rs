@@ -85,7 +85,7 @@ impl Source {
             Self::Feedback => (Scope::KnowledgeBase, "feedback-calibration".to_string()),
             Self::SelfFit => (
                 Scope::Collection,
-                format!("self-calibration/{}", config.qdrant.collection),
+                format!("self-calibration/{}", config.collection.name),
             ),
         };
         Some((

@@ -1,6 +1,6 @@
 //! `GRACE_<SECTION>__<KEY>` environment overrides.
 //!
-//! `GRACE_QDRANT__SEARCH_LIMIT=10` sets `qdrant.search_limit`; deeper keys
+//! `GRACE_SEARCH__LIMIT=10` sets `search.limit`; deeper keys
 //! take more `__` (`GRACE_LLM__GEMINI__MODEL`). The value is
 //! read as a YAML scalar (`10`, `true`, `[a, b]`), except for keys whose
 //! value is a string, which take the text as it is. Variables named
@@ -64,8 +64,8 @@ pub(crate) fn apply_overrides(
                 } else {
                     let mut m =
                         format!("unknown key `{parent}.{segment}` (known in `{parent}`: {known})");
-                    if let Some(hint) = super::error::renamed(segment) {
-                        m.push_str(&format!("; {segment} was replaced: {hint}"));
+                    if let Some((old, hint)) = super::error::renamed(&parent, segment) {
+                        m.push_str(&format!("; {old} was replaced: {hint}"));
                     }
                     m
                 }));

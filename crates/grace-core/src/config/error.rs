@@ -59,7 +59,8 @@ fn file_prefix(file: Option<&Path>, line: Option<usize>) -> String {
     }
 }
 
-/// Keys an earlier GRACE read, and what replaced them.
+/// Keys an earlier GRACE read, and what replaced them: a bare key (any
+/// section) or `section.key`.
 const RENAMED: &[(&str, &str)] = &[
     (
         "default_timeout",
@@ -72,31 +73,69 @@ const RENAMED: &[(&str, &str)] = &[
     ),
     (
         "rrf_k",
-        "the fusion is no longer reciprocal rank fusion: qdrant.lexical_weight and \
-         qdrant.identifier_weight are the lexical ranking's bonus in cosine units",
+        "the fusion is no longer reciprocal rank fusion: search.lexical_weight and \
+         search.identifier_weight are the lexical ranking's bonus in cosine units",
     ),
     (
         "planner",
         "in the llm section it was a switch; the planner section's strategy (default, plan, agent) replaces it",
     ),
+    // The `qdrant` section held the collection, the search tuning and the
+    // server connection; it keeps only the connection.
+    ("qdrant.collection", "it is collection.name"),
+    ("qdrant.shard_number", "it is collection.shard_number"),
+    (
+        "qdrant.replication_factor",
+        "it is collection.replication_factor",
+    ),
+    (
+        "qdrant.write_consistency_factor",
+        "it is collection.write_consistency_factor",
+    ),
+    ("qdrant.search_limit", "it is search.limit"),
+    ("qdrant.score_threshold", "it is search.score_threshold"),
+    ("qdrant.hybrid", "it is search.hybrid"),
+    ("qdrant.lexical_weight", "it is search.lexical_weight"),
+    ("qdrant.identifier_weight", "it is search.identifier_weight"),
+    ("qdrant.candidates", "it is search.candidates"),
 ];
 
-/// What replaced `key`, when an earlier GRACE read it.
-pub(crate) fn renamed(key: &str) -> Option<&'static str> {
+/// What replaced `key` of the section `section` (a dotted path, such as
+/// `qdrant` or `kbs.hr.qdrant`; empty when unknown), when an earlier GRACE
+/// read it: the old key as written, and the hint.
+pub(crate) fn renamed(section: &str, key: &str) -> Option<(&'static str, &'static str)> {
     RENAMED
         .iter()
-        .find(|(old, _)| *old == key)
-        .map(|(_, hint)| *hint)
+        .copied()
+        .find(|(old, _)| match old.rsplit_once('.') {
+            Some((old_section, old_key)) => {
+                old_key == key
+                    && (section.is_empty()
+                        || section == old_section
+                        || section.ends_with(&format!(".{old_section}")))
+            }
+            None => *old == key,
+        })
+}
+
+/// The section path and key of serde_yaml's "unknown field" message:
+/// `qdrant: unknown field `search_limit`, …` gives (`qdrant`,
+/// `search_limit`); a message from a value rather than text has no path
+/// (empty).
+fn unknown_field(message: &str) -> Option<(&str, &str)> {
+    let (before, after) = message.split_once("unknown field `")?;
+    let key = after.split('`').next()?;
+    Some((before.trim_end().trim_end_matches(':'), key))
 }
 
 impl ConfigError {
     pub(crate) fn from_yaml(e: serde_yaml::Error) -> Self {
         let mut message = e.to_string();
-        // Keys that were renamed: say what replaced them.
-        for (old, hint) in RENAMED {
-            if message.contains(&format!("unknown field `{old}`")) {
-                message.push_str(&format!(" ({old} was replaced: {hint})"));
-            }
+        // A key that was renamed: say what replaced it.
+        if let Some((old, hint)) =
+            unknown_field(&message).and_then(|(section, key)| renamed(section, key))
+        {
+            message.push_str(&format!(" ({old} was replaced: {hint})"));
         }
         ConfigError::Parse {
             file: None,
@@ -172,10 +211,10 @@ mod tests {
 
     #[test]
     fn finds_the_line_of_a_nested_key() {
-        let text = "storage:\n  data_dir: x\n# c\nqdrant:\n  collection: a\n  search_limit: 0\n";
-        assert_eq!(find_key_line(text, "qdrant.search_limit"), Some(6));
-        assert_eq!(find_key_line(text, "storage.search_limit"), None);
-        assert_eq!(find_key_line(text, "qdrant.data_dir"), None);
+        let text = "storage:\n  data_dir: x\n# c\nsearch:\n  hybrid: true\n  limit: 0\n";
+        assert_eq!(find_key_line(text, "search.limit"), Some(6));
+        assert_eq!(find_key_line(text, "storage.limit"), None);
+        assert_eq!(find_key_line(text, "search.data_dir"), None);
         let nested = "confidence:\n  weights:\n    bias: 1\n  thresholds:\n    silent: 2\n";
         assert_eq!(
             find_key_line(nested, "confidence.thresholds.silent"),

@@ -40,9 +40,10 @@ pub fn valid_kb_name(name: &str) -> bool {
 /// The sections a knowledge base may set for itself. The others (storage,
 /// server, mcp, auth, audit, sessions, tools, llm) belong to the server
 /// and are shared.
-pub const KB_SECTIONS: [&str; 11] = [
+pub const KB_SECTIONS: [&str; 12] = [
     "embedding",
     "ingest",
+    "collection",
     "qdrant",
     "search",
     "reader",
@@ -68,7 +69,9 @@ pub struct KbConfig {
     pub embedding: Option<serde_yaml::Value>,
     /// Its own `ingest` keys (`default_access`, chunking…).
     pub ingest: Option<serde_yaml::Value>,
-    /// Its own `qdrant` keys (`collection`, default `<qdrant.collection>-NAME`).
+    /// Its own `collection` keys (`name`, default `<collection.name>-NAME`).
+    pub collection: Option<serde_yaml::Value>,
+    /// Its own `qdrant` keys (another server).
     pub qdrant: Option<serde_yaml::Value>,
     /// Its own `search` keys.
     pub search: Option<serde_yaml::Value>,
@@ -93,6 +96,7 @@ impl KbConfig {
         match name {
             "embedding" => self.embedding.as_ref(),
             "ingest" => self.ingest.as_ref(),
+            "collection" => self.collection.as_ref(),
             "qdrant" => self.qdrant.as_ref(),
             "search" => self.search.as_ref(),
             "reader" => self.reader.as_ref(),
@@ -104,6 +108,15 @@ impl KbConfig {
             "agent" => self.agent.as_ref(),
             _ => None,
         }
+    }
+
+    /// Whether the entry names its own collection (else it is
+    /// `<collection.name>-NAME`).
+    fn names_its_collection(&self) -> bool {
+        self.collection
+            .as_ref()
+            .and_then(|c| c.get("name"))
+            .is_some()
     }
 
     fn section_mut(&mut self, name: &str) -> Option<&mut serde_yaml::Value> {
@@ -231,13 +244,8 @@ impl Config {
             // A knowledge base's own folders; the top level's are
             // `default`'s.
             derived.server.watch = entry.watch.clone();
-            if entry
-                .qdrant
-                .as_ref()
-                .and_then(|q| q.get("collection"))
-                .is_none()
-            {
-                derived.qdrant.collection = format!("{}-{name}", self.qdrant.collection);
+            if !entry.names_its_collection() {
+                derived.collection.name = format!("{}-{name}", self.collection.name);
             }
             // Its own tables (storage is the server's: never the entry's).
             derived.storage.postgres.schema = kb_schema(&self.storage.postgres.schema, name);
@@ -247,13 +255,13 @@ impl Config {
         super::validate::validate(&derived).map_err(|e| match e {
             // The collection name made from the knowledge base's.
             ConfigError::Invalid { key, message, .. }
-                if key == "qdrant.collection" && name != DEFAULT_KB && entry.qdrant.as_ref().and_then(|q| q.get("collection")).is_none() =>
+                if key == "collection.name" && name != DEFAULT_KB && !entry.names_its_collection() =>
             {
                 invalid(
                     &format!("kbs.{name}"),
                     format!(
-                        "its collection `{}`: {message}; shorten the name or set kbs.{name}.qdrant.collection",
-                        derived.qdrant.collection
+                        "its collection `{}`: {message}; shorten the name or set kbs.{name}.collection.name",
+                        derived.collection.name
                     ),
                 )
             }
@@ -429,12 +437,12 @@ pub(super) fn validate_kbs(c: &Config) -> Result<()> {
         let mut seen: BTreeMap<String, String> = BTreeMap::new();
         for name in c.kb_names() {
             let Some(d) = c.for_kb(&name)? else { continue };
-            if let Some(other) = seen.insert(d.qdrant.collection.clone(), name.clone()) {
+            if let Some(other) = seen.insert(d.collection.name.clone(), name.clone()) {
                 return Err(invalid(
-                    &format!("kbs.{name}.qdrant.collection"),
+                    &format!("kbs.{name}.collection.name"),
                     format!(
                         "`{}` is knowledge base `{other}`'s collection too: each knowledge base needs its own",
-                        d.qdrant.collection
+                        d.collection.name
                     ),
                 ));
             }
@@ -470,7 +478,7 @@ mod tests {
         assert_eq!(hr.confidence.thresholds.silent, 0.9);
         // Its own state and collection.
         assert_eq!(hr.kb_dir(), c.storage.data_dir.join("kbs").join("hr"));
-        assert_eq!(hr.qdrant.collection, "grace-hr");
+        assert_eq!(hr.collection.name, "grace-hr");
         assert!(hr.collection_dir().starts_with(hr.kb_dir()));
         assert!(hr.review_db_path().starts_with(hr.kb_dir()));
         // The roles stay readable from it.
@@ -526,8 +534,8 @@ mod tests {
                 "kbs.default",
             ),
             (
-                "kbs:\n  hr:\n    qdrant:\n      search_limit: 0\n",
-                "kbs.hr.qdrant.search_limit",
+                "kbs:\n  hr:\n    search:\n      limit: 0\n",
+                "kbs.hr.search.limit",
             ),
         ] {
             let e = load_error(&write(dir.path(), text));
@@ -537,7 +545,7 @@ mod tests {
         // naming the entry, no overflow.
         let e = load_error(&write(
             dir.path(),
-            "kbs:\n  hr:\n    qdrant:\n      search_limit: 1e40\n",
+            "kbs:\n  hr:\n    search:\n      limit: 1e40\n",
         ));
         assert!(e.contains("kbs.hr"), "{e}");
         let deep = format!(
@@ -555,10 +563,10 @@ mod tests {
         assert!(e.contains("kbs.hr") && e.contains("modle_dir"), "{e}");
         let e = load_error(&write(
             dir.path(),
-            "storage:\n  backend: qdrant\nkbs:\n  hr:\n    qdrant:\n      collection: grace\n",
+            "storage:\n  backend: qdrant\nkbs:\n  hr:\n    collection:\n      name: grace\n",
         ));
         assert!(
-            e.contains("kbs.hr.qdrant.collection") && e.contains("`default`"),
+            e.contains("kbs.hr.collection.name") && e.contains("`default`"),
             "{e}"
         );
         let e = load_error(&write(dir.path(), "kbs:\n  hr:\n    storage: {}\n"));

@@ -16,6 +16,7 @@
 
 pub mod access;
 mod check;
+mod collection;
 mod confidence;
 mod env;
 mod error;
@@ -26,6 +27,7 @@ mod kbs;
 mod llm;
 mod models;
 mod planner;
+mod qdrant;
 mod search;
 mod serve;
 mod storage;
@@ -37,6 +39,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use self::collection::CollectionConfig;
 pub use self::confidence::{
     Aggregation, ConfidenceConfig, ConfidenceModel, FeedbackCalibrationMode, ReaderMode,
     SelfCalibrationConfig, SelfCalibrationMode, Thresholds, V1Weights, Weights,
@@ -55,7 +58,8 @@ pub use self::llm::{
 };
 pub use self::models::{EmbeddingConfig, ReaderConfig};
 pub use self::planner::{AgentConfig, PlannerConfig, Strategy};
-pub use self::search::{MAX_SEARCH_LIMIT, QdrantConfig, Rerank, SearchConfig};
+pub use self::qdrant::QdrantConfig;
+pub use self::search::{MAX_SEARCH_LIMIT, Rerank, SearchConfig};
 pub use self::serve::{
     AuditConfig, AuthConfig, JwtConfig, McpConfig, ReviewConfig, ServerConfig, SessionsConfig,
 };
@@ -80,9 +84,14 @@ pub struct Config {
     pub embedding: EmbeddingConfig,
     /// How documents are found and chunked (`ingest`).
     pub ingest: IngestConfig,
-    /// The collection, how it is searched, and the Qdrant server (`qdrant`).
+    /// The collection: its name and, on a Qdrant server, its layout
+    /// (`collection`).
+    pub collection: CollectionConfig,
+    /// The Qdrant server the collection lives on with `storage.backend:
+    /// qdrant` (`qdrant`).
     pub qdrant: QdrantConfig,
-    /// What happens to the fused ranking: identifier pinning, reranking (`search`).
+    /// How a search ranks passages: the limit, the fusion of the dense and
+    /// lexical rankings, identifier pinning, reranking (`search`).
     pub search: SearchConfig,
     /// The answerability reader, a cross-encoder (`reader`).
     pub reader: ReaderConfig,
@@ -236,12 +245,12 @@ impl Config {
     pub fn collection_dir(&self) -> PathBuf {
         self.kb_dir()
             .join("collections")
-            .join(&self.qdrant.collection)
+            .join(&self.collection.name)
     }
 
     /// Where files uploaded to `/v1/ingest` are kept.
     pub fn uploads_dir(&self) -> PathBuf {
-        self.kb_dir().join("uploads").join(&self.qdrant.collection)
+        self.kb_dir().join("uploads").join(&self.collection.name)
     }
 
     /// The review queue's SQLite database (escalations, reviewers,
@@ -264,7 +273,7 @@ impl Config {
     /// Folder of reviewed answers promoted to knowledge (one Markdown file
     /// per answer), ingested like any other document.
     pub fn reviewed_dir(&self) -> PathBuf {
-        self.kb_dir().join("reviewed").join(&self.qdrant.collection)
+        self.kb_dir().join("reviewed").join(&self.collection.name)
     }
 
     /// Path of the ingest manifest of the configured collection: what the
@@ -303,7 +312,7 @@ impl Config {
     /// for a collection on a Qdrant server.
     fn per_collection(&self, folder: &str) -> PathBuf {
         let manifests = self.kb_dir().join(folder);
-        let file = format!("{}.json", self.qdrant.collection);
+        let file = format!("{}.json", self.collection.name);
         match self.storage.backend {
             Backend::Edge => manifests.join(file),
             Backend::Qdrant => manifests
@@ -321,7 +330,7 @@ impl Config {
             Backend::Qdrant => PathBuf::from(format!(
                 "{}/collections/{}",
                 self.qdrant.url.trim_end_matches('/'),
-                self.qdrant.collection
+                self.collection.name
             )),
         }
     }

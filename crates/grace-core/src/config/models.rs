@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use super::Result;
 use super::check::{in_range, invalid};
-use super::{Config, Result};
 use serde::{Deserialize, Serialize};
 
 /// The local sentence-embedding model (installed by `scripts/setup`).
@@ -74,9 +74,8 @@ impl Default for ReaderConfig {
     }
 }
 
-/// The `reader` section, with `search.rerank_depth`: the passages it reads.
-pub(super) fn validate_reader(c: &Config) -> Result<()> {
-    let r = &c.reader;
+/// The `reader` section.
+pub(super) fn validate_reader(r: &ReaderConfig) -> Result<()> {
     if r.model_dir.as_os_str().is_empty() {
         return Err(invalid("reader.model_dir", "must not be empty"));
     }
@@ -87,25 +86,8 @@ pub(super) fn validate_reader(c: &Config) -> Result<()> {
         " (the model's position limit)",
     )?;
     in_range("reader.threads", r.threads, 0..=1024, " (0 = all cores)")?;
-    in_range("search.rerank_depth", c.search.rerank_depth, 1..=100, "")?;
-    let share = c.search.rare_term_share;
-    in_range(
-        "search.rare_term_share",
-        share,
-        0.0..=1.0,
-        " (a share of the candidate passages)",
-    )?;
-    in_range(
-        "search.rare_terms",
-        c.search.rare_terms,
-        0..=MAX_RARE_TERMS,
-        "",
-    )?;
     Ok(())
 }
-
-/// Most strong terms `search.rare_terms` may ask of a passage.
-const MAX_RARE_TERMS: usize = 16;
 
 /// The `embedding` section.
 pub(super) fn validate_embedding(e: &super::EmbeddingConfig) -> Result<()> {

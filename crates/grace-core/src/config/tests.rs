@@ -40,6 +40,8 @@ fn empty_file_gives_defaults_and_relative_paths_follow_the_file() {
     let p = write(dir.path(), "");
     let c = Config::load_with_env(Some(&p), &[]).unwrap();
     assert_eq!(c.qdrant, QdrantConfig::default());
+    assert_eq!(c.collection, CollectionConfig::default());
+    assert_eq!(c.search, SearchConfig::default());
     assert_eq!(c.storage.data_dir, dir.path().join(".grace"));
     // The models the file does not name: not in the file's folder, but in
     // GRACE's per-user folder, where setup put them (none known here).
@@ -52,7 +54,7 @@ fn model_paths_follow_the_file_that_sets_them_else_grace_home() {
     let home = vars(&[("GRACE_HOME", "/opt/grace"), ("HOME", "/home/ann")]);
     // A file that names no model: the models under GRACE_HOME, the data
     // beside the file.
-    let p = write(dir.path(), "qdrant:\n  search_limit: 9\n");
+    let p = write(dir.path(), "search:\n  limit: 9\n");
     let c = Config::load_with_env(Some(&p), &home).unwrap();
     assert_eq!(
         c.embedding.model_dir,
@@ -98,29 +100,30 @@ fn watched_folders_in_a_file_follow_the_file() {
 #[test]
 fn file_overrides_defaults_and_keeps_the_rest() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "qdrant:\n  search_limit: 9\n");
+    let p = write(dir.path(), "search:\n  limit: 9\n");
     let c = Config::load_with_env(Some(&p), &[]).unwrap();
-    assert_eq!(c.qdrant.search_limit, 9);
-    assert_eq!(c.qdrant.collection, "grace");
+    assert_eq!(c.search.limit, 9);
+    assert_eq!(c.search.candidates, 40);
+    assert_eq!(c.collection.name, "grace");
     assert_eq!(c.ingest, IngestConfig::default());
 }
 
 #[test]
 fn env_overrides_file() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "qdrant:\n  search_limit: 9\n");
+    let p = write(dir.path(), "search:\n  limit: 9\n");
     let env = vars(&[
-        ("GRACE_QDRANT__SEARCH_LIMIT", "12"),
-        ("GRACE_QDRANT__COLLECTION", "1234"),
-        ("GRACE_QDRANT__HYBRID", "false"),
+        ("GRACE_SEARCH__LIMIT", "12"),
+        ("GRACE_COLLECTION__NAME", "1234"),
+        ("GRACE_SEARCH__HYBRID", "false"),
         ("GRACE_INGEST__EXCLUDE", "[\"**/drafts/**\"]"),
         ("GRACE_CONFIG", "ignored: not an override"),
         ("HOME", "/root"),
     ]);
     let c = Config::load_with_env(Some(&p), &env).unwrap();
-    assert_eq!(c.qdrant.search_limit, 12);
-    assert_eq!(c.qdrant.collection, "1234");
-    assert!(!c.qdrant.hybrid);
+    assert_eq!(c.search.limit, 12);
+    assert_eq!(c.collection.name, "1234");
+    assert!(!c.search.hybrid);
     assert_eq!(c.ingest.exclude, vec!["**/drafts/**".to_string()]);
 }
 
@@ -248,24 +251,24 @@ fn qdrant_server_backend_from_the_environment() {
 
 #[test]
 fn env_override_with_a_wrong_type_names_the_variable() {
-    let err = Config::load_with_env(None, &vars(&[("GRACE_QDRANT__SEARCH_LIMIT", "many")]))
+    let err = Config::load_with_env(None, &vars(&[("GRACE_SEARCH__LIMIT", "many")]))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("GRACE_QDRANT__SEARCH_LIMIT"), "{err}");
-    assert!(err.contains("qdrant.search_limit"), "{err}");
+    assert!(err.contains("GRACE_SEARCH__LIMIT"), "{err}");
+    assert!(err.contains("search.limit"), "{err}");
 }
 
 #[test]
 fn env_override_of_an_unknown_key_is_an_error() {
-    let err = Config::load_with_env(None, &vars(&[("GRACE_QDRANT__SEARCH_LIMT", "3")]))
+    let err = Config::load_with_env(None, &vars(&[("GRACE_SEARCH__LIMT", "3")]))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("GRACE_QDRANT__SEARCH_LIMT"), "{err}");
-    assert!(err.contains("unknown key `qdrant.search_limt`"), "{err}");
-    let err = Config::load_with_env(None, &vars(&[("GRACE_QDRNT__SEARCH_LIMIT", "3")]))
+    assert!(err.contains("GRACE_SEARCH__LIMT"), "{err}");
+    assert!(err.contains("unknown key `search.limt`"), "{err}");
+    let err = Config::load_with_env(None, &vars(&[("GRACE_SERCH__LIMIT", "3")]))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("unknown config section `qdrnt`"), "{err}");
+    assert!(err.contains("unknown config section `serch`"), "{err}");
 }
 
 #[test]
@@ -314,10 +317,10 @@ fn the_document_boost_is_bounded_and_off_by_default() {
 #[test]
 fn unknown_key_in_file_names_key_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "qdrant:\n  collection: a\n  serch_limit: 3\n");
+    let p = write(dir.path(), "collection:\n  name: a\nsearch:\n  limt: 3\n");
     let err = load_error(&p);
-    assert!(err.contains("serch_limit"), "{err}");
-    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("limt"), "{err}");
+    assert!(err.contains("line 4"), "{err}");
     assert!(err.contains("c.yml"), "{err}");
 }
 
@@ -465,4 +468,46 @@ fn a_renamed_key_says_what_replaced_it() {
     );
     let e = Config::from_yaml("llm:\n  planner: false\n").unwrap_err();
     assert!(e.to_string().contains("strategy"), "{e}");
+}
+
+#[test]
+fn a_key_the_qdrant_section_held_says_where_it_is_now() {
+    // In a file: serde's unknown field, with its line, and the new key.
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "qdrant:\n  url: http://q:6334\n  search_limit: 9\n",
+    );
+    let err = load_error(&p);
+    assert!(err.contains("unknown field `search_limit`"), "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    assert!(
+        err.contains("qdrant.search_limit was replaced: it is search.limit"),
+        "{err}"
+    );
+    let e = Config::from_yaml("qdrant:\n  collection: docs\n").unwrap_err();
+    assert!(e.to_string().contains("it is collection.name"), "{e}");
+    let e = Config::from_yaml("qdrant:\n  replication_factor: 2\n").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("it is collection.replication_factor"),
+        "{e}"
+    );
+    // A key of that name in another section is not the old key.
+    let e = Config::from_yaml("reader:\n  candidates: 3\n").unwrap_err();
+    assert!(!e.to_string().contains("replaced"), "{e}");
+    // In the environment: the variable, and the new key.
+    let err = Config::load_with_env(None, &vars(&[("GRACE_QDRANT__HYBRID", "false")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("GRACE_QDRANT__HYBRID"), "{err}");
+    assert!(err.contains("it is search.hybrid"), "{err}");
+    // In a knowledge base's own section.
+    let p = write(
+        dir.path(),
+        "kbs:\n  hr:\n    qdrant:\n      collection: hr-docs\n",
+    );
+    let err = load_error(&p);
+    assert!(err.contains("kbs.hr"), "{err}");
+    assert!(err.contains("it is collection.name"), "{err}");
 }

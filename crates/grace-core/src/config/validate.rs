@@ -5,13 +5,15 @@
 //! error names the key.
 
 use super::check::invalid;
+use super::collection::validate_collection;
 use super::confidence::validate_confidence;
 use super::feedback::validate_feedback;
 use super::ingest::validate_ingest;
 use super::llm::validate_llm;
 use super::models::{validate_embedding, validate_reader};
 use super::planner::validate_agent;
-use super::search::validate_qdrant;
+use super::qdrant::validate_qdrant;
+use super::search::validate_search;
 use super::serve::{
     validate_audit, validate_jwt, validate_mcp, validate_review, validate_server, validate_sessions,
 };
@@ -39,12 +41,14 @@ pub(crate) fn validate(c: &Config) -> Result<()> {
     validate_agent(&c.agent)?;
     validate_storage(&c.storage)?;
 
-    validate_reader(c)?;
+    validate_reader(&c.reader)?;
     validate_embedding(&c.embedding)?;
 
     validate_ingest(&c.ingest)?;
 
+    validate_collection(&c.collection)?;
     validate_qdrant(&c.qdrant)?;
+    validate_search(&c.search)?;
     validate_confidence(c)?;
     validate_tools(&c.tools)?;
     validate_llm(&c.llm)?;
@@ -76,18 +80,18 @@ mod tests {
     fn out_of_range_values_name_key_and_line() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
-            ("qdrant:\n  search_limit: 0\n", "qdrant.search_limit", 2),
+            ("search:\n  limit: 0\n", "search.limit", 2),
             (
-                "qdrant:\n  score_threshold: 1.5\n",
-                "qdrant.score_threshold",
+                "search:\n  score_threshold: 1.5\n",
+                "search.score_threshold",
                 2,
             ),
             (
-                "qdrant:\n  identifier_weight: 3\n",
-                "qdrant.identifier_weight",
+                "search:\n  identifier_weight: 3\n",
+                "search.identifier_weight",
                 2,
             ),
-            ("qdrant:\n  candidates: 0\n", "qdrant.candidates", 2),
+            ("search:\n  candidates: 0\n", "search.candidates", 2),
             (
                 "search:\n  rare_term_share: 1.5\n",
                 "search.rare_term_share",
@@ -95,16 +99,26 @@ mod tests {
             ),
             ("search:\n  rare_terms: 99\n", "search.rare_terms", 2),
             (
-                "qdrant:\n  lexical_weight: -1\n",
-                "qdrant.lexical_weight",
+                "search:\n  lexical_weight: -1\n",
+                "search.lexical_weight",
                 2,
             ),
             (
-                "qdrant:\n  identifier_weight: .nan\n",
-                "qdrant.identifier_weight",
+                "search:\n  identifier_weight: .nan\n",
+                "search.identifier_weight",
                 2,
             ),
-            ("qdrant:\n  collection: \"a b\"\n", "qdrant.collection", 2),
+            ("collection:\n  name: \"a b\"\n", "collection.name", 2),
+            (
+                "collection:\n  shard_number: 1001\n",
+                "collection.shard_number",
+                2,
+            ),
+            (
+                "collection:\n  replication_factor: 2\n  write_consistency_factor: 3\n",
+                "collection.write_consistency_factor",
+                3,
+            ),
             ("qdrant:\n  url: localhost:6334\n", "qdrant.url", 2),
             ("qdrant:\n  url: \"http://\"\n", "qdrant.url", 2),
             ("qdrant:\n  api_key: \"a b\"\n", "qdrant.api_key", 2),

@@ -137,7 +137,7 @@ impl Affine {
 }
 
 /// GRACE's similarity scale is MiniLM's cosine: the fusion's lexical bonus,
-/// the confidence weights, `qdrant.score_threshold` and the extractive
+/// the confidence weights, `search.score_threshold` and the extractive
 /// answerer's `min_similarity` were all fitted in its units. Another model
 /// spreads its cosines differently (multilingual-e5-small's best passages
 /// for a question lie within 0.03 of each other, around 0.85; MiniLM's

@@ -196,7 +196,7 @@ impl ManifestStore {
         Ok(Self {
             docs: Documents::open(config, Scope::Collection)?,
             doc: Document {
-                name: format!("manifest/{}", config.qdrant.collection),
+                name: format!("manifest/{}", config.collection.name),
                 file: config.manifest_path(),
             },
             writer: None,

@@ -35,7 +35,7 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub enum StoreError {
     /// Nothing has been ingested into this collection yet.
     #[error(
-        "no knowledge base at {path}: run `grace ingest PATH...` first (or check storage.data_dir and qdrant.collection)"
+        "no knowledge base at {path}: run `grace ingest PATH...` first (or check storage.data_dir and collection.name)"
     )]
     NotFound {
         /// The collection's folder in the embedded store.
@@ -44,7 +44,7 @@ pub enum StoreError {
     /// The collection holds vectors of another size than the model gives.
     #[error(
         "the collection at {path} holds {found}-dimensional vectors but the embedding model gives {expected}: \
-         use another qdrant.collection or storage.data_dir, or delete {path} and ingest again"
+         use another collection.name or storage.data_dir, or delete {path} and ingest again"
     )]
     DimensionMismatch {
         /// The collection (its folder, or `<url>/collections/<name>` on a server).
@@ -86,12 +86,12 @@ pub enum StoreError {
     /// The Qdrant server has no collection of that name.
     #[error(
         "no collection `{collection}` on the Qdrant server at {url}: run `grace ingest PATH...` with storage.backend qdrant, \
-         or `grace migrate --to qdrant` to copy the embedded one (or check qdrant.url and qdrant.collection)"
+         or `grace migrate --to qdrant` to copy the embedded one (or check qdrant.url and collection.name)"
     )]
     CollectionNotFound {
         /// The server's gRPC URL (`qdrant.url`).
         url: String,
-        /// The collection looked for (`qdrant.collection`).
+        /// The collection looked for (`collection.name`).
         collection: String,
     },
     /// The Qdrant server cannot be reached, is overloaded, or timed out;
@@ -132,7 +132,7 @@ pub enum StoreError {
     /// A collection exists with parameters other than GRACE needs or the
     /// configuration asks for.
     #[error(
-        "the collection {path} exists with other parameters: {differences}. Use another qdrant.collection, \
+        "the collection {path} exists with other parameters: {differences}. Use another collection.name, \
          or delete it (or `grace migrate --replace`) and ingest again"
     )]
     ParametersDiffer {

@@ -53,7 +53,7 @@ pub fn fit_collected(config: &Config, collected: &Collected, folds: usize) -> Ca
             set: collected.set.clone(),
             questions: collected.questions.len(),
             questions_sha256: collected.questions_sha256.clone(),
-            collection: config.qdrant.collection.clone(),
+            collection: config.collection.name.clone(),
             embedding_model: collected.embedding_model.clone(),
             generator: config.llm.provider.as_str().to_string(),
             sources: collected.sources.clone(),

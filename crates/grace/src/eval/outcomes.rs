@@ -242,9 +242,9 @@ pub fn collect_with(
 /// ranking, no identifier pinning (the question's vector is cached from its
 /// run, so this costs one store search).
 fn dense_alone(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Vec<Passage>> {
-    let qdrant = crate::config::QdrantConfig {
+    let dense = crate::config::SearchConfig {
         hybrid: false,
-        ..kb.config().qdrant.clone()
+        ..kb.config().search.clone()
     };
     let request = crate::search::SearchRequest {
         query: question,
@@ -257,7 +257,7 @@ fn dense_alone(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Vec<Passa
         kb.store(),
         kb.embedder(),
         kb.lexical(),
-        &qdrant,
+        &dense,
         &request,
     )?)
 }

@@ -17,7 +17,7 @@ fn unique() -> String {
 
 /// A Qdrant collection of the evaluation's own (`<collection>_eval_<pid>_<n>`),
 /// deleted when dropped.
-pub(super) struct TempCollection(crate::config::QdrantConfig);
+pub(super) struct TempCollection(Box<Config>);
 
 impl TempCollection {
     /// With `storage.backend: qdrant`, points `config` at a new collection
@@ -26,15 +26,15 @@ impl TempCollection {
         if config.storage.backend != crate::config::Backend::Qdrant {
             return None;
         }
-        config.qdrant.collection = format!("{}_eval_{}", config.qdrant.collection, unique());
-        Some(Self(config.qdrant.clone()))
+        config.collection.name = format!("{}_eval_{}", config.collection.name, unique());
+        Some(Self(Box::new(config.clone())))
     }
 }
 
 impl Drop for TempCollection {
     fn drop(&mut self) {
         if let Err(e) = crate::kb::drop_server_collection(&self.0) {
-            tracing::warn!(collection = %self.0.collection, error = %e, "could not delete the evaluation's collection");
+            tracing::warn!(collection = %self.0.collection.name, error = %e, "could not delete the evaluation's collection");
         }
     }
 }

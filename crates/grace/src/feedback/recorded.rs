@@ -56,7 +56,7 @@ impl RecordedRun {
             confidence: report.confidence,
             factors: report.answer_factors().cloned(),
             weights_version: scorer.version(),
-            collection: config.qdrant.collection.clone(),
+            collection: config.collection.name.clone(),
             sources,
         }
     }

@@ -169,7 +169,7 @@ pub fn calibration(
             questions: learned.labels,
             // Not a question set: never mistaken for one by `grace eval`.
             questions_sha256: String::new(),
-            collection: config.qdrant.collection.clone(),
+            collection: config.collection.name.clone(),
             embedding_model: embedding_model.to_string(),
             generator: config.llm.provider.as_str().to_string(),
             sources: Vec::new(),

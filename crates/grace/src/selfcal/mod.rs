@@ -441,7 +441,7 @@ pub fn self_calibrate(
             set: PathBuf::from("self-calibration"),
             questions: plan.items.len(),
             questions_sha256: crate::durable::hex(&digest.finalize()),
-            collection: config.qdrant.collection.clone(),
+            collection: config.collection.name.clone(),
             embedding_model: kb.embedder().model_id().to_string(),
             generator: config.llm.provider.as_str().to_string(),
             sources: kb.source_hashes()?,

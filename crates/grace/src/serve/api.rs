@@ -242,7 +242,7 @@ pub struct SearchBody {
     /// What to look for (not blank).
     #[schema(min_length = 1, pattern = r"[^\s\x00-\x1f\x7f-\x9f]")]
     pub query: String,
-    /// Passages returned (default `qdrant.search_limit`).
+    /// Passages returned (default `search.limit`).
     #[schema(minimum = 1)]
     #[serde(default, deserialize_with = "super::body::whole")]
     pub limit: Option<usize>,

@@ -139,7 +139,7 @@ impl Kbs {
 pub struct KbSummary {
     /// Its name.
     pub name: String,
-    /// Its collection (`qdrant.collection`, its own on a Qdrant server).
+    /// Its collection (`collection.name`, its own on a Qdrant server).
     pub collection: String,
     /// Where its collection lives (a folder, or a Qdrant server's URL).
     pub location: String,
@@ -172,7 +172,7 @@ pub fn summaries(base: &Config) -> Result<Vec<KbSummary>> {
                 Err(e) => (None, Some(e.to_string())),
             };
             Ok(KbSummary {
-                collection: config.qdrant.collection.clone(),
+                collection: config.collection.name.clone(),
                 location: config.collection_location().display().to_string(),
                 state: config.kb_dir(),
                 model_dir: config.embedding.model_dir.clone(),
@@ -225,7 +225,7 @@ pub fn drop_kb(config: &Config) -> Result<()> {
         )));
     }
     if config.storage.backend == crate::config::Backend::Qdrant {
-        crate::kb::drop_server_collection(&config.qdrant)?;
+        crate::kb::drop_server_collection(config)?;
     }
     crate::state::drop_postgres_schema(config)?;
     match std::fs::remove_dir_all(&dir) {

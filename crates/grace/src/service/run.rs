@@ -278,7 +278,7 @@ impl Grace {
         let e = self.inner.queue.escalate(NewEscalation {
             vector: vector.as_deref(),
             report,
-            collection: &config.qdrant.collection,
+            collection: &config.collection.name,
             asker: &options.asker,
             allowed: (!options.reviewers.is_empty()).then(|| options.reviewers.clone()),
             timeout: None,

@@ -268,19 +268,19 @@ impl QdrantStore {
         }
         let layout = [
             (
-                "qdrant.shard_number",
+                "collection.shard_number",
                 self.layout.shard_number,
                 params.shard_number,
                 "shards are fixed when a collection is created",
             ),
             (
-                "qdrant.replication_factor",
+                "collection.replication_factor",
                 self.layout.replication_factor,
                 params.replication_factor.unwrap_or(1),
                 "change it on the server (PATCH /collections/NAME) or in the setting",
             ),
             (
-                "qdrant.write_consistency_factor",
+                "collection.write_consistency_factor",
                 self.layout.write_consistency_factor,
                 params.write_consistency_factor.unwrap_or(1),
                 "change it on the server (PATCH /collections/NAME) or in the setting",

@@ -39,7 +39,7 @@ use self::target::Target;
 use self::version::parse_version;
 pub use self::version::{CLIENT_VERSION, TESTED_VERSIONS, check_version, supported};
 use super::{Result, StoreError};
-use crate::config::QdrantConfig;
+use crate::config::{CollectionConfig, QdrantConfig};
 
 /// A collection on a Qdrant server.
 pub struct QdrantStore {
@@ -57,8 +57,8 @@ pub struct QdrantStore {
     server_version: String,
 }
 
-/// How a new collection is spread over a cluster (`qdrant.shard_number`,
-/// `qdrant.replication_factor`, `qdrant.write_consistency_factor`; 0: the
+/// How a new collection is spread over a cluster (`collection.shard_number`,
+/// `collection.replication_factor`, `collection.write_consistency_factor`; 0: the
 /// server's default, and not checked on an existing collection).
 #[derive(Debug, Clone, Copy)]
 struct Layout {
@@ -79,11 +79,15 @@ impl std::fmt::Debug for QdrantStore {
 }
 
 impl QdrantStore {
-    /// Opens `config.collection` on the server at `config.url`, creating it
-    /// for `dimension`-sized dense vectors (with the lexical vector and the
+    /// Opens `collection` on the server `server`, creating it for
+    /// `dimension`-sized dense vectors (with the lexical vector and the
     /// `source` index) if it does not exist yet.
-    pub fn open_or_create(config: &QdrantConfig, dimension: usize) -> Result<Self> {
-        let mut store = Self::connect(config)?;
+    pub fn open_or_create(
+        server: &QdrantConfig,
+        collection: &CollectionConfig,
+        dimension: usize,
+    ) -> Result<Self> {
+        let mut store = Self::connect(server, collection)?;
         let target = store.target.clone();
         let client = store.client.clone();
         let name = target.collection.clone();
@@ -116,8 +120,8 @@ impl QdrantStore {
 
     /// Opens an existing collection; [`StoreError::CollectionNotFound`] if
     /// the server has none of that name.
-    pub fn open_existing(config: &QdrantConfig) -> Result<Self> {
-        let mut store = Self::connect(config)?;
+    pub fn open_existing(server: &QdrantConfig, collection: &CollectionConfig) -> Result<Self> {
+        let mut store = Self::connect(server, collection)?;
         let client = store.client.clone();
         let name = store.target.collection.clone();
         if !store.run(async move { client.collection_exists(name).await })? {
@@ -131,10 +135,9 @@ impl QdrantStore {
         Ok(store)
     }
 
-    /// Deletes `config.collection` from the server; returns whether it
-    /// existed.
-    pub fn drop_collection(config: &QdrantConfig) -> Result<bool> {
-        let store = Self::connect(config)?;
+    /// Deletes `collection` from the server; returns whether it existed.
+    pub fn drop_collection(server: &QdrantConfig, collection: &CollectionConfig) -> Result<bool> {
+        let store = Self::connect(server, collection)?;
         let client = store.client.clone();
         let name = store.target.collection.clone();
         if !store.run(async move { client.collection_exists(name).await })? {
@@ -148,17 +151,17 @@ impl QdrantStore {
 
     /// The client, its runtime, and a health check that proves the server
     /// answers and speaks a compatible protocol version.
-    fn connect(config: &QdrantConfig) -> Result<Self> {
+    fn connect(server: &QdrantConfig, collection: &CollectionConfig) -> Result<Self> {
         let target = Target {
-            url: config.url.clone(),
-            collection: config.collection.clone(),
+            url: server.url.clone(),
+            collection: collection.name.clone(),
         };
-        let timeout = Duration::try_from_secs_f64(config.timeout_seconds)
+        let timeout = Duration::try_from_secs_f64(server.timeout_seconds)
             .map_err(|e| target.server(format!("qdrant.timeout_seconds: {e}")))?;
-        let api_key = (!config.api_key.is_empty()).then(|| config.api_key.clone());
+        let api_key = (!server.api_key.is_empty()).then(|| server.api_key.clone());
         // The client's own compatibility check only prints to stdout and
         // runs a second runtime; the check below fails instead.
-        let client = Qdrant::from_url(&config.url)
+        let client = Qdrant::from_url(&server.url)
             .api_key(api_key)
             .timeout(timeout)
             .connect_timeout(timeout)
@@ -176,9 +179,9 @@ impl QdrantStore {
             runtime: Some(runtime),
             target,
             layout: Layout {
-                shard_number: config.shard_number,
-                replication_factor: config.replication_factor,
-                write_consistency_factor: config.write_consistency_factor,
+                shard_number: collection.shard_number,
+                replication_factor: collection.replication_factor,
+                write_consistency_factor: collection.write_consistency_factor,
             },
             dimension: 0,
             shards: 1,

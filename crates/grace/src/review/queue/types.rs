@@ -135,7 +135,7 @@ pub struct Escalation {
     pub request: UserRequest,
     /// The run so far: plan, steps with their factors, sources, the draft.
     pub run: RunReport,
-    /// The collection it was asked against (`qdrant.collection`).
+    /// The collection it was asked against (`collection.name`).
     pub collection: String,
     /// Who asked (shown to reviewers).
     pub asker: String,
