@@ -47,7 +47,9 @@ pub struct QdrantStore {
     // `Option` so that `Drop` can shut it down without blocking.
     runtime: Option<Runtime>,
     target: Target,
-    layout: Layout,
+    /// How a new collection is spread over a cluster (0: the server's
+    /// default, and not checked on an existing collection).
+    layout: CollectionConfig,
     dimension: usize,
     /// The collection's shards: each counts its own term statistics.
     shards: u32,
@@ -55,16 +57,6 @@ pub struct QdrantStore {
     /// (`idf.rs`); emptied by every write.
     stats: std::sync::Mutex<idf::StatsCache>,
     server_version: String,
-}
-
-/// How a new collection is spread over a cluster (`collection.shard_number`,
-/// `collection.replication_factor`, `collection.write_consistency_factor`; 0: the
-/// server's default, and not checked on an existing collection).
-#[derive(Debug, Clone, Copy)]
-struct Layout {
-    shard_number: u32,
-    replication_factor: u32,
-    write_consistency_factor: u32,
 }
 
 impl std::fmt::Debug for QdrantStore {
@@ -178,11 +170,7 @@ impl QdrantStore {
             client,
             runtime: Some(runtime),
             target,
-            layout: Layout {
-                shard_number: collection.shard_number,
-                replication_factor: collection.replication_factor,
-                write_consistency_factor: collection.write_consistency_factor,
-            },
+            layout: collection.clone(),
             dimension: 0,
             shards: 1,
             stats: Default::default(),
