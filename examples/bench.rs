@@ -79,7 +79,6 @@ use grace::ingest::chunk::{ChunkParams, chunk_sections};
 use grace::ingest::load::{Format, load};
 use grace::ingest::walk::{Filters, walk};
 use grace::search::{SearchError, SearchRequest};
-use grace::store::fusion::Gate;
 use grace::store::qdrant::QdrantStore;
 use grace::store::{ChunkPoint, QueryVector, StoreError, StoreQuery, VectorStore};
 use grace::{Config, KnowledgeBase, OpenMode};
@@ -396,8 +395,6 @@ fn access(
             query: q,
             limit: 10,
             filter,
-            pin_identifiers: kb.config().search.pin_identifiers,
-            gate: Gate::of(&kb.config().search),
         };
         let passages = grace::search::search(store, &precomputed, kb.lexical(), tuning, &request)?;
         Ok(passages.iter().map(|p| p.id).collect())
@@ -712,7 +709,6 @@ fn store_query(
     };
     let tuning = &kb.config().search;
     let candidates = tuning.candidates;
-    let pin_identifiers = kb.config().search.pin_identifiers;
     let ids = |hits: Vec<grace::store::StoredHit>| hits.iter().map(|h| h.id).collect::<Vec<u64>>();
     // A call that fails in a way GRACE counts as transient (a server busy,
     // unreachable or timing out: `rag_search` retries those) is tried again
@@ -736,8 +732,6 @@ fn store_query(
             query: q,
             limit: 5,
             filter: None,
-            pin_identifiers,
-            gate: Gate::of(&kb.config().search),
         };
         let passages = retried.call(
             || grace::search::search(store, &precomputed, kb.lexical(), tuning, &request),
@@ -849,8 +843,6 @@ fn store_query(
             query: q,
             limit: 10,
             filter: None,
-            pin_identifiers,
-            gate: Gate::of(&kb.config().search),
         };
         let top10 = |s: &dyn grace::store::VectorStore| -> Result<Vec<u64>> {
             let passages = grace::search::search(s, &precomputed, kb.lexical(), tuning, &request)?;

@@ -15,7 +15,6 @@ use std::path::Path;
 
 use grace::ingest::IngestOptions;
 use grace::search::{SearchRequest, search};
-use grace::store::fusion::Gate;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -72,8 +71,6 @@ fn debian_faq_recall_at_5_in_headings_and_in_users_words() {
                     query: &q.question,
                     limit: 5,
                     filter: None,
-                    pin_identifiers: true,
-                    gate: Gate::of(&kb.config().search),
                 };
                 let passages =
                     search(kb.store(), kb.embedder(), kb.lexical(), &qcfg, &req).unwrap();

@@ -139,11 +139,6 @@ pub struct SearchRequest<'a> {
     pub limit: usize,
     /// Only passages matching this; `None`: the whole collection.
     pub filter: Option<&'a PayloadFilter>,
-    /// Put passages containing the query's identifiers first.
-    pub pin_identifiers: bool,
-    /// When the lexical ranking may reorder the dense one
-    /// ([`Gate::OPEN`]: always, by its bounded bonus).
-    pub gate: Gate,
 }
 
 /// Passages from the top of the lexical ranking checked for the query's
@@ -165,9 +160,11 @@ pub fn check_limit(limit: usize) -> Result<()> {
     }
 }
 
-/// Runs a search: the rankings, their fusion and the threshold as
-/// `config` says (`candidates`, `hybrid`, the weights, `score_threshold`);
-/// the limit, the filter, the pinning and the gate as `request` says.
+/// Runs a search: the rankings, their fusion, its gate, the threshold and
+/// the pinning as `config` says (`candidates`, `hybrid`, the weights,
+/// `rare_term_share` and `rare_terms`, `score_threshold`,
+/// `pin_identifiers`); the query, the limit and the filter as `request`
+/// says.
 pub fn search(
     store: &dyn VectorStore,
     embedder: &dyn Embedder,
@@ -254,7 +251,8 @@ pub fn search(
     let lexical_score: HashMap<u64, f32> = lexical_pairs.iter().copied().collect();
     // Points already read (by pinning), so they are not read twice.
     let mut fetched: HashMap<u64, ChunkPoint> = HashMap::new();
-    let gated = request.gate != Gate::OPEN && !lexical_hits.is_empty();
+    let gate = Gate::of(config);
+    let gated = gate != Gate::OPEN && !lexical_hits.is_empty();
     let mut fused = if gated {
         // The gate compares each candidate's terms with the dense first's:
         // the terms of every candidate of both rankings are read once.
@@ -282,7 +280,7 @@ pub fn search(
             &lexical_pairs,
             lexical_weight,
             &evidence,
-            &request.gate,
+            &gate,
         )
     } else {
         fuse(&dense_pairs, &lexical_pairs, lexical_weight)
@@ -295,7 +293,7 @@ pub fn search(
             .is_none_or(|&score| score >= config.score_threshold)
     });
     let mut pinned: HashMap<u64, usize> = HashMap::new();
-    if request.pin_identifiers && !query_identifiers.is_empty() && !lexical_hits.is_empty() {
+    if config.pin_identifiers && !query_identifiers.is_empty() && !lexical_hits.is_empty() {
         let pool: Vec<u64> = lexical_hits.iter().take(PIN_POOL).map(|h| h.id).collect();
         fetched.extend(store.retrieve(&pool)?.into_iter().map(|p| (p.id, p)));
         for id in &pool {
@@ -561,17 +559,19 @@ mod tests {
         };
         let embedder = make(rx);
         let lexical = LexicalEncoder::new().expect("the English encoder builds");
+        // No pinning, and no gate (Gate::OPEN): the plain fusion.
         let config = SearchConfig {
             hybrid: true,
             score_threshold: 0.0,
+            pin_identifiers: false,
+            rare_term_share: 1.0,
+            rare_terms: 0,
             ..SearchConfig::default()
         };
         let request = SearchRequest {
             query: "how do I roll back",
             limit: 5,
             filter: None,
-            pin_identifiers: false,
-            gate: Gate::OPEN,
         };
         search(&store, &embedder, &lexical, &config, &request)
     }

@@ -20,7 +20,6 @@ use crate::lexical::LexicalEncoder;
 use crate::reader::{self, Reader};
 use crate::search::{Passage, SearchRequest, apply_document_boosts};
 use crate::store::edge::{EdgeStore, IndexSettings};
-use crate::store::fusion::Gate;
 use crate::store::{PayloadFilter, QueryVector, StoreInfo, StoreQuery, VectorStore};
 
 /// An opened knowledge base.
@@ -223,8 +222,6 @@ impl KnowledgeBase {
             query,
             limit,
             filter,
-            pin_identifiers: self.config.search.pin_identifiers,
-            gate: Gate::of(&self.config.search),
         };
         Ok(crate::search::search(
             self.store.as_ref(),
@@ -454,17 +451,19 @@ fn server_store(_: &Config, _: OpenMode, _: usize) -> Result<Box<dyn VectorStore
     Err(qdrant_server_off())
 }
 
-/// Deletes collection `collection.name` on the Qdrant server; whether it
-/// existed.
-pub(crate) fn drop_server_collection(config: &Config) -> Result<bool> {
+/// Deletes collection `collection.name` on the Qdrant server `server`;
+/// whether it existed.
+pub(crate) fn drop_server_collection(
+    server: &crate::config::QdrantConfig,
+    collection: &crate::config::CollectionConfig,
+) -> Result<bool> {
     #[cfg(feature = "qdrant-server")]
     return Ok(crate::store::qdrant::QdrantStore::drop_collection(
-        &config.qdrant,
-        &config.collection,
+        server, collection,
     )?);
     #[cfg(not(feature = "qdrant-server"))]
     {
-        let _ = config;
+        let _ = (server, collection);
         Err(qdrant_server_off())
     }
 }

@@ -189,7 +189,7 @@ pub fn migrate(
 /// Deletes the target collection (and its manifest); whether it existed.
 fn drop_collection(config: &Config) -> Result<bool> {
     let existed = match config.storage.backend {
-        Backend::Qdrant => crate::kb::drop_server_collection(config)?,
+        Backend::Qdrant => crate::kb::drop_server_collection(&config.qdrant, &config.collection)?,
         Backend::Edge => {
             let dir = config.collection_dir();
             if !dir.exists() {

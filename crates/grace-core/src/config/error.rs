@@ -122,7 +122,7 @@ pub(crate) fn renamed(section: &str, key: &str) -> Option<(&'static str, &'stati
 /// `qdrant: unknown field `search_limit`, …` gives (`qdrant`,
 /// `search_limit`); a message from a value rather than text has no path
 /// (empty).
-fn unknown_field(message: &str) -> Option<(&str, &str)> {
+pub(crate) fn unknown_field(message: &str) -> Option<(&str, &str)> {
     let (before, after) = message.split_once("unknown field `")?;
     let key = after.split('`').next()?;
     Some((before.trim_end().trim_end_matches(':'), key))

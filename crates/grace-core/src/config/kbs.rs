@@ -232,13 +232,8 @@ impl Config {
                 merge(base, overlay);
             }
         }
-        let mut derived: Config = serde_yaml::from_value(whole).map_err(|e| {
-            let mut e = ConfigError::from_yaml(e);
-            if let ConfigError::Parse { message, .. } = &mut e {
-                *message = format!("kbs.{name}: {message}");
-            }
-            e
-        })?;
+        let mut derived: Config =
+            serde_yaml::from_value(whole).map_err(|e| entry_error(name, entry, e))?;
         derived.kb = name.to_string();
         if name != DEFAULT_KB {
             // A knowledge base's own folders; the top level's are
@@ -316,6 +311,39 @@ impl Config {
 
 /// The PostgreSQL schema of knowledge base `name`'s own tables under the
 /// server's schema `root` (`-` reads as `_`).
+/// Why the sections of entry `name` merged into the top level do not
+/// read. An unknown key of one of the entry's sections is named by its
+/// path in the file (`kbs.NAME.SECTION.KEY`, so the load finds its line),
+/// with what replaced it when an earlier GRACE read it; anything else is
+/// the parser's message under `kbs.NAME`.
+fn entry_error(name: &str, entry: &KbConfig, e: serde_yaml::Error) -> ConfigError {
+    let message = e.to_string();
+    let unknown = super::error::unknown_field(&message).and_then(|(_, key)| {
+        KB_SECTIONS
+            .iter()
+            .find(|s| entry.section(s).and_then(|v| v.get(key)).is_some())
+            .map(|section| (*section, key))
+    });
+    let Some((section, key)) = unknown else {
+        let mut e = ConfigError::from_yaml(e);
+        if let ConfigError::Parse { message, .. } = &mut e {
+            *message = format!("kbs.{name}: {message}");
+        }
+        return e;
+    };
+    let said = message
+        .find("unknown field")
+        .map_or(&*message, |i| &message[i..]);
+    let said = said.split(" at line ").next().unwrap_or(said);
+    let hint = super::error::renamed(section, key).map_or(String::new(), |(old, hint)| {
+        format!(" ({old} was replaced: {hint}; an entry takes the top level's keys)")
+    });
+    invalid(
+        &format!("kbs.{name}.{section}.{key}"),
+        format!("{said}{hint}"),
+    )
+}
+
 fn kb_schema(root: &str, name: &str) -> String {
     format!("{root}_{}", name.replace('-', "_"))
 }
@@ -567,6 +595,18 @@ mod tests {
         ));
         assert!(
             e.contains("kbs.hr.collection.name") && e.contains("`default`"),
+            "{e}"
+        );
+        // A key an earlier GRACE read, in an entry: its path in the entry,
+        // its line and what replaced it.
+        let e = load_error(&write(
+            dir.path(),
+            "kbs:\n  hr:\n    qdrant:\n      url: http://q:6334\n      collection: hr\n",
+        ));
+        assert!(
+            e.contains(":5:")
+                && e.contains("`kbs.hr.qdrant.collection`")
+                && e.contains("it is collection.name"),
             "{e}"
         );
         let e = load_error(&write(dir.path(), "kbs:\n  hr:\n    storage: {}\n"));

@@ -244,14 +244,13 @@ pub fn collect_with(
 fn dense_alone(kb: &KnowledgeBase, question: &str, k: usize) -> Result<Vec<Passage>> {
     let dense = crate::config::SearchConfig {
         hybrid: false,
+        pin_identifiers: false,
         ..kb.config().search.clone()
     };
     let request = crate::search::SearchRequest {
         query: question,
         limit: k,
         filter: None,
-        pin_identifiers: false,
-        gate: crate::store::fusion::Gate::OPEN,
     };
     Ok(crate::search::search(
         kb.store(),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::set::EvalError;
-use crate::config::Config;
+use crate::config::{CollectionConfig, Config, QdrantConfig};
 
 /// `<pid>_<nanoseconds>`: a name no other evaluation running now has.
 fn unique() -> String {
@@ -16,8 +16,11 @@ fn unique() -> String {
 }
 
 /// A Qdrant collection of the evaluation's own (`<collection>_eval_<pid>_<n>`),
-/// deleted when dropped.
-pub(super) struct TempCollection(Box<Config>);
+/// deleted when dropped: the server and the collection it is on.
+pub(super) struct TempCollection {
+    server: QdrantConfig,
+    collection: CollectionConfig,
+}
 
 impl TempCollection {
     /// With `storage.backend: qdrant`, points `config` at a new collection
@@ -27,14 +30,17 @@ impl TempCollection {
             return None;
         }
         config.collection.name = format!("{}_eval_{}", config.collection.name, unique());
-        Some(Self(Box::new(config.clone())))
+        Some(Self {
+            server: config.qdrant.clone(),
+            collection: config.collection.clone(),
+        })
     }
 }
 
 impl Drop for TempCollection {
     fn drop(&mut self) {
-        if let Err(e) = crate::kb::drop_server_collection(&self.0) {
-            tracing::warn!(collection = %self.0.collection.name, error = %e, "could not delete the evaluation's collection");
+        if let Err(e) = crate::kb::drop_server_collection(&self.server, &self.collection) {
+            tracing::warn!(collection = %self.collection.name, error = %e, "could not delete the evaluation's collection");
         }
     }
 }

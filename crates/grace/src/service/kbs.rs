@@ -225,7 +225,7 @@ pub fn drop_kb(config: &Config) -> Result<()> {
         )));
     }
     if config.storage.backend == crate::config::Backend::Qdrant {
-        crate::kb::drop_server_collection(config)?;
+        crate::kb::drop_server_collection(&config.qdrant, &config.collection)?;
     }
     crate::state::drop_postgres_schema(config)?;
     match std::fs::remove_dir_all(&dir) {
