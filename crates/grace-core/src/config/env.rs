@@ -64,8 +64,8 @@ pub(crate) fn apply_overrides(
                 } else {
                     let mut m =
                         format!("unknown key `{parent}.{segment}` (known in `{parent}`: {known})");
-                    if let Some((old, hint)) = super::error::renamed(&parent, segment) {
-                        m.push_str(&format!("; {old} was replaced: {hint}"));
+                    if let Some(replaced) = super::error::replaced(&parent, segment) {
+                        m.push_str(&format!("; {replaced}"));
                     }
                     m
                 }));

@@ -103,7 +103,7 @@ const RENAMED: &[(&str, &str)] = &[
 /// What replaced `key` of the section `section` (a dotted path, such as
 /// `qdrant` or `kbs.hr.qdrant`; empty when unknown), when an earlier GRACE
 /// read it: the old key as written, and the hint.
-pub(crate) fn renamed(section: &str, key: &str) -> Option<(&'static str, &'static str)> {
+fn renamed(section: &str, key: &str) -> Option<(&'static str, &'static str)> {
     RENAMED
         .iter()
         .copied()
@@ -116,6 +116,13 @@ pub(crate) fn renamed(section: &str, key: &str) -> Option<(&'static str, &'stati
             }
             None => *old == key,
         })
+}
+
+/// "OLD was replaced: HINT" for `key` of section `section` when an earlier
+/// GRACE read it ([`renamed`]): the words every message about an old key
+/// shares.
+pub(crate) fn replaced(section: &str, key: &str) -> Option<String> {
+    renamed(section, key).map(|(old, hint)| format!("{old} was replaced: {hint}"))
 }
 
 /// The section path and key of serde_yaml's "unknown field" message:
@@ -132,10 +139,10 @@ impl ConfigError {
     pub(crate) fn from_yaml(e: serde_yaml::Error) -> Self {
         let mut message = e.to_string();
         // A key that was renamed: say what replaced it.
-        if let Some((old, hint)) =
-            unknown_field(&message).and_then(|(section, key)| renamed(section, key))
+        if let Some(replaced) =
+            unknown_field(&message).and_then(|(section, key)| replaced(section, key))
         {
-            message.push_str(&format!(" ({old} was replaced: {hint})"));
+            message.push_str(&format!(" ({replaced})"));
         }
         ConfigError::Parse {
             file: None,

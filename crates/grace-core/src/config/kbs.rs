@@ -331,12 +331,12 @@ fn entry_error(name: &str, entry: &KbConfig, e: serde_yaml::Error) -> ConfigErro
         }
         return e;
     };
+    // A value's error has no path or line: the message is serde's own.
     let said = message
         .find("unknown field")
         .map_or(&*message, |i| &message[i..]);
-    let said = said.split(" at line ").next().unwrap_or(said);
-    let hint = super::error::renamed(section, key).map_or(String::new(), |(old, hint)| {
-        format!(" ({old} was replaced: {hint}; an entry takes the top level's keys)")
+    let hint = super::error::replaced(section, key).map_or(String::new(), |replaced| {
+        format!(" ({replaced}; an entry takes the top level's keys)")
     });
     invalid(
         &format!("kbs.{name}.{section}.{key}"),
