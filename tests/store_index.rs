@@ -95,6 +95,18 @@ fn sample_and_filler(dir: &std::path::Path, filler: usize) -> Vec<ChunkPoint> {
     points
 }
 
+/// [`sample_and_filler`] with [`FILLER`] points, made once for the tests
+/// that share it (embedding the filler is most of their time).
+fn sample_and_full_filler() -> Vec<ChunkPoint> {
+    static POINTS: std::sync::OnceLock<Vec<ChunkPoint>> = std::sync::OnceLock::new();
+    POINTS
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            sample_and_filler(dir.path(), FILLER)
+        })
+        .clone()
+}
+
 /// `quantization` with the graph walked wide (`hnsw_ef` 512 of ~8,000
 /// points): what is measured is the quantisation and its rescoring, not
 /// the graph's approximation (the bench measures that, as recall@10).
@@ -136,7 +148,7 @@ fn top5(store: &EdgeStore, vector: &[f32], exact: bool) -> Vec<u64> {
 #[test]
 fn quantised_search_returns_the_exact_top_five() {
     let dir = tempfile::tempdir().unwrap();
-    let points = sample_and_filler(dir.path(), FILLER);
+    let points = sample_and_full_filler();
     let embedder = common::embedder();
     // A store within a few segments' worth of points lets the engine
     // score the candidates again per segment; past that they are scored
@@ -322,7 +334,7 @@ fn index_settings_persist_across_reopen() {
 fn writing_indexes_every_segment_points() {
     let dir = tempfile::tempdir().unwrap();
     // The filler three times over, under new ids: 24,000 points.
-    let base = sample_and_filler(dir.path(), FILLER);
+    let base = sample_and_full_filler();
     let mut points = base.clone();
     for copy in 1..3 {
         points.extend(base.iter().map(|p| {
