@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use grace::confidence::term_coverage;
 use grace::embed::{Embedder, FastEmbedder, cosine};
-use grace::eval::load_questions;
-use grace::eval::metrics::auroc;
 use grace::ingest::chunk::sentences;
 use grace::{Config, KnowledgeBase, OpenMode};
+use grace_eval::load_questions;
+use grace_eval::metrics::auroc;
 use serde_json::{Map, Value, json};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -15,10 +15,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use grace::embed::{Embedder, FastEmbedder};
-use grace::eval::{self, load_questions};
 use grace::exec::{Decision, Executor};
 use grace::tools::ToolRegistry;
 use grace::{Config, KnowledgeBase, OpenMode};
+use grace_eval::load_questions;
 use serde_json::json;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -45,8 +45,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let executor = Executor::new(&registry, kb.config(), kb.scorer(), 5);
     for q in load_questions(&set.join("questions.jsonl"))? {
         let run = executor.ask(&q.question, &mut |_| {})?;
-        let passages = eval::search_passages(eval::first_search(&run), usize::MAX);
-        let right = q.answerable && eval::gold_cited(&q, &run);
+        let passages = grace_eval::search_passages(grace_eval::first_search(&run), usize::MAX);
+        let right = q.answerable && grace_eval::gold_cited(&q, &run);
         let row = json!({
             "id": q.id,
             "question": q.question,
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "answer": run.answer.as_ref().map(|a| a.text.clone()),
             "passages": passages.iter().map(|p| json!({
                 "id": p.id.to_string(),
-                "file": eval::corpus_file(&p.source),
+                "file": grace_eval::corpus_file(&p.source),
                 "score": p.score,
                 "dense_rank": p.dense_rank,
                 "lexical_rank": p.lexical_rank,

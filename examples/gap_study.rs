@@ -29,10 +29,10 @@ use std::time::Instant;
 
 use grace::config::Config;
 use grace::embed::{Embedder, FastEmbedder};
-use grace::eval::load_questions;
 use grace::exec::Decision;
 use grace::feedback::{Asker, FeedbackStore, Rating, RecordedRun, Vote};
 use grace::service::AskOptions;
+use grace_eval::load_questions;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -81,7 +81,7 @@ fn missing(args: &[String]) -> Result<(), Error> {
         }
     }
     let questions = load_questions(&dir.join("questions.jsonl"))?;
-    let in_section = |q: &grace::eval::Question| {
+    let in_section = |q: &grace_eval::Question| {
         q.gold_sources
             .iter()
             .any(|g| g.starts_with(prefix.as_str()))
@@ -92,7 +92,7 @@ fn missing(args: &[String]) -> Result<(), Error> {
     shuffle(&mut rest, 11);
     target.truncate(30);
     rest.truncate(others);
-    let mut asked: Vec<(&grace::eval::Question, bool)> = target
+    let mut asked: Vec<(&grace_eval::Question, bool)> = target
         .iter()
         .map(|q| (*q, true))
         .chain(rest.iter().map(|q| (*q, false)))

@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use grace::embed::{Embedder, FastEmbedder};
-use grace::eval::load_questions;
 use grace::lexical::distinct_identifiers;
 use grace::store::{QueryVector, StoreQuery};
 use grace::{Config, KnowledgeBase, OpenMode};
+use grace_eval::load_questions;
 use serde_json::json;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -115,7 +115,7 @@ fn dump_chunks(kb: &KnowledgeBase, out: &Path) -> Result<(), Box<dyn std::error:
         for p in &page.points {
             let row = json!({
                 "id": p.id.to_string(),
-                "file": grace::eval::corpus_file(&p.payload.source),
+                "file": grace_eval::corpus_file(&p.payload.source),
                 "section": p.payload.section,
                 "chunk_index": p.payload.chunk_index,
                 "text": p.payload.text,

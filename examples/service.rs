@@ -37,7 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_state(grace.clone())
         .nest(
             "/grace",
-            grace::serve::router(grace::serve::AppState::new(grace)?),
+            grace_serve::router(grace_serve::AppState::new(grace)?),
         );
     let addr = SocketAddr::from(([127, 0, 0, 1], 3000));
     eprintln!("serving on http://{addr}");

@@ -11,8 +11,8 @@ use grace::ingest::load::{Format, Limits, load};
 use grace::lexical::{LexicalEncoder, distinct_identifiers, identifiers, identifiers_found};
 use grace::llm::{GenerateRequest, Generation, LlmClient, StopReason, ToolSpec};
 use grace::plan::Planner;
-use grace::serve::api::{AskBody, IngestBody, SearchBody};
 use grace::tools::{Reasoning, Tool};
+use grace_serve::api::{AskBody, IngestBody, SearchBody};
 use serde_json::json;
 
 /// Every target, by the name `scripts/fuzz` and the corpus folders use.

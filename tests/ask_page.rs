@@ -869,7 +869,7 @@ fn the_page_asks_the_knowledge_base_its_address_names() {
     let question = "How many weeks of parental leave do employees get?";
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let server = common::serve_state(grace::serve::AppState::serving(kbs).unwrap()).await;
+        let server = common::serve_state(grace_serve::AppState::serving(kbs).unwrap()).await;
         let b = Browser::start().await;
         for (address, answered) in [("/?kb=hr", true), ("/", false)] {
             b.open(&format!("{}{address}", server.base)).await;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use grace::AskOptions;
 use grace::review::ReviewError;
-use grace::serve::WAITERS_PER_PERMIT;
+use grace_serve::WAITERS_PER_PERMIT;
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -149,7 +149,7 @@ async fn a_redraft_or_a_promotion_needs_a_free_permit_and_a_plain_answer_does_no
                 .unwrap(),
         );
     }
-    let state = grace::serve::AppState::new(grace).unwrap();
+    let state = grace_serve::AppState::new(grace).unwrap();
     // Something else holds the only permit.
     let busy = state.gate.permits.clone().try_acquire_owned().unwrap();
     let server = common::serve_state(state).await;

@@ -89,7 +89,7 @@ async fn each_knowledge_base_is_served_to_those_who_may_ask_it() {
     let ann = principals.add_key("ann", &["hr".into()]).unwrap().key;
     let bo = principals.add_key("bo", &[]).unwrap().key;
     let rita = principals.add_key("rita", &[]).unwrap().key;
-    let server = common::serve_state(grace::serve::AppState::serving(kbs).unwrap()).await;
+    let server = common::serve_state(grace_serve::AppState::serving(kbs).unwrap()).await;
     let client = reqwest::Client::new();
     let post = |path: &str, key: &str, body: Value| {
         client

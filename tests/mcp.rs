@@ -385,7 +385,7 @@ fn an_unknown_name_in_mcp_tools_is_refused_by_the_server_naming_the_key() {
     let mut config = common::config(dir.path());
     config.mcp.tools = vec!["ask".into(), "shell".into()];
     let grace = common::service(config);
-    let err = grace::mcp::McpServer::new(grace).err().unwrap().to_string();
+    let err = grace_mcp::McpServer::new(grace).err().unwrap().to_string();
     assert!(
         err.contains("mcp.tools") && err.contains("shell") && err.contains("known: ask"),
         "{err}"
@@ -439,7 +439,7 @@ async fn registry_tools_are_offered_to_mcp_clients_by_their_callers() {
     registry
         .register(Arc::new(Extra("rt.agent_only")), policy, Callers::AGENT)
         .unwrap();
-    let server = grace::mcp::McpServer::new(grace.clone()).unwrap();
+    let server = grace_mcp::McpServer::new(grace.clone()).unwrap();
     let names: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
     assert_eq!(names, ["ask", "ingest", "feedback", "rt.for_mcp"]);
 

@@ -337,7 +337,7 @@ fn kind_at(s: &str) -> Option<String> {
 /// (`JwtError::code`).
 fn error_types_sent() -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for (path, text) in texts("crates/grace/src/serve")
+    for (path, text) in texts("crates/grace-serve/src")
         .into_iter()
         .chain(texts("crates/grace-core/src/auth"))
     {
@@ -389,7 +389,7 @@ fn the_http_errors_page_has_every_error_type_the_server_sends() {
     ] {
         assert!(
             sent.contains(expected),
-            "{expected} not found in crates/grace/src/serve: {sent:?}"
+            "{expected} not found in crates/grace-serve/src: {sent:?}"
         );
     }
     let missing: Vec<&String> = sent
@@ -401,7 +401,7 @@ fn the_http_errors_page_has_every_error_type_the_server_sends() {
         "error types the server sends that docs/src/reference/http-errors.md does not list: {missing:?}"
     );
     // And every type the page lists is sent somewhere.
-    let code: String = texts("crates/grace/src/serve")
+    let code: String = texts("crates/grace-serve/src")
         .into_iter()
         .chain(texts("crates/grace-core/src/auth"))
         .map(|(_, t)| t)

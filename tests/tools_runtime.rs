@@ -342,7 +342,7 @@ fn mcp_offers_the_admin_tools_only_when_allowed() {
     let config = common::config(data.path());
     let g = common::service(config.clone());
     let names = |g: &grace::Grace| -> Vec<String> {
-        grace::mcp::McpServer::new(g.clone())
+        grace_mcp::McpServer::new(g.clone())
             .unwrap()
             .tools()
             .iter()

@@ -230,16 +230,16 @@ pub struct TestServer {
 
 /// Starts serving `grace` (stop it with [`TestServer::stop`]).
 pub async fn serve(grace: grace::Grace) -> TestServer {
-    serve_state(grace::serve::AppState::new(grace).unwrap()).await
+    serve_state(grace_serve::AppState::new(grace).unwrap()).await
 }
 
 /// Starts serving `state`, for a test that prepares the state first (holds
 /// one of its permits, say). Dropping the server begins its shutdown.
-pub async fn serve_state(state: grace::serve::AppState) -> TestServer {
+pub async fn serve_state(state: grace_serve::AppState) -> TestServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(grace::serve::run(listener, state, async move {
+    let task = tokio::spawn(grace_serve::run(listener, state, async move {
         let _ = rx.await;
     }));
     TestServer {

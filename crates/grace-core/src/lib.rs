@@ -17,6 +17,7 @@ pub mod config;
 pub mod display;
 pub mod durable;
 pub mod embed;
+pub mod evalset;
 pub mod followup;
 pub mod ingest;
 pub mod lang;

@@ -1,7 +1,7 @@
 //! What GRACE counts and times while it works, through the `metrics`
 //! facade: the library records, and whoever installs a recorder sees it
 //! (`grace serve` renders Prometheus's text format at `GET /metrics`, see
-//! `grace::serve::metrics_api`). Without a recorder (the CLI, a library
+//! `grace_serve::metrics_api`). Without a recorder (the CLI, a library
 //! user who installs none) every call here costs a few nanoseconds and
 //! records nothing.
 //!

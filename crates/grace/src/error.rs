@@ -4,7 +4,7 @@
 
 use crate::config::ConfigError;
 use crate::embed::EmbedError;
-use crate::eval::set::EvalError;
+use crate::evalset::EvalError;
 use crate::ingest::IngestError;
 use crate::lexical::LexicalError;
 use crate::review::ReviewError;

@@ -453,7 +453,7 @@ fn server_store(_: &Config, _: OpenMode, _: usize) -> Result<Box<dyn VectorStore
 
 /// Deletes collection `collection.name` on the Qdrant server `server`;
 /// whether it existed.
-pub(crate) fn drop_server_collection(
+pub fn drop_server_collection(
     server: &crate::config::QdrantConfig,
     collection: &crate::config::CollectionConfig,
 ) -> Result<bool> {

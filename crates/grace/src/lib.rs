@@ -43,7 +43,7 @@ pub mod doctor;
 pub use grace_core::durable;
 pub use grace_core::embed;
 mod error;
-pub mod eval;
+pub use grace_core::evalset;
 pub mod exec;
 pub mod feedback;
 pub use grace_core::followup;
@@ -54,8 +54,6 @@ pub use grace_core::lang;
 pub mod learn;
 pub use grace_core::lexical;
 pub use grace_core::llm;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 pub mod migrate;
 pub use grace_core::plan;
 pub use grace_core::reader;
@@ -63,8 +61,6 @@ pub mod review;
 pub use grace_core::rng;
 pub use grace_core::search;
 pub mod selfcal;
-#[cfg(feature = "serve")]
-pub mod serve;
 pub mod service;
 pub mod session;
 pub use grace_core::state;
@@ -79,6 +75,6 @@ pub use error::{
     EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_CODES, EXIT_FAILURE, EXIT_NEEDS_INPUT,
     EXIT_NOT_ANSWERED, EXIT_NOT_FOUND, Error, Result,
 };
-pub use kb::{IndexStatus, KnowledgeBase, OpenMode, Status, status};
+pub use kb::{IndexStatus, KnowledgeBase, OpenMode, Status, drop_server_collection, status};
 pub use search::Passage;
 pub use service::{AskOptions, AskOutcome, Grace, GraceBuilder, RunCounts, RunEvent, RunStream};

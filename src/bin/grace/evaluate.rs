@@ -27,7 +27,7 @@ pub struct EvalArgs<'a> {
     /// Ask the set's first N questions in one session instead.
     pub one_session: Option<usize>,
     /// Simulate ratings and report the learning curve.
-    pub feedback: Option<grace::eval::FeedbackSim>,
+    pub feedback: Option<grace_eval::FeedbackSim>,
 }
 
 /// Runs `grace eval DIR` (or its `--conversations FILE` form).
@@ -46,13 +46,13 @@ pub fn eval(cli: &Cli, config: &Config, args: &EvalArgs<'_>) -> grace::Result<()
     }
     if let Some(file) = conversations {
         let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
-        let report = grace::eval::conversations::run(config, embedder, dir, file, limit)?;
+        let report = grace_eval::conversations::run(config, embedder, dir, file, limit)?;
         output::conversation_report(&report, cli.json);
         return Ok(());
     }
     if let Some(n) = one_session {
         let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
-        let report = grace::eval::one_session::run(config, embedder, dir, n, limit)?;
+        let report = grace_eval::one_session::run(config, embedder, dir, n, limit)?;
         output::one_session_report(&report, cli.json);
         return Ok(());
     }
@@ -67,10 +67,10 @@ pub fn eval(cli: &Cli, config: &Config, args: &EvalArgs<'_>) -> grace::Result<()
         )));
     }
     let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
-    let report = grace::eval::run_with(config, embedder, dir, limit, self_calibrate, feedback)?;
+    let report = grace_eval::run_with(config, embedder, dir, limit, self_calibrate, feedback)?;
     if let Some(path) = plot {
         let title = format!("coverage vs risk: {}", dir.display());
-        grace::eval::plot::coverage_risk_png(path, &title, &report.models)
+        grace_eval::plot::coverage_risk_png(path, &title, &report.models)
             .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;
     }
     output::eval_report(&report, cli.json);
@@ -115,7 +115,7 @@ pub fn calibrate(
         ));
     }
     let embedder = Arc::new(grace::embed::FastEmbedder::new(&config.embedding)?);
-    let calibration = grace::eval::calibrate::calibrate(config, embedder, dir, limit, folds)?;
+    let calibration = grace_eval::calibrate::calibrate(config, embedder, dir, limit, folds)?;
     calibration
         .save(out)
         .map_err(|e| grace::Error::InvalidInput(e.to_string()))?;

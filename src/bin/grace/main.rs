@@ -209,7 +209,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                     ))
                 })?,
             };
-            grace::serve::serve(base, bind)?
+            grace_serve::serve(base, bind)?
         }
         Command::Mcp => {
             let mut base = base;
@@ -224,7 +224,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 }
                 base.mcp.principal = name;
             }
-            grace::mcp::serve_stdio(base, &cli.kb)?
+            grace_mcp::serve_stdio(base, &cli.kb)?
         }
         Command::Auth { command } => auth::run(&config, command, cli.json)?,
         Command::Kb { command } => kb::run(&base, command, cli.json)?,
@@ -284,7 +284,7 @@ fn run(cli: &Cli) -> grace::Result<u8> {
                 self_calibrate: *self_calibrate,
                 conversations: conversations.as_deref(),
                 one_session: *one_session,
-                feedback: feedback.map(|ratings| grace::eval::FeedbackSim {
+                feedback: feedback.map(|ratings| grace_eval::FeedbackSim {
                     ratings,
                     seed: *seed,
                     noise: *feedback_noise,

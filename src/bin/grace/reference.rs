@@ -183,7 +183,7 @@ fn exit_codes() -> String {
 
 fn http() -> String {
     use utoipa::OpenApi;
-    let doc = grace::serve::openapi::ApiDoc::openapi();
+    let doc = grace_serve::openapi::ApiDoc::openapi();
     let mut out = String::from(
         "Every route the server answers and the statuses it can return, from the OpenAPI document it publishes at `/openapi.json` (which has the bodies). Errors carry `{\"error\": {\"type\", \"message\"}}`; the types are in [HTTP error types](http-errors.md).\n\n| method | route | statuses |\n| --- | --- | --- |\n",
     );

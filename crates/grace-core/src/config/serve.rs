@@ -146,7 +146,7 @@ impl Default for SessionsConfig {
     }
 }
 
-/// `grace serve`: the HTTP API (see `grace::serve`).
+/// `grace serve`: the HTTP API (see `grace_serve`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
@@ -205,7 +205,7 @@ impl Default for ServerConfig {
     }
 }
 
-/// `grace mcp`: the MCP tool server (see `grace::mcp`).
+/// `grace mcp`: the MCP tool server (see `grace_mcp`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpConfig {

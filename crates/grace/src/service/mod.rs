@@ -40,9 +40,7 @@ pub use self::ask::{
     WhileWaiting, check_ask, check_ask_limit, check_question, check_reply,
 };
 pub use self::events::RunEvent;
-#[cfg(feature = "serve")]
-pub(crate) use self::nonblocking::CancelOnDrop;
-pub use self::nonblocking::RunStream;
+pub use self::nonblocking::{CancelOnDrop, RunStream};
 
 use crate::access::ReadScope;
 use crate::audit::{Action, AuditLog, Record};

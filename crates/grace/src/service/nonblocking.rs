@@ -31,7 +31,7 @@ impl RunStream {
 
 /// Sets a run's cancellation flag when dropped (a dropped future or stream
 /// means nobody waits for the run any more). Harmless after the run ended.
-pub(crate) struct CancelOnDrop(pub(crate) Arc<AtomicBool>);
+pub struct CancelOnDrop(pub Arc<AtomicBool>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {

@@ -2,7 +2,7 @@
 //! (on a question set or `--self`).
 
 use grace::confidence::calibration::Calibration;
-use grace::eval::{EvalReport, Separation};
+use grace_eval::{EvalReport, Separation};
 
 use super::{num, pct, print_json};
 
@@ -19,7 +19,7 @@ fn separation_line(name: &str, s: &Separation) {
 
 /// `grace eval --one-session N`: self-contained questions taken for
 /// follow-ups.
-pub fn one_session_report(r: &grace::eval::one_session::OneSessionReport, json: bool) {
+pub fn one_session_report(r: &grace_eval::one_session::OneSessionReport, json: bool) {
     if json {
         print_json(r);
         return;
@@ -38,7 +38,7 @@ pub fn one_session_report(r: &grace::eval::one_session::OneSessionReport, json: 
 }
 
 /// `grace eval --conversations`: follow-ups with and without their history.
-pub fn conversation_report(r: &grace::eval::conversations::ConversationReport, json: bool) {
+pub fn conversation_report(r: &grace_eval::conversations::ConversationReport, json: bool) {
     if json {
         print_json(r);
         return;
@@ -195,8 +195,8 @@ pub fn eval_report(r: &EvalReport, json: bool) {
 
 /// What the answers of answerable questions are made of: one line per
 /// decision, then the same per question style.
-fn answer_text_lines(t: &grace::eval::answer_text::AnswerTextReport) {
-    use grace::eval::answer_text::AnswerTextFigures;
+fn answer_text_lines(t: &grace_eval::answer_text::AnswerTextReport) {
+    use grace_eval::answer_text::AnswerTextFigures;
     let cell = |f: &AnswerTextFigures| {
         format!(
             "{:>4} {:>9} {:>5} {:>6} {:>6}",
@@ -383,7 +383,7 @@ fn calibration_figures(c: &Calibration, json: bool) {
 }
 
 /// The learning curve of `grace eval --feedback N`.
-fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
+fn feedback_curve(f: &grace_eval::feedback_sim::FeedbackCurve) {
     println!(
         "learning from {} simulated ratings (seed {}, {} flipped{}), scored on the {} other questions:",
         f.ratings,
@@ -408,7 +408,7 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
         "right/ans",
         "unans. ans."
     );
-    let row = |labels: String, p: &grace::eval::feedback_sim::CurvePoint| {
+    let row = |labels: String, p: &grace_eval::feedback_sim::CurvePoint| {
         println!(
             "  {:>6} {:>6} {:>7} {:>6} {:>9} {:>9} {:>8} {:>10} {:>12}",
             labels,
@@ -476,7 +476,7 @@ fn feedback_curve(f: &grace::eval::feedback_sim::FeedbackCurve) {
 }
 
 /// One row of the feedback-only factors' table.
-fn factor_row(name: &str, fare: &grace::eval::feedback_factors::ProbeFare, raised: String) {
+fn factor_row(name: &str, fare: &grace_eval::feedback_factors::ProbeFare, raised: String) {
     println!(
         "  {:<28} {:>6} {:>9} {:>9.3} {:>14}",
         name,
