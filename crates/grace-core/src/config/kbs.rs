@@ -232,8 +232,10 @@ impl Config {
                 merge(base, overlay);
             }
         }
+        // The path of what does not read is kept (the merged value has no
+        // lines): an unknown key is named where the entry wrote it.
         let mut derived: Config =
-            serde_yaml::from_value(whole).map_err(|e| entry_error(name, entry, e))?;
+            serde_path_to_error::deserialize(whole).map_err(|e| entry_error(name, e))?;
         derived.kb = name.to_string();
         if name != DEFAULT_KB {
             // A knowledge base's own folders; the top level's are
@@ -312,17 +314,20 @@ impl Config {
 /// The PostgreSQL schema of knowledge base `name`'s own tables under the
 /// server's schema `root` (`-` reads as `_`).
 /// Why the sections of entry `name` merged into the top level do not
-/// read. An unknown key of one of the entry's sections is named by its
-/// path in the file (`kbs.NAME.SECTION.KEY`, so the load finds its line),
-/// with what replaced it when an earlier GRACE read it; anything else is
-/// the parser's message under `kbs.NAME`.
-fn entry_error(name: &str, entry: &KbConfig, e: serde_yaml::Error) -> ConfigError {
+/// read. An unknown key (in a section or a table inside one) is named by
+/// its path in the file (`kbs.NAME.SECTION.KEY`, so the load finds its
+/// line), with what replaced it when an earlier GRACE read it; anything
+/// else is the parser's message under `kbs.NAME`.
+fn entry_error(name: &str, e: serde_path_to_error::Error<serde_yaml::Error>) -> ConfigError {
+    // Where serde was: an unknown key's path ends with the key itself.
+    let path = e.path().to_string();
+    let e = e.into_inner();
     let message = e.to_string();
     let unknown = super::error::unknown_field(&message).and_then(|(_, key)| {
+        let section = path.strip_suffix(key)?.strip_suffix('.')?;
         KB_SECTIONS
-            .iter()
-            .find(|s| entry.section(s).and_then(|v| v.get(key)).is_some())
-            .map(|section| (*section, key))
+            .contains(&section.split('.').next().unwrap_or_default())
+            .then_some((section, key))
     });
     let Some((section, key)) = unknown else {
         let mut e = ConfigError::from_yaml(e);
@@ -607,6 +612,15 @@ mod tests {
             e.contains(":5:")
                 && e.contains("`kbs.hr.qdrant.collection`")
                 && e.contains("it is collection.name"),
+            "{e}"
+        );
+        // Inside a table of a section: the whole path, with its line.
+        let e = load_error(&write(
+            dir.path(),
+            "kbs:\n  hr:\n    confidence:\n      weights:\n        bias: 1.0\n        bais: 2.0\n",
+        ));
+        assert!(
+            e.contains(":6:") && e.contains("`kbs.hr.confidence.weights.bais`"),
             "{e}"
         );
         let e = load_error(&write(dir.path(), "kbs:\n  hr:\n    storage: {}\n"));
