@@ -311,8 +311,6 @@ impl Config {
     }
 }
 
-/// The PostgreSQL schema of knowledge base `name`'s own tables under the
-/// server's schema `root` (`-` reads as `_`).
 /// Why the sections of entry `name` merged into the top level do not
 /// read. An unknown key (in a section or a table inside one) is named by
 /// its path in the file (`kbs.NAME.SECTION.KEY`, so the load finds its
@@ -337,18 +335,17 @@ fn entry_error(name: &str, e: serde_path_to_error::Error<serde_yaml::Error>) -> 
         return e;
     };
     // A value's error has no path or line: the message is serde's own.
-    let said = message
-        .find("unknown field")
-        .map_or(&*message, |i| &message[i..]);
     let hint = super::error::replaced(section, key).map_or(String::new(), |replaced| {
         format!(" ({replaced}; an entry takes the top level's keys)")
     });
     invalid(
         &format!("kbs.{name}.{section}.{key}"),
-        format!("{said}{hint}"),
+        format!("{message}{hint}"),
     )
 }
 
+/// The PostgreSQL schema of knowledge base `name`'s own tables under the
+/// server's schema `root` (`-` reads as `_`).
 fn kb_schema(root: &str, name: &str) -> String {
     format!("{root}_{}", name.replace('-', "_"))
 }
